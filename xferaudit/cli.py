@@ -1,0 +1,69 @@
+"""The ``xferaudit`` command line: ``xferaudit COMMAND ...``.
+
+Commands live in :mod:`xferaudit.commands`, one module each; only the command
+that runs is imported.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import pkgutil
+import sys
+from typing import Optional, Sequence
+
+from . import __version__
+from .commands import EXIT_ERROR, Command, UserError
+
+
+def _command_names() -> list[str]:
+    from . import commands
+
+    return sorted(m.name for m in pkgutil.iter_modules(commands.__path__) if not m.name.startswith("_"))
+
+
+def _load(name: str) -> Command:
+    mod = importlib.import_module(f"xferaudit.commands.{name}")
+    return mod.COMMAND()
+
+
+def _build_parser(only: Optional[str]) -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="xferaudit",
+        description="Find, wrap and count host<->device transfer sites.",
+    )
+    parser.add_argument("--version", action="version", version=f"xferaudit {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for name in _command_names():
+        if only is not None and name.replace("_", "-") != only:
+            # Listed for --help, but not imported: start-up stays short.
+            sub.add_parser(name.replace("_", "-"), add_help=False)
+            continue
+        cmd = _load(name)
+        p = sub.add_parser(cmd.NAME, help=cmd.DESCRIPTION, description=cmd.DESCRIPTION)
+        cmd.add_arguments(p)
+        p.set_defaults(_command=cmd)
+    return parser
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    first = next((a for a in argv if not a.startswith("-")), None)
+    only = first if first in {n.replace("_", "-") for n in _command_names()} else None
+    parser = _build_parser(only)
+    args = parser.parse_args(argv)
+    cmd = getattr(args, "_command", None)
+    if cmd is None:
+        parser.print_help()
+        return EXIT_ERROR
+    try:
+        return int(cmd.run(args) or 0)
+    except UserError as e:
+        print(f"xferaudit: error: {e}", file=sys.stderr)
+        return EXIT_ERROR
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

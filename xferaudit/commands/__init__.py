@@ -1,0 +1,31 @@
+"""Sub-commands of the ``xferaudit`` CLI, one module each.
+
+A command is a small class (after libcst's codemod commands): a ``NAME``, a
+one-line ``DESCRIPTION``, ``add_arguments(parser)`` and ``run(args) -> int``.
+Each module in this package defines ``COMMAND = TheClass``; the CLI finds them
+by file name and imports only the one it runs, to keep start-up short for
+pre-commit.
+
+Exit codes follow ruff's: 0 clean, 1 findings, 2 usage, config or input error.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+EXIT_OK, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
+
+
+class Command:
+    NAME: str = ""
+    DESCRIPTION: str = ""
+
+    def add_arguments(self, parser: argparse.ArgumentParser) -> None:
+        """Declare this command's options."""
+
+    def run(self, args: argparse.Namespace) -> int:
+        raise NotImplementedError
+
+
+class UserError(Exception):
+    """Bad input the user can act on: printed as `xferaudit: error: ...`, exit 2."""

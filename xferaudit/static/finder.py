@@ -1,0 +1,726 @@
+"""Find transfer and graph sites in Python source.
+
+One pass of the standard library's ``ast`` over each file (its C parser is
+several times faster than libcst's, which matters on a 2,000-file tree), with
+every rule of the table tested at each call. The codemod rewrites with libcst
+but asks this finder which calls are sites, matching them by position, so there
+is one classifier whatever the pass.
+
+Positions are 1-based lines and 1-based character columns of the called name
+(``ast`` counts UTF-8 bytes; we convert).
+"""
+
+from __future__ import annotations
+
+import ast
+import io
+import re
+import tokenize
+from dataclasses import asdict, dataclass, field
+from typing import Iterator, Optional
+
+from ..rules import KIND_CODES, Rule, RuleTable, table as default_table
+
+RUNTIME_MODULE = "xferaudit.runtime"
+
+#: Device types whose string literal means "an accelerator" (`x.to("cuda:1")`).
+ACCELERATOR_TYPES = frozenset(
+    """cuda mps xpu hpu npu xla mtia ipu vulkan meta privateuseone lazy ve fpga
+    maia ort mkldnn opengl opencl ideep fakegpu""".split()
+)
+#: ``torch.<name>`` values that are dtypes or layouts, never devices.
+TORCH_NOT_DEVICE = frozenset(
+    """float float16 half bfloat16 float32 float64 double complex64 complex128
+    cfloat cdouble complex32 chalf uint8 uint16 uint32 uint64 int8 int16 int
+    int32 int64 long short bool qint8 quint8 qint32 quint4x2 quint2x4
+    float8_e4m3fn float8_e5m2 float8_e4m3fnuz float8_e5m2fnuz float8_e8m0fnu
+    float4_e2m1fn_x2 bits8 bits16 channels_last channels_last_3d
+    contiguous_format preserve_format strided sparse_coo sparse_csr
+    get_default_dtype""".split()
+)
+
+
+@dataclass
+class Site:
+    """One site: a call that moves data between host and device, or makes/launches a graph."""
+
+    path: str
+    line: int
+    column: int
+    end_line: int
+    end_column: int
+    kind: str
+    rule: str  # the XFA code reported for it when unwrapped
+    call: str  # the call's source text
+    wrapped: bool
+    site: Optional[str]  # the wrapper's site name, or the name `wrap` would give it
+    suppressed: bool = False
+    rule_id: str = ""  # row of the table, e.g. "torch.to"
+    function: str = "<module>"  # enclosing qualified name
+    decorator: bool = False  # the call is a decorator (`@torch.compile(...)`)
+    label: str = ""  # receiver text and method (`loss.item`), or the function's name
+    byte_col: int = 0  # 0-based UTF-8 column of the called name (ast's), for the codemod
+
+    def to_json(self) -> dict:
+        d = asdict(self)
+        del d["byte_col"], d["label"]
+        return d
+
+
+@dataclass
+class FileResult:
+    path: str
+    sites: list[Site] = field(default_factory=list)
+    error: Optional[str] = None  # parse or read error; the file yields no sites
+    error_line: int = 1
+    error_column: int = 1
+    suppressions: list[tuple[int, tuple[str, ...]]] = field(default_factory=list)
+
+
+# --- name resolution ---------------------------------------------------------
+
+
+class _Scope:
+    __slots__ = ("parent", "bindings", "is_class", "is_module")
+
+    def __init__(self, parent: Optional["_Scope"], is_class=False, is_module=False):
+        self.parent = parent
+        # name -> list of (line, qualified import target or None for "something else")
+        self.bindings: dict[str, list[tuple[int, Optional[str]]]] = {}
+        self.is_class = is_class
+        self.is_module = is_module
+
+    def bind(self, name: str, line: int, qual: Optional[str]) -> None:
+        self.bindings.setdefault(name, []).append((line, qual))
+
+
+def _target_names(t: ast.AST) -> Iterator[str]:
+    if isinstance(t, ast.Name):
+        yield t.id
+    elif isinstance(t, (ast.Tuple, ast.List)):
+        for e in t.elts:
+            yield from _target_names(e)
+    elif isinstance(t, ast.Starred):
+        yield from _target_names(t.value)
+
+
+class _Binder(ast.NodeVisitor):
+    """Collect each scope's bindings before any use is resolved (Python's rule:
+    a name bound anywhere in a function is local throughout it)."""
+
+    def __init__(self) -> None:
+        self.module = _Scope(None, is_module=True)
+        self.scope_of: dict[int, _Scope] = {}  # id(def/lambda/class/comp node) -> scope
+        self.cur = self.module
+        self.globals: set[str] = set()
+
+    def _child(self, node: ast.AST, is_class=False) -> _Scope:
+        s = _Scope(self.cur, is_class=is_class)
+        self.scope_of[id(node)] = s
+        return s
+
+    def _args(self, args: ast.arguments, scope: _Scope, line: int) -> None:
+        for a in args.posonlyargs + args.args + args.kwonlyargs:
+            scope.bind(a.arg, line, None)
+        if args.vararg:
+            scope.bind(args.vararg.arg, line, None)
+        if args.kwarg:
+            scope.bind(args.kwarg.arg, line, None)
+
+    def _function(self, node) -> None:
+        self.cur.bind(node.name, node.lineno, None)
+        for d in node.decorator_list:
+            self.visit(d)
+        for d in node.args.defaults + [d for d in node.args.kw_defaults if d is not None]:
+            self.visit(d)
+        outer = self.cur
+        self.cur = self._child(node)
+        self._args(node.args, self.cur, node.lineno)
+        for st in node.body:
+            self.visit(st)
+        self.cur = outer
+
+    visit_FunctionDef = visit_AsyncFunctionDef = _function
+
+    def visit_Lambda(self, node: ast.Lambda) -> None:
+        for d in node.args.defaults + [d for d in node.args.kw_defaults if d is not None]:
+            self.visit(d)
+        outer = self.cur
+        self.cur = self._child(node)
+        self._args(node.args, self.cur, node.lineno)
+        self.visit(node.body)
+        self.cur = outer
+
+    def visit_ClassDef(self, node: ast.ClassDef) -> None:
+        self.cur.bind(node.name, node.lineno, None)
+        for d in node.decorator_list + node.bases + [k.value for k in node.keywords]:
+            self.visit(d)
+        outer = self.cur
+        self.cur = self._child(node, is_class=True)
+        for st in node.body:
+            self.visit(st)
+        self.cur = outer
+
+    def _comp(self, node) -> None:
+        # The first iterable is evaluated in the enclosing scope.
+        self.visit(node.generators[0].iter)
+        outer = self.cur
+        self.cur = self._child(node)
+        for i, g in enumerate(node.generators):
+            for n in _target_names(g.target):
+                self.cur.bind(n, node.lineno, None)
+            if i:
+                self.visit(g.iter)
+            for c in g.ifs:
+                self.visit(c)
+        for part in ("elt", "key", "value"):
+            if hasattr(node, part):
+                self.visit(getattr(node, part))
+        self.cur = outer
+
+    visit_ListComp = visit_SetComp = visit_GeneratorExp = visit_DictComp = _comp
+
+    def visit_Import(self, node: ast.Import) -> None:
+        for a in node.names:
+            if a.asname:
+                self.cur.bind(a.asname, node.lineno, a.name)
+            else:
+                top = a.name.split(".", 1)[0]
+                self.cur.bind(top, node.lineno, top)
+
+    def visit_ImportFrom(self, node: ast.ImportFrom) -> None:
+        if node.level or not node.module:
+            for a in node.names:
+                self.cur.bind(a.asname or a.name, node.lineno, None)
+            return
+        for a in node.names:
+            if a.name == "*":
+                continue
+            self.cur.bind(a.asname or a.name, node.lineno, f"{node.module}.{a.name}")
+
+    def visit_Global(self, node: ast.Global) -> None:
+        self.globals.update(node.names)
+
+    def visit_Name(self, node: ast.Name) -> None:
+        if isinstance(node.ctx, (ast.Store, ast.Del)):
+            self.cur.bind(node.id, node.lineno, None)
+
+    def visit_NamedExpr(self, node: ast.NamedExpr) -> None:
+        self.cur.bind(node.target.id, node.lineno, None)
+        self.visit(node.value)
+
+    def visit_ExceptHandler(self, node: ast.ExceptHandler) -> None:
+        if node.name:
+            self.cur.bind(node.name, node.lineno, None)
+        self.generic_visit(node)
+
+    def visit_MatchAs(self, node) -> None:  # pragma: no cover - 3.10+
+        if node.name:
+            self.cur.bind(node.name, node.lineno, None)
+        self.generic_visit(node)
+
+
+def _resolve_in(scope: _Scope, name: str, line: int, own: bool) -> tuple[bool, Optional[str]]:
+    """(bound?, qualified import target) of `name` in `scope`."""
+    b = scope.bindings.get(name)
+    if not b:
+        return False, None
+    if scope.is_module and own:
+        # At module level order matters: the last binding before this line.
+        before = [q for ln, q in b if ln <= line]
+        return True, (before[-1] if before else b[0][1])
+    return True, b[-1][1]
+
+
+# --- classification ------------------------------------------------------------
+
+
+def _const_str(node: ast.AST) -> Optional[str]:
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        return node.value
+    return None
+
+
+def _device_type(s: str) -> Optional[str]:
+    t = s.split(":", 1)[0].strip().lower()
+    if t == "cpu":
+        return "down"
+    if t in ACCELERATOR_TYPES:
+        return "up"
+    return None
+
+
+class _Classifier:
+    """Decides whether one ast.Call is a site, by the rows of a RuleTable."""
+
+    def __init__(self, finder: "_FileFinder") -> None:
+        self.f = finder
+
+    def is_cpu(self, node: ast.AST) -> bool:
+        """True when the expression is evidently the host ("cpu", torch.device("cpu"))."""
+        s = _const_str(node)
+        if s is not None:
+            return _device_type(s) == "down"
+        if isinstance(node, ast.Call) and self.f.qualname(node.func) == "torch.device" and node.args:
+            s = _const_str(node.args[0])
+            return s is not None and _device_type(s) == "down"
+        return False
+
+    def device_kind(self, node: ast.AST) -> Optional[str]:
+        """The direction a `.to(node)` takes: up, down, move, or None (not a device)."""
+        if isinstance(node, ast.Constant):
+            v = node.value
+            if isinstance(v, str):
+                return _device_type(v)
+            if isinstance(v, int) and not isinstance(v, bool):
+                return "up"
+            return None
+        if isinstance(node, ast.JoinedStr):
+            head = _const_str(node.values[0]) if node.values else None
+            if head:
+                return _device_type(head) or "move"
+            return "move"
+        if isinstance(node, ast.IfExp):
+            a, b = self.device_kind(node.body), self.device_kind(node.orelse)
+            if a == b:
+                return a
+            if a is None and b is None:
+                return None
+            return "move"
+        if isinstance(node, (ast.Name, ast.Attribute)):
+            if self._is_dtype_name(node):
+                return None
+            return "move"
+        if isinstance(node, ast.Subscript):
+            if self._is_dtype_name(node.value):
+                return None
+            return "move"
+        if isinstance(node, ast.Call):
+            q = self.f.qualname(node.func)
+            if q == "torch.device":
+                return self._torch_device(node)
+            last = _last_name(node.func)
+            if last and (last.lower().endswith("dtype") or last in TORCH_NOT_DEVICE and q and q.startswith("torch.")):
+                return None
+            return "move"
+        if isinstance(node, ast.Starred):
+            return "move"
+        return "move"
+
+    def _torch_device(self, node: ast.Call) -> str:
+        arg = node.args[0] if node.args else next((k.value for k in node.keywords if k.arg == "type"), None)
+        if arg is None:
+            return "move"
+        s = _const_str(arg)
+        if s is not None:
+            return _device_type(s) or "move"
+        if isinstance(arg, ast.JoinedStr):
+            head = _const_str(arg.values[0]) if arg.values else None
+            return (_device_type(head) if head else None) or "move"
+        return "move"
+
+    def _is_dtype_name(self, node: ast.AST) -> bool:
+        last = _last_name(node)
+        if last is None:
+            return False
+        if last.lower().endswith("dtype") or last.lower().endswith("dtypes"):
+            return True
+        q = self.f.qualname(node)
+        if q and q.startswith("torch.") and q.count(".") == 1 and last in TORCH_NOT_DEVICE:
+            return True
+        return False
+
+    def kind_of(self, rule: Rule, args: list[ast.AST], kwargs: dict[Optional[str], ast.AST]) -> Optional[str]:
+        """The kind of a call matched by `rule` (args exclude the receiver), or None."""
+        if rule.truthy is not None:
+            v = kwargs.get(rule.truthy)
+            if v is None:
+                return None
+            if isinstance(v, ast.Constant) and not v.value:
+                return None
+        if rule.needs is not None:
+            v = kwargs.get(rule.needs)
+            if v is None and rule.device_pos is not None and len(args) > rule.device_pos:
+                v = args[rule.device_pos]
+                if isinstance(v, ast.Starred):
+                    v = None
+            if v is None:
+                return None
+            if rule.host_is_cpu and self.is_cpu(v):
+                return None
+        if rule.kind != "device":
+            return rule.kind
+        # Device-decided (x.to(...)): positional device first, then the keyword.
+        dev = None
+        if rule.device_pos is not None and len(args) > rule.device_pos:
+            dev = args[rule.device_pos]
+            for a in args[: rule.device_pos + 1]:
+                if isinstance(a, ast.Starred):
+                    return "move"
+        elif args and isinstance(args[0], ast.Starred):
+            return "move"
+        if dev is None and rule.device_kw:
+            dev = kwargs.get(rule.device_kw)
+        if dev is None:
+            if None in kwargs:  # **kwargs may carry a device
+                return "move"
+            return None
+        return self.device_kind(dev)
+
+
+def _last_name(node: ast.AST) -> Optional[str]:
+    if isinstance(node, ast.Name):
+        return node.id
+    if isinstance(node, ast.Attribute):
+        return node.attr
+    return None
+
+
+# --- the per-file pass ---------------------------------------------------------------
+
+_NOQA = re.compile(r"#\s*noqa(?::\s*(?P<codes>[A-Z]+[0-9]+(?:[\s,]+[A-Z]+[0-9]+)*))?", re.I)
+_OWN = re.compile(r"#\s*xferaudit:\s*ignore(?:\[(?P<codes>[A-Z0-9,\s]+)\])?", re.I)
+
+
+def parse_suppressions(lines: list[str]) -> dict[int, tuple[str, ...]]:
+    """line -> codes suppressed there (an empty tuple means every code)."""
+    out: dict[int, tuple[str, ...]] = {}
+    for i, text in enumerate(lines, 1):
+        if "#" not in text:
+            continue
+        for rx in (_NOQA, _OWN):
+            m = rx.search(text)
+            if not m:
+                continue
+            codes = m.group("codes")
+            if not codes or out.get(i) == ():
+                out[i] = ()  # a bare suppression covers every code
+            else:
+                new = tuple(c.upper() for c in re.split(r"[\s,]+", codes.strip()) if c)
+                out[i] = out.get(i, ()) + new
+    return out
+
+
+def decode_source(data: bytes) -> str:
+    """Text of a Python file by its declared encoding (BOM and coding cookies honoured)."""
+    enc, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
+    text = data.decode(enc)
+    if text.startswith("\ufeff"):
+        text = text[1:]
+    return text
+
+
+class _FileFinder(ast.NodeVisitor):
+    def __init__(self, path: str, text: str, rules: RuleTable, display_path: str) -> None:
+        self.path = display_path
+        self.text = text
+        self.lines = text.splitlines(keepends=True)
+        self.rules = rules
+        self.cls = _Classifier(self)
+        self.sites: list[Site] = []
+        self.scope: Optional[_Scope] = None
+        self.binder: Optional[_Binder] = None
+        self.qual: list[str] = []
+        self.covered: set[int] = set()  # ids of calls wrapped by an enclosing xfer.graph(...)
+        self.decorators: set[int] = set()
+
+    # positions -------------------------------------------------------------
+    def _char_col(self, line: int, byte_col: int) -> int:
+        if line - 1 >= len(self.lines):
+            return byte_col
+        s = self.lines[line - 1]
+        if s.isascii():
+            return byte_col
+        return len(s.encode("utf-8")[:byte_col].decode("utf-8", "replace"))
+
+    def _segment(self, node: ast.AST) -> str:
+        seg = ast.get_source_segment(self.text, node)
+        return seg if seg is not None else ""
+
+    # names ------------------------------------------------------------------
+    def _lookup(self, name: str, line: int) -> tuple[bool, Optional[str]]:
+        s = self.scope
+        own = True
+        first = True
+        while s is not None:
+            if s.is_class and not first:
+                s = s.parent
+                continue
+            bound, q = _resolve_in(s, name, line, own and s.is_module)
+            if bound:
+                return True, q
+            first = False
+            own = False
+            s = s.parent
+        return False, None
+
+    def qualname(self, node: ast.AST) -> Optional[str]:
+        """The imported qualified name an expression refers to (``T.tensor`` -> ``torch.tensor``)."""
+        parts: list[str] = []
+        while isinstance(node, ast.Attribute):
+            parts.append(node.attr)
+            node = node.value
+        if not isinstance(node, ast.Name):
+            return None
+        bound, q = self._lookup(node.id, node.lineno)
+        if not bound:
+            # `torch` used without an import we can see (a star import, a notebook
+            # cell): still torch.
+            if node.id == "torch":
+                q = "torch"
+            else:
+                return None
+        if q is None:
+            return None
+        parts.append(q)
+        return ".".join(reversed(parts))
+
+    # traversal ----------------------------------------------------------------
+    def run(self, tree: ast.Module) -> None:
+        b = _Binder()
+        b.visit(tree)
+        self.binder = b
+        self.scope = b.module
+        self.visit(tree)
+
+    def _enter(self, node, name: Optional[str]):
+        outer = self.scope
+        self.scope = self.binder.scope_of.get(id(node), outer)
+        if name is not None:
+            self.qual.append(name)
+        return outer
+
+    def _function(self, node) -> None:
+        for d in node.decorator_list:
+            if isinstance(d, ast.Call):
+                self.decorators.add(id(d))
+            self.visit(d)
+        for d in node.args.defaults + [d for d in node.args.kw_defaults if d is not None]:
+            self.visit(d)
+        if node.returns:
+            self.visit(node.returns)
+        outer = self._enter(node, node.name)
+        for st in node.body:
+            self.visit(st)
+        self.qual.pop()
+        self.scope = outer
+
+    visit_FunctionDef = visit_AsyncFunctionDef = _function
+
+    def visit_ClassDef(self, node: ast.ClassDef) -> None:
+        for d in node.decorator_list:
+            if isinstance(d, ast.Call):
+                self.decorators.add(id(d))
+            self.visit(d)
+        for d in node.bases + [k.value for k in node.keywords]:
+            self.visit(d)
+        outer = self._enter(node, node.name)
+        for st in node.body:
+            self.visit(st)
+        self.qual.pop()
+        self.scope = outer
+
+    def visit_Lambda(self, node: ast.Lambda) -> None:
+        for d in node.args.defaults + [d for d in node.args.kw_defaults if d is not None]:
+            self.visit(d)
+        outer = self._enter(node, None)
+        self.visit(node.body)
+        self.scope = outer
+
+    def _comp(self, node) -> None:
+        self.visit(node.generators[0].iter)
+        outer = self._enter(node, None)
+        for i, g in enumerate(node.generators):
+            self.visit(g.target)
+            if i:
+                self.visit(g.iter)
+            for c in g.ifs:
+                self.visit(c)
+        for part in ("elt", "key", "value"):
+            if hasattr(node, part):
+                self.visit(getattr(node, part))
+        self.scope = outer
+
+    visit_ListComp = visit_SetComp = visit_GeneratorExp = visit_DictComp = _comp
+
+    def visit_Call(self, node: ast.Call) -> None:
+        self._check_call(node)
+        self.generic_visit(node)
+
+    # the heart ---------------------------------------------------------------------
+    def _split(self, call: ast.Call, skip: int = 0):
+        args = list(call.args[skip:])
+        kwargs: dict[Optional[str], ast.AST] = {}
+        for k in call.keywords:
+            kwargs[k.arg] = k.value
+        return args, kwargs
+
+    def _check_call(self, node: ast.Call) -> None:
+        func = node.func
+        q = self.qualname(func)
+        if q is not None and q.startswith(RUNTIME_MODULE + "."):
+            self._wrapper_call(node, q[len(RUNTIME_MODULE) + 1:])
+            return
+        if id(node) in self.covered:
+            return
+        # Function rows: resolved through imports.
+        if q is not None:
+            rule = self.rules.functions.get(q)
+            if rule is not None:
+                args, kwargs = self._split(node)
+                kind = self.cls.kind_of(rule, args, kwargs)
+                if kind is not None:
+                    self._add(node, func, rule, kind, wrapped=False, site=None)
+                return
+        # Method rows: any receiver.
+        if isinstance(func, ast.Attribute):
+            for rule in self.rules.methods.get(func.attr, ()):
+                if q is not None and q in self.rules.functions:
+                    break
+                args, kwargs = self._split(node)
+                kind = self.cls.kind_of(rule, args, kwargs)
+                if kind is not None:
+                    self._add(node, func, rule, kind, wrapped=False, site=None)
+                    return
+
+    def _wrapper_call(self, node: ast.Call, wrapper: str) -> None:
+        site_kw = next((k.value for k in node.keywords if k.arg == "site"), None)
+        if site_kw is None:
+            return
+        site = _const_str(site_kw)
+        rows = self.rules.wrappers.get(wrapper, ())
+        kwargs = {k.arg: k.value for k in node.keywords if k.arg != "site"}
+        for rule in rows:
+            if rule.wrap == "result":
+                inner = node.args[0] if node.args else None
+                if isinstance(inner, ast.Call):
+                    q = self.qualname(inner.func)
+                    r2 = self.rules.functions.get(q) if q else None
+                    if r2 is not None and r2.wrap == "result":
+                        self.covered.add(id(inner))
+                        self._add(inner, inner.func, r2, r2.kind, wrapped=True, site=site,
+                                  decorator=id(node) in self.decorators)
+                        return
+                self._add(node, node.func, rule, rule.kind, wrapped=True, site=site,
+                          decorator=id(node) in self.decorators)
+                return
+            skip = 1 if rule.wrap == "receiver" else 0
+            args = list(node.args[skip:])
+            kind = self.cls.kind_of(rule, args, kwargs) or ("move" if rule.kind == "device" else rule.kind)
+            self._add(node, node.func, rule, kind, wrapped=True, site=site)
+            return
+
+    def _add(self, call: ast.Call, func: ast.AST, rule: Rule, kind: str, wrapped: bool,
+             site: Optional[str], decorator: Optional[bool] = None) -> None:
+        # Position of the called name: the attribute's name ends where the
+        # Attribute node ends; a bare Name starts where it starts.
+        if isinstance(func, ast.Attribute):
+            line = func.end_lineno
+            bcol = func.end_col_offset - len(func.attr)
+        else:
+            line, bcol = func.lineno, func.col_offset
+        col = self._char_col(line, bcol)
+        end_line = call.end_lineno
+        end_col = self._char_col(end_line, call.end_col_offset)
+        self.sites.append(
+            Site(
+                path=self.path,
+                line=line,
+                column=col + 1,
+                end_line=end_line,
+                end_column=end_col + 1,
+                kind=kind,
+                rule=KIND_CODES[kind],
+                call=self._segment(call),
+                wrapped=wrapped,
+                site=site,
+                rule_id=rule.id,
+                function=".".join(self.qual) or "<module>",
+                decorator=bool(decorator) if decorator is not None else id(call) in self.decorators,
+                label=self._label(func, rule),
+                byte_col=bcol,
+            )
+        )
+
+    def _label(self, func: ast.AST, rule: Rule) -> str:
+        if rule.call == "function" or not isinstance(func, ast.Attribute):
+            return rule.target
+        return f"{self._segment(func.value)}.{func.attr}"
+
+
+# --- naming ----------------------------------------------------------------------------
+
+_WS = re.compile(r"\s+")
+
+
+def short_receiver(text: str, limit: int = 40) -> str:
+    """A readable, single-line, bounded form of a call's receiver and method."""
+    text = _WS.sub("", text)
+    if len(text) <= limit:
+        return text
+    # Drop argument lists, innermost first, until it fits.
+    prev = None
+    while len(text) > limit and prev != text:
+        prev = text
+        text = re.sub(r"\(([^()]|\.\.\.)+\)", "(...)", text, count=1)
+        text = re.sub(r"\[([^\[\]]|\.\.\.)+\]", "[...]", text, count=1)
+    if len(text) > limit:
+        text = "..." + text[-(limit - 3):]
+    return text
+
+
+def name_sites(sites: list[Site], relpath: str) -> None:
+    """Give each unwrapped site the name `xferaudit wrap` would write.
+
+    ``relpath:qualname:receiver.method``, with ``#2``, ``#3`` for repeats; names
+    already taken by wrapped sites in the file are not reused. No line numbers,
+    so names survive edits elsewhere.
+    """
+    taken = {s.site for s in sites if s.wrapped and s.site}
+    seen: dict[str, int] = {}
+    for s in sites:
+        if s.wrapped:
+            continue
+        base = f"{relpath}:{s.function}:{short_receiver(s.label or s.call)}"
+        n = seen.get(base, 0)
+        while True:
+            n += 1
+            name = base if n == 1 else f"{base}#{n}"
+            if name not in taken:
+                break
+        seen[base] = n
+        taken.add(name)
+        s.site = name
+
+
+def find_in_source(
+    text: str,
+    path: str = "<string>",
+    rules: Optional[RuleTable] = None,
+    relpath: Optional[str] = None,
+) -> FileResult:
+    """All sites of one file's text, in source order, named and with suppressions applied."""
+    rules = rules or default_table()
+    res = FileResult(path=path)
+    try:
+        tree = ast.parse(text, filename=path)
+    except SyntaxError as e:
+        res.error = f"SyntaxError: {e.msg}"
+        res.error_line = e.lineno or 1
+        res.error_column = e.offset or 1
+        return res
+    except (ValueError, RecursionError) as e:
+        res.error = f"{type(e).__name__}: {e}"
+        return res
+    f = _FileFinder(path, text, rules, path)
+    f.run(tree)
+    f.sites.sort(key=lambda s: (s.line, s.column))
+    name_sites(f.sites, relpath if relpath is not None else path)
+    sup = parse_suppressions(f.lines) if "#" in text else {}
+    res.suppressions = sorted(sup.items())
+    for s in f.sites:
+        codes = sup.get(s.line)
+        if codes is not None and (codes == () or s.rule in codes):
+            s.suppressed = True
+    res.sites = f.sites
+    return res
