@@ -1,0 +1,119 @@
+"""What does auditing cost per training step? (needs CUDA)
+
+Step time of the example GPT program four ways, interleaved in one run so
+that the machine's noise hits all of them alike:
+
+* bare     examples/gpt_train.py, no wrappers
+* off      examples/wrapped/gpt_train.py, counting off (the default)
+* on       the wrapped program with counting on
+* guard    counting on and ``xfer.guard("count")`` around the step
+
+Each round times ``--steps`` steps of each mode (rotating the order); the
+figures are medians over ``--rounds`` rounds, and ratios to bare.
+
+    python bench/gpu_overhead.py [--rounds 9 --steps 10 --dim 768 --layers 8]
+
+Goals: off <= 1.01x, on <= 1.02x, guard <= 1.15x.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import importlib.util
+import io
+import json
+import statistics
+import sys
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent))
+
+import torch  # noqa: E402
+
+import xferaudit.runtime as xfer  # noqa: E402
+
+
+def load(path: Path, name: str):
+    spec = importlib.util.spec_from_file_location(name, path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--rounds", type=int, default=9)
+    p.add_argument("--steps", type=int, default=10)
+    p.add_argument("--dim", type=int, default=768)
+    p.add_argument("--layers", type=int, default=8)
+    p.add_argument("--block", type=int, default=256)
+    p.add_argument("--batch", type=int, default=32)
+    p.add_argument("--out", default=str(HERE / "results" / "gpu_overhead.json"))
+    a = p.parse_args()
+    if not torch.cuda.is_available():
+        print("gpu_overhead: needs CUDA; nothing to measure on this machine")
+        return 0
+    plain = load(HERE.parent / "examples" / "gpt_train.py", "gpt_plain")
+    wrapped = load(HERE.parent / "examples" / "wrapped" / "gpt_train.py", "gpt_wrapped")
+    dev = torch.device("cuda")
+
+    def build(mod):
+        cfg = mod.Config(dim=a.dim, layers=a.layers, block=a.block, batch=a.batch, heads=max(1, a.dim // 64))
+        return mod.Trainer(cfg, dev, compile=True)
+
+    quiet = io.StringIO()
+    with contextlib.redirect_stdout(quiet):
+        tp, tw = build(plain), build(wrapped)
+        for _ in range(12):  # compile, capture, warm the allocator
+            tp.step()
+            tw.step()
+    torch.cuda.synchronize()
+
+    def run(trainer, counting: bool, guard: bool) -> float:
+        xfer.count(counting)
+        ctx = xfer.guard("count") if guard else contextlib.nullcontext()
+        with contextlib.redirect_stdout(quiet), ctx:
+            torch.cuda.synchronize()
+            t0 = time.perf_counter()
+            for _ in range(a.steps):
+                trainer.step()
+            torch.cuda.synchronize()
+            dt = time.perf_counter() - t0
+        xfer.count(False)
+        quiet.seek(0)
+        quiet.truncate()
+        return dt / a.steps
+
+    modes = {
+        "bare": lambda: run(tp, False, False),
+        "off": lambda: run(tw, False, False),
+        "on": lambda: run(tw, True, False),
+        "guard": lambda: run(tw, True, True),
+    }
+    times: dict[str, list[float]] = {m: [] for m in modes}
+    names = list(modes)
+    for r in range(a.rounds):
+        order = names[r % len(names):] + names[: r % len(names)]
+        for m in order:
+            times[m].append(modes[m]())
+    med = {m: statistics.median(v) for m, v in times.items()}
+    print(f"{'mode':<6} {'median ms/step':>15} {'x bare':>8}   (rounds={a.rounds}, steps={a.steps})")
+    for m in names:
+        print(f"{m:<6} {med[m] * 1e3:>15.3f} {med[m] / med['bare']:>8.4f}")
+    result = {
+        "device": torch.cuda.get_device_name(), "torch": torch.__version__,
+        "config": vars(a), "median_s_per_step": med,
+        "ratio_to_bare": {m: med[m] / med["bare"] for m in names},
+        "all_s_per_step": times,
+    }
+    Path(a.out).parent.mkdir(parents=True, exist_ok=True)
+    Path(a.out).write_text(json.dumps(result, indent=1))
+    print("->", a.out)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
