@@ -24,10 +24,19 @@ DIRECTIONS = ("up", "down", "d2d", "none")
 
 
 class _State:
-    __slots__ = ("on", "lock", "sites", "launches", "unwrapped", "local")
+    """Process-wide switches and tallies.
+
+    ``on`` (counting) and ``guard`` (the dispatcher-level guard) are properties
+    that keep ``active = on or guard`` up to date, so a wrapper's fast path is a
+    single attribute read: ``if not STATE.active: return bare_call()``.
+    """
+
+    __slots__ = ("_on", "_guard", "active", "lock", "sites", "launches", "unwrapped", "local")
 
     def __init__(self) -> None:
-        self.on = False
+        self._on = False
+        self._guard = False
+        self.active = False
         self.lock = threading.Lock()
         self.sites: dict[str, "SiteTally"] = {}
         self.launches: dict[str, "LaunchTally"] = {}
@@ -35,6 +44,26 @@ class _State:
         # Per-thread depth of wrapper calls in progress: the guard does not
         # count a crossing made inside a wrapper a second time.
         self.local = threading.local()
+
+    @property
+    def on(self) -> bool:
+        """Counting wrapped sites (``xfer.count(True)``)."""
+        return self._on
+
+    @on.setter
+    def on(self, value: bool) -> None:
+        self._on = bool(value)
+        self.active = self._on or self._guard
+
+    @property
+    def guard(self) -> bool:
+        """The runtime guard is watching the dispatcher: wrappers mark their depth."""
+        return self._guard
+
+    @guard.setter
+    def guard(self, value: bool) -> None:
+        self._guard = bool(value)
+        self.active = self._on or self._guard
 
 
 STATE = _State()
