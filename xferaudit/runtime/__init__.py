@@ -1,0 +1,120 @@
+"""The runtime half: named counting wrappers, the launch counter, the report.
+
+Rewritten code reads ``import xferaudit.runtime as xfer`` and calls, e.g.::
+
+    loss_value = xfer.item(loss, site="train.py:step:loss.item")
+    x = xfer.to(x, device, site="train.py:step:x.to")
+    model = xfer.graph(torch.compile(model), site="train.py:<module>:torch.compile")
+
+Then, around one step::
+
+    with xfer.counting():
+        step(batch)
+    xfer.report()          # prints the table and returns a Report
+
+Normal, for a training step: one upload per batch tensor, one download per
+logged scalar, one launch per compiled call or graph replay. More than that is
+a copy nobody asked for, and the report names the site that made it.
+
+Counting is off by default: a wrapper then costs one flag read over the bare
+call. Launches are counted always. torch is imported lazily, never by
+``import xferaudit.runtime``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sys
+from typing import IO, Iterator, Union
+
+from . import recorder as _recorder
+from ._graphs import cuda_graph_nodes, graph, replay
+from ._report import Launch, Report, ReportError, Row, Unwrapped
+from ._wrappers import (
+    WRAPPER_KINDS,
+    TorchMissingError,
+    as_tensor,
+    asarray,
+    call,
+    copy_,
+    cpu,
+    cuda,
+    item,
+    load,
+    method,
+    numpy,
+    tensor,
+    to,
+    tolist,
+)
+from .recorder import STATE
+
+__all__ = [
+    "STATE", "WRAPPER_KINDS", "Launch", "Report", "ReportError", "Row", "TorchMissingError",
+    "Unwrapped", "as_tensor", "asarray", "call", "copy_", "count", "counting", "cpu", "cuda",
+    "cuda_graph_nodes", "graph", "is_counting", "item", "launches", "load", "method", "numpy",
+    "replay", "report", "reset", "tensor", "to", "tolist",
+]
+
+
+def count(on: bool = True) -> bool:
+    """Turn counting on (resetting every tally) or off; returns the previous state."""
+    prev = STATE.on
+    if on:
+        _recorder.reset()
+        if "torch" in sys.modules:
+            # Bind torch (and register the op compiled code records through)
+            # now, outside any compiled region.
+            from ._wrappers import _init
+
+            _init()
+    STATE.on = bool(on)
+    return prev
+
+
+def is_counting() -> bool:
+    return STATE.on
+
+
+def reset() -> None:
+    """Forget every count: transfers, launches and the guard's unwrapped events."""
+    _recorder.reset()
+
+
+@contextlib.contextmanager
+def counting() -> Iterator[None]:
+    """Count inside the block (starting from zero); the previous state is restored after."""
+    prev = count(True)
+    try:
+        yield
+    finally:
+        STATE.on = prev
+
+
+def launches() -> dict:
+    """Launches per site: ``{site: launches}``."""
+    with STATE.lock:
+        return {t.site: t.launches for t in STATE.launches.values()}
+
+
+def report(file: Union[IO[str], str, "os.PathLike[str]", None] = None) -> Report:
+    """Print the after-step table (to stdout, a stream, or a path) and return the Report."""
+    rep = Report.from_state(STATE)
+    text = rep.format()
+    if file is None:
+        sys.stdout.write(text)
+    elif isinstance(file, (str, os.PathLike)):
+        with open(file, "w", encoding="utf-8") as fh:
+            fh.write(text)
+    else:
+        file.write(text)
+    return rep
+
+
+def snapshot() -> Report:
+    """The current tally as a Report, without printing."""
+    return Report.from_state(STATE)
+
+
+__all__.append("snapshot")

@@ -1,0 +1,226 @@
+"""Graph launches: ``xfer.graph(obj, site=...)`` and ``xfer.replay(g, site=...)``.
+
+Launches are counted always, counting on or off: a graph launched more (or
+less) often than expected per step is a bug worth seeing without asking.
+Normal is one launch per compiled call or replay per step; a count that keeps
+growing across steps with the same inputs usually means recompiles or an eager
+fallback.
+
+``graph`` keeps what it is given the same kind of object:
+
+* an ``nn.Module`` (what ``torch.compile(module)`` returns, or a module from
+  ``make_graphed_callables``) stays that very module: a forward hook counts
+  each call of the module itself, so ``isinstance``, ``parameters()``,
+  ``state_dict()``, pickling, DDP wrapping and other methods
+  (``model.generate``) behave as before and are not counted;
+* a plain callable (``torch.compile(fn)``) becomes a thin function with the
+  same name, doc and attributes (``functools.wraps``);
+* a tuple (``make_graphed_callables((m1, m2), ...)``) becomes a tuple of
+  wrapped items, named ``site[0]``, ``site[1]``...;
+* ``decorator=True``: `obj` is a decorator (``torch.compile(mode=...)``) and
+  the result is a decorator that applies it and wraps what it returns.
+
+Node counts: for a ``torch.compile`` result, the ops dynamo captured in the
+graph(s) compiled during the launch that compiled them (dynamo's
+``calls_captured`` counter, read before and after); for a CUDA graph kept with
+``keep_graph=True``, ``cudaGraphGetNodes``. Otherwise None.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import functools
+import sys
+import weakref
+from typing import Any, Optional
+
+from .recorder import record_launch
+
+# module -> (site, hook handles): a module wrapped twice keeps one set of hooks.
+_hooked: "weakref.WeakKeyDictionary[Any, Any]" = weakref.WeakKeyDictionary()
+
+
+def _captured() -> int:
+    """Dynamo's running count of ops captured into compiled graphs (0 if unknown)."""
+    u = sys.modules.get("torch._dynamo.utils")
+    if u is None:
+        return 0
+    try:
+        return int(u.counters["stats"]["calls_captured"])
+    except Exception:  # pragma: no cover - layout changed
+        return 0
+
+
+def _is_compiled(obj: Any) -> bool:
+    return hasattr(obj, "_torchdynamo_orig_callable") or (
+        hasattr(obj, "_orig_mod") and hasattr(obj, "dynamo_ctx")
+    )
+
+
+class _LaunchHook:
+    """Forward (post) hook counting one launch per call of the module itself.
+
+    A module-level class, so a hooked module still pickles and deep-copies.
+    """
+
+    __slots__ = ("site", "compiled", "start")
+
+    def __init__(self, site: Optional[str], compiled: bool) -> None:
+        self.site = site
+        self.compiled = compiled
+        self.start = 0
+
+    def __call__(self, module: Any, args: Any, output: Any) -> None:
+        nodes = None
+        if self.compiled:
+            grown = _captured() - self.start
+            nodes = grown if grown > 0 else None
+        record_launch(self.site, nodes)
+
+    def __getstate__(self) -> tuple:
+        return (self.site, self.compiled)
+
+    def __setstate__(self, state: tuple) -> None:
+        self.site, self.compiled = state
+        self.start = 0
+
+
+class _StartHook:
+    """Forward pre-hook of a compiled module: notes dynamo's counter before the call."""
+
+    __slots__ = ("launch",)
+
+    def __init__(self, launch: _LaunchHook) -> None:
+        self.launch = launch
+
+    def __call__(self, module: Any, args: Any) -> None:
+        self.launch.start = _captured()
+
+    def __getstate__(self) -> tuple:
+        return (self.launch,)
+
+    def __setstate__(self, state: tuple) -> None:
+        (self.launch,) = state
+
+
+def _hook_module(mod: Any, site: Optional[str]) -> Any:
+    old = _hooked.get(mod)
+    if old is not None:
+        for h in old:
+            h.remove()
+    compiled = _is_compiled(mod)
+    launch = _LaunchHook(site, compiled)
+    handles = [mod.register_forward_hook(launch)]
+    if compiled:
+        handles.append(mod.register_forward_pre_hook(_StartHook(launch)))
+    _hooked[mod] = handles
+    return mod
+
+
+def _wrap_callable(fn: Any, site: Optional[str]) -> Any:
+    if _is_compiled(fn):
+        def launched(*args: Any, **kwargs: Any) -> Any:
+            start = _captured()
+            out = fn(*args, **kwargs)
+            grown = _captured() - start
+            record_launch(site, grown if grown > 0 else None)
+            return out
+    else:
+        def launched(*args: Any, **kwargs: Any) -> Any:
+            out = fn(*args, **kwargs)
+            record_launch(site)
+            return out
+    try:
+        functools.update_wrapper(launched, fn)
+    except (AttributeError, TypeError):  # pragma: no cover - odd callables
+        pass
+    launched.__xferaudit_site__ = site  # type: ignore[attr-defined]
+    return launched
+
+
+def graph(obj: Any, *, site: Optional[str] = None, decorator: bool = False) -> Any:
+    """Count launches of what ``torch.compile`` / ``make_graphed_callables`` returned."""
+    if decorator:
+        inner = obj
+
+        def apply(fn: Any) -> Any:
+            return graph(inner(fn), site=site)
+
+        try:
+            functools.update_wrapper(apply, inner, updated=())
+        except (AttributeError, TypeError):  # pragma: no cover
+            pass
+        return apply
+    if isinstance(obj, tuple):
+        return tuple(graph(o, site=f"{site}[{i}]") for i, o in enumerate(obj))
+    torch = sys.modules.get("torch")
+    if torch is not None and isinstance(obj, torch.nn.Module):
+        return _hook_module(obj, site)
+    if callable(obj):
+        return _wrap_callable(obj, site)
+    return obj
+
+
+# --- CUDA graph replays ------------------------------------------------------------
+
+_node_cache: "weakref.WeakKeyDictionary[Any, Optional[int]]" = weakref.WeakKeyDictionary()
+_cudart: Any = None
+
+
+def _load_cudart() -> Any:
+    global _cudart
+    if _cudart is not None:
+        return _cudart or None
+    lib: Any = False
+    names = []
+    try:  # the runtime torch already loaded, wherever its wheel put it
+        with open("/proc/self/maps") as fh:
+            for line in fh:
+                if "libcudart.so" in line:
+                    names.append(line.split()[-1])
+                    break
+    except OSError:
+        pass
+    names += ["libcudart.so", "libcudart.so.13", "libcudart.so.12", "libcudart.so.11.0"]
+    for name in names:
+        try:
+            lib = ctypes.CDLL(name)
+            lib.cudaGraphGetNodes  # noqa: B018 - probe the symbol
+            break
+        except (OSError, AttributeError):
+            lib = False
+    _cudart = lib
+    return lib or None
+
+
+def cuda_graph_nodes(g: Any) -> Optional[int]:
+    """Node count of a captured ``torch.cuda.CUDAGraph``, where it is exposed
+    (captured with ``keep_graph=True``); None otherwise."""
+    try:
+        raw = g.raw_cuda_graph()
+    except Exception:
+        return None
+    if not raw:
+        return None
+    lib = _load_cudart()
+    if lib is None:
+        return None
+    n = ctypes.c_size_t(0)
+    try:
+        rc = lib.cudaGraphGetNodes(ctypes.c_void_p(raw), None, ctypes.byref(n))
+    except Exception:  # pragma: no cover
+        return None
+    return int(n.value) if rc == 0 else None
+
+
+def replay(g: Any, *args: Any, site: Optional[str] = None, **kwargs: Any) -> Any:
+    """``g.replay()``, counted as one launch at `site` (always, counting on or off)."""
+    out = g.replay(*args, **kwargs)
+    try:
+        nodes = _node_cache[g]
+    except KeyError:
+        nodes = _node_cache[g] = cuda_graph_nodes(g) if hasattr(g, "raw_cuda_graph") else None
+    except TypeError:  # not weak-referenceable
+        nodes = cuda_graph_nodes(g) if hasattr(g, "raw_cuda_graph") else None
+    record_launch(site, nodes)
+    return out

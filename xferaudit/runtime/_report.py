@@ -1,0 +1,406 @@
+"""The after-step report: per-site transfers, launches, and the guard's finds.
+
+Why per site: a total can stay the same while its causes change (one copy
+removed here, another added there); only per-site counts show that. Normal,
+for a training step with every site wrapped: one upload per batch tensor,
+one download per logged scalar, one launch per compiled call or graph replay.
+Anything above that is a copy nobody asked for, and the row names its site.
+
+A Report is plain data (no torch needed): ``xfer.report()`` builds one from the
+live tally; ``Report.load(path)`` reads one saved with ``.save(path)``;
+``xferaudit report RUN.json`` and ``xferaudit diff A.json B.json`` render them.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import tempfile
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import IO, Any, Iterable, Optional, Union
+
+from .recorder import DIRECTIONS
+
+FORMAT = "xferaudit.report"
+VERSION = 1
+NORMAL = (
+    "normal: one upload per batch tensor per step, one download per logged scalar, "
+    "one launch per compiled call or graph replay; more is a copy nobody asked for"
+)
+
+
+class ReportError(ValueError):
+    """A file is not a saved report; the message says what is wrong."""
+
+
+@dataclass
+class Row:
+    """One wrapped site: what the wrapper saw over the counted interval.
+
+    ``crossings`` counts calls that moved data (``calls - crossings`` crossed
+    nothing); ``bytes`` is their exact total; ``by_direction`` splits both by
+    the direction actually taken (``{"up": {"calls": 3, "bytes": 96}}``).
+    """
+
+    site: str
+    kind: str
+    direction: str
+    calls: int = 0
+    crossings: int = 0
+    bytes: int = 0
+    by_direction: dict = field(default_factory=dict)
+
+
+@dataclass
+class Launch:
+    site: str
+    launches: int = 0
+    nodes: Optional[int] = None  # nodes of the last graph launched, where known
+
+
+@dataclass
+class Unwrapped:
+    """A crossing the guard saw outside every wrapper, at the user's line."""
+
+    path: str
+    line: int
+    op: str
+    direction: str
+    count: int = 0
+    bytes: int = 0
+
+
+def _mb(n: int) -> str:
+    return f"{n / 1e6:.6f}"
+
+
+def _field(obj: Any, key: str, typ: Any, where: str, default: Any = ...) -> Any:
+    if key not in obj:
+        if default is not ...:
+            return default
+        raise ReportError(f"{where}: missing key {key!r}")
+    v = obj[key]
+    if typ is int and (isinstance(v, bool) or not isinstance(v, int)):
+        raise ReportError(f"{where}: {key!r} must be an integer, not {v!r}")
+    if typ is str and not isinstance(v, str):
+        raise ReportError(f"{where}: {key!r} must be a string, not {v!r}")
+    return v
+
+
+@dataclass
+class Report:
+    rows: list = field(default_factory=list)  # list[Row], sorted by crossings (desc)
+    launches: list = field(default_factory=list)  # list[Launch]
+    unwrapped: list = field(default_factory=list)  # list[Unwrapped]
+    meta: dict = field(default_factory=dict)
+
+    # --- building -------------------------------------------------------------
+    @classmethod
+    def from_state(cls, state: Any) -> "Report":
+        """A snapshot of the live tally (taken under its lock)."""
+        with state.lock:
+            rows = []
+            for t in state.sites.values():
+                by = {d: {"calls": v[0], "bytes": v[1]} for d, v in t.by_direction.items()}
+                rows.append(Row(t.site, t.kind, t.direction, t.calls, t.crossings, t.bytes, by))
+            launches = [Launch(t.site, t.launches, t.nodes) for t in state.launches.values()]
+            unwrapped = [
+                Unwrapped(t.path, t.line, t.op, t.direction, t.count, t.bytes)
+                for t in state.unwrapped.values()
+            ]
+            meta = {"counting": bool(state.on)}
+        return cls(rows, launches, unwrapped, meta).sorted()
+
+    def sorted(self) -> "Report":
+        self.rows.sort(key=lambda r: (-r.crossings, -r.bytes, -r.calls, r.site or ""))
+        self.launches.sort(key=lambda x: (-x.launches, x.site or ""))
+        self.unwrapped.sort(key=lambda u: (-u.count, -u.bytes, u.path, u.line))
+        return self
+
+    # --- figures --------------------------------------------------------------
+    def totals(self) -> dict:
+        """Crossings and bytes per direction, and for all directions together."""
+        out = {d: {"crossings": 0, "bytes": 0} for d in DIRECTIONS if d != "none"}
+        for r in self.rows:
+            for d, v in r.by_direction.items():
+                if d in out:
+                    out[d]["crossings"] += v["calls"]
+                    out[d]["bytes"] += v["bytes"]
+        out["all"] = {
+            "crossings": sum(r.crossings for r in self.rows),
+            "bytes": sum(r.bytes for r in self.rows),
+        }
+        return out
+
+    def launch_counts(self) -> dict:
+        return {x.site: x.launches for x in self.launches}
+
+    # --- JSON -----------------------------------------------------------------
+    def to_dict(self) -> dict:
+        return {
+            "format": FORMAT,
+            "version": VERSION,
+            "meta": dict(self.meta),
+            "rows": [asdict(r) for r in self.rows],
+            "totals": self.totals(),
+            "launches": [asdict(x) for x in self.launches],
+            "unwrapped": [asdict(u) for u in self.unwrapped],
+        }
+
+    def save(self, path: Union[str, "os.PathLike[str]"]) -> Path:
+        """Write the JSON form; atomic (a temporary file renamed into place)."""
+        p = Path(path)
+        text = json.dumps(self.to_dict(), indent=2, sort_keys=False) + "\n"
+        fd, tmp = tempfile.mkstemp(prefix=f".{p.name}.", suffix=".tmp", dir=str(p.parent or "."))
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8") as fh:
+                fh.write(text)
+            os.replace(tmp, p)
+        except BaseException:
+            try:
+                os.unlink(tmp)
+            except OSError:
+                pass
+            raise
+        return p
+
+    @classmethod
+    def from_dict(cls, data: Any, where: str = "report") -> "Report":
+        if not isinstance(data, dict) or "rows" not in data:
+            raise ReportError(f"{where}: not an xferaudit report (no \"rows\")")
+        if data.get("format", FORMAT) != FORMAT:
+            raise ReportError(f"{where}: format is {data.get('format')!r}, not {FORMAT!r}")
+        if not isinstance(data["rows"], list):
+            raise ReportError(f"{where}: \"rows\" must be a list")
+        rows = []
+        for i, r in enumerate(data["rows"]):
+            w = f"{where}: rows[{i}]"
+            if not isinstance(r, dict):
+                raise ReportError(f"{w}: must be an object")
+            site = _field(r, "site", str, w)
+            calls = _field(r, "calls", int, w)
+            crossings = _field(r, "crossings", int, w)
+            nbytes = _field(r, "bytes", int, w)
+            direction = _field(r, "direction", str, w)
+            by = r.get("by_direction")
+            if not isinstance(by, dict):
+                # A hand-written or older row: one direction, all its crossings.
+                by = {direction: {"calls": crossings, "bytes": nbytes}} if crossings else {}
+            rows.append(Row(site, _field(r, "kind", str, w, "move"), direction,
+                            calls, crossings, nbytes, by))
+        launches = []
+        raw_l = data.get("launches", [])
+        if isinstance(raw_l, dict):  # {site: count} is accepted too
+            raw_l = [{"site": k, "launches": v} for k, v in raw_l.items()]
+        for i, x in enumerate(raw_l or []):
+            w = f"{where}: launches[{i}]"
+            if not isinstance(x, dict):
+                raise ReportError(f"{w}: must be an object")
+            nodes = x.get("nodes")
+            if nodes is not None and (isinstance(nodes, bool) or not isinstance(nodes, int)):
+                raise ReportError(f"{w}: 'nodes' must be an integer or null")
+            launches.append(Launch(_field(x, "site", str, w), _field(x, "launches", int, w), nodes))
+        unwrapped = []
+        for i, u in enumerate(data.get("unwrapped", []) or []):
+            w = f"{where}: unwrapped[{i}]"
+            if not isinstance(u, dict):
+                raise ReportError(f"{w}: must be an object")
+            unwrapped.append(Unwrapped(
+                _field(u, "path", str, w), _field(u, "line", int, w), _field(u, "op", str, w),
+                _field(u, "direction", str, w), _field(u, "count", int, w, 0),
+                _field(u, "bytes", int, w, 0),
+            ))
+        meta = data.get("meta") if isinstance(data.get("meta"), dict) else {}
+        return cls(rows, launches, unwrapped, dict(meta)).sorted()
+
+    @classmethod
+    def load(cls, path: Union[str, "os.PathLike[str]"]) -> "Report":
+        """Read a report saved with :meth:`save`; ReportError if it is not one."""
+        p = Path(path)
+        try:
+            text = p.read_text(encoding="utf-8")
+        except FileNotFoundError:
+            raise ReportError(f"{p}: no such file") from None
+        except (OSError, UnicodeDecodeError) as e:
+            raise ReportError(f"{p}: cannot read: {e}") from None
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError as e:
+            raise ReportError(f"{p}: not JSON: {e.msg} at line {e.lineno}") from None
+        return cls.from_dict(data, str(p))
+
+    # --- text -----------------------------------------------------------------
+    def format(self) -> str:
+        """The printed table (what ``print(report)`` and ``xfer.report()`` show)."""
+        lines = ["xferaudit: host<->device transfers per wrapped site", NORMAL]
+        if not self.rows and not self.launches and not self.unwrapped:
+            hint = "" if self.meta.get("counting", True) else (
+                " (counting is off: call xfer.count(True) or use `with xfer.counting():`)"
+            )
+            lines.append("nothing counted" + hint)
+            return "\n".join(lines) + "\n"
+        if self.rows:
+            lines.append(f"{'direction':<10} {'calls':>8} {'crossings':>10} {'MB':>14}  site")
+            for r in self.rows:
+                lines.append(
+                    f"{r.direction:<10} {r.calls:>8} {r.crossings:>10} {_mb(r.bytes):>14}  {r.site}"
+                )
+            tot = self.totals()
+            calls = sum(r.calls for r in self.rows)
+            for label, key, c in (("up", "up", ""), ("down", "down", ""), ("all", "all", calls)):
+                if key == "all" and tot["d2d"]["crossings"]:
+                    lines.append(f"{'total d2d':<10} {'':>8} {tot['d2d']['crossings']:>10} "
+                                 f"{_mb(tot['d2d']['bytes']):>14}")
+                lines.append(f"{'total ' + label:<10} {c!s:>8} {tot[key]['crossings']:>10} "
+                             f"{_mb(tot[key]['bytes']):>14}")
+        else:
+            lines.append("no wrapped transfer counted")
+        if self.launches:
+            lines.append("")
+            lines.append("graph launches (counted always)")
+            lines.append(f"{'launches':>8} {'nodes':>7}  site")
+            for x in self.launches:
+                nodes = "-" if x.nodes is None else str(x.nodes)
+                lines.append(f"{x.launches:>8} {nodes:>7}  {x.site}")
+        if self.unwrapped:
+            lines.append("")
+            lines.append("unwrapped transfers (seen by the guard outside every wrapper)")
+            lines.append(f"{'direction':<10} {'count':>8} {'MB':>14}  {'op':<28} where")
+            for u in self.unwrapped:
+                lines.append(f"{u.direction:<10} {u.count:>8} {_mb(u.bytes):>14}  {u.op:<28} "
+                             f"{u.path}:{u.line}")
+        return "\n".join(lines) + "\n"
+
+    __str__ = format
+
+    def print(self, file: Optional[IO[str]] = None) -> None:
+        (file if file is not None else sys.stdout).write(self.format())
+
+
+# --- diff ----------------------------------------------------------------------
+
+
+@dataclass
+class SiteChange:
+    site: str
+    status: str  # "added" | "removed" | "changed" | "same"
+    calls: tuple = (0, 0)
+    crossings: tuple = (0, 0)
+    bytes: tuple = (0, 0)
+    direction: tuple = ("", "")
+
+
+def _signed(n: int) -> str:
+    return f"{n:+d}" if n else "0"
+
+
+def _signed_mb(n: int) -> str:
+    return f"{n / 1e6:+.6f}" if n else "0"
+
+
+def diff(a: Report, b: Report) -> dict:
+    """Per-site changes from `a` to `b`: rows, launches and unwrapped events."""
+    ra = {r.site: r for r in a.rows}
+    rb = {r.site: r for r in b.rows}
+    changes = []
+    for site in list(ra) + [s for s in rb if s not in ra]:
+        x, y = ra.get(site), rb.get(site)
+        status = "added" if x is None else "removed" if y is None else "same"
+        z = Row(site, "", "")
+        x, y = x or z, y or z
+        ch = SiteChange(site, status, (x.calls, y.calls), (x.crossings, y.crossings),
+                        (x.bytes, y.bytes), (x.direction, y.direction))
+        if status == "same" and (ch.calls[0] != ch.calls[1] or ch.crossings[0] != ch.crossings[1]
+                                 or ch.bytes[0] != ch.bytes[1] or ch.direction[0] != ch.direction[1]):
+            ch.status = "changed"
+        changes.append(ch)
+    order = {"added": 0, "removed": 1, "changed": 2, "same": 3}
+    changes.sort(key=lambda c: (order[c.status], -abs(c.crossings[1] - c.crossings[0]),
+                                -abs(c.bytes[1] - c.bytes[0]), c.site))
+    la, lb = a.launch_counts(), b.launch_counts()
+    launches = []
+    for site in list(la) + [s for s in lb if s not in la]:
+        before, after = la.get(site), lb.get(site)
+        status = ("added" if before is None else "removed" if after is None
+                  else "same" if before == after else "changed")
+        launches.append({"site": site, "status": status, "launches": [before or 0, after or 0]})
+    launches.sort(key=lambda c: (order[c["status"]], c["site"]))
+    ua = {(u.path, u.line, u.op, u.direction): u.count for u in a.unwrapped}
+    ub = {(u.path, u.line, u.op, u.direction): u.count for u in b.unwrapped}
+    unwrapped = []
+    for key in list(ua) + [k for k in ub if k not in ua]:
+        before, after = ua.get(key, 0), ub.get(key, 0)
+        if before != after:
+            unwrapped.append({"path": key[0], "line": key[1], "op": key[2], "direction": key[3],
+                              "count": [before, after]})
+    return {
+        "sites": changes,
+        "launches": launches,
+        "unwrapped": unwrapped,
+        "totals": [a.totals(), b.totals()],
+    }
+
+
+def format_diff(d: dict, a_name: str = "A", b_name: str = "B", show_same: bool = False) -> str:
+    lines = [f"xferaudit diff: {a_name} -> {b_name} (per site; a total can hide a swap of causes)"]
+    changes: Iterable[SiteChange] = d["sites"]
+    shown = [c for c in changes if show_same or c.status != "same"]
+    same = sum(1 for c in changes if c.status == "same")
+    if shown:
+        lines.append(f"{'status':<8} {'calls':>14} {'crossings':>14} {'MB':>17}  site")
+        for c in shown:
+            calls = f"{c.calls[0]}->{c.calls[1]}"
+            cr = f"{c.crossings[0]}->{c.crossings[1]}"
+            mb = _signed_mb(c.bytes[1] - c.bytes[0])
+            extra = ""
+            if c.status == "changed" and c.direction[0] != c.direction[1]:
+                extra = f"  (direction {c.direction[0]} -> {c.direction[1]})"
+            lines.append(f"{c.status:<8} {calls:>14} {cr:>14} {mb:>17}  {c.site}{extra}")
+    else:
+        lines.append("no per-site change")
+    if same and not show_same:
+        lines.append(f"({same} site(s) unchanged)")
+    ta, tb = d["totals"]
+    for key in ("up", "down", "all"):
+        dc = tb[key]["crossings"] - ta[key]["crossings"]
+        db = tb[key]["bytes"] - ta[key]["bytes"]
+        lines.append(f"total {key:<5} crossings {ta[key]['crossings']} -> {tb[key]['crossings']} "
+                     f"({_signed(dc)}), MB {_mb(ta[key]['bytes'])} -> {_mb(tb[key]['bytes'])} "
+                     f"({_signed_mb(db)})")
+    moved = [x for x in d["launches"] if x["status"] != "same"]
+    if moved:
+        lines.append("launches:")
+        for x in moved:
+            lines.append(f"  {x['status']:<8} {x['launches'][0]} -> {x['launches'][1]}  {x['site']}")
+    if d["unwrapped"]:
+        lines.append("unwrapped transfers:")
+        for u in d["unwrapped"]:
+            lines.append(f"  {u['count'][0]} -> {u['count'][1]}  {u['direction']} {u['op']} "
+                         f"{u['path']}:{u['line']}")
+    return "\n".join(lines) + "\n"
+
+
+def diff_to_dict(d: dict) -> dict:
+    return {
+        "sites": [
+            {
+                "site": c.site,
+                "status": c.status,
+                "calls": list(c.calls),
+                "crossings": list(c.crossings),
+                "bytes": list(c.bytes),
+                "direction": list(c.direction),
+                "delta": {
+                    "calls": c.calls[1] - c.calls[0],
+                    "crossings": c.crossings[1] - c.crossings[0],
+                    "bytes": c.bytes[1] - c.bytes[0],
+                },
+            }
+            for c in d["sites"]
+        ],
+        "launches": d["launches"],
+        "unwrapped": d["unwrapped"],
+        "totals": d["totals"],
+    }
