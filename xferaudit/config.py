@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Optional
 
-from .rules import RuleError, RuleTable, available_packs, load_pack, user_rules
+from .rules import RuleError, RuleTable, available_packs, table, user_rules
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -65,14 +65,13 @@ class Config:
 
     def table(self) -> RuleTable:
         """The rule table in force: the configured packs plus the user's own rows."""
-        rules = []
-        for name in self.packs:
-            rules.extend(load_pack(name).rules)
         try:
-            rules.extend(user_rules(self.rule_rows, where=str(self.source or "config")))
+            extra = user_rules(self.rule_rows, where=str(self.source or "config"))
         except RuleError as e:
             raise ConfigError(str(e)) from None
-        return RuleTable.of(rules)
+        # The torch pack and the configured packs are on in every file; every
+        # other pack turns on in a file that imports its library.
+        return table(("torch", *self.packs), extra=extra)
 
     def fingerprint(self) -> str:
         """What a cache key needs to know of the config: everything that changes findings."""

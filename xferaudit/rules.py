@@ -9,6 +9,7 @@ API is one row and nothing else.
 
 from __future__ import annotations
 
+import re
 import sys
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -57,6 +58,14 @@ class Rule:
     match: tuple[str, ...] = ()
     ignore: tuple[str, ...] = ()
     doc: str = ""
+    # Narrowing fields (packs whose method names are common words, issue 7):
+    min_args: int | None = None  # fewest positional args (receiver excluded)
+    max_args: int | None = None  # most positional args: `x.get()` but not `d.get(k)`
+    keywords: tuple[str, ...] | None = None  # the only keywords allowed; others: not a site
+    not_receiver: tuple[str, ...] = ()  # regexes; a receiver whose text (no spaces) fullmatches one: no site
+    no_device: str | None = None  # kind "device": the kind when no device argument is given
+    arg_from: tuple[str, ...] = ()  # first arg must be a call of a function under one of these names
+    aliases: tuple[str, ...] = ()  # other qualified names of a function row
 
     @property
     def method(self) -> str:
@@ -71,6 +80,7 @@ def _rule_from_row(row: Mapping[str, Any], pack: str, where: str) -> Rule:
     known = {
         "id", "call", "target", "kind", "wrapper", "wrap", "device", "needs",
         "host_is_cpu", "truthy", "match", "ignore", "doc",
+        "min_args", "max_args", "keywords", "not_receiver", "no_device", "arg_from", "aliases",
     }
     unknown = set(row) - known
     rid = row.get("id") or row.get("target") or "?"
@@ -96,6 +106,22 @@ def _rule_from_row(row: Mapping[str, Any], pack: str, where: str) -> Rule:
     if wrap not in WRAP_STYLES:
         raise RuleError(f"{where}: rule {rid!r}: wrap must be one of {WRAP_STYLES}, not {wrap!r}")
     default_wrapper = {"receiver": "method", "function": "call", "result": "graph"}[wrap]
+    no_device = row.get("no_device")
+    if no_device is not None and no_device not in KINDS:
+        raise RuleError(f"{where}: rule {rid!r}: no_device must be one of {KINDS}, not {no_device!r}")
+    for key in ("min_args", "max_args"):
+        v = row.get(key)
+        if v is not None and (not isinstance(v, int) or isinstance(v, bool) or v < 0):
+            raise RuleError(f"{where}: rule {rid!r}: {key} must be a non-negative integer, not {v!r}")
+    for key in ("keywords", "not_receiver", "arg_from", "aliases"):
+        v = row.get(key)
+        if v is not None and (not isinstance(v, list) or not all(isinstance(x, str) for x in v)):
+            raise RuleError(f"{where}: rule {rid!r}: {key} must be a list of strings")
+    for rx in row.get("not_receiver", ()):
+        try:
+            re.compile(rx)
+        except re.error as e:
+            raise RuleError(f"{where}: rule {rid!r}: not_receiver {rx!r} is not a regex: {e}") from None
     return Rule(
         id=str(rid),
         pack=pack,
@@ -112,6 +138,13 @@ def _rule_from_row(row: Mapping[str, Any], pack: str, where: str) -> Rule:
         match=tuple(row.get("match", ())),
         ignore=tuple(row.get("ignore", ())),
         doc=str(row.get("doc", "")),
+        min_args=row.get("min_args"),
+        max_args=row.get("max_args"),
+        keywords=tuple(row["keywords"]) if row.get("keywords") is not None else None,
+        not_receiver=tuple(row.get("not_receiver", ())),
+        no_device=no_device,
+        arg_from=tuple(row.get("arg_from", ())),
+        aliases=tuple(row.get("aliases", ())),
     )
 
 
@@ -120,6 +153,7 @@ class Pack:
     name: str
     imports: tuple[str, ...]  # a file importing one of these turns the pack on
     rules: tuple[Rule, ...]
+    prelude: str = ""  # imports the rows' match/ignore examples are read under
 
 
 @lru_cache(maxsize=None)
@@ -130,7 +164,7 @@ def load_pack(name: str) -> Pack:
         raise RuleError(f"unknown pack {name!r}; known packs: {known}")
     data = tomllib.loads(path.read_text(encoding="utf-8"))
     rules = tuple(_rule_from_row(r, name, str(path)) for r in data.get("rule", []))
-    return Pack(name=name, imports=tuple(data.get("imports", ())), rules=rules)
+    return Pack(name=name, imports=tuple(data.get("imports", ())), rules=rules, prelude=str(data.get("prelude", "")))
 
 
 def available_packs() -> list[str]:
@@ -149,9 +183,18 @@ class RuleTable:
     methods: Mapping[str, tuple[Rule, ...]] = field(default_factory=dict)
     functions: Mapping[str, Rule] = field(default_factory=dict)
     wrappers: Mapping[str, tuple[Rule, ...]] = field(default_factory=dict)
+    #: Packs on in every file (plus "user"); None means every row is on everywhere.
+    always: frozenset | None = None
+    #: The other packs: on in a file that imports one of these top-level modules.
+    pack_imports: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
 
     @classmethod
-    def of(cls, rules: Iterable[Rule]) -> "RuleTable":
+    def of(
+        cls,
+        rules: Iterable[Rule],
+        always: Iterable[str] | None = None,
+        pack_imports: Mapping[str, Iterable[str]] | None = None,
+    ) -> "RuleTable":
         rules = tuple(rules)
         methods: dict[str, list[Rule]] = {}
         functions: dict[str, Rule] = {}
@@ -161,23 +204,63 @@ class RuleTable:
                 methods.setdefault(r.target, []).append(r)
             else:
                 functions[r.target] = r
+                for alias in r.aliases:
+                    functions[alias] = r
             wrappers.setdefault(r.wrapper, []).append(r)
         return cls(
             rules=rules,
             methods={k: tuple(v) for k, v in methods.items()},
             functions=functions,
             wrappers={k: tuple(v) for k, v in wrappers.items()},
+            always=None if always is None else frozenset(always) | {"user"},
+            pack_imports={k: tuple(v) for k, v in (pack_imports or {}).items()},
         )
 
+    def active_packs(self, imported: Iterable[str]) -> frozenset | None:
+        """The packs on in a file that imports these modules (None: every pack).
+
+        A pack not always on turns on where the file imports its library
+        (``import cupy as cp``, ``from jax import numpy``, ``import ggml.utils``).
+        """
+        if self.always is None:
+            return None
+        tops = {m.split(".", 1)[0] for m in imported}
+        on = {p for p, mods in self.pack_imports.items() if any(m.split(".", 1)[0] in tops for m in mods)}
+        return self.always | on
+
     def words(self) -> tuple[str, ...]:
-        """Identifiers whose absence from a file's text proves it has no site."""
-        ws = {r.method for r in self.rules}
+        """Identifiers whose absence from a file's text proves it has no site.
+
+        A pack that is on only by import contributes its import names (a file
+        that never names ``cupy`` cannot turn the CuPy pack on) and its wrapper
+        names (a wrapped site is found whatever the file imports).
+        """
+        if self.always is None:
+            ws = {r.method for r in self.rules}
+        else:
+            ws = {r.method for r in self.rules if r.pack in self.always}
+            ws.update(r.wrapper for r in self.rules if r.pack not in self.always)
+            for p, mods in self.pack_imports.items():
+                ws.update(m.split(".", 1)[0] for m in mods)
         return tuple(sorted(ws))
 
 
-def table(packs: Iterable[str] = ("torch",), extra: Iterable[Rule] = ()) -> RuleTable:
+def table(packs: Iterable[str] = ("torch",), extra: Iterable[Rule] = (), by_import: bool = True) -> RuleTable:
+    """The rows of `packs` (on in every file) and `extra` (the user's rows).
+
+    With `by_import`, every other available pack is in the table too, on only in
+    files that import its library (the pack's ``imports`` list).
+    """
+    always = list(dict.fromkeys(packs))
     rules: list[Rule] = []
-    for name in packs:
+    for name in always:
         rules.extend(load_pack(name).rules)
+    pack_imports: dict[str, tuple[str, ...]] = {}
+    if by_import:
+        for name in available_packs():
+            if name not in always:
+                pack = load_pack(name)
+                rules.extend(pack.rules)
+                pack_imports[name] = pack.imports
     rules.extend(extra)
-    return RuleTable.of(rules)
+    return RuleTable.of(rules, always=always, pack_imports=pack_imports)

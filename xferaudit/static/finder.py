@@ -113,6 +113,7 @@ class _Binder(ast.NodeVisitor):
         self.scope_of: dict[int, _Scope] = {}  # id(def/lambda/class/comp node) -> scope
         self.cur = self.module
         self.globals: set[str] = set()
+        self.imported: set[str] = set()  # modules imported anywhere (turns packs on)
 
     def _child(self, node: ast.AST, is_class=False) -> _Scope:
         s = _Scope(self.cur, is_class=is_class)
@@ -181,6 +182,7 @@ class _Binder(ast.NodeVisitor):
     visit_ListComp = visit_SetComp = visit_GeneratorExp = visit_DictComp = _comp
 
     def visit_Import(self, node: ast.Import) -> None:
+        self.imported.update(a.name for a in node.names)
         for a in node.names:
             if a.asname:
                 self.cur.bind(a.asname, node.lineno, a.name)
@@ -189,6 +191,8 @@ class _Binder(ast.NodeVisitor):
                 self.cur.bind(top, node.lineno, top)
 
     def visit_ImportFrom(self, node: ast.ImportFrom) -> None:
+        if not node.level and node.module:
+            self.imported.add(node.module)
         if node.level or not node.module:
             for a in node.names:
                 self.cur.bind(a.asname or a.name, node.lineno, None)
@@ -361,11 +365,50 @@ class _Classifier:
             return "move"
         if dev is None and rule.device_kw:
             dev = kwargs.get(rule.device_kw)
+        if rule.no_device is not None and isinstance(dev, ast.Constant) and dev.value is None:
+            dev = None  # `jax.device_put(x, None)`: the default device
         if dev is None:
             if None in kwargs:  # **kwargs may carry a device
                 return "move"
-            return None
+            return rule.no_device
         return self.device_kind(dev)
+
+    def allows(self, rule: Rule, call: ast.Call) -> bool:
+        """The narrowing fields of a row (min_args, max_args, keywords,
+        not_receiver, arg_from): False when they rule this call out."""
+        n = len(call.args)  # the receiver of a method row is not among them
+        if rule.min_args is not None and n < rule.min_args:
+            return False
+        if rule.max_args is not None and n > rule.max_args:
+            return False
+        if rule.keywords is not None:
+            if any(k.arg is not None and k.arg not in rule.keywords for k in call.keywords):
+                return False
+        if rule.not_receiver and isinstance(call.func, ast.Attribute):
+            recv = _WS.sub("", self.f._segment(call.func.value))
+            if any(re.fullmatch(rx, recv) for rx in rule.not_receiver):
+                return False
+        if rule.arg_from:
+            if not call.args or not self.rooted_in(call.args[0], rule.arg_from):
+                return False
+        return True
+
+    def rooted_in(self, node: ast.AST, prefixes: tuple[str, ...]) -> bool:
+        """True when `node` is (an attribute, item or method result of) a call of
+        a function whose qualified name is under one of `prefixes`:
+        ``jnp.dot(a, b).T`` is rooted in ``jax.numpy``; a plain name is not."""
+        while True:
+            if isinstance(node, (ast.Attribute, ast.Subscript)):
+                node = node.value
+            elif isinstance(node, ast.Call):
+                q = self.f.qualname(node.func)
+                if q is not None and any(q == p or q.startswith(p + ".") for p in prefixes):
+                    return True
+                if not isinstance(node.func, ast.Attribute):
+                    return False
+                node = node.func.value
+            else:
+                return False
 
 
 def _last_name(node: ast.AST) -> Optional[str]:
@@ -401,6 +444,20 @@ def parse_suppressions(lines: list[str]) -> dict[int, tuple[str, ...]]:
     return out
 
 
+_LINE_END = re.compile(r"(?<=\n)|(?<=\r)(?!\n)")
+
+
+def split_lines(text: str) -> list[str]:
+    """Lines with their endings, split where Python's tokenizer splits them."""
+    if "\r" not in text:
+        lines = text.split("\n")
+        out = [ln + "\n" for ln in lines[:-1]]
+        if lines[-1]:
+            out.append(lines[-1])
+        return out
+    return [ln for ln in _LINE_END.split(text) if ln]
+
+
 def decode_source(data: bytes) -> str:
     """Text of a Python file by its declared encoding (BOM and coding cookies honoured)."""
     enc, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
@@ -414,7 +471,9 @@ class _FileFinder(ast.NodeVisitor):
     def __init__(self, path: str, text: str, rules: RuleTable, display_path: str) -> None:
         self.path = display_path
         self.text = text
-        self.lines = text.splitlines(keepends=True)
+        # Lines as the parser counts them (\n, \r\n, \r only: not str.splitlines,
+        # which also splits at form feeds and U+2028 and would shift lines).
+        self.lines = split_lines(text)
         self.rules = rules
         self.cls = _Classifier(self)
         self.sites: list[Site] = []
@@ -423,6 +482,7 @@ class _FileFinder(ast.NodeVisitor):
         self.qual: list[str] = []
         self.covered: set[int] = set()  # ids of calls wrapped by an enclosing xfer.graph(...)
         self.decorators: set[int] = set()
+        self.active: Optional[frozenset] = None  # packs on in this file (None: all)
 
     # positions -------------------------------------------------------------
     def _char_col(self, line: int, byte_col: int) -> int:
@@ -434,8 +494,19 @@ class _FileFinder(ast.NodeVisitor):
         return len(s.encode("utf-8")[:byte_col].decode("utf-8", "replace"))
 
     def _segment(self, node: ast.AST) -> str:
-        seg = ast.get_source_segment(self.text, node)
-        return seg if seg is not None else ""
+        """Source text of a node (ast.get_source_segment re-splits the whole file
+        on every call: quadratic on big files)."""
+        try:
+            l0, c0, l1, c1 = node.lineno, node.col_offset, node.end_lineno, node.end_col_offset
+        except AttributeError:
+            return ""
+        if l1 is None or c1 is None or l1 > len(self.lines):
+            return ""
+        if l0 == l1:
+            return self.lines[l0 - 1].encode("utf-8")[c0:c1].decode("utf-8", "replace")
+        first = self.lines[l0 - 1].encode("utf-8")[c0:].decode("utf-8", "replace")
+        last = self.lines[l1 - 1].encode("utf-8")[:c1].decode("utf-8", "replace")
+        return first + "".join(self.lines[l0:l1 - 1]) + last
 
     # names ------------------------------------------------------------------
     def _lookup(self, name: str, line: int) -> tuple[bool, Optional[str]]:
@@ -481,7 +552,23 @@ class _FileFinder(ast.NodeVisitor):
         b.visit(tree)
         self.binder = b
         self.scope = b.module
+        self.active = self.rules.active_packs(b.imported)
         self.visit(tree)
+
+    def _on(self, rule: Optional[Rule]) -> Optional[Rule]:
+        """`rule` if its pack is on in this file (the torch pack and the user's
+        rows always; another pack where the file imports its library)."""
+        if rule is None or self.active is None or rule.pack in self.active:
+            return rule
+        return None
+
+    def _bare_decorator(self, d: ast.AST) -> None:
+        """`@jax.jit` / `@torch.compile` without a call: the graph is made there."""
+        if isinstance(d, (ast.Name, ast.Attribute)):
+            q = self.qualname(d)
+            rule = self._on(self.rules.functions.get(q)) if q else None
+            if rule is not None and rule.kind == "graph" and rule.wrap == "result":
+                self._add(d, d, rule, rule.kind, wrapped=False, site=None, decorator=True)
 
     def _enter(self, node, name: Optional[str]):
         outer = self.scope
@@ -494,6 +581,7 @@ class _FileFinder(ast.NodeVisitor):
         for d in node.decorator_list:
             if isinstance(d, ast.Call):
                 self.decorators.add(id(d))
+            self._bare_decorator(d)
             self.visit(d)
         for d in node.args.defaults + [d for d in node.args.kw_defaults if d is not None]:
             self.visit(d)
@@ -511,6 +599,7 @@ class _FileFinder(ast.NodeVisitor):
         for d in node.decorator_list:
             if isinstance(d, ast.Call):
                 self.decorators.add(id(d))
+            self._bare_decorator(d)
             self.visit(d)
         for d in node.bases + [k.value for k in node.keywords]:
             self.visit(d)
@@ -565,18 +654,27 @@ class _FileFinder(ast.NodeVisitor):
             return
         # Function rows: resolved through imports.
         if q is not None:
-            rule = self.rules.functions.get(q)
+            rule = self._on(self.rules.functions.get(q))
             if rule is not None:
                 args, kwargs = self._split(node)
-                kind = self.cls.kind_of(rule, args, kwargs)
+                kind = self.cls.kind_of(rule, args, kwargs) if self.cls.allows(rule, node) else None
                 if kind is not None:
                     self._add(node, func, rule, kind, wrapped=False, site=None)
                 return
+            # `@functools.partial(jax.jit, static_argnums=0)`: a graph decorator.
+            if q == "functools.partial" and id(node) in self.decorators and node.args:
+                q0 = self.qualname(node.args[0])
+                r0 = self._on(self.rules.functions.get(q0)) if q0 else None
+                if r0 is not None and r0.kind == "graph" and r0.wrap == "result":
+                    self._add(node, func, r0, r0.kind, wrapped=False, site=None)
+                    return
         # Method rows: any receiver.
         if isinstance(func, ast.Attribute):
             for rule in self.rules.methods.get(func.attr, ()):
-                if q is not None and q in self.rules.functions:
+                if q is not None and self._on(self.rules.functions.get(q)) is not None:
                     break
+                if self._on(rule) is None or not self.cls.allows(rule, node):
+                    continue
                 args, kwargs = self._split(node)
                 kind = self.cls.kind_of(rule, args, kwargs)
                 if kind is not None:
