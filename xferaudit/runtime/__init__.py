@@ -118,3 +118,40 @@ def snapshot() -> Report:
 
 
 __all__.append("snapshot")
+
+
+# --- pack wrappers (issue 7): ggml, CuPy and JAX -------------------------------
+# Named like the rows' `wrapper` fields in xferaudit/packs/{ggml,cupy,jax}.toml.
+# Each library is imported on a wrapper's first call, never here.
+from .cupy import WRAPPER_KINDS as _CUPY_KINDS  # noqa: E402
+from .cupy import cupy_array, cupy_asarray, cupy_asnumpy, cupy_get, cupy_set  # noqa: E402
+from .ggml import WRAPPER_KINDS as _GGML_KINDS  # noqa: E402
+from .ggml import (  # noqa: E402
+    ggml_backend_graph_compute,
+    ggml_backend_graph_compute_async,
+    ggml_backend_sched_graph_compute,
+    ggml_backend_sched_graph_compute_async,
+    ggml_backend_tensor_get,
+    ggml_backend_tensor_get_2d,
+    ggml_backend_tensor_get_2d_async,
+    ggml_backend_tensor_get_async,
+    ggml_backend_tensor_set,
+    ggml_backend_tensor_set_2d,
+    ggml_backend_tensor_set_2d_async,
+    ggml_backend_tensor_set_async,
+)
+from .jax import WRAPPER_KINDS as _JAX_KINDS  # noqa: E402
+from .jax import jax_device_get, jax_device_put, jax_jit, jax_np_array, jax_np_asarray  # noqa: E402
+
+__all__ += [
+    "cupy_array", "cupy_asarray", "cupy_asnumpy", "cupy_get", "cupy_set",
+    "ggml_backend_graph_compute", "ggml_backend_graph_compute_async",
+    "ggml_backend_sched_graph_compute", "ggml_backend_sched_graph_compute_async",
+    "ggml_backend_tensor_get", "ggml_backend_tensor_get_2d", "ggml_backend_tensor_get_2d_async",
+    "ggml_backend_tensor_get_async", "ggml_backend_tensor_set", "ggml_backend_tensor_set_2d",
+    "ggml_backend_tensor_set_2d_async", "ggml_backend_tensor_set_async",
+    "jax_device_get", "jax_device_put", "jax_jit", "jax_np_array", "jax_np_asarray",
+]
+for _kinds in (_GGML_KINDS, _CUPY_KINDS, _JAX_KINDS):
+    WRAPPER_KINDS.update(_kinds)
+del _kinds

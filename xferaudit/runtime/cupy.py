@@ -1,0 +1,153 @@
+"""Counting wrappers for CuPy's host<->device copies.
+
+Why: with CuPy, data reaches the GPU through ``cupy.asarray`` / ``cupy.array``
+of host data or ``ndarray.set(host)``, and comes back through
+``cupy.asnumpy`` or ``ndarray.get()`` (each a synchronising copy unless given a
+stream). Normal, per step: one upload per batch array, one download per
+result you read on the host. A download inside the inner loop, or an upload of
+data that is already on the device, is the copy to look for.
+
+``xferaudit wrap`` rewrites ``cupy.asarray(batch)`` to
+``xfer.cupy_asarray(batch, site=...)`` and ``y.get()`` to
+``xfer.cupy_get(y, site=...)``: receiver (or data) first, the original
+arguments unchanged; each wrapper calls CuPy's own function or method and
+returns what it returns.
+
+Direction is what happened: ``cupy.asarray`` of a CuPy array on the same
+device copies nothing (``none``), on another device ``d2d``; of host data
+``up``. ``cupy.asnumpy`` / ``.get()`` of a CuPy array is ``down``, of a NumPy
+array ``none``. Bytes are the array's ``nbytes``. Counting is off by default
+(then a wrapper reads one flag and calls through).
+
+CuPy is imported on the first wrapped call, never by ``import xferaudit.runtime``.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Any, Optional
+
+from .recorder import STATE as _S
+from .recorder import record
+
+
+class CupyMissingError(ImportError):
+    """A CuPy wrapper ran where CuPy is not installed."""
+
+
+def _cupy() -> Any:
+    mod = sys.modules.get("cupy")
+    if mod is not None:
+        return mod
+    try:
+        import cupy as mod
+    except ImportError as e:
+        raise CupyMissingError(
+            "xferaudit.runtime: this wrapper calls cupy, but CuPy is not installed "
+            "(see https://docs.cupy.dev/en/stable/install.html)"
+        ) from e
+    return mod
+
+
+def _device_id(cp: Any, a: Any) -> Optional[int]:
+    """The GPU `a` lives on, or None for host data."""
+    if isinstance(a, cp.ndarray):
+        return int(a.device.id)
+    if hasattr(a, "__cuda_array_interface__"):  # a torch CUDA tensor, a Numba array...
+        dev = getattr(a, "device", None)
+        idx = getattr(dev, "index", None)
+        if idx is None:
+            idx = getattr(dev, "id", None)
+        return int(idx) if isinstance(idx, int) else -1
+    return None
+
+
+def _call(fn: Any, args: tuple, kwargs: dict) -> Any:
+    loc = _S.local
+    depth = getattr(loc, "depth", 0)
+    loc.depth = depth + 1
+    try:
+        return fn(*args, **kwargs)
+    finally:
+        loc.depth = depth
+
+
+def _make(name: str, a: Any, args: tuple, kwargs: dict, site: Optional[str]) -> Any:
+    cp = _cupy()
+    fn = getattr(cp, name)
+    if not _S.active:
+        return fn(a, *args, **kwargs)
+    src = _device_id(cp, a) if _S.on else None
+    out = _call(fn, (a, *args), kwargs)
+    if _S.on:
+        if src is None:
+            d = "up"
+        elif src == -1 or not isinstance(out, cp.ndarray) or int(out.device.id) == src:
+            d = "none"
+        else:
+            d = "d2d"
+        record(site, "up", d, 0 if d == "none" else int(out.nbytes))
+    return out
+
+
+def cupy_asarray(a: Any, *args: Any, site: Optional[str] = None, **kwargs: Any) -> Any:
+    """``cupy.asarray(a, ...)``, counted at `site`: ``up`` of host data."""
+    return _make("asarray", a, args, kwargs, site)
+
+
+def cupy_array(obj: Any, *args: Any, site: Optional[str] = None, **kwargs: Any) -> Any:
+    """``cupy.array(obj, ...)``, counted at `site`: ``up`` of host data."""
+    return _make("array", obj, args, kwargs, site)
+
+
+def _read(x: Any, fn: Any, args: tuple, kwargs: dict, site: Optional[str]) -> Any:
+    cp = sys.modules.get("cupy")
+    on_device = _S.on and cp is not None and isinstance(x, cp.ndarray)
+    out = _call(fn, args, kwargs)
+    if _S.on:
+        record(site, "down", "down" if on_device else "none", int(x.nbytes) if on_device else 0)
+    return out
+
+
+def cupy_asnumpy(a: Any, *args: Any, site: Optional[str] = None, **kwargs: Any) -> Any:
+    """``cupy.asnumpy(a, ...)``, counted at `site`: ``down`` when `a` is on the GPU."""
+    fn = _cupy().asnumpy
+    if not _S.active:
+        return fn(a, *args, **kwargs)
+    return _read(a, fn, (a, *args), kwargs, site)
+
+
+def cupy_get(x: Any, *args: Any, site: Optional[str] = None, **kwargs: Any) -> Any:
+    """``x.get(...)``, counted at `site`: ``down`` when `x` is a CuPy array.
+
+    On anything else (the finder cannot know the receiver's type) it is the
+    plain method call, recorded as crossing nothing.
+    """
+    if not _S.active:
+        return x.get(*args, **kwargs)
+    return _read(x, x.get, args, kwargs, site)
+
+
+def cupy_set(x: Any, arr: Any, *args: Any, site: Optional[str] = None, **kwargs: Any) -> Any:
+    """``x.set(arr, ...)``, counted at `site`: ``up`` of `arr`'s bytes when `x` is a
+    CuPy array (``ndarray.set`` copies host data into it)."""
+    if not _S.active:
+        return x.set(arr, *args, **kwargs)
+    cp = sys.modules.get("cupy")
+    on_device = _S.on and cp is not None and isinstance(x, cp.ndarray)
+    out = _call(x.set, (arr, *args), kwargs)
+    if _S.on:
+        record(site, "up", "up" if on_device else "none", int(x.nbytes) if on_device else 0)
+    return out
+
+
+#: Static kind of each wrapper here (the CuPy pack's rows).
+WRAPPER_KINDS = {
+    "cupy_asarray": "up",
+    "cupy_array": "up",
+    "cupy_asnumpy": "down",
+    "cupy_get": "down",
+    "cupy_set": "up",
+}
+
+__all__ = ["CupyMissingError", "WRAPPER_KINDS", *WRAPPER_KINDS]
