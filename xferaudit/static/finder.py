@@ -16,6 +16,7 @@ import ast
 import io
 import re
 import tokenize
+import warnings
 from dataclasses import asdict, dataclass, field
 from typing import Iterator, Optional
 
@@ -37,6 +38,13 @@ TORCH_NOT_DEVICE = frozenset(
     float4_e2m1fn_x2 bits8 bits16 channels_last channels_last_3d
     contiguous_format preserve_format strided sparse_coo sparse_csr
     get_default_dtype""".split()
+)
+#: Names that are dtypes in every array library (`np.float32`, `tl.int64`,
+#: `jnp.bfloat16`): an attribute or name ending in one is never a device.
+DTYPE_NAMES = frozenset(
+    """float16 bfloat16 float32 float64 complex64 complex128 uint8 uint16 uint32
+    uint64 int8 int16 int32 int64 float8_e4m3fn float8_e5m2 float8_e4m3fnuz
+    float8_e5m2fnuz float8_e8m0fnu float4_e2m1fn_x2""".split()
 )
 
 
@@ -81,7 +89,7 @@ class FileResult:
 
 
 class _Scope:
-    __slots__ = ("parent", "bindings", "is_class", "is_module")
+    __slots__ = ("parent", "bindings", "is_class", "is_module", "stars")
 
     def __init__(self, parent: Optional["_Scope"], is_class=False, is_module=False):
         self.parent = parent
@@ -89,6 +97,7 @@ class _Scope:
         self.bindings: dict[str, list[tuple[int, Optional[str]]]] = {}
         self.is_class = is_class
         self.is_module = is_module
+        self.stars: list[str] = []  # modules star-imported here (`from torch import *`)
 
     def bind(self, name: str, line: int, qual: Optional[str]) -> None:
         self.bindings.setdefault(name, []).append((line, qual))
@@ -199,6 +208,7 @@ class _Binder(ast.NodeVisitor):
             return
         for a in node.names:
             if a.name == "*":
+                self.cur.stars.append(node.module)
                 continue
             self.cur.bind(a.asname or a.name, node.lineno, f"{node.module}.{a.name}")
 
@@ -315,6 +325,8 @@ class _Classifier:
         arg = node.args[0] if node.args else next((k.value for k in node.keywords if k.arg == "type"), None)
         if arg is None:
             return "move"
+        if isinstance(arg, ast.Constant) and isinstance(arg.value, int) and not isinstance(arg.value, bool):
+            return "up"  # torch.device(0) is cuda:0
         s = _const_str(arg)
         if s is not None:
             return _device_type(s) or "move"
@@ -328,6 +340,8 @@ class _Classifier:
         if last is None:
             return False
         if last.lower().endswith("dtype") or last.lower().endswith("dtypes"):
+            return True
+        if last in DTYPE_NAMES:
             return True
         q = self.f.qualname(node)
         if q and q.startswith("torch.") and q.count(".") == 1 and last in TORCH_NOT_DEVICE:
@@ -361,6 +375,9 @@ class _Classifier:
             for a in args[: rule.device_pos + 1]:
                 if isinstance(a, ast.Starred):
                     return "move"
+            if rule.device_kw and rule.device_kw in kwargs and self.device_kind(dev) is None:
+                # `x.to(y.dtype, device=y.device)`: the positional is the dtype.
+                dev = None
         elif args and isinstance(args[0], ast.Starred):
             return "move"
         if dev is None and rule.device_kw:
@@ -411,6 +428,14 @@ class _Classifier:
                 return False
 
 
+def _fallback_kind(rule: Rule) -> str:
+    """The kind of a wrapped call whose arguments no longer say (`xfer.to(x, d, site=)`
+    where `d` looks like a dtype): the row's own kind, `move` when device-decided."""
+    if rule.kind in KIND_CODES:
+        return rule.kind
+    return rule.no_device or "move"
+
+
 def _last_name(node: ast.AST) -> Optional[str]:
     if isinstance(node, ast.Name):
         return node.id
@@ -441,6 +466,53 @@ def parse_suppressions(lines: list[str]) -> dict[int, tuple[str, ...]]:
             else:
                 new = tuple(c.upper() for c in re.split(r"[\s,]+", codes.strip()) if c)
                 out[i] = out.get(i, ()) + new
+    return out
+
+
+_ANY_SUPPRESSION = re.compile(r"#.*?(?:noqa|xferaudit\s*:\s*ignore)", re.I)
+
+
+def _comments(text: str) -> dict[int, str]:
+    """line -> the text of the comment ending it, from the tokenizer (so a
+    `# noqa` inside a string is no comment)."""
+    out: dict[int, str] = {}
+    try:
+        for tok in tokenize.generate_tokens(io.StringIO(text).readline):
+            if tok.type == tokenize.COMMENT:
+                out[tok.start[0]] = tok.string
+    except (tokenize.TokenError, SyntaxError, IndentationError):  # pragma: no cover - parsed already
+        return {}
+    return out
+
+
+def file_suppressions(text: str, lines: list[str], site_lines: set) -> dict[int, tuple[str, ...]]:
+    """The suppression comments of a file: line -> codes (empty tuple: every code).
+
+    Candidates are found by a cheap scan of the lines; the tokenizer confirms
+    them (a `"# noqa"` inside a string is not one) only when one matters: it
+    sits on a site's line, or names an XFA code or is our own form (it may be
+    reported as unused).
+    """
+    if not _ANY_SUPPRESSION.search(text):
+        return {}
+    cand = parse_suppressions(lines)
+    if not cand:
+        return {}
+    relevant = [
+        ln for ln, codes in cand.items()
+        if ln in site_lines or any(c.startswith("XFA") for c in codes) or _OWN.search(lines[ln - 1])
+    ]
+    if not relevant:
+        return {}
+    comments = _comments(text)
+    out: dict[int, tuple[str, ...]] = {}
+    for ln in relevant:
+        c = comments.get(ln)
+        if c is None:
+            continue
+        parsed = parse_suppressions([c])
+        if parsed:
+            out[ln] = parsed[1]
     return out
 
 
@@ -525,6 +597,20 @@ class _FileFinder(ast.NodeVisitor):
             s = s.parent
         return False, None
 
+    def _star(self, name: str) -> Optional[str]:
+        """`name` as brought in by a star import (`from torch import *` then
+        `tensor(...)`), when the table or the classifier knows that name."""
+        s = self.scope
+        while s is not None:
+            for mod in s.stars:
+                q = f"{mod}.{name}"
+                if q in self.rules.functions or q == "torch.device" or (
+                    mod == "torch" and name in TORCH_NOT_DEVICE
+                ):
+                    return q
+            s = s.parent
+        return None
+
     def qualname(self, node: ast.AST) -> Optional[str]:
         """The imported qualified name an expression refers to (``T.tensor`` -> ``torch.tensor``)."""
         parts: list[str] = []
@@ -540,7 +626,9 @@ class _FileFinder(ast.NodeVisitor):
             if node.id == "torch":
                 q = "torch"
             else:
-                return None
+                q = self._star(node.id)
+                if q is None:
+                    return None
         if q is None:
             return None
         parts.append(q)
@@ -682,31 +770,60 @@ class _FileFinder(ast.NodeVisitor):
                     return
 
     def _wrapper_call(self, node: ast.Call, wrapper: str) -> None:
+        """A call of the runtime's wrapper with `site=`: a wrapped site.
+
+        ``xfer.cpu(x, site=...)`` names its row by the wrapper; the generic
+        wrappers name it by their arguments: ``xfer.method(recv, "name", ...)``,
+        ``xfer.call(fn, ...)``, ``xfer.graph(torch.compile(m), ...)`` (or
+        ``xfer.graph(torch.compile, ..., decorator=True)`` for a bare decorator).
+        """
         site_kw = next((k.value for k in node.keywords if k.arg == "site"), None)
         if site_kw is None:
             return
         site = _const_str(site_kw)
-        rows = self.rules.wrappers.get(wrapper, ())
-        kwargs = {k.arg: k.value for k in node.keywords if k.arg != "site"}
-        for rule in rows:
-            if rule.wrap == "result":
-                inner = node.args[0] if node.args else None
-                if isinstance(inner, ast.Call):
-                    q = self.qualname(inner.func)
-                    r2 = self.rules.functions.get(q) if q else None
-                    if r2 is not None and r2.wrap == "result":
-                        self.covered.add(id(inner))
-                        self._add(inner, inner.func, r2, r2.kind, wrapped=True, site=site,
-                                  decorator=id(node) in self.decorators)
-                        return
-                self._add(node, node.func, rule, rule.kind, wrapped=True, site=site,
-                          decorator=id(node) in self.decorators)
-                return
-            skip = 1 if rule.wrap == "receiver" else 0
-            args = list(node.args[skip:])
-            kind = self.cls.kind_of(rule, args, kwargs) or ("move" if rule.kind == "device" else rule.kind)
-            self._add(node, node.func, rule, kind, wrapped=True, site=site)
+        kwargs = {k.arg: k.value for k in node.keywords if k.arg not in ("site", "decorator")}
+        decorator = id(node) in self.decorators
+        inner = node.args[0] if node.args else None
+        if wrapper == "method":
+            name = _const_str(node.args[1]) if len(node.args) > 1 else None
+            rows = [r for r in self.rules.methods.get(name or "", ()) if r.wrap == "receiver"]
+            if rows:
+                rule = rows[0]
+                kind = self.cls.kind_of(rule, list(node.args[2:]), kwargs)
+                self._add(node, node.func, rule, kind or _fallback_kind(rule), wrapped=True, site=site)
             return
+        if wrapper == "call" and inner is not None:
+            q = self.qualname(inner)
+            rule = self.rules.functions.get(q) if q else None
+            if rule is not None:
+                kind = self.cls.kind_of(rule, list(node.args[1:]), kwargs)
+                self._add(node, node.func, rule, kind or _fallback_kind(rule), wrapped=True, site=site)
+            return
+        rows = self.rules.wrappers.get(wrapper, ())
+        if not rows:
+            return
+        if any(r.wrap == "result" for r in rows):
+            # The graph wrapper: the site is the inner call (or the bare decorator).
+            if isinstance(inner, ast.Call):
+                q = self.qualname(inner.func)
+                r2 = self.rules.functions.get(q) if q else None
+                if r2 is not None and r2.wrap == "result":
+                    self.covered.add(id(inner))
+                    self._add(inner, inner.func, r2, r2.kind, wrapped=True, site=site, decorator=decorator)
+                    return
+            elif isinstance(inner, (ast.Name, ast.Attribute)):
+                q = self.qualname(inner)
+                r2 = self.rules.functions.get(q) if q else None
+                if r2 is not None and r2.wrap == "result":
+                    self._add(inner, inner, r2, r2.kind, wrapped=True, site=site, decorator=decorator)
+                    return
+            rule = next(r for r in rows if r.wrap == "result")
+            self._add(node, node.func, rule, rule.kind, wrapped=True, site=site, decorator=decorator)
+            return
+        rule = rows[0]
+        skip = 1 if rule.wrap == "receiver" else 0
+        kind = self.cls.kind_of(rule, list(node.args[skip:]), kwargs)
+        self._add(node, node.func, rule, kind or _fallback_kind(rule), wrapped=True, site=site)
 
     def _add(self, call: ast.Call, func: ast.AST, rule: Rule, kind: str, wrapped: bool,
              site: Optional[str], decorator: Optional[bool] = None) -> None:
@@ -791,6 +908,15 @@ def name_sites(sites: list[Site], relpath: str) -> None:
         s.site = name
 
 
+_DEFAULT_RULES: list[RuleTable] = []
+
+
+def _default_rules() -> RuleTable:
+    if not _DEFAULT_RULES:
+        _DEFAULT_RULES.append(default_table())
+    return _DEFAULT_RULES[0]
+
+
 def find_in_source(
     text: str,
     path: str = "<string>",
@@ -798,10 +924,13 @@ def find_in_source(
     relpath: Optional[str] = None,
 ) -> FileResult:
     """All sites of one file's text, in source order, named and with suppressions applied."""
-    rules = rules or default_table()
+    rules = rules or _default_rules()
     res = FileResult(path=path)
     try:
-        tree = ast.parse(text, filename=path)
+        with warnings.catch_warnings():
+            # Invalid escapes etc. are the file's business, not this report's.
+            warnings.simplefilter("ignore")
+            tree = ast.parse(text, filename=path)
     except SyntaxError as e:
         res.error = f"SyntaxError: {e.msg}"
         res.error_line = e.lineno or 1
@@ -814,7 +943,7 @@ def find_in_source(
     f.run(tree)
     f.sites.sort(key=lambda s: (s.line, s.column))
     name_sites(f.sites, relpath if relpath is not None else path)
-    sup = parse_suppressions(f.lines) if "#" in text else {}
+    sup = file_suppressions(text, f.lines, {s.line for s in f.sites})
     res.suppressions = sorted(sup.items())
     for s in f.sites:
         codes = sup.get(s.line)
