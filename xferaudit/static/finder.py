@@ -651,7 +651,13 @@ class _FileFinder(ast.NodeVisitor):
         return None
 
     def _bare_decorator(self, d: ast.AST) -> None:
-        """`@jax.jit` / `@torch.compile` without a call: the graph is made there."""
+        """`@jax.jit` / `@torch.compile` without a call: the graph is made there.
+
+        The site's node is the Name/Attribute itself (``decorator=True``); the
+        wrapped form is ``@xfer.<wrapper>(jax.jit, site=..., decorator=True)``,
+        the same as for a decorator call, and `_wrapper_call` reads it back as
+        a wrapped site. ``@functools.partial(jax.jit, ...)`` is handled in
+        `_check_call` (the partial call is the site)."""
         if isinstance(d, (ast.Name, ast.Attribute)):
             q = self.qualname(d)
             rule = self._on(self.rules.functions.get(q)) if q else None
