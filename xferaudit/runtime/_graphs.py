@@ -61,27 +61,30 @@ class _LaunchHook:
     """Forward (post) hook counting one launch per call of the module itself.
 
     A module-level class, so a hooked module still pickles and deep-copies.
+    ``nodes`` keeps the node count of the last compilation seen, so launches
+    counted after a warm-up (which compiled) still show it.
     """
 
-    __slots__ = ("site", "compiled", "start")
+    __slots__ = ("site", "compiled", "start", "nodes")
 
     def __init__(self, site: Optional[str], compiled: bool) -> None:
         self.site = site
         self.compiled = compiled
         self.start = 0
+        self.nodes: Optional[int] = None
 
     def __call__(self, module: Any, args: Any, output: Any) -> None:
-        nodes = None
         if self.compiled:
             grown = _captured() - self.start
-            nodes = grown if grown > 0 else None
-        record_launch(self.site, nodes)
+            if grown > 0:
+                self.nodes = grown
+        record_launch(self.site, self.nodes)
 
     def __getstate__(self) -> tuple:
-        return (self.site, self.compiled)
+        return (self.site, self.compiled, self.nodes)
 
     def __setstate__(self, state: tuple) -> None:
-        self.site, self.compiled = state
+        self.site, self.compiled, self.nodes = state
         self.start = 0
 
 
@@ -119,11 +122,15 @@ def _hook_module(mod: Any, site: Optional[str]) -> Any:
 
 def _wrap_callable(fn: Any, site: Optional[str]) -> Any:
     if _is_compiled(fn):
+        last = [None]  # node count of the last compilation seen
+
         def launched(*args: Any, **kwargs: Any) -> Any:
             start = _captured()
             out = fn(*args, **kwargs)
             grown = _captured() - start
-            record_launch(site, grown if grown > 0 else None)
+            if grown > 0:
+                last[0] = grown
+            record_launch(site, last[0])
             return out
     else:
         def launched(*args: Any, **kwargs: Any) -> Any:

@@ -26,8 +26,8 @@ from .recorder import DIRECTIONS
 FORMAT = "xferaudit.report"
 VERSION = 1
 NORMAL = (
-    "normal: one upload per batch tensor per step, one download per logged scalar, "
-    "one launch per compiled call or graph replay; more is a copy nobody asked for"
+    "normal: one upload per batch tensor per step, one download per logged scalar,\n"
+    "        one launch per compiled call or graph replay; more is a copy nobody asked for"
 )
 
 
@@ -89,12 +89,33 @@ def _field(obj: Any, key: str, typ: Any, where: str, default: Any = ...) -> Any:
     return v
 
 
+def _check_timeline(tl: Any, where: str) -> Optional[dict]:
+    """A saved "timeline" (see recorder.Timeline.to_dict), checked; None if absent."""
+    if tl is None:
+        return None
+    w = f"{where}: timeline"
+    if not isinstance(tl, dict):
+        raise ReportError(f"{w}: must be an object")
+    _field(tl, "t0_ns", int, w)
+    events = tl.get("events")
+    if not isinstance(events, list):
+        raise ReportError(f"{w}: \"events\" must be a list")
+    for i, e in enumerate(events):
+        if not (isinstance(e, list) and len(e) == 5 and isinstance(e[0], int)
+                and not isinstance(e[0], bool) and all(isinstance(v, str) for v in e[1:4])
+                and isinstance(e[4], int)):
+            raise ReportError(f"{w}: events[{i}] must be [time_ns, what, name, direction, n]")
+    return tl
+
+
 @dataclass
 class Report:
     rows: list = field(default_factory=list)  # list[Row], sorted by crossings (desc)
     launches: list = field(default_factory=list)  # list[Launch]
     unwrapped: list = field(default_factory=list)  # list[Unwrapped]
     meta: dict = field(default_factory=dict)
+    # The event timeline (recorder.Timeline.to_dict()) when xfer.timeline(True) was on.
+    timeline: Optional[dict] = None
 
     # --- building -------------------------------------------------------------
     @classmethod
@@ -111,7 +132,11 @@ class Report:
                 for t in state.unwrapped.values()
             ]
             meta = {"counting": bool(state.on)}
-        return cls(rows, launches, unwrapped, meta).sorted()
+            tl = getattr(state, "timeline", None)
+            timeline = tl.to_dict() if tl is not None else None
+        from .distributed import stamp  # rank and world size, when torch.distributed runs
+
+        return stamp(cls(rows, launches, unwrapped, meta, timeline).sorted())
 
     def sorted(self) -> "Report":
         self.rows.sort(key=lambda r: (-r.crossings, -r.bytes, -r.calls, r.site or ""))
@@ -139,7 +164,7 @@ class Report:
 
     # --- JSON -----------------------------------------------------------------
     def to_dict(self) -> dict:
-        return {
+        out = {
             "format": FORMAT,
             "version": VERSION,
             "meta": dict(self.meta),
@@ -148,6 +173,9 @@ class Report:
             "launches": [asdict(x) for x in self.launches],
             "unwrapped": [asdict(u) for u in self.unwrapped],
         }
+        if self.timeline is not None:
+            out["timeline"] = self.timeline
+        return out
 
     def save(self, path: Union[str, "os.PathLike[str]"]) -> Path:
         """Write the JSON form; atomic (a temporary file renamed into place)."""
@@ -213,7 +241,13 @@ class Report:
                 _field(u, "bytes", int, w, 0),
             ))
         meta = data.get("meta") if isinstance(data.get("meta"), dict) else {}
-        return cls(rows, launches, unwrapped, dict(meta)).sorted()
+        timeline = _check_timeline(data.get("timeline"), where)
+        if cls is Report and "ranks" in data:
+            # A multi-rank report (xfer.report(all_ranks=True), xferaudit merge).
+            from .distributed import RankedReport
+
+            return RankedReport.from_dict(data, where)
+        return cls(rows, launches, unwrapped, dict(meta), timeline).sorted()
 
     @classmethod
     def load(cls, path: Union[str, "os.PathLike[str]"]) -> "Report":

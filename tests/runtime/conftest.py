@@ -1,0 +1,69 @@
+"""Fixtures for the runtime tests: a clean tally per test, and a fake device.
+
+Nothing here imports libcst: the GPU machine runs these tests without it.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from xferaudit.runtime import recorder
+
+
+@pytest.fixture(autouse=True)
+def _clean_tally():
+    on, guard = recorder.STATE.on, recorder.STATE.guard
+    recorder.reset()
+    recorder.STATE.on = False
+    yield
+    recorder.reset()
+    recorder.STATE.on = on
+    recorder.STATE.guard = guard
+
+
+@pytest.fixture
+def fake_cuda():
+    """A factory of tensors that say they live on ``cuda:0`` on a CPU-only build.
+
+    A wrapper subclass whose data stays on the host: ``.cpu()``, ``.item()``,
+    ``.to()`` and ``copy_`` work and really return host tensors, so the
+    device -> host direction can be tested without a GPU (``.tolist()`` and
+    ``.numpy()`` refuse tensor subclasses).
+    """
+    torch = pytest.importorskip("torch")
+    from torch.utils._pytree import tree_map
+
+    class FakeCuda(torch.Tensor):
+        @staticmethod
+        def __new__(cls, inner, device="cuda:0"):
+            return torch.Tensor._make_wrapper_subclass(
+                cls, inner.shape, dtype=inner.dtype, device=device, strides=inner.stride()
+            )
+
+        def __init__(self, inner, device="cuda:0"):
+            self.inner = inner
+
+        @classmethod
+        def __torch_dispatch__(cls, func, types, args=(), kwargs=None):
+            kwargs = kwargs or {}
+            dev = next(a.device for a in list(args) + list(kwargs.values()) if isinstance(a, FakeCuda))
+
+            def un(a):
+                return a.inner if isinstance(a, FakeCuda) else a
+
+            if func is torch.ops.aten._to_copy.default:
+                target = torch.device(kwargs.get("device") or dev)
+                kw = {k: v for k, v in kwargs.items() if k != "device"}
+                out = func(un(args[0]), **kw)
+                return out if target.type == "cpu" else FakeCuda(out, target)
+            if func._schema.is_mutable:  # copy_ and friends: the result is the receiver
+                func(*tree_map(un, args), **tree_map(un, kwargs))
+                return args[0]
+            out = func(*tree_map(un, args), **tree_map(un, kwargs))
+            return tree_map(lambda o: FakeCuda(o, dev) if isinstance(o, torch.Tensor) else o, out)
+
+    def make(data, device="cuda:0"):
+        t = data if isinstance(data, torch.Tensor) else torch.tensor(data)
+        return FakeCuda(t, device)
+
+    return make
