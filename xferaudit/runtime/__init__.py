@@ -26,7 +26,7 @@ from __future__ import annotations
 import contextlib
 import os
 import sys
-from typing import IO, Iterator, Union
+from typing import IO, Iterator, Optional, Union
 
 from . import recorder as _recorder
 from ._graphs import cuda_graph_nodes, graph, replay
@@ -58,9 +58,15 @@ __all__ = [
 ]
 
 
-def count(on: bool = True) -> bool:
-    """Turn counting on (resetting every tally) or off; returns the previous state."""
+def count(on: bool = True, timeline: Optional[bool] = None) -> bool:
+    """Turn counting on (resetting every tally) or off; returns the previous state.
+
+    ``timeline=True`` also starts the event timeline (see :func:`timeline`),
+    ``timeline=False`` stops it; None leaves it as it is.
+    """
     prev = STATE.on
+    if timeline is not None:
+        _recorder.set_timeline(timeline)
     if on:
         _recorder.reset()
         if "torch" in sys.modules:
@@ -98,9 +104,36 @@ def launches() -> dict:
         return {t.site: t.launches for t in STATE.launches.values()}
 
 
-def report(file: Union[IO[str], str, "os.PathLike[str]", None] = None) -> Report:
-    """Print the after-step table (to stdout, a stream, or a path) and return the Report."""
+def timeline(on: bool = True, maxlen: int = 100_000) -> bool:
+    """Start (empty) or stop the event timeline; returns whether it was on.
+
+    Off by default. While on, every wrapped call, launch and unwrapped crossing
+    is also kept as a timestamped event (``time.time_ns()``, torch.profiler's
+    clock) in a ring buffer of the last `maxlen`, saved in the report under
+    "timeline"; ``xferaudit report RUN.json --trace out.json`` draws it.
+    """
+    return _recorder.set_timeline(on, maxlen)
+
+
+def report(
+    file: Union[IO[str], str, "os.PathLike[str]", None] = None, all_ranks: bool = False
+) -> Report:
+    """Print the after-step table (to stdout, a stream, or a path) and return the Report.
+
+    ``all_ranks=True`` (a collective: every rank calls it) gathers every
+    rank's counts on rank 0 through torch.distributed; rank 0 prints and
+    returns the merged ``RankedReport`` (per-site totals, per-rank columns,
+    ranks above the median flagged); other ranks print nothing and return
+    their own report. Not distributed: a one-rank report with a note.
+    """
     rep = Report.from_state(STATE)
+    if all_ranks:
+        from .distributed import gather
+
+        merged = gather(rep)
+        if merged is None:
+            return rep
+        rep = merged
     text = rep.format()
     if file is None:
         sys.stdout.write(text)
@@ -118,6 +151,7 @@ def snapshot() -> Report:
 
 
 __all__.append("snapshot")
+__all__.append("timeline")
 
 
 # --- pack wrappers (issue 7): ggml, CuPy and JAX -------------------------------

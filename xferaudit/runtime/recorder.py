@@ -12,11 +12,23 @@ a bug worth seeing without asking.
 
 Thread safety: one lock around every update, so counts from pin-memory threads
 and autograd's threads are not lost.
+
+Timeline (off by default, ``xfer.timeline(True)``): a bounded ring buffer of
+timestamped events, one per wrapped call, launch and unwrapped crossing, for
+``xferaudit report RUN.json --trace``. Its clock is ``time.time_ns()`` (the
+wall clock, CLOCK_REALTIME), the clock torch.profiler's Chrome trace ``ts``
+values are taken from (they are that time minus the trace's
+``baseTimeNanoseconds``, in microseconds), so the two traces line up. When the
+timeline is off, each update reads one more attribute (``STATE.timeline is
+None``), under the lock it already holds; wrappers' fast paths are unchanged.
 """
 
 from __future__ import annotations
 
+import os
 import threading
+import time
+from collections import deque
 from dataclasses import dataclass, field
 from typing import Optional
 
@@ -31,7 +43,8 @@ class _State:
     single attribute read: ``if not STATE.active: return bare_call()``.
     """
 
-    __slots__ = ("_on", "_guard", "active", "lock", "sites", "launches", "unwrapped", "local")
+    __slots__ = ("_on", "_guard", "active", "lock", "sites", "launches", "unwrapped", "local",
+                 "timeline")
 
     def __init__(self) -> None:
         self._on = False
@@ -44,6 +57,8 @@ class _State:
         # Per-thread depth of wrapper calls in progress: the guard does not
         # count a crossing made inside a wrapper a second time.
         self.local = threading.local()
+        # The event timeline (a Timeline) while it is on, else None.
+        self.timeline: Optional["Timeline"] = None
 
     @property
     def on(self) -> bool:
@@ -104,6 +119,51 @@ class UnwrappedTally:
     bytes: int = 0
 
 
+class Timeline:
+    """Timestamped events, newest kept: a ring buffer of at most `maxlen`.
+
+    Each event is ``(time_ns, what, name, direction, n)``: `what` is "site"
+    (a wrapped call: `name` the site, `n` its bytes; direction "none" when it
+    crossed nothing), "launch" (`name` the graph site, direction "launch", `n`
+    its node count or -1) or "unwrapped" (`name` "path:line op", `n` bytes).
+    `time_ns` is ``time.time_ns()``. `seen` counts every event offered, so
+    ``seen - len(events)`` were dropped from the front when the buffer filled.
+    """
+
+    __slots__ = ("events", "seen", "start_ns", "maxlen")
+
+    def __init__(self, maxlen: int = 100_000) -> None:
+        if maxlen < 1:
+            raise ValueError("timeline maxlen must be at least 1")
+        self.maxlen = int(maxlen)
+        self.events: deque = deque(maxlen=self.maxlen)
+        self.seen = 0
+        self.start_ns = time.time_ns()
+
+    def clear(self) -> None:
+        self.events.clear()
+        self.seen = 0
+        self.start_ns = time.time_ns()
+
+    def to_dict(self) -> dict:
+        """The JSON form kept in a report under "timeline" (see Report.timeline).
+
+        Times are integer nanoseconds after ``t0_ns`` (``time.time_ns()`` when
+        the timeline started or was last reset), so they stay exact in JSON.
+        """
+        t0 = self.start_ns
+        return {
+            "clock": "time.time_ns",
+            "t0_ns": t0,
+            "end_ns": time.time_ns() - t0,
+            "pid": os.getpid(),
+            "maxlen": self.maxlen,
+            "seen": self.seen,
+            "dropped": self.seen - len(self.events),
+            "events": [[t - t0, what, name, d, n] for t, what, name, d, n in self.events],
+        }
+
+
 def record(site: str, kind: str, direction: str, nbytes: int) -> None:
     """One call of a wrapped site that took `direction` and moved `nbytes`."""
     with STATE.lock:
@@ -119,6 +179,10 @@ def record(site: str, kind: str, direction: str, nbytes: int) -> None:
             t.crossings += 1
             t.bytes += nbytes
             d[1] += nbytes
+        tl = STATE.timeline
+        if tl is not None:
+            tl.seen += 1
+            tl.events.append((time.time_ns(), "site", site, direction, nbytes))
 
 
 def record_launch(site: str, nodes: Optional[int] = None) -> None:
@@ -129,6 +193,11 @@ def record_launch(site: str, nodes: Optional[int] = None) -> None:
         t.launches += 1
         if nodes is not None:
             t.nodes = nodes
+        tl = STATE.timeline
+        if tl is not None:
+            tl.seen += 1
+            tl.events.append((time.time_ns(), "launch", site, "launch",
+                              -1 if nodes is None else nodes))
 
 
 def record_unwrapped(path: str, line: int, op: str, direction: str, nbytes: int) -> None:
@@ -140,6 +209,10 @@ def record_unwrapped(path: str, line: int, op: str, direction: str, nbytes: int)
             t = STATE.unwrapped[key] = UnwrappedTally(path, line, op, direction)
         t.count += 1
         t.bytes += nbytes
+        tl = STATE.timeline
+        if tl is not None:
+            tl.seen += 1
+            tl.events.append((time.time_ns(), "unwrapped", f"{path}:{line} {op}", direction, nbytes))
 
 
 def in_wrapper() -> bool:
@@ -148,8 +221,18 @@ def in_wrapper() -> bool:
 
 
 def reset() -> None:
-    """Forget every count (transfers, launches and unwrapped events)."""
+    """Forget every count (transfers, launches and unwrapped events) and timeline event."""
     with STATE.lock:
         STATE.sites.clear()
         STATE.launches.clear()
         STATE.unwrapped.clear()
+        if STATE.timeline is not None:
+            STATE.timeline.clear()
+
+
+def set_timeline(on: bool, maxlen: int = 100_000) -> bool:
+    """Start (empty) or stop the event timeline; returns whether it was on."""
+    with STATE.lock:
+        prev = STATE.timeline is not None
+        STATE.timeline = Timeline(maxlen) if on else None
+    return prev

@@ -1,0 +1,72 @@
+"""``xferaudit merge A.json B.json ... -o merged.json``: one report of several ranks.
+
+Each rank of a torch.distributed job saves its own report
+(``xfer.report().save(f"run.rank{rank}.json")``; rank and world size are
+recorded in it while torch.distributed is initialized). This merges them into
+the layout ``xfer.report(all_ranks=True)`` gives on rank 0: per-site totals,
+each row's per-rank counts, and the ranks whose crossings at a site exceed the
+median of the ranks there. A merged report may be merged again with more ranks.
+
+Exit codes: 0 merged (outliers are shown, not failed on), 2 a file is missing,
+unreadable, not a report, or the files disagree (two files of one rank,
+different world sizes, some with a rank and some without). On error nothing is
+written.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from . import EXIT_OK, Command, UserError
+
+
+class MergeCommand(Command):
+    NAME = "merge"
+    DESCRIPTION = "Merge per-rank runtime reports (one JSON per rank) into one multi-rank report."
+
+    def add_arguments(self, parser: argparse.ArgumentParser) -> None:
+        parser.add_argument("files", nargs="+", metavar="RANK.json",
+                            help="reports saved by the ranks (or merged reports)")
+        parser.add_argument("-o", "--output", metavar="MERGED.json", default=None,
+                            help="write the merged report here (JSON, written atomically)")
+        parser.add_argument("--format", choices=("text", "json"), default="text",
+                            help="print the merged table (default) or its JSON")
+        parser.add_argument("-q", "--quiet", action="store_true",
+                            help="print nothing (with -o: only write the file)")
+
+    def run(self, args: argparse.Namespace) -> int:
+        from ..runtime._report import Report, ReportError
+        from ..runtime.distributed import merge
+
+        reports = []
+        for f in args.files:
+            try:
+                reports.append(Report.load(f))
+            except ReportError as e:
+                raise UserError(str(e)) from None
+        try:
+            merged = merge(reports, list(args.files))
+        except ReportError as e:
+            raise UserError(str(e)) from None
+        if args.output is not None:
+            out = Path(args.output)
+            if not out.parent.is_dir():
+                raise UserError(f"{out}: directory {out.parent} does not exist")
+            try:
+                merged.save(out)
+            except OSError as e:
+                raise UserError(f"{out}: cannot write: {e}") from None
+        if not args.quiet:
+            if args.format == "json":
+                sys.stdout.write(json.dumps(merged.to_dict(), indent=2) + "\n")
+            else:
+                sys.stdout.write(merged.format())
+                if args.output is not None:
+                    sys.stdout.write(f"wrote {args.output}\n")
+        return EXIT_OK
+
+
+COMMAND = MergeCommand
