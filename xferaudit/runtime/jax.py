@@ -139,8 +139,9 @@ def jax_device_get(x: Any, *args: Any, site: Optional[str] = None, **kwargs: Any
 
 
 def _np_read(name: str, a: Any, args: tuple, kwargs: dict, site: Optional[str]) -> Any:
-    import numpy
-
+    numpy = sys.modules.get("numpy")
+    if numpy is None:
+        import numpy
     fn = getattr(numpy, name)
     if not _S.active:
         return fn(a, *args, **kwargs)
@@ -165,15 +166,29 @@ def jax_np_array(a: Any, *args: Any, site: Optional[str] = None, **kwargs: Any) 
     return _np_read("array", a, args, kwargs, site)
 
 
-def _traced(args: tuple, kwargs: dict) -> bool:
-    """True when called while JAX traces an outer function (an argument is a
-    Tracer): the call is inlined into the outer graph, not launched.
+_top_level: Any = None  # jax's own "no trace in progress" test, once found
 
-    Looks at the first leaf of each argument only (a nested tuple/list/dict is
-    followed through its first item), so the check costs about a microsecond
-    whatever the size of the pytree; flattening a model's parameters on every
-    call would cost a large fraction of the jit dispatch itself.
+
+def _traced(args: tuple, kwargs: dict) -> bool:
+    """True when called while JAX traces an outer function (under jit, grad,
+    vmap...): the call is inlined into the outer computation, not launched.
+
+    Asks JAX's trace context where it has one (``trace_ctx.is_top_level()``,
+    a fraction of a microsecond); otherwise looks for a Tracer among the first
+    leaf of each argument (a nested tuple/list/dict is followed through its
+    first item), so the check never flattens a whole parameter pytree.
     """
+    global _top_level
+    if _top_level is None:
+        try:
+            from jax._src.core import trace_ctx
+
+            _top_level = trace_ctx.is_top_level
+            _top_level()
+        except Exception:  # another jax version: fall back to the argument check
+            _top_level = False
+    if _top_level:
+        return not _top_level()
     core = getattr(sys.modules.get("jax"), "core", None)
     tracer = getattr(core, "Tracer", None)
     if tracer is None:
@@ -197,8 +212,9 @@ class Launched:
     Everything else is the jitted function's own: attributes (``lower``,
     ``trace``, ``eval_shape``, ``clear_cache``) are forwarded, ``__wrapped__``
     is the jitted function, and as a class attribute it binds like a method.
-    A call made while JAX traces an outer jitted function is inlined into the
-    outer graph: it is not a launch and is not counted.
+    A call made while JAX traces an outer function (a jitted function calling
+    another, or a call under grad/vmap) is inlined into the outer computation:
+    it is not a launch and is not counted.
     """
 
     def __init__(self, fn: Any, site: Optional[str]) -> None:
