@@ -208,3 +208,19 @@ def test_gpu_model_run_crosses_once_per_batch():
     classes = rows[f"{REL}:run:numpy.asarray"]
     assert (classes.crossings, classes.direction) == (3, "down")
     assert xfer.launches()[f"{REL}:<module>:jax.jit"] == 3
+
+
+@pytest.mark.parametrize("via", ["trace context", "argument check"])
+def test_a_jitted_call_traced_inside_another_transformation_is_not_a_launch(via, monkeypatch):
+    import xferaudit.runtime.jax as xj
+
+    if via == "argument check":
+        monkeypatch.setattr(xj, "_top_level", False)  # as on a jax without trace_ctx
+    inner = xfer.jax_jit(jax.jit(lambda p: p[0] * 2), site="inner")  # a pytree argument
+    outer = xfer.jax_jit(jax.jit(lambda x: inner((x, 0)) + 1), site="outer")
+    x = jnp.ones(3)
+    outer(x)  # traces inner inside outer: one launch of outer only
+    np.testing.assert_array_equal(outer(x), np.full(3, 3.0))
+    jax.grad(lambda v: inner((v, 0)).sum())(x)  # under grad: traced, not launched
+    np.testing.assert_array_equal(inner((x, 0)), np.full(3, 2.0))
+    assert xfer.launches() == {"outer": 2, "inner": 1}
