@@ -9,6 +9,7 @@ Keys follow ruff's names where ruff has one::
     exclude = [...]                # replaces the default excludes
     extend-exclude = ["legacy/"]   # adds to them
     per-file-ignores = { "tests/*" = ["XFA202"] }
+    cache-dir = ".xferaudit_cache" # where `check` keeps its findings (relative to the root)
 
     [[tool.xferaudit.rule]]        # rows of your own stack, same schema as a pack
     call = "function"
@@ -23,10 +24,11 @@ from __future__ import annotations
 
 import fnmatch
 import os
+import re
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable, Mapping, Optional
+from typing import Any, Iterable, Iterator, Mapping, Optional
 
 from .rules import RuleError, RuleTable, available_packs, table, user_rules
 
@@ -50,6 +52,38 @@ class ConfigError(ValueError):
     """pyproject.toml's [tool.xferaudit] is malformed; the message says where."""
 
 
+#: A code or a code prefix as `select`, `ignore` and `per-file-ignores` take them.
+CODE_PREFIX = re.compile(r"^(?:ALL|XFA[0-9]{0,3})$")
+
+
+class _Globs:
+    """Exclude patterns compiled once: a pattern without a slash matches any one
+    path component (`build`, `*.egg-info`); one with a slash matches the path
+    relative to the root, or any path under it (`tests/corpus`)."""
+
+    def __init__(self, patterns: Iterable[str]) -> None:
+        names, paths = [], []
+        for p in patterns:
+            p = p.strip().rstrip("/")
+            if p.startswith("./"):
+                p = p[2:]
+            if not p:
+                continue
+            if "/" in p:
+                paths.append(fnmatch.translate(p))
+                paths.append(re.escape(p) + "/.*")
+            else:
+                names.append(fnmatch.translate(p))
+        self.names = re.compile("|".join(names)) if names else None
+        self.paths = re.compile("|".join(paths), re.S) if paths else None
+
+    def name(self, name: str) -> bool:
+        return self.names is not None and self.names.match(name) is not None
+
+    def path(self, relpath: str) -> bool:
+        return self.paths is not None and self.paths.match(relpath) is not None
+
+
 @dataclass
 class Config:
     root: Path  # the project root: where pyproject.toml (or .git) is
@@ -62,6 +96,8 @@ class Config:
     rule_rows: tuple[Mapping[str, Any], ...] = ()
     budget: Mapping[str, Any] = field(default_factory=dict)
     raw: Mapping[str, Any] = field(default_factory=dict)
+    cache_dir: Optional[Path] = None  # None: <root>/.xferaudit_cache
+    _globs: Optional[_Globs] = field(default=None, repr=False, compare=False)
 
     def table(self) -> RuleTable:
         """The rule table in force: the configured packs plus the user's own rows."""
@@ -81,31 +117,45 @@ class Config:
             {k: v for k, v in sorted(self.raw.items()) if k != "budget"}, sort_keys=True, default=str
         )
 
-    def relpath(self, path: Path) -> str:
-        """Path relative to the project root, with forward slashes (for site names)."""
-        try:
-            rel = Path(os.path.abspath(path)).relative_to(self.root)
-        except ValueError:
-            rel = Path(path)
-        return rel.as_posix()
+    def relpath(self, path) -> str:
+        """Path relative to the project root, with forward slashes (for site
+        names, baselines and the cache); a path outside the root stays absolute."""
+        ap = os.path.abspath(path)
+        root = str(self.root)
+        if ap == root:
+            return "."
+        prefix = root if root.endswith(os.sep) else root + os.sep
+        if ap.startswith(prefix):
+            rel = ap[len(prefix):]
+        else:
+            rel = ap
+        return rel.replace(os.sep, "/") if os.sep != "/" else rel
 
     def code_enabled(self, code: str, relpath: str = "") -> bool:
-        if self.select and not any(code.startswith(p) for p in self.select):
+        if self.select and not any(code.startswith(p) or p == "ALL" for p in self.select):
             return False
-        if any(code.startswith(p) for p in self.ignore):
+        if any(code.startswith(p) or p == "ALL" for p in self.ignore):
             return False
         for pattern, codes in self.per_file_ignores.items():
-            if _match(relpath, pattern) and any(code.startswith(p) for p in codes):
+            if _match(relpath, pattern) and any(code.startswith(p) or p == "ALL" for p in codes):
                 return False
         return True
 
+    @property
+    def globs(self) -> _Globs:
+        if self._globs is None:
+            self._globs = _Globs(self.exclude)
+        return self._globs
+
     def excluded(self, relpath: str) -> bool:
-        parts = relpath.split("/")
-        for pattern in self.exclude:
-            p = pattern.rstrip("/")
-            if _match(relpath, p) or any(fnmatch.fnmatch(part, p) for part in parts):
-                return True
-        return False
+        """True when the path (relative to the root) or one of its components is excluded."""
+        g = self.globs
+        if g.path(relpath):
+            return True
+        return any(g.name(part) for part in relpath.split("/") if part not in ("", "."))
+
+    def cache_path(self) -> Path:
+        return self.cache_dir if self.cache_dir is not None else self.root / ".xferaudit_cache"
 
 
 def _match(relpath: str, pattern: str) -> bool:
@@ -131,6 +181,20 @@ def _strings(value: Any, key: str, where: str) -> tuple[str, ...]:
     return tuple(value)
 
 
+def check_codes(codes: Iterable[str], key: str, where: str) -> tuple[str, ...]:
+    """Codes or code prefixes (`XFA2`, `XFA202`, `ALL`), upper-cased; anything else is an error."""
+    out = []
+    for c in codes:
+        c = c.strip().upper()
+        if not CODE_PREFIX.match(c):
+            raise ConfigError(
+                f"{where}: {key}: {c!r} is not an xferaudit code or prefix "
+                "(codes are XFA + 3 digits, e.g. XFA202; prefixes like XFA2 select a group)"
+            )
+        out.append(c)
+    return tuple(out)
+
+
 def load_config(start: Optional[Path] = None, path: Optional[Path] = None) -> Config:
     """Read the config for the project holding `start` (or the file `path`)."""
     if path is None:
@@ -149,6 +213,8 @@ def load_config(start: Optional[Path] = None, path: Optional[Path] = None) -> Co
         data = tomllib.loads(path.read_text(encoding="utf-8"))
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as e:
         raise ConfigError(f"{where}: cannot parse: {e}") from None
+    except OSError as e:
+        raise ConfigError(f"{where}: cannot read: {e.strerror or e}") from None
     raw = data.get("tool", {}).get("xferaudit", {})
     if not isinstance(raw, dict):
         raise ConfigError(f"{where}: [tool.xferaudit] must be a table")
@@ -164,42 +230,84 @@ def load_config(start: Optional[Path] = None, path: Optional[Path] = None) -> Co
         bad = [p for p in cfg.packs if p not in available_packs()]
         if bad:
             raise ConfigError(f"{where}: unknown pack(s) {bad}; known: {available_packs()}")
-    cfg.select = _strings(raw.get("select", []), "select", where)
-    cfg.ignore = _strings(raw.get("ignore", []), "ignore", where)
+    cfg.select = check_codes(_strings(raw.get("select", []), "select", where), "select", where)
+    cfg.ignore = check_codes(_strings(raw.get("ignore", []), "ignore", where), "ignore", where)
     if "exclude" in raw:
         cfg.exclude = _strings(raw["exclude"], "exclude", where)
     cfg.exclude = cfg.exclude + _strings(raw.get("extend-exclude", []), "extend-exclude", where)
     pfi = raw.get("per-file-ignores", {})
     if not isinstance(pfi, dict):
         raise ConfigError(f"{where}: [tool.xferaudit] per-file-ignores must be a table")
-    cfg.per_file_ignores = {k: _strings(v, f"per-file-ignores.{k}", where) for k, v in pfi.items()}
+    cfg.per_file_ignores = {
+        k: check_codes(_strings(v, f"per-file-ignores.{k}", where), f"per-file-ignores.{k}", where)
+        for k, v in pfi.items()
+    }
+    if "cache-dir" in raw:
+        if not isinstance(raw["cache-dir"], str) or not raw["cache-dir"]:
+            raise ConfigError(f"{where}: [tool.xferaudit] cache-dir must be a path (a string)")
+        cfg.cache_dir = root / os.path.expanduser(raw["cache-dir"])
     rows = raw.get("rule", [])
     if not isinstance(rows, list) or not all(isinstance(r, dict) for r in rows):
         raise ConfigError(f"{where}: [[tool.xferaudit.rule]] must be an array of tables")
     cfg.rule_rows = tuple(rows)
     cfg.budget = raw.get("budget", {})
+    if not isinstance(cfg.budget, dict):
+        raise ConfigError(f"{where}: [tool.xferaudit.budget] must be a table of site = count")
     cfg.table()  # validate the rows now, with the file's name in the message
     return cfg
 
 
-def iter_python_files(paths: Iterable[Path], cfg: Config) -> Iterable[Path]:
-    """Python files under `paths`, minus excluded ones. A file named explicitly is
-    still checked unless it is excluded too (ruff's `force-exclude` behaviour,
-    which pre-commit needs)."""
-    seen: set[Path] = set()
+def iter_python_files(paths: Iterable[Path], cfg: Config) -> Iterator[Path]:
+    """Python files (``*.py``, ``*.pyi``) under `paths`, in a stable order, minus
+    excluded ones.
+
+    Excludes are matched against paths relative to the project root. A path
+    named on the command line is excluded too when it lies inside the root
+    (ruff's ``force-exclude``, which pre-commit needs: it passes every staged
+    file by name); below a named folder outside the root (``xferaudit check
+    /usr/lib/python3/site-packages/torch``) only the components under that
+    folder are matched, so the folder itself is always checked. A named path
+    that does not exist is yielded as is, for the caller to report.
+    """
+    seen: set[str] = set()
+    g = cfg.globs
+    root = str(cfg.root)
     for p in paths:
-        p = Path(p)
-        if p.is_dir():
-            for dirpath, dirnames, filenames in os.walk(p):
-                d = Path(dirpath)
-                dirnames[:] = sorted(n for n in dirnames if not cfg.excluded(cfg.relpath(d / n)))
-                for fn in sorted(filenames):
-                    if fn.endswith((".py", ".pyi")):
-                        f = d / fn
-                        if f not in seen and not cfg.excluded(cfg.relpath(f)):
-                            seen.add(f)
-                            yield f
-        else:
-            if p not in seen and not cfg.excluded(cfg.relpath(p)):
-                seen.add(p)
-                yield p
+        sp = os.fspath(p)
+        ap = os.path.abspath(sp)
+        inside = ap == root or ap.startswith(root.rstrip(os.sep) + os.sep)
+        if inside and ap != root and cfg.excluded(cfg.relpath(ap)):
+            continue
+        if not os.path.isdir(sp):
+            if ap not in seen:
+                seen.add(ap)
+                yield Path(sp)
+            continue
+        base = cfg.relpath(ap) if inside else ""
+        stack = [(sp, base)]
+        while stack:
+            d, rel = stack.pop()
+            try:
+                entries = sorted(os.scandir(d), key=lambda e: e.name)
+            except OSError:
+                continue
+            subdirs = []
+            for e in entries:
+                name = e.name
+                if g.name(name):
+                    continue
+                erel = f"{rel}/{name}" if rel and rel != "." else name
+                if inside and g.path(erel):
+                    continue
+                try:
+                    is_dir = e.is_dir()
+                except OSError:
+                    continue
+                if is_dir:
+                    subdirs.append((e.path, erel))
+                elif name.endswith((".py", ".pyi")):
+                    fa = os.path.abspath(e.path)
+                    if fa not in seen:
+                        seen.add(fa)
+                        yield Path(e.path)
+            stack.extend(reversed(subdirs))

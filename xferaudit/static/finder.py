@@ -83,6 +83,9 @@ class FileResult:
     error_line: int = 1
     error_column: int = 1
     suppressions: list[tuple[int, tuple[str, ...]]] = field(default_factory=list)
+    #: Lines with a bare `# xferaudit: ignore` (ours, so reported when unused; a
+    #: bare `# noqa` may serve another linter and is not).
+    bare_own: list[int] = field(default_factory=list)
 
 
 # --- name resolution ---------------------------------------------------------
@@ -483,6 +486,11 @@ def _comments(text: str) -> dict[int, str]:
     except (tokenize.TokenError, SyntaxError, IndentationError):  # pragma: no cover - parsed already
         return {}
     return out
+
+
+def _bare_own(line: str) -> bool:
+    m = _OWN.search(line)
+    return m is not None and not m.group("codes")
 
 
 def file_suppressions(text: str, lines: list[str], site_lines: set) -> dict[int, tuple[str, ...]]:
@@ -951,6 +959,7 @@ def find_in_source(
     name_sites(f.sites, relpath if relpath is not None else path)
     sup = file_suppressions(text, f.lines, {s.line for s in f.sites})
     res.suppressions = sorted(sup.items())
+    res.bare_own = [ln for ln, codes in res.suppressions if _bare_own(f.lines[ln - 1])]
     for s in f.sites:
         codes = sup.get(s.line)
         if codes is not None and (codes == () or s.rule in codes):

@@ -1,0 +1,171 @@
+"""``xferaudit check PATH...``: report unwrapped, unsuppressed transfer sites.
+
+One line per finding, ``path:line:col: XFA202 message``, the message saying
+what to write instead. Exit status as ruff's: 0 clean, 1 findings, 2 a usage,
+config or input error (a file that cannot be read or parsed is reported as
+XFA001, the others are still checked, and the exit is 2).
+
+This module is imported on every pre-commit run, so it stays light: the
+standard library and the ast-based finder; no libcst, no torch.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from . import EXIT_ERROR, EXIT_FINDINGS, EXIT_OK, Command, UserError
+
+FORMATS = ("text", "json", "github", "sarif")
+
+
+def emit(text: str, file=None) -> None:
+    """Print, and stop quietly when the reader has gone (`xferaudit check | head`)."""
+    file = file or sys.stdout
+    try:
+        print(text, file=file)
+        file.flush()
+    except BrokenPipeError:
+        import os
+
+        os.dup2(os.open(os.devnull, os.O_WRONLY), file.fileno())
+
+
+def _codes(value: str) -> list[str]:
+    return [c.strip() for c in value.split(",") if c.strip()]
+
+
+def add_scan_arguments(parser: argparse.ArgumentParser) -> None:
+    """Options shared by `check` and `sites`: what to scan and how."""
+    parser.add_argument("paths", nargs="*", metavar="PATH", default=None,
+                        help="files or folders to check (default: the current folder)")
+    parser.add_argument("--config", metavar="FILE", default=None,
+                        help="read [tool.xferaudit] from this pyproject.toml instead of the nearest one")
+    parser.add_argument("--no-cache", action="store_true",
+                        help="neither read nor write the findings cache")
+    parser.add_argument("--cache-dir", metavar="DIR", default=None,
+                        help="where the cache lives (default: .xferaudit_cache under the project root)")
+    parser.add_argument("--jobs", "-j", type=int, default=None, metavar="N",
+                        help="parse on N processes (default: every core when there is enough to parse)")
+
+
+def load(args: argparse.Namespace):
+    """(config, rule table) for a command's arguments; config errors become exit 2."""
+    from ..config import ConfigError, check_codes, load_config
+
+    paths = args.paths or ["."]
+    try:
+        if args.config:
+            cfg = load_config(path=Path(args.config))
+        else:
+            cfg = load_config(Path(paths[0]) if Path(paths[0]).exists() else Path.cwd())
+        for opt in ("select", "ignore"):
+            value = getattr(args, opt, None)
+            if value is not None:
+                setattr(cfg, opt, check_codes(_codes(value), f"--{opt}", "command line"))
+        if getattr(args, "cache_dir", None):
+            cfg.cache_dir = Path(args.cache_dir)
+        rules = cfg.table()
+    except ConfigError as e:
+        raise UserError(str(e)) from None
+    if args.jobs is not None and args.jobs < 1:
+        raise UserError("--jobs must be 1 or more")
+    return cfg, rules, paths
+
+
+class CheckCommand(Command):
+    NAME = "check"
+    DESCRIPTION = "Report unwrapped, unsuppressed transfer and graph sites (exit 1 if any)."
+
+    def add_arguments(self, parser: argparse.ArgumentParser) -> None:
+        add_scan_arguments(parser)
+        parser.add_argument("--format", choices=FORMATS, default="text",
+                            help="text (default), json (ruff's record), github (annotations), sarif (2.1.0)")
+        parser.add_argument("--select", metavar="CODES", default=None,
+                            help="comma-separated codes or prefixes to report, replacing the config's (e.g. XFA202,XFA3)")
+        parser.add_argument("--ignore", metavar="CODES", default=None,
+                            help="comma-separated codes or prefixes not to report, replacing the config's")
+        parser.add_argument("--statistics", action="store_true",
+                            help="print a count per code instead of each finding")
+        parser.add_argument("--exit-zero", action="store_true",
+                            help="exit 0 even with findings (errors still exit 2)")
+        parser.add_argument("--show-suppressed", action="store_true",
+                            help="also list findings suppressed by noqa comments or the baseline")
+        parser.add_argument("--add-noqa", action="store_true",
+                            help="append `# noqa: CODE` to every reported line, in place")
+        parser.add_argument("--baseline", metavar="FILE", default=None,
+                            help="accept the findings counted in FILE; fail where a (file, code, function) count grows")
+        parser.add_argument("--write-baseline", metavar="FILE", default=None,
+                            help="write the current findings to FILE as a baseline and exit 0")
+        parser.add_argument("--quiet", "-q", action="store_true",
+                            help="no summary line, findings only")
+
+    def run(self, args: argparse.Namespace) -> int:
+        from ..static import baseline as bl
+        from ..static.diagnostics import (
+            collect, format_github, format_json, format_sarif, format_statistics, format_text, reported,
+        )
+        from ..static.scan import scan
+
+        cfg, rules, paths = load(args)
+        result = scan(paths, cfg, rules, use_cache=not args.no_cache, jobs=args.jobs)
+        diags = collect(result, cfg, rules)
+        out = sys.stdout
+
+        if args.write_baseline:
+            try:
+                n = bl.write(Path(args.write_baseline), diags)
+            except bl.BaselineError as e:
+                raise UserError(str(e)) from None
+            print(f"xferaudit: wrote a baseline of {n} finding(s) to {args.write_baseline}", file=sys.stderr)
+            fatal = [d for d in diags if d.fatal]
+            if fatal:
+                emit(format_text(fatal), out)
+            return EXIT_ERROR if fatal else EXIT_OK
+        if args.baseline:
+            try:
+                bl.apply(diags, bl.load(Path(args.baseline)))
+            except bl.BaselineError as e:
+                raise UserError(str(e)) from None
+        if args.add_noqa:
+            from ..static.noqa import add_noqa
+
+            res = add_noqa(diags)
+            for msg in res.skipped:
+                print(f"xferaudit: {msg}", file=sys.stderr)
+            print(f"Added {res.added} noqa directive(s) to {res.files} file(s).", file=sys.stderr)
+            fatal = [d for d in diags if d.fatal]
+            if fatal:
+                emit(format_text(fatal), out)
+            return EXIT_ERROR if fatal or res.skipped else EXIT_OK
+
+        shown = reported(diags)
+        if args.statistics:
+            text = format_statistics(diags)
+        elif args.format == "json":
+            text = format_json(diags, args.show_suppressed)
+        elif args.format == "github":
+            text = format_github(diags)
+        elif args.format == "sarif":
+            text = format_sarif(diags, str(cfg.root))
+        else:
+            text = format_text(diags, args.show_suppressed)
+        if text:
+            emit(text, out)
+        if args.format == "text" and not args.quiet and not args.statistics:
+            n = len(shown)
+            sup = len(diags) - n
+            tail = f" ({sup} suppressed)" if sup else ""
+            if n:
+                emit(f"Found {n} finding{'s' if n != 1 else ''}{tail}.", out)
+            else:
+                emit(f"All checks passed!{tail}", out)
+        if any(d.fatal for d in shown):
+            return EXIT_ERROR
+        if shown and not args.exit_zero:
+            return EXIT_FINDINGS
+        return EXIT_OK
+
+
+COMMAND = CheckCommand

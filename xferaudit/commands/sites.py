@@ -1,0 +1,55 @@
+"""``xferaudit sites PATH...``: every transfer and graph site, wrapped or not.
+
+The inventory behind ``check``: one line per site (or, with ``--format json``, a
+JSON array of objects with the keys ``path``, ``line``, ``column``,
+``end_line``, ``end_column``, ``kind``, ``rule``, ``call``, ``wrapped``,
+``site``, ``suppressed`` plus ``rule_id``, ``function`` and ``decorator``).
+Positions are 1-based; the column is that of the called name (the ``cpu`` of
+``x.cpu()``), counted in characters. ``select``/``ignore`` do not apply: this
+lists what is there. Exit 0, or 2 when a file cannot be read or parsed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from . import EXIT_ERROR, EXIT_OK, Command
+from .check import add_scan_arguments, emit, load
+
+
+class SitesCommand(Command):
+    NAME = "sites"
+    DESCRIPTION = "List every transfer and graph site, wrapped or not."
+
+    def add_arguments(self, parser: argparse.ArgumentParser) -> None:
+        add_scan_arguments(parser)
+        parser.add_argument("--format", choices=("text", "json"), default="text",
+                            help="text (default) or a JSON array")
+
+    def run(self, args: argparse.Namespace) -> int:
+        from ..static.scan import scan
+
+        cfg, rules, paths = load(args)
+        result = scan(paths, cfg, rules, use_cache=not args.no_cache, jobs=args.jobs)
+        errors = [r for r in result.results if r.error is not None]
+        sites = [s for r in result.results for s in r.sites]
+        if args.format == "json":
+            emit(json.dumps([s.to_json() for s in sites], indent=2))
+        else:
+            lines = []
+            for s in sites:
+                state = "wrapped" if s.wrapped else ("suppressed" if s.suppressed else "unwrapped")
+                call = " ".join(s.call.split())
+                if len(call) > 70:
+                    call = call[:67] + "..."
+                lines.append(f"{s.path}:{s.line}:{s.column}: {s.kind:<5} {s.rule} {state:<10} {call}  [{s.site}]")
+            if lines:
+                emit("\n".join(lines))
+        for r in errors:
+            print(f"{r.path}:{r.error_line}:{r.error_column}: XFA001 {r.error}", file=sys.stderr)
+        return EXIT_ERROR if errors else EXIT_OK
+
+
+COMMAND = SitesCommand

@@ -1,0 +1,172 @@
+"""The on-disk cache of ``xferaudit check``: each file's findings, not a clean bit.
+
+One JSON file per *key* under ``.xferaudit_cache/`` (or ``--cache-dir``, or
+``cache-dir`` in the config). The key covers everything that changes what the
+finder reports besides the file itself: the tool's version and its own source
+(finder, rules, packs), the Python version (its parser) and the rows in force
+(packs and the user's ``[[tool.xferaudit.rule]]``). Inside, each file (by its
+path relative to the project root) maps to its content hash and its findings:
+sites, suppression comments, parse error. ``select``, ``ignore``, baselines and
+output formats are applied after the cache, so changing them costs nothing.
+
+Writes are atomic (a temporary file renamed over the old one); a cache that
+cannot be read is ignored and one that cannot be written is skipped, silently:
+the cache only ever saves time.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import sys
+import tempfile
+from dataclasses import fields
+from pathlib import Path
+from typing import Optional
+
+from .. import __version__
+from ..config import Config
+from .finder import FileResult, Site
+
+FORMAT = 1
+KEEP_FILES = 4  # findings files of other keys kept (older tool versions, other configs)
+_SITE_FIELDS = tuple(f.name for f in fields(Site) if f.name != "path")
+_PKG = Path(__file__).resolve().parent.parent
+_CODE_FILES = ("static/finder.py", "static/scan.py", "static/cache.py", "rules.py", "config.py")
+
+
+def code_fingerprint() -> str:
+    """A hash of the tool's own classifying code and packs: a changed finder
+    must not be answered from an old cache even if the version string is the same."""
+    h = hashlib.blake2b(digest_size=16)
+    h.update(f"{__version__}|{FORMAT}|{sys.version_info[:2]}".encode())
+    paths = [_PKG / p for p in _CODE_FILES] + sorted((_PKG / "packs").glob("*.toml"))
+    for p in paths:
+        try:
+            h.update(p.name.encode())
+            h.update(p.read_bytes())
+        except OSError:
+            pass
+    return h.hexdigest()
+
+
+def cache_key(cfg: Config) -> str:
+    h = hashlib.blake2b(digest_size=12)
+    h.update(code_fingerprint().encode())
+    h.update(
+        json.dumps(
+            {"packs": list(cfg.packs), "rules": list(cfg.rule_rows)}, sort_keys=True, default=str
+        ).encode()
+    )
+    return h.hexdigest()
+
+
+def _encode(res: FileResult) -> list:
+    return [
+        res.error,
+        res.error_line,
+        res.error_column,
+        [[ln, list(codes)] for ln, codes in res.suppressions],
+        [[getattr(s, f) for f in _SITE_FIELDS] for s in res.sites],
+        res.bare_own,
+    ]
+
+
+def _decode(row: list, display: str) -> FileResult:
+    error, eline, ecol, sups, sites, bare_own = row
+    res = FileResult(path=display, error=error, error_line=eline, error_column=ecol, bare_own=bare_own)
+    res.suppressions = [(ln, tuple(codes)) for ln, codes in sups]
+    res.sites = [Site(display, *vals) for vals in sites]
+    return res
+
+
+class Cache:
+    def __init__(self, directory: Path, key: str) -> None:
+        self.directory = Path(directory)
+        self.path = self.directory / f"findings-{key}.json"
+        self.entries: dict[str, list] = {}
+        self.new: dict[str, list] = {}
+        self._mtime: Optional[int] = None
+        self._load()
+
+    @classmethod
+    def open(cls, directory: Path, cfg: Config) -> "Cache":
+        return cls(directory, cache_key(cfg))
+
+    def _load(self) -> None:
+        try:
+            st = self.path.stat()
+            with open(self.path, "rb") as fh:
+                data = json.loads(fh.read())
+            if isinstance(data, dict) and data.get("format") == FORMAT:
+                self.entries = data.get("files", {})
+                self._mtime = st.st_mtime_ns
+        except (OSError, ValueError):
+            self.entries = {}
+
+    def get(self, relpath: str, digest: str, display: str) -> Optional[FileResult]:
+        e = self.entries.get(relpath)
+        if e is None or e[0] != digest:
+            return None
+        try:
+            return _decode(e[1], display)
+        except (TypeError, ValueError):
+            return None
+
+    def put(self, relpath: str, digest: str, res: FileResult) -> None:
+        entry = [digest, _encode(res)]
+        self.entries[relpath] = entry
+        self.new[relpath] = entry
+
+    def save(self) -> bool:
+        """Write the new entries (merged over what another run may have written
+        meanwhile); False when the cache folder is not writable."""
+        if not self.new:
+            return True
+        try:
+            self.directory.mkdir(parents=True, exist_ok=True)
+            gi = self.directory / ".gitignore"
+            if not gi.exists():
+                gi.write_text("# Created by xferaudit automatically.\n*\n", encoding="utf-8")
+                (self.directory / "CACHEDIR.TAG").write_text(
+                    "Signature: 8a477f597d28d172789f06886806bc55\n"
+                    "# This file is a cache directory tag created by xferaudit.\n",
+                    encoding="utf-8",
+                )
+            try:
+                if self.path.stat().st_mtime_ns != self._mtime:
+                    fresh = Cache(self.directory, self.path.stem[len("findings-"):])
+                    fresh.entries.update(self.new)
+                    self.entries = fresh.entries
+            except OSError:
+                pass
+            payload = json.dumps({"format": FORMAT, "files": self.entries}, separators=(",", ":"))
+            fd, tmp = tempfile.mkstemp(dir=self.directory, prefix=".findings-", suffix=".tmp")
+            try:
+                with os.fdopen(fd, "w", encoding="utf-8") as fh:
+                    fh.write(payload)
+                os.replace(tmp, self.path)
+            except BaseException:
+                try:
+                    os.unlink(tmp)
+                except OSError:
+                    pass
+                raise
+            self._prune()
+            self.new = {}
+            return True
+        except OSError:
+            return False
+
+    def _prune(self) -> None:
+        others = sorted(
+            (p for p in self.directory.glob("findings-*.json") if p != self.path),
+            key=lambda p: p.stat().st_mtime,
+            reverse=True,
+        )
+        for p in others[KEEP_FILES:]:
+            try:
+                p.unlink()
+            except OSError:
+                pass

@@ -1,0 +1,363 @@
+"""From sites to findings: the codes ``xferaudit check`` reports, and their formats.
+
+A *finding* (:class:`Diagnostic`) is one line of the report: an unwrapped site
+(XFA201-XFA204, by kind), a file that could not be read or parsed (XFA001), a
+suppression comment with nothing to suppress (XFA101), or a wrapped call whose
+site name another wrapped call already uses (XFA301). Suppressed findings are
+kept, marked, so ``--show-suppressed`` can list them and the baseline can count.
+
+Formats follow ruff's, so the tools that read ruff's output read ours:
+``text`` (``path:line:col: CODE message``), ``json`` (ruff's record: code,
+message, filename, location, end_location, fix, url, noqa_row), ``github``
+(workflow commands that annotate the pull request) and ``sarif`` (SARIF 2.1.0,
+for code scanning).
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import os
+import re
+from collections import Counter
+from dataclasses import dataclass
+from typing import Iterable, Optional
+
+from .. import __version__
+from ..config import Config
+from ..rules import KIND_CODES, Rule, RuleTable
+from .codes import CODES
+from .finder import Site, decode_source, short_receiver, split_lines
+from .scan import Scan
+
+DOCS_URL = "https://github.com/xferaudit/xferaudit#rule-codes"
+
+
+@dataclass
+class Diagnostic:
+    path: str  # as displayed (relative to the working directory when under it)
+    relpath: str  # relative to the project root (baselines, per-file-ignores)
+    line: int
+    column: int
+    end_line: int
+    end_column: int
+    code: str
+    message: str
+    function: str = "<module>"
+    suppressed: Optional[str] = None  # how: "noqa", "baseline"; None: reported
+
+    @property
+    def fatal(self) -> bool:
+        return self.code == "XFA001"
+
+
+# --- messages ---------------------------------------------------------------------
+
+_WS = re.compile(r"\s+")
+
+_KIND_TEXT = {
+    "up": "copies host data to the device (up)",
+    "down": "reads a device value to the host (down)",
+    "move": "copies between host and device, in a direction only the run time knows (move)",
+}
+
+
+def _unparse(node: ast.AST) -> str:
+    try:
+        return ast.unparse(node)
+    except Exception:  # pragma: no cover - unparse handles every expression
+        return "..."
+
+
+def call_text(s: Site, limit: int = 60) -> str:
+    """The call as one short line: `loss.item()`, `x.to(device)`, `torch.compile(...)`."""
+    text = _WS.sub(" ", s.call).strip()
+    text = re.sub(r"\(\s+", "(", re.sub(r"\s+\)", ")", text))
+    if len(text) <= limit:
+        return text
+    head = short_receiver(s.label) if s.label else text.split("(", 1)[0]
+    return f"{head}(...)"
+
+
+def suggestion(s: Site, rule: Optional[Rule]) -> str:
+    """What to write instead: the wrapper call, receiver first, original args unchanged."""
+    if rule is None:
+        return "xfer.<wrapper>(..., site=...)"
+    w = rule.wrapper
+    try:
+        node = ast.parse("(\n" + s.call + "\n)", mode="eval").body
+    except SyntaxError:
+        node = None
+    if rule.wrap == "result":
+        inner = call_text(s)
+        return f"xfer.graph({inner}, site=...{', decorator=True' if s.decorator else ''})"
+    if not isinstance(node, ast.Call):
+        return f"xfer.{w}(..., site=...)"
+    args = [_unparse(a) for a in node.args]
+    for k in node.keywords:
+        args.append(f"{k.arg}={_unparse(k.value)}" if k.arg else f"**{_unparse(k.value)}")
+    if rule.wrap == "receiver" and isinstance(node.func, ast.Attribute):
+        recv = _unparse(node.func.value)
+        head = [recv, repr(node.func.attr)] if w == "method" else [recv]
+    elif w == "call":
+        head = [_unparse(node.func)]
+    else:
+        head = []
+    text = f"xfer.{w}({', '.join(head + args + ['site=...'])})"
+    if len(text) > 90:
+        text = f"xfer.{w}({', '.join(head + ['...', 'site=...'])})"
+    return text
+
+
+def site_message(s: Site, rule: Optional[Rule]) -> str:
+    if s.kind == "graph":
+        what = (
+            "makes a compiled graph (graph); each call of its result is a launch"
+            if rule is not None and rule.wrap == "result"
+            else "launches a captured graph (graph)"
+        )
+    else:
+        what = _KIND_TEXT[s.kind]
+    at = "@" if s.decorator else ""
+    return f"`{at}{call_text(s)}` {what}; wrap it: `{at}{suggestion(s, rule)}` or run `xferaudit wrap`"
+
+
+# --- collecting -----------------------------------------------------------------------
+
+
+def _suppresses(codes: Optional[tuple], code: str) -> bool:
+    return codes is not None and (codes == () or code in codes)
+
+
+def collect(scan: Scan, cfg: Config, rules: RuleTable) -> list[Diagnostic]:
+    """Every finding of a scan, suppressed ones marked, in file and line order."""
+    by_id = {r.id: r for r in rules.rules}
+    out: list[Diagnostic] = []
+    first_use: dict[str, tuple[int, Site]] = {}  # site name -> (file index, wrapped site)
+    for i, (res, rel) in enumerate(zip(scan.results, scan.relpaths)):
+        if res.error is not None:
+            msg = res.error if res.error.startswith("cannot") else f"cannot parse: {res.error}"
+            out.append(Diagnostic(res.path, rel, res.error_line, res.error_column,
+                                  res.error_line, res.error_column, "XFA001", msg))
+            continue
+        sup = dict(res.suppressions)
+        file_diags: list[Diagnostic] = []
+        for s in res.sites:
+            if s.wrapped:
+                if not s.site:
+                    continue
+                if s.site not in first_use:
+                    first_use[s.site] = (i, s)
+                    continue
+                code = "XFA301"
+                j, other = first_use[s.site]
+                msg = (
+                    f"site name \"{s.site}\" is already used at {other.path}:{other.line}:{other.column}; "
+                    "both calls would count under one name: give this one its own"
+                )
+            else:
+                code = s.rule
+                msg = site_message(s, by_id.get(s.rule_id))
+            if not cfg.code_enabled(code, rel):
+                continue
+            file_diags.append(Diagnostic(
+                res.path, rel, s.line, s.column, s.end_line, s.end_column, code, msg,
+                function=s.function, suppressed="noqa" if _suppresses(sup.get(s.line), code) else None,
+            ))
+        out.extend(file_diags)
+        if sup and cfg.code_enabled("XFA101", rel):
+            out.extend(_unused(res, rel, sup, file_diags, cfg))
+    out.sort(key=_order(scan))
+    return out
+
+
+def _order(scan: Scan):
+    index = {p.path: i for i, p in enumerate(scan.results)}
+    return lambda d: (index.get(d.path, 0), d.line, d.column, d.code)
+
+
+def _unused(res, rel: str, sup: dict, diags: list[Diagnostic], cfg: Config) -> list[Diagnostic]:
+    """XFA101: suppression codes that suppress nothing on their line."""
+    on_line: dict[int, set] = {}
+    for d in diags:
+        on_line.setdefault(d.line, set()).add(d.code)
+    bare_own = set(res.bare_own)
+    found: list[tuple[int, str]] = []
+    for ln, codes in sup.items():
+        if "XFA101" in codes:
+            continue
+        present = on_line.get(ln, set())
+        if codes == ():
+            if ln in bare_own and not present:
+                found.append((ln, "`# xferaudit: ignore` suppresses nothing on this line: remove it"))
+            continue
+        unused = [
+            c for c in codes
+            if c in CODES and c not in ("XFA001", "XFA101") and cfg.code_enabled(c, rel) and c not in present
+        ]
+        if unused:
+            names = ", ".join(unused)
+            found.append((ln, f"unused suppression of {names}: no {names} on this line; remove it"
+                              " (a site's line is the line of its called name)"))
+    if not found:
+        return []
+    cols = _comment_columns(res.path, [ln for ln, _ in found])
+    return [
+        Diagnostic(res.path, rel, ln, cols.get(ln, 1), ln, cols.get(ln, 1), "XFA101", msg)
+        for ln, msg in found
+    ]
+
+
+_SUP_START = re.compile(r"#\s*(?:noqa|xferaudit\s*:)", re.I)
+
+
+def _comment_columns(path: str, lines: list[int]) -> dict[int, int]:
+    """1-based columns of the suppression comments on `lines` (re-read: rare)."""
+    try:
+        with open(path, "rb") as fh:
+            text = decode_source(fh.read())
+    except (OSError, SyntaxError, UnicodeDecodeError, LookupError):
+        return {}
+    all_lines = split_lines(text)
+    out = {}
+    for ln in lines:
+        if ln - 1 < len(all_lines):
+            m = None
+            for m in _SUP_START.finditer(all_lines[ln - 1]):
+                pass
+            if m is not None:
+                out[ln] = m.start() + 1
+    return out
+
+
+# --- output ------------------------------------------------------------------------
+
+
+def reported(diags: Iterable[Diagnostic]) -> list[Diagnostic]:
+    return [d for d in diags if d.suppressed is None]
+
+
+def format_text(diags: list[Diagnostic], show_suppressed: bool = False) -> str:
+    lines = []
+    for d in diags:
+        if d.suppressed is None:
+            lines.append(f"{d.path}:{d.line}:{d.column}: {d.code} {d.message}")
+        elif show_suppressed:
+            lines.append(f"{d.path}:{d.line}:{d.column}: {d.code} [suppressed by {d.suppressed}] {d.message}")
+    return "\n".join(lines)
+
+
+def _record(d: Diagnostic) -> dict:
+    rec = {
+        "code": d.code,
+        "message": d.message,
+        "filename": os.path.abspath(d.path),
+        "location": {"row": d.line, "column": d.column},
+        "end_location": {"row": d.end_line, "column": d.end_column},
+        "fix": None,
+        "url": DOCS_URL,
+        "noqa_row": d.line,
+    }
+    if d.suppressed is not None:
+        rec["suppressed"] = d.suppressed
+    return rec
+
+
+def format_json(diags: list[Diagnostic], show_suppressed: bool = False) -> str:
+    recs = [_record(d) for d in diags if d.suppressed is None or show_suppressed]
+    return json.dumps(recs, indent=2)
+
+
+def _gh_escape(s: str, prop: bool = False) -> str:
+    s = s.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+    if prop:
+        s = s.replace(":", "%3A").replace(",", "%2C")
+    return s
+
+
+def format_github(diags: list[Diagnostic]) -> str:
+    """GitHub Actions workflow commands: one annotation per finding."""
+    out = []
+    for d in reported(diags):
+        level = "error"
+        props = ",".join([
+            f"title={_gh_escape(f'xferaudit ({d.code})', True)}",
+            f"file={_gh_escape(d.path, True)}",
+            f"line={d.line}",
+            f"col={d.column}",
+            f"endLine={d.end_line}",
+            f"endColumn={d.end_column}",
+        ])
+        out.append(f"::{level} {props}::{_gh_escape(f'{d.path}:{d.line}:{d.column}: {d.code} {d.message}')}")
+    return "\n".join(out)
+
+
+def format_sarif(diags: list[Diagnostic], root: str) -> str:
+    """A minimal valid SARIF 2.1.0 log: the tool, its rules, one result per finding."""
+    shown = reported(diags)
+    used = sorted({d.code for d in shown} | set(CODES))
+    rules = [
+        {
+            "id": c,
+            "name": CODES[c].name,
+            "shortDescription": {"text": CODES[c].summary},
+            "fullDescription": {"text": CODES[c].what},
+            "help": {"text": CODES[c].why},
+            "helpUri": DOCS_URL,
+            "defaultConfiguration": {"level": "error"},
+        }
+        for c in used if c in CODES
+    ]
+    index = {r["id"]: i for i, r in enumerate(rules)}
+    root_abs = os.path.abspath(root)
+    results = []
+    for d in shown:
+        ap = os.path.abspath(d.path)
+        if ap.startswith(root_abs.rstrip(os.sep) + os.sep):
+            uri, base = os.path.relpath(ap, root_abs).replace(os.sep, "/"), {"uriBaseId": "%SRCROOT%"}
+        else:
+            uri, base = "file://" + ap.replace(os.sep, "/"), {}
+        results.append({
+            "ruleId": d.code,
+            "ruleIndex": index.get(d.code, 0),
+            "level": "error",
+            "message": {"text": d.message},
+            "locations": [{
+                "physicalLocation": {
+                    "artifactLocation": {"uri": uri, **base},
+                    "region": {
+                        "startLine": d.line,
+                        "startColumn": d.column,
+                        "endLine": d.end_line,
+                        "endColumn": d.end_column,
+                    },
+                }
+            }],
+        })
+    log = {
+        "$schema": "https://json.schemastore.org/sarif-2.1.0.json",
+        "version": "2.1.0",
+        "runs": [{
+            "tool": {"driver": {
+                "name": "xferaudit",
+                "version": __version__,
+                "informationUri": DOCS_URL,
+                "rules": rules,
+            }},
+            "originalUriBaseIds": {"%SRCROOT%": {"uri": "file://" + root_abs.replace(os.sep, "/").rstrip("/") + "/"}},
+            "results": results,
+        }],
+    }
+    return json.dumps(log, indent=2)
+
+
+def format_statistics(diags: list[Diagnostic]) -> str:
+    """ruff's `--statistics`: count, code and name per code, most frequent first."""
+    counts = Counter(d.code for d in reported(diags))
+    width = max((len(str(n)) for n in counts.values()), default=1)
+    rows = sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))
+    return "\n".join(f"{n:>{width}}\t{code}\t{CODES[code].name if code in CODES else ''}" for code, n in rows)
+
+
+def kind_code(kind: str) -> str:
+    return KIND_CODES[kind]
