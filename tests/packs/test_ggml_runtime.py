@@ -14,11 +14,12 @@ from pathlib import Path
 
 import pytest
 
-ggml = pytest.importorskip(
-    "ggml", reason="ggml-python is not installed: the ggml pack's runtime tests need it "
-    "(pip install 'xferaudit[ggml]')"
-)
-np = pytest.importorskip("numpy")
+try:
+    import ggml
+    import numpy as np
+except ImportError as e:  # say why in the test output (-rs)
+    pytest.skip(f"ggml-python is not installed ({e}): the ggml pack's runtime tests need it "
+                "(pip install 'xferaudit[ggml]')", allow_module_level=True)
 
 import xferaudit.runtime as xfer  # noqa: E402
 from xferaudit.runtime import recorder  # noqa: E402

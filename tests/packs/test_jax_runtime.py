@@ -13,10 +13,13 @@ from pathlib import Path
 
 import pytest
 
-jax = pytest.importorskip("jax", reason="JAX is not installed: the JAX pack's runtime tests need it "
-                          "(pip install 'xferaudit[jax]')")
-import jax.numpy as jnp  # noqa: E402
-import numpy as np  # noqa: E402
+try:
+    import jax
+    import jax.numpy as jnp
+    import numpy as np
+except ImportError as e:  # say why in the test output (-rs)
+    pytest.skip(f"JAX is not installed ({e}): the JAX pack's runtime tests need it "
+                "(pip install 'xferaudit[jax]')", allow_module_level=True)
 
 import xferaudit.runtime as xfer  # noqa: E402
 from xferaudit.runtime import recorder  # noqa: E402

@@ -9,7 +9,10 @@ from pathlib import Path
 
 import pytest
 
-pytest.importorskip("libcst", reason="the codemod needs libcst")
+try:
+    import libcst  # noqa: F401
+except ImportError:
+    pytest.skip("libcst is not installed: the codemod needs it", allow_module_level=True)
 
 from xferaudit.cli import main  # noqa: E402
 
