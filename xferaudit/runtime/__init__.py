@@ -189,3 +189,13 @@ __all__ += [
 for _kinds in (_GGML_KINDS, _CUPY_KINDS, _JAX_KINDS):
     WRAPPER_KINDS.update(_kinds)
 del _kinds
+
+# --- the guard and budgets (issue 5) -------------------------------------------
+# Neither imports torch here: the guard builds its modes on first entry.
+from .budget import BudgetError, BudgetExceeded, expect, load_budget  # noqa: E402
+from .guard import UnexpectedTransfer, UnexpectedTransferWarning, guard  # noqa: E402
+
+__all__ += [
+    "BudgetError", "BudgetExceeded", "UnexpectedTransfer", "UnexpectedTransferWarning",
+    "expect", "guard", "load_budget",
+]

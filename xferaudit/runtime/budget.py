@@ -1,0 +1,385 @@
+"""Transfer budgets: expected crossings per named site per step, checked.
+
+Why: a step that is right today gains a ``.item()`` tomorrow and nothing
+fails; only the speed-up goes. A budget freezes what a good step crosses, so
+CI fails the day it changes::
+
+    import xferaudit.runtime as xfer
+
+    budget = {"train.py:step:batch.to": 2, "train.py:step:loss.item": 1}
+    with xfer.expect(budget, warmup=1) as ex:
+        for batch in batches:          # 1 warm-up step + N measured steps
+            step(batch)
+            ex.step()                  # marks the end of one step
+
+On exit it fails (raises :class:`BudgetExceeded`, or with
+``on_fail="report"`` prints the problems and keeps them in ``ex.problems``)
+when:
+
+* a site crossed more often per step than its budget (``over``);
+* a site that is not in the budget crossed at all (``unexpected``);
+* the guard saw an unwrapped transfer (``unwrapped``): a crossing no wrapper
+  names. ``expect`` enters ``guard("count")`` for the block unless a guard is
+  already active (``guard=None`` to not), so these are seen.
+
+A budget is ``{site: n}``: n crossings per step (an int or a float: 0.1 is one
+crossing every ten steps). ``{site: {launches = n}}`` budgets the launches of a
+graph site (a compiled callable or a replayed CUDA graph) per step instead;
+``{crossings = n}`` is the long form of a plain number. Sources, for
+:func:`load_budget` and ``expect``:
+
+* a dict;
+* a TOML or JSON file: its ``[tool.xferaudit.budget]`` table, else its
+  ``[budget]`` table, else the whole file (``xferaudit budget --from RUN.json``
+  writes one from a good run);
+* ``None``: ``[tool.xferaudit.budget]`` of the project's pyproject.toml.
+
+Steps: each ``ex.step()`` ends one step; the first ``warmup`` of them are not
+measured (compilation, allocator warm-up, lazy init). Without ``step()`` calls,
+``steps=N`` says how many steps ran in the block (default 1). Counting is on
+inside the block and is measured as the difference of the tallies, so counts
+made outside are neither lost nor mixed in.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO, Any, Mapping, Optional, Union
+
+from . import recorder as _recorder
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
+
+__all__ = [
+    "Budget", "BudgetError", "BudgetExceeded", "Expectation", "Problem", "expect", "load_budget",
+]
+
+BudgetSource = Union[Mapping[str, Any], str, "os.PathLike[str]", "Budget", None]
+
+
+class BudgetError(ValueError):
+    """A budget is malformed or cannot be read; the message says where."""
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One way a run broke its budget."""
+
+    kind: str  # "over" | "unexpected" | "unwrapped"
+    site: str  # the site, or "path:line" for an unwrapped transfer
+    measured: float  # per step
+    budget: Optional[float]  # per step; None for unexpected/unwrapped
+    what: str = "crossings"  # "crossings" | "launches" | the op of an unwrapped transfer
+
+    @property
+    def message(self) -> str:
+        m = _num(self.measured)
+        if self.kind == "over":
+            return (f"over budget: {self.site}: {m} {self.what} per step, "
+                    f"budget {_num(self.budget or 0)}")
+        if self.kind == "unexpected":
+            return f"unexpected site: {self.site}: {m} crossings per step, and it is not in the budget"
+        return f"unwrapped transfer: {self.site}: {self.what}, {m} per step"
+
+
+class BudgetExceeded(AssertionError):
+    """A block under ``expect(...)`` broke its budget; ``.problems`` lists how."""
+
+    def __init__(self, problems: list, steps: float) -> None:
+        self.problems = list(problems)
+        self.steps = steps
+        lines = [f"transfer budget broken ({len(problems)} problem(s), {_num(steps)} step(s) measured):"]
+        lines += [f"  {p.message}" for p in problems]
+        super().__init__("\n".join(lines))
+
+
+def _num(x: float) -> str:
+    if x is None:
+        return "-"
+    if float(x).is_integer():
+        return str(int(x))
+    return f"{x:.3g}"
+
+
+@dataclass
+class Budget:
+    """Per-step allowance per site: ``crossings`` for transfer sites, ``launches`` for graph sites."""
+
+    crossings: dict
+    launches: dict
+    source: str = "budget"
+
+    def __contains__(self, site: str) -> bool:
+        return site in self.crossings or site in self.launches
+
+    def __len__(self) -> int:
+        return len(self.crossings) + len(self.launches)
+
+    def to_dict(self) -> dict:
+        out: dict = dict(self.crossings)
+        out.update({s: {"launches": n} for s, n in self.launches.items()})
+        return out
+
+
+def _value(v: Any, where: str) -> float:
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v < 0:
+        raise BudgetError(f"{where}: must be a number of crossings per step >= 0, not {v!r}")
+    return v
+
+
+def budget_from_mapping(data: Mapping[str, Any], where: str = "budget") -> Budget:
+    if not isinstance(data, Mapping):
+        raise BudgetError(f"{where}: a budget is a table of site = crossings per step")
+    crossings: dict = {}
+    launches: dict = {}
+    for site, v in data.items():
+        w = f"{where}: {site!r}"
+        if not isinstance(site, str) or not site:
+            raise BudgetError(f"{where}: site names must be non-empty strings, not {site!r}")
+        if isinstance(v, Mapping):
+            unknown = set(v) - {"crossings", "launches"}
+            if unknown or len(v) != 1:
+                raise BudgetError(
+                    f"{w}: a table must hold exactly one of 'crossings' or 'launches'"
+                    + (f" (unknown: {', '.join(sorted(map(str, unknown)))})" if unknown else "")
+                )
+            ((key, n),) = v.items()
+            (crossings if key == "crossings" else launches)[site] = _value(n, f"{w}.{key}")
+        else:
+            crossings[site] = _value(v, w)
+    return Budget(crossings, launches, where)
+
+
+def _table_of(data: Any, where: str) -> Any:
+    if isinstance(data, dict):
+        tool = data.get("tool")
+        if isinstance(tool, dict) and isinstance(tool.get("xferaudit"), dict):
+            if "budget" not in tool["xferaudit"]:
+                raise BudgetError(f"{where}: no [tool.xferaudit.budget] table")
+            return tool["xferaudit"]["budget"]
+        if isinstance(data.get("budget"), dict):
+            return data["budget"]
+    return data
+
+
+def load_budget(source: BudgetSource = None) -> Budget:
+    """A :class:`Budget` from a dict, a TOML/JSON file, or ``[tool.xferaudit.budget]`` (None)."""
+    if isinstance(source, Budget):
+        return source
+    if source is None:
+        from ..config import ConfigError, load_config
+
+        try:
+            cfg = load_config()
+        except ConfigError as e:
+            raise BudgetError(str(e)) from None
+        where = f"{cfg.source or 'pyproject.toml'}: [tool.xferaudit.budget]"
+        if not cfg.budget:
+            raise BudgetError(f"{where}: no budget there; pass one to expect(...)")
+        return budget_from_mapping(cfg.budget, where)
+    if isinstance(source, Mapping):
+        return budget_from_mapping(source)
+    path = Path(source)
+    where = str(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise BudgetError(f"{where}: no such budget file") from None
+    except (OSError, UnicodeDecodeError) as e:
+        raise BudgetError(f"{where}: cannot read: {e}") from None
+    if path.suffix.lower() == ".json":
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError as e:
+            raise BudgetError(f"{where}: not JSON: {e.msg} at line {e.lineno}") from None
+    else:
+        try:
+            data = tomllib.loads(text)
+        except tomllib.TOMLDecodeError as e:
+            raise BudgetError(f"{where}: not TOML: {e}") from None
+    return budget_from_mapping(_table_of(data, where), where)
+
+
+# --- measuring ------------------------------------------------------------------
+
+def _snapshot() -> tuple:
+    S = _recorder.STATE
+    with S.lock:
+        sites = {k: (t.crossings, t.calls) for k, t in S.sites.items()}
+        launches = {k: t.launches for k, t in S.launches.items()}
+        unwrapped = {k: (t.count, t.op) for k, t in S.unwrapped.items()}
+    return sites, launches, unwrapped
+
+
+def _delta(a: tuple, b: tuple) -> tuple:
+    sites = {k: v[0] - a[0].get(k, (0, 0))[0] for k, v in b[0].items()}
+    launches = {k: v - a[1].get(k, 0) for k, v in b[1].items()}
+    unwrapped = {k: (v[0] - a[2].get(k, (0, ""))[0], v[1]) for k, v in b[2].items()}
+    return sites, launches, unwrapped
+
+
+def check(budget: Budget, sites: Mapping[str, float], launches: Mapping[str, float],
+          unwrapped: Mapping[tuple, tuple], steps: float, unwrapped_allowed: float = 0) -> list:
+    """Problems of `steps` steps' totals against `budget` (totals are divided by `steps`)."""
+    problems = []
+    steps = max(steps, 1e-12)
+    for site, n in sorted(sites.items()):
+        if n <= 0:
+            continue
+        per = n / steps
+        if site in budget.crossings:
+            if per > budget.crossings[site] + 1e-9:
+                problems.append(Problem("over", site, per, budget.crossings[site]))
+        elif site not in budget.launches:
+            problems.append(Problem("unexpected", site, per, None))
+    for site, n in sorted(launches.items()):
+        if site in budget.launches and n / steps > budget.launches[site] + 1e-9:
+            problems.append(Problem("over", site, n / steps, budget.launches[site], "launches"))
+    total = sum(c for c, _ in unwrapped.values() if c > 0)
+    if total / steps > unwrapped_allowed + 1e-9:
+        for key, (c, op) in sorted(unwrapped.items(), key=lambda kv: (str(kv[0][0]), kv[0][1])):
+            if c > 0:
+                problems.append(Problem("unwrapped", f"{key[0]}:{key[1]}", c / steps, None,
+                                        f"{op} ({key[3]})"))
+    return problems
+
+
+class Expectation:
+    """What ``expect(...)`` returns: call :meth:`step` after each step; results after exit."""
+
+    def __init__(self, budget: BudgetSource = None, *, steps: Optional[int] = None, warmup: int = 0,
+                 on_fail: str = "raise", guard: Optional[str] = "count", unwrapped: float = 0,
+                 file: Optional[IO[str]] = None) -> None:
+        if on_fail not in ("raise", "report"):
+            raise ValueError(f"expect(on_fail=...) must be 'raise' or 'report', not {on_fail!r}")
+        if steps is not None and (isinstance(steps, bool) or not isinstance(steps, int) or steps < 1):
+            raise ValueError(f"expect(steps=...) must be a whole number >= 1, not {steps!r}")
+        if isinstance(warmup, bool) or not isinstance(warmup, int) or warmup < 0:
+            raise ValueError(f"expect(warmup=...) must be a whole number >= 0, not {warmup!r}")
+        self.budget = load_budget(budget)
+        self.steps_declared = steps
+        self.warmup = warmup
+        self.on_fail = on_fail
+        self.guard_level = guard
+        self.unwrapped_allowed = unwrapped
+        self.file = file
+        self.problems: list = []
+        self.steps: float = 0
+        self.measured: dict = {}  # site -> crossings per step
+        self.launches: dict = {}  # site -> launches per step
+        self.unwrapped: dict = {}  # (path, line, op, direction) -> events per step
+        self._calls = 0
+        self._start: Any = None
+        self._guard: Any = None
+        self._prev_on = False
+        self.checked = False
+
+    # -- use ---------------------------------------------------------------------
+    def step(self) -> None:
+        """End of one step; the first ``warmup`` steps are dropped from the measure."""
+        self._calls += 1
+        if self._calls == self.warmup:
+            self._start = _snapshot()
+
+    @property
+    def ok(self) -> bool:
+        return self.checked and not self.problems
+
+    def __enter__(self) -> "Expectation":
+        S = _recorder.STATE
+        self._prev_on = S.on
+        if "torch" in sys.modules:
+            try:  # bind torch for the wrappers now, outside any compiled region (as xfer.count does)
+                from ._wrappers import _init
+
+                _init()
+            except Exception:  # pragma: no cover - the wrappers bind lazily anyway
+                pass
+        S.on = True
+        if self.guard_level:
+            from .guard import active_levels, guard
+
+            if active_levels() is None and _torch_available():
+                self._guard = guard(self.guard_level)
+                self._guard.__enter__()
+        self._start = _snapshot()
+        return self
+
+    def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
+        end = _snapshot()
+        try:
+            if self._guard is not None:
+                self._guard.__exit__(None, None, None)
+        finally:
+            self._guard = None
+            _recorder.STATE.on = self._prev_on
+        if exc_type is not None:
+            return  # the block's own error wins; nothing to check
+        self._finish(end)
+
+    def _finish(self, end: tuple) -> None:
+        if self._calls:
+            if self._calls <= self.warmup:
+                raise BudgetError(
+                    f"expect(warmup={self.warmup}): only {self._calls} step(s) ran, none measured"
+                )
+            steps = self._calls - self.warmup
+            if self.steps_declared is not None and self.steps_declared != steps:
+                raise BudgetError(
+                    f"expect(steps={self.steps_declared}): {steps} measured step(s) ran "
+                    f"({self._calls} step() calls, warmup={self.warmup})"
+                )
+        else:
+            if self.warmup:
+                raise BudgetError(
+                    "expect(warmup=...) needs ex.step() at the end of each step to know "
+                    "where the warm-up ends"
+                )
+            steps = self.steps_declared or 1
+        sites, launches, unwrapped = _delta(self._start, end)
+        self.steps = steps
+        self.measured = {k: v / steps for k, v in sites.items() if v}
+        self.launches = {k: v / steps for k, v in launches.items() if v}
+        self.unwrapped = {k: v[0] / steps for k, v in unwrapped.items() if v[0]}
+        self.problems = check(self.budget, sites, launches, unwrapped, steps, self.unwrapped_allowed)
+        self.checked = True
+        if not self.problems:
+            return
+        err = BudgetExceeded(self.problems, steps)
+        if self.on_fail == "raise":
+            raise err
+        out = self.file if self.file is not None else sys.stderr
+        out.write(f"xferaudit: {err}\n")
+
+
+def _torch_available() -> bool:
+    if "torch" in sys.modules:
+        return True
+    try:
+        import importlib.util
+
+        return importlib.util.find_spec("torch") is not None
+    except (ImportError, ValueError):  # pragma: no cover
+        return False
+
+
+def expect(budget: BudgetSource = None, *, steps: Optional[int] = None, warmup: int = 0,
+           on_fail: str = "raise", guard: Optional[str] = "count", unwrapped: float = 0,
+           file: Optional[IO[str]] = None) -> Expectation:
+    """``with expect(budget, steps=N, warmup=K, on_fail="raise"|"report") as ex: ...``
+
+    See the module docstring. ``guard``: the level of the guard entered for the
+    block when none is active (None: enter none). ``unwrapped``: unwrapped
+    transfers allowed per step (default 0). ``file``: where ``on_fail="report"``
+    prints (default stderr).
+    """
+    return Expectation(budget, steps=steps, warmup=warmup, on_fail=on_fail, guard=guard,
+                       unwrapped=unwrapped, file=file)

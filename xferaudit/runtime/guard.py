@@ -1,0 +1,546 @@
+"""The runtime guard: flag host<->device crossings that no wrapper names.
+
+Why: a wrapped site is a crossing somebody asked for and named. Everything
+else that crosses inside a training step is a surprise: ``float(loss)``,
+``if mask.any():``, ``print(t)``, ``cpu_buf[i] = t``, ``x[host_mask]``,
+``t.nonzero()``. No static pass can find them all; the dispatcher sees each
+one. Normal, inside a guarded step whose sites are all wrapped: zero events.
+
+::
+
+    import xferaudit.runtime as xfer
+
+    with xfer.guard("raise"):            # or "log", "count", "off"
+        step(batch)
+    with xfer.guard(up="raise", down="log"):   # per direction, like JAX's transfer guard
+        step(batch)
+    with xfer.guard():                   # levels from $XFERAUDIT_GUARD, else "log"
+        step(batch)
+
+What is caught, at PyTorch's dispatcher (a ``TorchDispatchMode``):
+
+* a scalar read of a device tensor (``aten._local_scalar_dense``: ``.item()``,
+  ``float(t)``, ``int(t)``, ``bool(t)``, ``if t:``, ``math.exp(t)``), and
+  ``aten.equal`` / ``aten.allclose`` on device tensors (they return a Python
+  bool, so they read the device back);
+* a copy across devices (``aten._to_copy`` with a ``device=`` other than the
+  source's, ``aten.copy_`` between devices), and ``aten.lift_fresh`` of a
+  device tensor (``torch.tensor(list, device=...)``, whose own copy the
+  dispatcher hides);
+* an op whose tensor arguments live on host and device at once (0-dim host
+  tensors, which PyTorch passes as scalars, excepted): ``x[host_index]``,
+  ``cpu_t[i] = dev_t``, ``dev_t[host_mask] = 0``;
+* the sync-only ops on device tensors, which read a size back before they can
+  return: ``nonzero`` (``torch.where(c)``, ``argwhere``), boolean-mask
+  indexing and index_put, ``masked_select``, ``unique`` (all forms),
+  ``repeat_interleave`` without ``output_size``;
+
+and by a print layer, since PyTorch prints with dispatch modes switched off:
+``print``, ``repr``, ``str`` and ``format`` (f-strings) of a device tensor (one
+print = one event; the reads the printer makes inside are not counted again).
+The print layer is a hook on ``torch.Tensor.__repr__``/``__format__``,
+installed while any guard is active and inert on threads without one, rather
+than a ``TorchFunctionMode``: Dynamo guards compiled code on the types of the
+torch-function mode stack, so such a mode would recompile every compiled
+function once more each time the guard is toggled (and route every torch call
+through Python).
+
+Direction: ``up`` host -> device, ``down`` device -> host (scalar reads, sync
+ops and prints included), ``d2d`` between two devices. An op mixing host and
+device arguments is ``up`` when its first tensor argument (where the result
+lives) is on the device, else ``down``. Bytes: what crossed where it is known
+(the tensor copied, the host arguments of a mixed op, the element read), 8 for
+a sync op (the size it reads back), the whole tensor for a print.
+
+Each event is attributed to the user's source line: the innermost frame
+outside torch and xferaudit. Crossings made inside a counting wrapper
+(``xfer.item(x, site=...)``) are the wrapper's and are not seen twice.
+
+Levels, per direction:
+
+* ``off`` (alias ``allow``): ignore;
+* ``count``: record the event with :func:`recorder.record_unwrapped`, so the
+  report shows it as an unwrapped row (``to_dict()["unwrapped"]`` gives its
+  ``path`` and ``line``);
+* ``log``: record it, and issue an :class:`UnexpectedTransferWarning` (the
+  ``warnings`` module, so pytest collects them and ``-W error`` makes them
+  fatal) the first time a (path, line, op) is seen in the process;
+* ``raise`` (alias ``disallow``): raise :class:`UnexpectedTransfer` naming the
+  line and the op, before the op runs (nothing crosses, nothing is recorded).
+
+``$XFERAUDIT_GUARD`` gives the levels of ``guard()`` called without any:
+``log``, ``raise``, ``up:raise,down:log``, ``count,d2d:off`` (a bare level
+sets every direction; ``dir:level`` items then override).
+
+torch.compile: Dynamo skips compiling a frame for good when it is first called
+under a dispatch mode. The guard's mode declares ``ignore_compile_internals``,
+so Dynamo compiles as it would without the guard, and the guard stays out of
+compiled regions (it sees what runs eagerly around them). The print layer
+steps aside while Dynamo traces (``torch.compiler.is_compiling()``).
+
+Nesting: an inner ``guard(...)`` replaces the levels until it exits; only the
+outermost one on a thread pushes the modes. The modes are per thread: a guard
+entered on one thread does not watch another.
+
+Cost: every dispatched op goes through one Python call while the guard is on
+(``bench/guard_overhead.py`` prints it per op); off, it costs nothing.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import threading
+import warnings
+from typing import Any, Mapping, Optional
+
+from . import recorder as _recorder
+
+ENV = "XFERAUDIT_GUARD"
+LEVELS = ("off", "count", "log", "raise")
+DIRECTIONS = ("up", "down", "d2d")
+_LEVEL_ALIASES = {"allow": "off", "disallow": "raise", "warn": "log"}
+_DIR_ALIASES = {
+    "host_to_device": "up", "h2d": "up", "device_to_host": "down", "d2h": "down",
+    "device_to_device": "d2d",
+}
+
+__all__ = [
+    "DIRECTIONS", "ENV", "LEVELS", "GuardConfigError", "UnexpectedTransfer",
+    "UnexpectedTransferWarning", "clear_log_history", "guard", "parse_levels",
+]
+
+
+class GuardConfigError(ValueError):
+    """A guard level or an ``$XFERAUDIT_GUARD`` spec is malformed; the message says how."""
+
+
+class UnexpectedTransfer(RuntimeError):
+    """A crossing no wrapper names, under ``guard("raise")``: the message names the line and op."""
+
+    def __init__(self, path: str, line: int, op: str, direction: str, nbytes: int, detail: str):
+        self.path, self.line, self.op = path, line, op
+        self.direction, self.nbytes, self.detail = direction, nbytes, detail
+        super().__init__(
+            f"unexpected {direction} transfer at {path}:{line}: {op} ({detail}). "
+            "Wrap it in a named site (e.g. xfer.item(x, site=...)) if it is meant, "
+            "or move it out of the guarded step."
+        )
+
+
+class UnexpectedTransferWarning(UserWarning):
+    """What ``guard("log")`` issues, once per (path, line, op)."""
+
+
+# --- levels -----------------------------------------------------------------
+
+def _level(value: str, where: str) -> str:
+    v = str(value).strip().lower()
+    v = _LEVEL_ALIASES.get(v, v)
+    if v not in LEVELS:
+        raise GuardConfigError(
+            f"{where}: unknown guard level {value!r}; use one of {', '.join(LEVELS)}"
+        )
+    return v
+
+
+def parse_levels(spec: str, where: str = ENV) -> dict:
+    """``"log"`` / ``"up:raise,down:log"`` / ``"count,d2d:off"`` -> ``{direction: level}``.
+
+    Directions not named get the bare level given, else ``"log"``.
+    """
+    base = "log"
+    named: dict = {}
+    items = [s.strip() for s in str(spec).split(",") if s.strip()]
+    if not items:
+        raise GuardConfigError(f"{where}: empty guard spec; e.g. 'log' or 'up:raise,down:log'")
+    for item in items:
+        if ":" in item:
+            d, _, lv = item.partition(":")
+            d = d.strip().lower()
+            d = _DIR_ALIASES.get(d, d)
+            if d not in DIRECTIONS:
+                raise GuardConfigError(
+                    f"{where}: unknown direction {d!r} in {spec!r}; use {', '.join(DIRECTIONS)}"
+                )
+            named[d] = _level(lv, where)
+        else:
+            base = _level(item, where)
+    return {d: named.get(d, base) for d in DIRECTIONS}
+
+
+def _resolve(level: Optional[str], per: Mapping[str, Optional[str]]) -> dict:
+    if level is None:
+        spec = os.environ.get(ENV, "").strip()
+        levels = parse_levels(spec) if spec else dict.fromkeys(DIRECTIONS, "log")
+    else:
+        levels = parse_levels(level, where="guard()")
+    for d, lv in per.items():
+        if lv is not None:
+            levels[d] = _level(lv, f"guard({d}=...)")
+    return levels
+
+
+# --- where an event happened ---------------------------------------------------
+
+_PKG_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
+_skip_dirs: tuple = (_PKG_DIR,)
+_path_cache: dict = {}
+
+
+def _init_skip_dirs(torch: Any) -> None:
+    global _skip_dirs
+    tdir = os.path.dirname(os.path.abspath(torch.__file__)) + os.sep
+    _skip_dirs = (_PKG_DIR, tdir)
+
+
+def _shown_path(filename: str) -> str:
+    p = _path_cache.get(filename)
+    if p is None:
+        p = filename
+        if os.path.isabs(filename):
+            try:
+                rel = os.path.relpath(filename)
+            except ValueError:  # pragma: no cover - another drive on Windows
+                rel = filename
+            if not rel.startswith(".." + os.sep) and rel != "..":
+                p = rel.replace(os.sep, "/")
+        _path_cache[filename] = p
+    return p
+
+
+def user_frame(depth: int = 1) -> tuple:
+    """(path, line) of the innermost frame outside torch and xferaudit."""
+    f: Any = sys._getframe(depth)
+    skip = _skip_dirs
+    while f is not None:
+        fn = f.f_code.co_filename
+        if not fn.startswith(skip) and not fn.startswith("<frozen"):
+            return _shown_path(fn), f.f_lineno
+        f = f.f_back
+    return "<unknown>", 0
+
+
+# --- thread state ---------------------------------------------------------------
+
+class _Local(threading.local):
+    def __init__(self) -> None:
+        self.stack: list = []  # level dicts; [-1] is in force
+        self.mode: Any = None  # the dispatch mode pushed on this thread (outermost guard)
+        self.quiet = 0  # > 0 while a print is being handled: its inner reads are not new events
+
+
+_tls = _Local()
+_seen: set = set()  # (path, line, op) already logged
+_active = 0  # guards active, all threads
+_active_lock = threading.Lock()
+
+
+def clear_log_history() -> None:
+    """Forget which lines ``guard("log")`` has already warned about."""
+    _seen.clear()
+
+
+def _event(op: str, direction: str, nbytes: int, detail: str) -> None:
+    """One unwrapped crossing seen by a mode's handler (called from torch's frames)."""
+    if _tls.quiet or _recorder.in_wrapper() or not _tls.stack:
+        return
+    level = _tls.stack[-1][direction]
+    if level == "off":
+        return
+    path, line = user_frame(2)
+    if level == "raise":
+        raise UnexpectedTransfer(path, line, op, direction, nbytes, detail)
+    _recorder.record_unwrapped(path, line, op, direction, int(nbytes))
+    if level == "log":
+        key = (path, line, op)
+        if key not in _seen:
+            _seen.add(key)
+            warnings.warn_explicit(
+                f"xferaudit guard: unexpected {direction} transfer: {op} ({detail})",
+                UnexpectedTransferWarning, path, line,
+            )
+
+
+# --- the modes (made on first use: they need torch) -----------------------------
+
+_modes_cls: Any = None
+
+
+def _build(torch: Any) -> Any:
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    _init_skip_dirs(torch)
+    aten = torch.ops.aten
+    Tensor = torch.Tensor
+    compiling = torch.compiler.is_compiling
+
+    GENERIC, SCALAR, TO_COPY, COPY, LIFT, SYNC, SYNC_BOOL_INDEX, REPEAT = range(8)
+    by_packet = {
+        aten._local_scalar_dense: SCALAR,
+        aten.equal: SCALAR,
+        aten.allclose: SCALAR,
+        aten._to_copy: TO_COPY,
+        aten.copy_: COPY,
+        aten.copy: COPY,
+        aten.lift_fresh: LIFT,
+        aten.lift_fresh_copy: LIFT,
+        aten.nonzero: SYNC,
+        aten.masked_select: SYNC,
+        aten.index: SYNC_BOOL_INDEX,
+        aten.index_put_: SYNC_BOOL_INDEX,
+        aten.index_put: SYNC_BOOL_INDEX,
+        aten._index_put_impl_: SYNC_BOOL_INDEX,
+        aten.repeat_interleave: REPEAT,
+    }
+    for name in ("unique", "_unique", "_unique2", "unique_dim", "unique_consecutive",
+                 "unique_dim_consecutive"):
+        packet = getattr(aten, name, None)
+        if packet is not None:
+            by_packet[packet] = SYNC
+    kinds: dict = {}  # OpOverload -> kind
+
+    def on_device(t: Any) -> bool:
+        return not t.is_cpu and not t.is_meta
+
+    def nbytes(t: Any) -> int:
+        return t.numel() * t.element_size()
+
+    def where(t: Any) -> str:
+        return str(t.device)
+
+    def same_device(a: Any, b: Any) -> bool:
+        if a.type != b.type:
+            # Let Dynamo compile as it would without us (see the module docstring).
+            return True
+        return a.index is None or b.index is None or a.index == b.index
+
+    def mixed(args: tuple, kwargs: dict) -> Any:
+        """(direction, bytes, detail) if tensor args span host and device, else None."""
+        first = None
+        host = dev = 0
+        host_b = dev_b = 0
+        for group in (args, kwargs.values()):
+            for a in group:
+                if isinstance(a, Tensor):
+                    ts: Any = (a,)
+                elif isinstance(a, (list, tuple)) and a and isinstance(a[0], Tensor):
+                    ts = a
+                else:
+                    continue
+                for t in ts:
+                    if not isinstance(t, Tensor):
+                        continue
+                    if first is None:
+                        first = t
+                    if t.is_cpu:
+                        if t.dim():
+                            host += 1
+                            host_b += nbytes(t)
+                    elif not t.is_meta:
+                        dev += 1
+                        dev_b += nbytes(t)
+        if not (host and dev):
+            return None
+        if first is not None and on_device(first):
+            return "up", host_b, f"{host} host tensor argument(s) used with {where(first)} tensors"
+        return "down", dev_b, f"{dev} device tensor argument(s) used with host tensors"
+
+    def has_bool_index(args: tuple) -> Any:
+        if len(args) < 2 or not isinstance(args[1], (list, tuple)):
+            return None
+        for t in args[1]:
+            if isinstance(t, Tensor) and t.dtype is torch.bool and on_device(t):
+                return t
+        return None
+
+    def op_name(func: Any) -> str:
+        name = str(func)
+        return name[: -len(".default")] if name.endswith(".default") else name
+
+    def classify(func: Any, args: tuple, kwargs: dict) -> Any:
+        kind = kinds.get(func)
+        if kind is None:
+            kind = kinds[func] = by_packet.get(func._overloadpacket, GENERIC)
+        if kind == GENERIC:
+            return mixed(args, kwargs)
+        a0 = args[0] if args else None
+        if kind == SCALAR:
+            if isinstance(a0, Tensor) and on_device(a0):
+                return "down", a0.element_size(), f"a scalar read of a {where(a0)} tensor"
+            return None
+        if kind == TO_COPY:
+            d = kwargs.get("device")
+            if d is None or not isinstance(a0, Tensor):
+                return None
+            d = torch.device(d)
+            src = a0.device
+            if same_device(src, d) or d.type == "meta" or src.type == "meta":
+                return None
+            if src.type == "cpu":
+                return "up", nbytes(a0), f"a copy from the host to {d}"
+            if d.type == "cpu":
+                return "down", nbytes(a0), f"a copy from {src} to the host"
+            return "d2d", nbytes(a0), f"a copy from {src} to {d}"
+        if kind == COPY:
+            if len(args) < 2 or not isinstance(args[1], Tensor):
+                return None
+            dst, src = a0, args[1]
+            if same_device(dst.device, src.device) or dst.is_meta or src.is_meta:
+                return None
+            if src.is_cpu:
+                return "up", nbytes(src), f"a copy from the host into a {where(dst)} tensor"
+            if dst.is_cpu:
+                return "down", nbytes(src), f"a copy from {where(src)} into a host tensor"
+            return "d2d", nbytes(src), f"a copy from {where(src)} into a {where(dst)} tensor"
+        if kind == LIFT:
+            if isinstance(a0, Tensor) and on_device(a0):
+                return "up", nbytes(a0), f"torch.tensor(...) data put on {where(a0)}"
+            return None
+        if kind == SYNC:
+            if isinstance(a0, Tensor) and on_device(a0):
+                return "down", 8, f"{func._overloadpacket.__name__} on {where(a0)} reads a size back"
+            return mixed(args, kwargs)
+        if kind == SYNC_BOOL_INDEX:
+            m = mixed(args, kwargs)
+            if m is not None:
+                return m
+            mask = has_bool_index(args)
+            if mask is not None:
+                return "down", 8, f"boolean-mask indexing on {where(mask)} reads a size back"
+            return None
+        if kind == REPEAT:
+            if (isinstance(a0, Tensor) and on_device(a0) and kwargs.get("output_size") is None
+                    and func._overloadname != "self_int"):
+                return "down", 8, f"repeat_interleave on {where(a0)} without output_size reads a size back"
+            return mixed(args, kwargs)
+        return None  # pragma: no cover
+
+    class GuardDispatchMode(TorchDispatchMode):
+        """The dispatcher layer of :func:`guard` (one per thread, outermost guard)."""
+
+        @classmethod
+        def ignore_compile_internals(cls) -> bool:
+            return False
+
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            if kwargs is None:
+                kwargs = {}
+            ev = classify(func, args, kwargs)
+            if ev is not None:
+                _event(op_name(func), ev[0], ev[1], ev[2])
+            return func(*args, **kwargs)
+
+    import functools
+
+    originals = {"__repr__": Tensor.__repr__, "__format__": Tensor.__format__}
+
+    def printer(name: str, what: str) -> Any:
+        orig = originals[name]
+        op = f"Tensor.{name}"
+
+        @functools.wraps(orig)
+        def hooked(self: Any, *args: Any, **kwargs: Any) -> Any:
+            if not _tls.stack or _tls.quiet or compiling() or not on_device(self):
+                return orig(self, *args, **kwargs)
+            _event(op, "down", nbytes(self), f"{what} of a {where(self)} tensor")
+            _tls.quiet += 1  # the reads the printer makes are part of this one event
+            try:
+                return orig(self, *args, **kwargs)
+            finally:
+                _tls.quiet -= 1
+
+        hooked.__xferaudit_original__ = orig  # type: ignore[attr-defined]
+        return hooked
+
+    hooks = {"__repr__": printer("__repr__", "print/repr/str"),
+             "__format__": printer("__format__", "format")}
+
+    def install(on: bool) -> None:
+        for name, fn in (hooks if on else originals).items():
+            setattr(Tensor, name, fn)
+
+    return GuardDispatchMode, install
+
+
+def _modes() -> Any:
+    global _modes_cls
+    if _modes_cls is None:
+        import torch
+
+        _modes_cls = _build(torch)
+    return _modes_cls
+
+
+class guard:
+    """``with guard("log" | "raise" | "count" | "off", up=..., down=..., d2d=...):``
+
+    Watches the block for crossings no wrapper names (see the module
+    docstring). ``level`` sets every direction; ``up``/``down``/``d2d`` override
+    one each. With no level at all, ``$XFERAUDIT_GUARD`` decides (else
+    ``"log"``). Usable as a decorator too.
+    """
+
+    def __init__(self, level: Optional[str] = None, *, up: Optional[str] = None,
+                 down: Optional[str] = None, d2d: Optional[str] = None) -> None:
+        self.levels = _resolve(level, {"up": up, "down": down, "d2d": d2d})
+
+    def __repr__(self) -> str:
+        return "guard(" + ", ".join(f"{d}={lv!r}" for d, lv in self.levels.items()) + ")"
+
+    def __enter__(self) -> "guard":
+        global _active
+        mode_cls, install = _modes()
+        with _active_lock:
+            if _active == 0:
+                install(True)
+            _active += 1
+            _recorder.STATE.guard = True
+        if not _tls.stack:
+            try:
+                mode = mode_cls()
+                mode.__enter__()
+            except BaseException:
+                self._release()
+                raise
+            _tls.mode = mode
+        _tls.stack.append(self.levels)
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        _tls.stack.pop()
+        try:
+            if not _tls.stack and _tls.mode is not None:
+                mode, _tls.mode = _tls.mode, None
+                mode.__exit__(None, None, None)
+        finally:
+            self._release()
+
+    @staticmethod
+    def _release() -> None:
+        global _active
+        with _active_lock:
+            _active -= 1
+            if _active <= 0:
+                _active = 0
+                _recorder.STATE.guard = False
+                _modes()[1](False)
+
+    def __call__(self, fn: Any) -> Any:
+        import functools
+
+        levels = self.levels
+
+        @functools.wraps(fn)
+        def guarded(*a: Any, **kw: Any) -> Any:
+            g = guard.__new__(guard)
+            g.levels = levels
+            with g:
+                return fn(*a, **kw)
+
+        return guarded
+
+
+def active_levels() -> Optional[dict]:
+    """The levels in force on this thread, or None outside every guard."""
+    return dict(_tls.stack[-1]) if _tls.stack else None
