@@ -366,3 +366,45 @@ def test_module_still_pickles_after_graph_wrapping():
     g = xfer.graph(m, site="g")
     clone = pickle.loads(pickle.dumps(g))
     assert isinstance(clone, torch.nn.Linear)
+
+
+def test_cpu_memory_format_passes_through():
+    x = torch.randn(2, 3, 4, 5).to(memory_format=torch.channels_last)
+    for on in (False, True):
+        xfer.count(on)
+        out = xfer.cpu(x, memory_format=torch.contiguous_format, site="mf")
+        bare = x.cpu(memory_format=torch.contiguous_format)
+        assert out.is_contiguous() and bare.is_contiguous() and torch.equal(out, bare)
+    assert rows()["mf"].calls == 1
+
+    class Other:
+        def cpu(self, *a):
+            return a
+
+    assert xfer.cpu(Other(), "first", "second", site="o") == ("first", "second")
+    xfer.count(False)
+    assert xfer.cpu(Other(), "first", site="o") == ("first",)
+
+
+def test_guard_on_marks_tensor_calls_as_inside_a_wrapper(fake_cuda):
+    from xferaudit.runtime.recorder import in_wrapper
+
+    seen = []
+    x = fake_cuda(torch.arange(3.0))
+    real_dispatch = type(x).__torch_dispatch__.__func__
+
+    def spy(cls, func, types, args=(), kwargs=None):
+        seen.append((func.__name__.split(".")[0], in_wrapper()))
+        return real_dispatch(cls, func, types, args, kwargs)
+
+    type(x).__torch_dispatch__ = classmethod(spy)
+    STATE.guard = True
+    try:
+        xfer.cpu(x, site="c")
+        xfer.item(x.sum(), site="i")  # (the sum runs outside the wrapper)
+        xfer.to(x, "cpu", site="t")
+    finally:
+        STATE.guard = False
+    assert ("_to_copy", True) in seen and ("_local_scalar_dense", True) in seen
+    assert ("sum", False) in seen
+    assert getattr(STATE.local, "depth", 0) == 0

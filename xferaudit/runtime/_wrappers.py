@@ -99,11 +99,9 @@ def _init(import_it: bool = False) -> Any:
                 "xferaudit.runtime: this wrapper calls torch, but torch is not installed; "
                 "install it with `pip install 'xferaudit[torch]'`"
             ) from e
-    try:
-        is_compiling = t.compiler.is_compiling
-    except AttributeError:  # pragma: no cover - very old torch
-        def is_compiling() -> bool:
-            return False
+    # Dynamo folds this to True while it traces and it returns False in eager:
+    # one cheap call, unlike is_compiling() (which also asks TorchScript).
+    is_compiling = getattr(t.compiler, "is_dynamo_compiling", None) or t.compiler.is_compiling
     _Tensor = t.Tensor
     _Module = t.nn.Module
     _compiling = is_compiling
@@ -116,7 +114,7 @@ def _make_traced_record(t: Any) -> Any:
     """The recorder used under torch.compile tracing (see the module docstring)."""
 
     def bump(site: str, kind: str, direction: str, nbytes: int) -> None:
-        if _S.on:
+        if _S._on:
             record(site, kind, direction, int(nbytes))
 
     try:
@@ -149,6 +147,19 @@ def _enter() -> int:
     return d
 
 
+def _guarded(fn: Any, args: tuple, kwargs: dict) -> Any:
+    """``fn(*args, **kwargs)`` with this thread marked as inside a wrapper, for
+    the guard (``recorder.in_wrapper()``). The hot paths (tensor ``cpu``, ``to``,
+    ``item``...) mark it only while the guard is on: nothing else reads it."""
+    loc = _S.local
+    d = getattr(loc, "depth", 0)
+    loc.depth = d + 1
+    try:
+        return fn(*args, **kwargs)
+    finally:
+        loc.depth = d
+
+
 def _direction(src: Any, dst: Any) -> str:
     """Direction between two torch.device values."""
     if src == dst:
@@ -168,6 +179,12 @@ def _tensor_move(x: Any, out: Any) -> tuple[str, int]:
     """Direction and bytes of a tensor -> tensor call such as ``x.to(...)``."""
     if out is x or not isinstance(out, _Tensor):
         return "none", 0
+    if x.is_cpu:  # (is_cpu is cheaper than building two torch.device objects)
+        if out.is_cpu:
+            return "none", 0
+        return "up", out.numel() * out.element_size()
+    if out.is_cpu:
+        return "down", out.numel() * out.element_size()
     d = _direction(x.device, out.device)
     return d, (0 if d == "none" else _nbytes(out))
 
@@ -228,30 +245,30 @@ def _move(recv: Any, meth: str, args: tuple, kwargs: dict, site: Optional[str], 
     if t is not None and isinstance(recv, _Tensor):
         if _compiling():
             out = getattr(recv, meth)(*args, **kwargs)
-            if _S.on:
+            if _S._on:
                 d, n = _tensor_move(recv, out)
                 _traced_record(site, kind, d, n)
             return out
-        loc = _S.local
-        depth = getattr(loc, "depth", 0)
-        loc.depth = depth + 1
-        try:
+        if _S._guard:
+            out = _guarded(getattr(recv, meth), args, kwargs)
+        else:
             out = getattr(recv, meth)(*args, **kwargs)
-        finally:
-            loc.depth = depth
-        if _S.on:
-            d, n = _tensor_move(recv, out)
-            record(site, kind, d, n)
+        if _S._on:
+            if out is recv:
+                record(site, kind, "none", 0)
+            else:
+                d, n = _tensor_move(recv, out)
+                record(site, kind, d, n)
         return out
     # A module, a batch container, or anything else with the method.
-    on = _S.on
+    on = _S._on
     before = _devices(recv) if on and t is not None else None
     depth = _enter()
     try:
         out = getattr(recv, meth)(*args, **kwargs)
     finally:
         _S.local.depth = depth
-    if on and _S.on:
+    if on and _S._on:
         if before is None:
             d, n = "none", 0
         else:
@@ -260,26 +277,72 @@ def _move(recv: Any, meth: str, args: tuple, kwargs: dict, site: Optional[str], 
     return out
 
 
-def cpu(x: Any, *args: Any, site: Optional[str] = None, **kwargs: Any) -> Any:
-    """``x.cpu(*args, **kwargs)``, counted at `site`."""
+_NO: Any = object()  # "argument not given"
+_EMPTY: dict = {}  # never mutated: ** of it passes no keyword
+
+
+def _cpu_args(x: Any, memory_format: Any, args: tuple) -> tuple[tuple, dict]:
+    """The bare call's arguments when `memory_format` was given (see :func:`cpu`)."""
+    if memory_format is _NO:
+        return args, _EMPTY
+    t = _torch if _torch is not None else _init()
+    if t is not None and isinstance(x, _Tensor):
+        return args, {"memory_format": memory_format}
+    return (memory_format,) + args, _EMPTY  # another receiver: its first positional
+
+
+def cpu(x: Any, memory_format: Any = _NO, *args: Any, site: Optional[str] = None) -> Any:
+    """``x.cpu()`` (``x.cpu(memory_format=...)`` for a tensor), counted at `site`.
+
+    Why `memory_format` is not keyword-only: a keyword-only parameter left at
+    its default costs CPython 3.11 a dict lookup per call (about 35 ns here),
+    a quarter of the off-path budget; a positional default costs nothing. For a
+    tensor it is passed on as the keyword ``Tensor.cpu`` takes; for any other
+    receiver a value there is its first positional argument.
+    """
     if not _S.active:
-        if args or kwargs:
-            return x.cpu(*args, **kwargs)
-        return x.cpu()
+        if memory_format is _NO:
+            return x.cpu(*args) if args else x.cpu()
+        a, kw = _cpu_args(x, memory_format, args)
+        return x.cpu(*a, **kw)
+    if memory_format is not _NO:
+        args, kwargs = _cpu_args(x, memory_format, args)
+    else:
+        kwargs = _EMPTY
+    if _Tensor is not None and isinstance(x, _Tensor):
+        if _compiling():
+            out = x.cpu(*args, **kwargs)
+            if _S._on:
+                d, n = _tensor_move(x, out)
+                _traced_record(site, "down", d, n)
+            return out
+        if _S._guard:
+            out = _guarded(x.cpu, args, kwargs)
+        elif kwargs or args:
+            out = x.cpu(*args, **kwargs)
+        else:
+            out = x.cpu()
+        if _S._on:
+            if out is x:
+                record(site, "down", "none", 0)
+            else:
+                d, n = _tensor_move(x, out)
+                record(site, "down", d, n)
+        return out
     return _move(x, "cpu", args, kwargs, site, "down")
 
 
 def cuda(x: Any, *args: Any, site: Optional[str] = None, **kwargs: Any) -> Any:
     """``x.cuda(*args, **kwargs)``, counted at `site`."""
     if not _S.active:
-        return x.cuda(*args, **kwargs)
+        return x.cuda(*args, **kwargs) if kwargs else x.cuda(*args)
     return _move(x, "cuda", args, kwargs, site, "up")
 
 
 def to(x: Any, *args: Any, site: Optional[str] = None, **kwargs: Any) -> Any:
     """``x.to(*args, **kwargs)``, counted at `site`; the direction taken is recorded."""
     if not _S.active:
-        return x.to(*args, **kwargs)
+        return x.to(*args, **kwargs) if kwargs else x.to(*args)
     return _move(x, "to", args, kwargs, site, "move")
 
 
@@ -301,14 +364,14 @@ def call(fn: Any, *args: Any, site: Optional[str] = None, **kwargs: Any) -> Any:
     if not _S.active:
         return fn(*args, **kwargs)
     t = _torch if _torch is not None else _init()
-    on = _S.on
+    on = _S._on
     before = _devices(args[0]) if (on and args and t is not None) else None
     depth = _enter()
     try:
         out = fn(*args, **kwargs)
     finally:
         _S.local.depth = depth
-    if on and _S.on:
+    if on and _S._on:
         if before is None:
             d, n = "none", 0
         else:
@@ -325,37 +388,49 @@ def _read(x: Any, meth: str, args: tuple, kwargs: dict, site: Optional[str]) -> 
     is_tensor = t is not None and isinstance(x, _Tensor)
     if is_tensor and _compiling():
         out = getattr(x, meth)(*args, **kwargs)
-        if _S.on:
+        if _S._on:
             host = x.device.type == _CPU
             _traced_record(site, "down", "none" if host else "down", 0 if host else _nbytes(x))
         return out
-    depth = _enter()
-    try:
+    if _S._guard or not is_tensor:
+        depth = _enter()
+        try:
+            out = getattr(x, meth)(*args, **kwargs)
+        finally:
+            _S.local.depth = depth
+    else:
         out = getattr(x, meth)(*args, **kwargs)
-    finally:
-        _S.local.depth = depth
-    if _S.on:
-        if is_tensor and x.device.type != _CPU:
+    if _S._on:
+        if is_tensor and not x.is_cpu:
             record(site, "down", "down", _nbytes(x))
         else:
             record(site, "down", "none", 0)
     return out
 
 
-def item(x: Any, *args: Any, site: Optional[str] = None, **kwargs: Any) -> Any:
-    """``x.item()``: a scalar read; ``down`` (and a sync) when `x` is on a device."""
+def item(x: Any, *args: Any, site: Optional[str] = None) -> Any:
+    """``x.item()``: a scalar read; ``down`` (and a sync) when `x` is on a device.
+
+    (``Tensor.item`` takes no argument; numpy's ``.item(*index)`` takes positional ones.)
+    """
     if not _S.active:
-        if args or kwargs:
-            return x.item(*args, **kwargs)
-        return x.item()
-    return _read(x, "item", args, kwargs, site)
+        return x.item(*args) if args else x.item()
+    if args or _S._guard or _Tensor is None or not isinstance(x, _Tensor) or _compiling():
+        return _read(x, "item", args, _EMPTY, site)
+    out = x.item()
+    if _S._on:
+        if x.is_cpu:
+            record(site, "down", "none", 0)
+        else:
+            record(site, "down", "down", x.element_size())
+    return out
 
 
-def tolist(x: Any, *args: Any, site: Optional[str] = None, **kwargs: Any) -> Any:
+def tolist(x: Any, *args: Any, site: Optional[str] = None) -> Any:
     """``x.tolist()``: ``down`` with the bytes of `x` when it is on a device."""
     if not _S.active:
-        return x.tolist(*args, **kwargs)
-    return _read(x, "tolist", args, kwargs, site)
+        return x.tolist(*args) if args else x.tolist()
+    return _read(x, "tolist", args, _EMPTY, site)
 
 
 def numpy(x: Any, *args: Any, site: Optional[str] = None, **kwargs: Any) -> Any:
@@ -372,12 +447,12 @@ def copy_(dst: Any, src: Any, *args: Any, site: Optional[str] = None, **kwargs: 
     """``dst.copy_(src, ...)``: direction from ``src.device`` to ``dst.device``;
     bytes are what lands in `dst` (its numel * itemsize)."""
     if not _S.active:
-        return dst.copy_(src, *args, **kwargs)
+        return dst.copy_(src, *args, **kwargs) if kwargs else dst.copy_(src, *args)
     t = _torch if _torch is not None else _init()
     tensors = t is not None and isinstance(dst, _Tensor) and isinstance(src, _Tensor)
     if tensors and _compiling():
         out = dst.copy_(src, *args, **kwargs)
-        if _S.on:
+        if _S._on:
             d = _direction(src.device, dst.device)
             _traced_record(site, "move", d, 0 if d == "none" else _nbytes(dst))
         return out
@@ -386,7 +461,7 @@ def copy_(dst: Any, src: Any, *args: Any, site: Optional[str] = None, **kwargs: 
         out = dst.copy_(src, *args, **kwargs)
     finally:
         _S.local.depth = depth
-    if _S.on:
+    if _S._on:
         if tensors:
             d = _direction(src.device, dst.device)
             record(site, "move", d, 0 if d == "none" else _nbytes(dst))
@@ -413,7 +488,7 @@ def _make(fname: str, data: Any, args: tuple, kwargs: dict, site: Optional[str])
     t = _torch
     if _compiling():
         out = fn(data, *args, **kwargs)
-        if _S.on:
+        if _S._on:
             d = "none" if out is data else _direction(_source_device(t, data), out.device)
             _traced_record(site, "up", d, 0 if d == "none" else _nbytes(out))
         return out
@@ -422,7 +497,7 @@ def _make(fname: str, data: Any, args: tuple, kwargs: dict, site: Optional[str])
         out = fn(data, *args, **kwargs)
     finally:
         _S.local.depth = depth
-    if _S.on:
+    if _S._on:
         d = "none" if out is data else _direction(_source_device(t, data), out.device)
         record(site, "up", d, 0 if d == "none" else _nbytes(out))
     return out
@@ -473,7 +548,7 @@ def load(f: Any, *args: Any, site: Optional[str] = None, **kwargs: Any) -> Any:
         out = t.load(f, *args, **kwargs)
     finally:
         _S.local.depth = depth
-    if _S.on:
+    if _S._on:
         n = _storage_bytes_off_host(out)
         record(site, "up", "up" if n else "none", n)
     return out

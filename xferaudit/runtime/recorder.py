@@ -164,9 +164,17 @@ class Timeline:
         }
 
 
+# The lock's bound methods, looked up once: ``acquire(); try: ... finally:
+# release()`` costs about half of ``with STATE.lock:`` on CPython 3.11, and
+# record() runs on every wrapped call while counting.
+_acquire = STATE.lock.acquire
+_release = STATE.lock.release
+
+
 def record(site: str, kind: str, direction: str, nbytes: int) -> None:
     """One call of a wrapped site that took `direction` and moved `nbytes`."""
-    with STATE.lock:
+    _acquire()
+    try:
         t = STATE.sites.get(site)
         if t is None:
             t = STATE.sites[site] = SiteTally(site, kind)
@@ -183,10 +191,14 @@ def record(site: str, kind: str, direction: str, nbytes: int) -> None:
         if tl is not None:
             tl.seen += 1
             tl.events.append((time.time_ns(), "site", site, direction, nbytes))
+    finally:
+        _release()
 
 
 def record_launch(site: str, nodes: Optional[int] = None) -> None:
-    with STATE.lock:
+    """One launch of a graph at `site` (``nodes``: its node count, where known)."""
+    _acquire()
+    try:
         t = STATE.launches.get(site)
         if t is None:
             t = STATE.launches[site] = LaunchTally(site)
@@ -198,6 +210,8 @@ def record_launch(site: str, nodes: Optional[int] = None) -> None:
             tl.seen += 1
             tl.events.append((time.time_ns(), "launch", site, "launch",
                               -1 if nodes is None else nodes))
+    finally:
+        _release()
 
 
 def record_unwrapped(path: str, line: int, op: str, direction: str, nbytes: int) -> None:

@@ -1,0 +1,161 @@
+"""What a counting wrapper costs over the bare call (issue 2's acceptance figures).
+
+    python bench/runtime_overhead.py            # all sections
+    python bench/runtime_overhead.py --quick    # section 1 only
+
+1. ``x.cpu()`` on a host tensor (the cheapest call there is, so the wrapper's
+   share is as large as it gets): ns per call bare, wrapped with counting off,
+   wrapped with counting on, and the added ns. Targets: off <= 150 ns added,
+   on <= 1,000 ns added. Also ``x.item()`` and ``x.to("meta")``.
+2. Inside ``torch.compile`` (inductor): a compiled function with one wrapped
+   ``.to`` versus the same function bare; counting on records through the
+   ``xferaudit::record`` custom op on every call, with one compilation.
+3. Launch counting: a compiled module called bare versus wrapped by
+   ``xfer.graph`` (forward hooks), and a compiled function versus its wrapper.
+
+Every figure is the median over interleaved repeats (variants take turns, so
+the machine's noise hits them alike), timed in this thread's CPU time (so
+time spent descheduled by other processes is not counted). The machine is
+shared: read the ratios and the added ns, not the absolute times.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import time
+import timeit
+
+import torch
+
+import xferaudit.runtime as xfer
+from xferaudit.runtime.recorder import STATE
+
+
+#: CPU time of this thread: time spent descheduled on a busy shared machine
+#: does not count (wall time would charge it to whichever variant was running).
+CLOCK = time.thread_time
+
+
+def interleaved(variants: dict, number: int, repeats: int) -> dict:
+    """{name: median ns per call}, variants run in turn `repeats` times."""
+    timers = {k: timeit.Timer(stmt, timer=CLOCK, globals=g) for k, (stmt, g, _) in variants.items()}
+    samples = {k: [] for k in variants}
+    for _ in range(repeats):
+        for k, t in timers.items():
+            setup = variants[k][2]
+            if setup:
+                setup()
+            samples[k].append(t.timeit(number) / number * 1e9)
+    STATE.on = False
+    return {k: statistics.median(v) for k, v in samples.items()}
+
+
+def off() -> None:
+    STATE.on = False
+
+
+def on() -> None:
+    STATE.on = True
+
+
+def section_calls(number: int, repeats: int) -> None:
+    x = torch.randn(16)
+    s = torch.tensor(3.0)
+    g = {"x": x, "s": s, "xfer": xfer}
+    print(f"1. per call on a host tensor, ns (median of {repeats} interleaved repeats x {number:,} calls)")
+    print(f"   {'call':<22} {'bare':>8} {'off':>8} {'on':>8} {'+off':>8} {'+on':>8}")
+    for name, bare, wrapped in (
+        ("x.cpu()", "x.cpu()", "xfer.cpu(x, site='b:f:x.cpu')"),
+        ("s.item()", "s.item()", "xfer.item(s, site='b:f:s.item')"),
+        ("x.to('meta')", "x.to('meta')", "xfer.to(x, 'meta', site='b:f:x.to')"),
+    ):
+        n = number if name != "x.to('meta')" else max(1, number // 10)
+        r = interleaved({
+            "bare": (bare, g, off),
+            "off": (wrapped, g, off),
+            "on": (wrapped, g, on),
+        }, n, repeats)
+        xfer.reset()
+        print(f"   {name:<22} {r['bare']:>8.0f} {r['off']:>8.0f} {r['on']:>8.0f} "
+              f"{r['off'] - r['bare']:>+8.0f} {r['on'] - r['bare']:>+8.0f}")
+
+
+def section_compiled(number: int, repeats: int) -> None:
+    torch._dynamo.reset()
+
+    def bare(x):
+        return (x * 2).to("meta"), x + 1
+
+    def wrapped(x):
+        return xfer.to(x * 2, "meta", site="b:wrapped:x.to"), x + 1
+
+    cb = torch.compile(bare)
+    cw = torch.compile(wrapped)
+    x = torch.randn(64)
+    for f in (cb, cw):  # compile outside the timing, with counting off and on
+        f(x)
+    STATE.on = True
+    cw(x)
+    STATE.on = False
+    from torch._dynamo.utils import counters
+
+    graphs_before = counters["stats"]["unique_graphs"]
+    g = {"cb": cb, "cw": cw, "x": x}
+    r = interleaved({
+        "bare": ("cb(x)", g, off),
+        "off": ("cw(x)", g, off),
+        "on": ("cw(x)", g, on),
+    }, number, repeats)
+    recompiled = counters["stats"]["unique_graphs"] - graphs_before
+    calls = next(row.calls for row in xfer.snapshot().rows)
+    expected = number * (repeats) + 1
+    xfer.reset()
+    print(f"2. inside torch.compile (inductor), us per call of a 2-op function with one wrapped .to")
+    print(f"   bare {r['bare'] / 1e3:.1f}  off {r['off'] / 1e3:.1f} ({r['off'] / r['bare']:.2f}x)  "
+          f"on {r['on'] / 1e3:.1f} ({r['on'] / r['bare']:.2f}x, {r['on'] - r['bare']:+.0f} ns)")
+    print(f"   graphs compiled while timing: {recompiled} (0 = no recompiles); "
+          f"calls counted with counting on: {calls:,} of {expected:,}")
+
+
+def section_launches(number: int, repeats: int) -> None:
+    torch._dynamo.reset()
+    net = torch.nn.Linear(8, 8)
+    m_bare = torch.compile(net, backend="eager")
+    m_wrapped = xfer.graph(torch.compile(torch.nn.Linear(8, 8), backend="eager"), site="b:m")
+    f_bare = torch.compile(lambda a: a.sin() + 1, backend="eager")
+    f_wrapped = xfer.graph(torch.compile(lambda a: a.sin() + 1, backend="eager"), site="b:f")
+    x = torch.randn(4, 8)
+    for f in (m_bare, m_wrapped, f_bare, f_wrapped):
+        f(x)
+    g = {"mb": m_bare, "mw": m_wrapped, "fb": f_bare, "fw": f_wrapped, "x": x}
+    r = interleaved({
+        "mb": ("mb(x)", g, off), "mw": ("mw(x)", g, off),
+        "fb": ("fb(x)", g, off), "fw": ("fw(x)", g, off),
+    }, number, repeats)
+    print("3. launch counting (always on), us per call")
+    print(f"   compiled module   bare {r['mb'] / 1e3:.1f}  xfer.graph {r['mw'] / 1e3:.1f} "
+          f"({r['mw'] - r['mb']:+.0f} ns, {r['mw'] / r['mb']:.2f}x)")
+    print(f"   compiled function bare {r['fb'] / 1e3:.1f}  xfer.graph {r['fw'] / 1e3:.1f} "
+          f"({r['fw'] - r['fb']:+.0f} ns, {r['fw'] / r['fb']:.2f}x)")
+    print(f"   launches counted: {xfer.launches()}")
+    xfer.reset()
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--quick", action="store_true", help="section 1 only")
+    p.add_argument("--number", type=int, default=20_000, help="calls per sample in section 1")
+    p.add_argument("--repeats", type=int, default=41, help="interleaved samples per variant")
+    a = p.parse_args(argv)
+    print(f"torch {torch.__version__}, python {sys.version.split()[0]}, threads {torch.get_num_threads()}")
+    section_calls(a.number, a.repeats)
+    if not a.quick:
+        section_compiled(max(1, a.number // 20), max(5, a.repeats // 4))
+        section_launches(max(1, a.number // 20), max(5, a.repeats // 4))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
