@@ -1,0 +1,161 @@
+"""Round-trip the codemod over the installed torch package's own sources.
+
+    python bench/codemod_roundtrip.py [--limit N] [--jobs N] [--root DIR] [--keep]
+
+Copies every ``.py`` file of the torch package (or of --root) to a temporary
+folder (site-packages is never touched), then through the same code path as the
+CLI (``run_codemod``: pool, atomic writes):
+
+1. ``wrap`` every file, timed;
+2. compile every wrapped file;
+3. run the finder on every wrapped file: no unwrapped, unsuppressed site may
+   remain except those ``wrap`` reported as not safely wrappable;
+4. ``wrap --check`` again: wrap twice must equal wrap once (nothing to change);
+5. ``unwrap`` every file, timed, and compare bytes with the originals.
+
+Prints files/s for wrap and unwrap, the counts (files, sites wrapped per kind,
+sites left and why), and every failure. Exit status 1 if any check failed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import io
+import os
+import re
+import shutil
+import sys
+import tempfile
+import time
+from collections import Counter
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from xferaudit.config import iter_python_files, load_config  # noqa: E402
+from xferaudit.static.codemod_files import run_codemod  # noqa: E402
+from xferaudit.static.finder import decode_source, find_in_source  # noqa: E402
+
+
+def torch_dir() -> Path:
+    import importlib.util
+
+    spec = importlib.util.find_spec("torch")
+    if spec is None or not spec.submodule_search_locations:
+        sys.exit("torch is not installed; pass --root DIR")
+    return Path(list(spec.submodule_search_locations)[0])
+
+
+def copy_tree(src: Path, dst: Path, limit: int | None) -> list[Path]:
+    files = sorted(p for p in src.rglob("*.py") if p.is_file())
+    if limit:
+        files = files[:limit]
+    for p in files:
+        q = dst / p.relative_to(src)
+        q.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(p, q)
+    return files
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--root", type=Path, help="tree to copy (default: the installed torch package)")
+    ap.add_argument("--limit", type=int, help="only the first N files (sorted by path)")
+    ap.add_argument("--jobs", type=int, help="worker processes (default: one per core)")
+    ap.add_argument("--keep", action="store_true", help="keep the temporary copy and print where it is")
+    args = ap.parse_args()
+
+    src = args.root or torch_dir()
+    tmp = Path(tempfile.mkdtemp(prefix="xferaudit-roundtrip-"))
+    work = tmp / src.name
+    originals = copy_tree(src, work, args.limit)
+    # Pin the project root to the copy and scan every file (no default excludes).
+    (tmp / "pyproject.toml").write_text("[tool.xferaudit]\nexclude = []\n", encoding="utf-8")
+    cfg = load_config(start=tmp)
+    files = [str(f) for f in iter_python_files([work], cfg)]
+    before = {f: Path(f).read_bytes() for f in files}
+    nbytes = sum(len(b) for b in before.values())
+    jobs = args.jobs or (os.cpu_count() or 1)
+    print(f"tree: {src} -> {work}")
+    print(f"files: {len(files)} ({nbytes / 1e6:.1f} MB), jobs: {jobs}, cpus: {os.cpu_count()}")
+
+    failures: list[str] = []
+    left: Counter = Counter()
+    left_sites: Counter = Counter()  # path -> sites wrap left alone
+    changed: list[str] = []
+    kinds: Counter = Counter()
+
+    def on_wrap(o):
+        if o.result is not None:
+            for s in o.result.skipped:
+                left[re.sub(r"`[^`]*`", "`...`", s.reason)[:110]] += 1
+                left_sites[o.path] += 1
+            if o.result.changed:
+                kinds.update(o.result.wrapped)
+        if o.error:
+            failures.append(f"wrap: {o.rel}: {o.error}")
+
+    sink = io.StringIO()
+    t0 = time.perf_counter()
+    run_codemod(files, "wrap", cfg, quiet=True, jobs=jobs, err=sink, on_outcome=on_wrap)
+    t_wrap = time.perf_counter() - t0
+    after = {f: Path(f).read_bytes() for f in files}
+    changed = [f for f in files if after[f] != before[f]]
+
+    # 2. every wrapped file compiles
+    for f in changed:
+        try:
+            compile(after[f], f, "exec", dont_inherit=True)
+        except SyntaxError as e:
+            failures.append(f"compile: {f}: {e}")
+
+    # 3. after wrap, the finder sees no unwrapped unsuppressed site beyond those reported
+    rules = cfg.table()
+    remaining = 0
+    for f in files:
+        res = find_in_source(decode_source(after[f]), f, rules, cfg.relpath(Path(f)))
+        n = sum(1 for s in res.sites if not s.wrapped and not s.suppressed)
+        remaining += n
+        if n != left_sites.get(f, 0):
+            failures.append(f"check: {f}: {n} unwrapped sites after wrap, {left_sites.get(f, 0)} reported")
+
+    # 4. wrap twice == wrap once
+    again: list[str] = []
+    t0 = time.perf_counter()
+    run_codemod(files, "wrap", cfg, check=True, quiet=True, jobs=jobs, err=io.StringIO(),
+                on_outcome=lambda o: again.append(o.rel) if o.result is not None and o.result.changed else None)
+    t_again = time.perf_counter() - t0
+    failures.extend(f"idempotence: {r}: a second wrap changes it" for r in again)
+
+    # 5. unwrap restores every file byte for byte
+    unwrap_errors: list[str] = []
+    t0 = time.perf_counter()
+    run_codemod(files, "unwrap", cfg, quiet=True, jobs=jobs, err=io.StringIO(),
+                on_outcome=lambda o: unwrap_errors.append(f"unwrap: {o.rel}: {o.error}") if o.error else None)
+    t_unwrap = time.perf_counter() - t0
+    failures.extend(unwrap_errors)
+    for f in files:
+        if Path(f).read_bytes() != before[f]:
+            failures.append(f"roundtrip: {f}: unwrap(wrap(src)) != src")
+
+    total = sum(kinds.values())
+    print(f"wrap:    {t_wrap:7.1f} s  {len(files) / t_wrap:6.1f} files/s  {nbytes / 1e6 / t_wrap:5.2f} MB/s"
+          f"  ({len(changed)} files changed)")
+    print(f"rewrap:  {t_again:7.1f} s  {len(files) / t_again:6.1f} files/s  (--check, nothing may change)")
+    print(f"unwrap:  {t_unwrap:7.1f} s  {len(files) / t_unwrap:6.1f} files/s")
+    print(f"sites wrapped: {total} (" + ", ".join(f"{k} {kinds[k]}" for k in ("up", "down", "move", "graph")) + ")")
+    print(f"sites left as they are: {sum(left.values())}; unwrapped after wrap per finder: {remaining}")
+    for reason, n in left.most_common():
+        print(f"  {n:5d}  {reason}")
+    print(f"failures: {len(failures)}")
+    for line in failures[:200]:
+        print("  " + line)
+    if args.keep:
+        print(f"kept: {tmp}")
+    else:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,9 @@
+# Only a comment and a string mention xfer: the alias stays `xfer`.
+import xferaudit.runtime as xfer
+import torch
+
+NOTE = "xfer is short for transfer"
+
+
+def f(x, xfers):
+    return xfer.cpu(x, site="train.py:f:x.cpu"), xfers

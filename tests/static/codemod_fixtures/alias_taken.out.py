@@ -1,0 +1,9 @@
+"""`xfer` is already a name here, and so is `xfer_`: the alias is xfer2."""
+import xferaudit.runtime as xfer2
+import torch
+
+xfer = "a transfer"
+
+
+def xfer_(x):
+    return xfer2.cpu(x, site="train.py:xfer_:x.cpu")

@@ -1,0 +1,18 @@
+#!/usr/bin/env python
+# -*- coding: utf-8 -*-
+"""Module docstring.
+
+Spans lines.
+"""
+
+# A comment that belongs to the future import.
+from __future__ import annotations
+from __future__ import division
+
+# Imports the tool must leave alone.
+import os  # noqa: F401
+import torch
+
+
+def f(x):
+    return x.cpu()

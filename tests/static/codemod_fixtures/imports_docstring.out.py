@@ -1,0 +1,19 @@
+#!/usr/bin/env python
+# -*- coding: utf-8 -*-
+"""Module docstring.
+
+Spans lines.
+"""
+
+# A comment that belongs to the future import.
+from __future__ import annotations
+from __future__ import division
+
+import xferaudit.runtime as xfer
+# Imports the tool must leave alone.
+import os  # noqa: F401
+import torch
+
+
+def f(x):
+    return xfer.cpu(x, site="train.py:f:x.cpu")

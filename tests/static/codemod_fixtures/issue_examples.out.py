@@ -1,0 +1,19 @@
+"""The examples of issue 4, one per wrapper form."""
+import xferaudit.runtime as xfer
+import torch
+
+
+def train_step(model, opt, x, dev, g, d):
+    loss = model(x).mean()
+    loss.backward()
+    opt.step()
+    y = xfer.to(x, dev, non_blocking=True, site="train.py:train_step:x.to")
+    compiled = xfer.graph(torch.compile(model), site="train.py:train_step:torch.compile")
+    xfer.replay(g, site="train.py:train_step:g.replay")
+    t = xfer.tensor(d, device=dev, site="train.py:train_step:torch.tensor")
+    return xfer.item(loss, site="train.py:train_step:loss.item"), y, compiled, t
+
+
+@xfer.graph(torch.compile(mode="x"), site="train.py:<module>:torch.compile", decorator=True)
+def fused(a, b):
+    return a * b

@@ -1,0 +1,32 @@
+"""``xferaudit wrap PATH...``: rewrite every unwrapped site into its counting wrapper.
+
+``loss.item()`` becomes ``xfer.item(loss, site="train.py:train_step:loss.item")``
+and ``import xferaudit.runtime as xfer`` is added once per file. ``unwrap``
+restores the bare calls byte for byte. See :mod:`xferaudit.static.codemod`.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+from . import Command
+
+
+class WrapCommand(Command):
+    NAME = "wrap"
+    DESCRIPTION = "Rewrite every unwrapped transfer site into its named counting wrapper."
+
+    def add_arguments(self, parser: argparse.ArgumentParser) -> None:
+        from ..static.codemod_files import add_common_arguments
+
+        add_common_arguments(parser, "wrap")
+        parser.add_argument("--select", action="append", metavar="CODES",
+                            help="only sites with these codes or prefixes, comma-separated (e.g. XFA202,XFA204)")
+
+    def run(self, args: argparse.Namespace) -> int:
+        from ..static.codemod_files import run_command
+
+        return run_command(args, "wrap")
+
+
+COMMAND = WrapCommand

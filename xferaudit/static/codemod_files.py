@@ -1,0 +1,384 @@
+"""Run the codemod over files: read, rewrite, write atomically, report.
+
+Shared by ``xferaudit wrap`` and ``xferaudit unwrap``. Each file is read as
+bytes and handed to :func:`~xferaudit.static.codemod.wrap_source` /
+:func:`~xferaudit.static.codemod.unwrap_source`; a file that cannot be read,
+decoded or parsed is reported and left untouched while the rest are processed.
+Writes go to a temporary file in the same folder, keep the file's mode, and
+replace the original with ``os.replace``: an interrupted run leaves each file
+either old or new, never half-written. Many files run on a process pool.
+"""
+
+from __future__ import annotations
+
+import difflib
+import io
+import os
+import re
+import stat
+import sys
+import tempfile
+import time
+import tokenize
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Optional, Sequence, TextIO
+
+from ..config import Config
+from ..rules import KINDS
+from .codemod import CodemodError, CodemodResult, unwrap_source, wrap_source
+
+#: Below this many files the run stays in one process (a pool costs ~0.2 s to start).
+PARALLEL_MIN_FILES = 16
+
+EXIT_OK, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
+
+
+@dataclass
+class FileOutcome:
+    path: str  # as given / walked
+    rel: str  # relative to the project root, for messages and diffs
+    result: Optional[CodemodResult] = None
+    error: Optional[str] = None  # why the file was skipped
+    old: Optional[bytes] = None  # original bytes, when a diff is wanted
+    mtime_ns: int = 0
+    size: int = 0
+
+
+@dataclass
+class Summary:
+    mode: str
+    files: int = 0
+    changed: int = 0
+    written: int = 0
+    kinds: Counter = field(default_factory=Counter)
+    restored: int = 0
+    left: int = 0  # sites left unwrapped (not safely wrappable)
+    suppressed: int = 0
+    skipped: Counter = field(default_factory=Counter)  # reason class -> files
+
+
+# --- the per-file work (runs in pool workers) ------------------------------------------
+
+_JOB: dict = {}
+
+
+def _init(mode: str, cfg: Config, select: tuple[str, ...], want_old: bool) -> None:
+    _JOB.clear()
+    _JOB.update(mode=mode, cfg=cfg, table=cfg.table(), select=select, want_old=want_old)
+
+
+def _read_bytes(path: str) -> bytes:
+    with open(path, "rb") as f:
+        return f.read()
+
+
+def _skip_class(error: str) -> str:
+    return error.split(":", 1)[0]
+
+
+def process_file(path: str) -> FileOutcome:
+    """One file: read it and compute its new bytes (writes nothing)."""
+    cfg: Config = _JOB["cfg"]
+    rel = cfg.relpath(Path(path))
+    out = FileOutcome(path=path, rel=rel)
+    try:
+        st = os.stat(path)
+        data = _read_bytes(path)
+    except OSError as e:
+        out.error = f"unreadable: {e.strerror or e}"
+        return out
+    out.mtime_ns, out.size = st.st_mtime_ns, st.st_size
+    select = _JOB["select"]
+
+    def codes_ok(code: str) -> bool:
+        if select and not any(code.startswith(p) for p in select):
+            return False
+        return cfg.code_enabled(code, rel)
+
+    try:
+        if _JOB["mode"] == "wrap":
+            out.result = wrap_source(data, path, _JOB["table"], rel, codes_ok)
+        else:
+            out.result = unwrap_source(data, path, _JOB["table"])
+    except CodemodError as e:
+        msg = str(e)
+        out.error = msg if msg.startswith(("cannot", "libcst", "internal")) else f"cannot process: {msg}"
+        return out
+    except RecursionError:
+        out.error = "cannot parse: too deeply nested for the parser"
+        return out
+    if out.result.changed and _JOB["want_old"]:
+        out.old = data
+    return out
+
+
+# --- writing ---------------------------------------------------------------------------
+
+
+def is_read_only(path: str) -> bool:
+    """True for a file nobody may write: no write permission bit set, or no access
+    for this user (a read-only file is honoured even when running as root)."""
+    st = os.stat(path)
+    return not (st.st_mode & (stat.S_IWUSR | stat.S_IWGRP | stat.S_IWOTH)) or not os.access(path, os.W_OK)
+
+
+def atomic_write(path: str, data: bytes) -> None:
+    """Replace `path`'s content with `data`: temporary file in the same folder,
+    same mode, then ``os.replace``. A symlink is written through to its target."""
+    real = os.path.realpath(path)
+    mode = stat.S_IMODE(os.stat(real).st_mode)
+    folder = os.path.dirname(real) or "."
+    fd, tmp = tempfile.mkstemp(prefix="." + os.path.basename(real) + ".", suffix=".xferaudit-tmp", dir=folder)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.chmod(tmp, mode)
+        os.replace(tmp, real)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+
+
+# --- diff --------------------------------------------------------------------------------
+
+_LINES = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+\Z")
+
+
+def _text(data: bytes) -> str:
+    enc, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
+    return data.decode(enc)
+
+
+def unified_diff(old: bytes, new: bytes, rel: str) -> str:
+    """A unified diff of two versions of a file, git-style names, lines split on
+    Python's own newlines (so form feeds and the like stay inside their line)."""
+    a = _LINES.findall(_text(old))
+    b = _LINES.findall(_text(new))
+    out = []
+    for line in difflib.unified_diff(a, b, f"a/{rel}", f"b/{rel}"):
+        out.append(line)
+        if not line.endswith(("\n", "\r")):
+            out.append("\n\\ No newline at end of file\n")
+    return "".join(out)
+
+
+# --- progress ----------------------------------------------------------------------------
+
+
+class Progress:
+    """A one-line progress bar on a terminal; nothing otherwise."""
+
+    def __init__(self, total: int, stream: TextIO, enabled: bool) -> None:
+        self.total = total
+        self.stream = stream
+        self.enabled = enabled and total > 1 and _isatty(stream)
+        self.done = 0
+        self.last = 0.0
+        self.start = time.monotonic()
+
+    def step(self) -> None:
+        self.done += 1
+        if not self.enabled:
+            return
+        now = time.monotonic()
+        if now - self.last < 0.1 and self.done < self.total:
+            return
+        self.last = now
+        width = 30
+        filled = int(width * self.done / max(self.total, 1))
+        rate = self.done / max(now - self.start, 1e-9)
+        self.stream.write(f"\r[{'#' * filled}{'.' * (width - filled)}] {self.done}/{self.total} files, {rate:.0f}/s")
+        self.stream.flush()
+
+    def close(self) -> None:
+        if self.enabled:
+            self.stream.write("\r" + " " * 72 + "\r")
+            self.stream.flush()
+
+
+def _isatty(stream: TextIO) -> bool:
+    try:
+        return stream.isatty()
+    except (AttributeError, ValueError):
+        return False
+
+
+# --- the run -------------------------------------------------------------------------------
+
+
+def _outcomes(paths: Sequence[str], mode: str, cfg: Config, select: tuple[str, ...], want_old: bool,
+              jobs: Optional[int]):
+    n = len(paths)
+    cpus = os.cpu_count() or 1
+    workers = jobs if jobs else (min(cpus, 8) if n >= PARALLEL_MIN_FILES else 1)
+    workers = max(1, min(workers, n or 1))
+    if workers == 1:
+        _init(mode, cfg, select, want_old)
+        for p in paths:
+            yield process_file(p)
+        return
+    import multiprocessing
+
+    chunk = max(1, min(16, n // (workers * 8)))
+    with multiprocessing.get_context().Pool(workers, _init, (mode, cfg, select, want_old)) as pool:
+        yield from pool.imap(process_file, paths, chunksize=chunk)
+
+
+def run_codemod(
+    paths: Sequence[str],
+    mode: str,
+    cfg: Config,
+    *,
+    select: Sequence[str] = (),
+    diff: bool = False,
+    check: bool = False,
+    quiet: bool = False,
+    jobs: Optional[int] = None,
+    out: Optional[TextIO] = None,
+    err: Optional[TextIO] = None,
+    on_outcome: Optional[Callable[[FileOutcome], None]] = None,
+) -> int:
+    """Wrap or unwrap every file of `paths` (already expanded to files).
+
+    Exit code: 2 when a file was skipped for an error (unreadable, unparsable,
+    read-only, write failed); otherwise with ``--check``/``--diff`` 1 when a file
+    would change; otherwise (``wrap``) 1 when a site was left unwrapped because it
+    cannot be wrapped safely; else 0.
+    """
+    out = out or sys.stdout
+    err = err or sys.stderr
+    dry = diff or check
+    summary = Summary(mode=mode, files=len(paths))
+    progress = Progress(len(paths), err, enabled=not quiet)
+    messages: list[str] = []
+    for o in _outcomes(list(paths), mode, cfg, tuple(select), diff, jobs):
+        progress.step()
+        if on_outcome is not None:
+            on_outcome(o)
+        res = o.result
+        if o.error is None and res is not None:
+            for s in res.skipped:
+                where = f"{o.rel}:{s.line}:{s.column}:" if s.line else f"{o.rel}:"
+                code = f" {s.code}" if s.code else ""
+                messages.append(f"{where}{code} left as it is: {s.reason} [{s.label}]")
+            summary.left += len(res.skipped) if mode == "wrap" else 0
+            summary.suppressed += res.suppressed
+            if res.changed:
+                if not dry:
+                    o.error = _write(o, res.new)
+                if o.error is None:
+                    summary.changed += 1
+                    summary.written += 0 if dry else 1
+                    summary.kinds.update(res.wrapped)
+                    summary.restored += sum(res.unwrapped.values())
+                    if diff:
+                        out.write(unified_diff(o.old, res.new, o.rel))
+                    elif check and not quiet:
+                        messages.append(f"would {'wrap' if mode == 'wrap' else 'unwrap'} {o.rel}")
+        if o.error is not None:
+            summary.skipped[_skip_class(o.error)] += 1
+            messages.append(f"{o.rel}: skipped: {o.error}")
+    progress.close()
+    out.flush()
+    for m in messages:
+        err.write(m + "\n")
+    if not quiet:
+        err.write(format_summary(summary, dry) + "\n")
+    if summary.skipped:
+        return EXIT_ERROR
+    if dry:
+        return EXIT_FINDINGS if summary.changed else EXIT_OK
+    if mode == "wrap" and summary.left:
+        return EXIT_FINDINGS
+    return EXIT_OK
+
+
+def _write(o: FileOutcome, new: bytes) -> Optional[str]:
+    try:
+        st = os.stat(o.path)
+        if st.st_mtime_ns != o.mtime_ns or st.st_size != o.size:
+            return "changed on disk during the run: not rewritten"
+        if is_read_only(o.path):
+            n = sum(o.result.wrapped.values()) or sum(o.result.unwrapped.values())
+            return f"read-only: not rewritten ({n} call{'s' if n != 1 else ''} would change)"
+        atomic_write(o.path, new)
+    except OSError as e:
+        return f"cannot write: {e.strerror or e}"
+    return None
+
+
+def _plural(n: int, word: str) -> str:
+    return f"{n} {word}{'' if n == 1 else 's'}"
+
+
+def format_summary(s: Summary, dry: bool) -> str:
+    """One line: files changed, sites per kind, files skipped and why."""
+    verb = "would change" if dry else "changed"
+    parts = [f"{_plural(s.files, 'file')} checked", f"{_plural(s.changed, 'file')} {verb}"]
+    if s.mode == "wrap":
+        kinds = ", ".join(f"{k} {s.kinds[k]}" for k in KINDS if s.kinds[k])
+        total = sum(s.kinds.values())
+        parts.append(f"{_plural(total, 'site')} {'to wrap' if dry else 'wrapped'}" + (f" ({kinds})" if kinds else ""))
+        if s.left:
+            parts.append(f"{_plural(s.left, 'site')} left as they are (not safely wrappable)")
+        if s.suppressed:
+            parts.append(f"{_plural(s.suppressed, 'suppressed site')} not wrapped")
+    else:
+        parts.append(f"{_plural(s.restored, 'call')} {'to unwrap' if dry else 'unwrapped'}")
+    if s.skipped:
+        why = ", ".join(f"{n} {k}" for k, n in sorted(s.skipped.items()))
+        parts.append(f"{_plural(sum(s.skipped.values()), 'file')} skipped ({why})")
+    return f"xferaudit {s.mode}: " + "; ".join(parts)
+
+
+# --- the CLI side, shared by the wrap and unwrap commands ------------------------------------
+
+
+def add_common_arguments(parser, mode: str) -> None:
+    verb = "rewrite" if mode == "wrap" else "restore"
+    parser.add_argument("paths", nargs="+", metavar="PATH", help="files or folders to " + verb)
+    parser.add_argument("--diff", action="store_true", help="print a unified diff and write nothing (exit 1 if any)")
+    parser.add_argument("--check", action="store_true",
+                        help="write nothing; exit 1 if any file would change (for pre-commit)")
+    parser.add_argument("--config", metavar="FILE", help="pyproject.toml to read (default: found from PATH)")
+    parser.add_argument("--quiet", "-q", action="store_true", help="no progress bar, no summary; problems only")
+    parser.add_argument("--jobs", "-j", type=int, metavar="N",
+                        help=f"worker processes (default: one per core from {PARALLEL_MIN_FILES} files)")
+
+
+def run_command(args, mode: str) -> int:
+    from ..commands import UserError
+    from ..config import ConfigError, iter_python_files, load_config
+
+    try:
+        if args.config:
+            cfg = load_config(path=Path(args.config))
+        else:
+            cfg = load_config(start=Path(args.paths[0]))
+        cfg.table()
+    except ConfigError as e:
+        raise UserError(str(e)) from None
+    select: tuple[str, ...] = ()
+    for chunk in getattr(args, "select", None) or ():
+        for code in chunk.split(","):
+            code = code.strip().upper()
+            if not code:
+                continue
+            if not re.fullmatch(r"XFA\d{0,3}", code):
+                raise UserError(f"--select: {code!r} is not a rule code or prefix (like XFA202 or XFA2)")
+            select += (code,)
+    if args.jobs is not None and args.jobs < 1:
+        raise UserError("--jobs must be at least 1")
+    for p in args.paths:
+        if not os.path.exists(p) and not os.path.islink(p):
+            raise UserError(f"{p}: no such file or folder")
+    files = [str(f) for f in iter_python_files([Path(p) for p in args.paths], cfg)]
+    return run_codemod(files, mode, cfg, select=select, diff=args.diff, check=args.check,
+                       quiet=args.quiet, jobs=args.jobs)
