@@ -14,16 +14,16 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-import xferaudit.runtime as xfer  # noqa: E402
-from xferaudit.runtime import recorder  # noqa: E402
-from xferaudit.runtime.guard import (  # noqa: E402
+import xferaudit.runtime as xfer
+from xferaudit.runtime import recorder
+from xferaudit.runtime.guard import (
     GuardConfigError,
     UnexpectedTransfer,
     UnexpectedTransferWarning,
     guard,
     parse_levels,
 )
-from xferaudit.testing import simulated_device  # noqa: E402
+from xferaudit.testing import simulated_device
 
 # (xfer.guard is the class; the module is reached by its full name)
 guard_mod = importlib.import_module("xferaudit.runtime.guard")

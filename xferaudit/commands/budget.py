@@ -1,0 +1,158 @@
+"""``xferaudit budget --from RUN.json``: freeze a good run as a transfer budget.
+
+A run saves its report with ``xfer.report().save("run.json")``; this writes
+the crossings per site per step it measured (and the launches of its graph
+sites) as a budget that ``xfer.expect(...)`` and
+``@pytest.mark.xfer_budget(...)`` check, so CI fails the day a step starts
+crossing more. The file's table is ``[tool.xferaudit.budget]``: it can be
+read as it is, or pasted into pyproject.toml.
+
+Steps: ``--steps N`` divides the run's totals by N; without it, the report's
+``steps`` (top level or ``meta``), else 1. ``--slack`` adds headroom: ``10%``
+of each site's count, or an absolute number of crossings per step (``0.5``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import sys
+import tempfile
+from pathlib import Path
+
+from . import EXIT_OK, Command, UserError
+
+
+def _slack(text: str) -> tuple:
+    """'10%' -> (0.10, 0); '0.5' -> (0, 0.5)."""
+    t = text.strip()
+    try:
+        if t.endswith("%"):
+            v = float(t[:-1])
+            if not math.isfinite(v) or v < 0:
+                raise ValueError
+            return v / 100.0, 0.0
+        v = float(t)
+        if not math.isfinite(v) or v < 0:
+            raise ValueError
+        return 0.0, v
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"--slack {text!r}: give a percentage (10%) or a number of crossings per step (0.5), >= 0"
+        ) from None
+
+
+def _steps(text: str) -> int:
+    try:
+        n = int(text)
+    except ValueError:
+        n = 0
+    if n < 1:
+        raise argparse.ArgumentTypeError(f"--steps {text!r}: a whole number of steps >= 1")
+    return n
+
+
+def _fmt(x: float) -> str:
+    x = round(x, 6)
+    return str(int(x)) if float(x).is_integer() else repr(x)
+
+
+def _toml_key(s: str) -> str:
+    return json.dumps(s, ensure_ascii=True)  # a TOML basic string, same escapes
+
+
+class BudgetCommand(Command):
+    NAME = "budget"
+    DESCRIPTION = "Write a transfer budget (crossings per site per step) from a saved run report."
+
+    def add_arguments(self, parser: argparse.ArgumentParser) -> None:
+        parser.add_argument("--from", dest="source", metavar="RUN.json", required=True,
+                            help="a report saved with xfer.report().save(...)")
+        parser.add_argument("-o", "--output", metavar="BUDGET.toml", default=None,
+                            help="write here (.toml, or .json by suffix); default: stdout")
+        parser.add_argument("--steps", type=_steps, default=None, metavar="N",
+                            help="steps the run measured (default: the report's 'steps', else 1)")
+        parser.add_argument("--slack", type=_slack, default=(0.0, 0.0), metavar="PCT%|N",
+                            help="headroom per site: '10%%' of its count or N crossings per step")
+
+    def run(self, args: argparse.Namespace) -> int:
+        from ..runtime._report import Report, ReportError
+
+        src = Path(args.source)
+        try:
+            rep = Report.load(src)
+            raw = json.loads(src.read_text(encoding="utf-8"))
+        except ReportError as e:
+            raise UserError(str(e)) from None
+        steps = args.steps
+        if steps is None:
+            declared = raw.get("steps", (raw.get("meta") or {}).get("steps", 1))
+            if isinstance(declared, bool) or not isinstance(declared, int) or declared < 1:
+                raise UserError(f"{src}: 'steps' must be a whole number >= 1, not {declared!r}")
+            steps = declared
+        pct, absolute = args.slack
+
+        def allowance(total: int) -> float:
+            per = total / steps
+            return per * (1 + pct) + absolute if total else absolute
+
+        crossings = {r.site: allowance(r.crossings) for r in rep.rows if r.site}
+        launches = {x.site: allowance(x.launches) for x in rep.launches if x.site}
+        both = sorted(set(crossings) & set(launches))
+        if both:
+            raise UserError(f"{src}: site(s) both transfer and launch rows: {', '.join(both)}")
+        if not crossings and not launches:
+            raise UserError(f"{src}: the report has no site rows to make a budget of "
+                            "(was counting on? xfer.count(True) / `with xfer.counting():`)")
+
+        out = args.output
+        if out is not None and Path(out).suffix.lower() == ".json":
+            data = dict(crossings)
+            data.update({s: {"launches": n} for s, n in launches.items()})
+            text = json.dumps({"budget": data}, indent=2, sort_keys=True) + "\n"
+        else:
+            slack = f"{pct * 100:g}%" if pct else _fmt(absolute)
+            lines = [
+                "# xferaudit budget: expected crossings per site per step (launches for graph sites).",
+                f"# From {src.name}: {steps} step(s), slack {slack}. Checked by xfer.expect(<this file>)",
+                "# and @pytest.mark.xfer_budget(<this file>); the table can go into pyproject.toml as is.",
+                "[tool.xferaudit.budget]",
+            ]
+            lines += [f"{_toml_key(s)} = {_fmt(n)}" for s, n in sorted(crossings.items())]
+            lines += [f"{_toml_key(s)} = {{ launches = {_fmt(n)} }}" for s, n in sorted(launches.items())]
+            text = "\n".join(lines) + "\n"
+
+        unwrapped = sum(u.count for u in rep.unwrapped)
+        if unwrapped:
+            print(f"xferaudit: warning: {src} has {unwrapped} unwrapped transfer(s); a budget allows "
+                  "none: wrap them in named sites or remove them", file=sys.stderr)
+        if out is None:
+            sys.stdout.write(text)
+        else:
+            _write_atomic(Path(out), text)
+            print(f"xferaudit: wrote {out} ({len(crossings) + len(launches)} site(s), "
+                  f"{steps} step(s))", file=sys.stderr)
+        return EXIT_OK
+
+
+def _write_atomic(path: Path, text: str) -> None:
+    """Write via a temporary file renamed into place: never a half-written budget."""
+    parent = path.parent if str(path.parent) else Path(".")
+    if not parent.is_dir():
+        raise UserError(f"{path}: folder {parent} does not exist")
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=str(parent))
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+
+
+COMMAND = BudgetCommand
