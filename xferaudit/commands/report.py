@@ -2,7 +2,9 @@
 
 A run saves one with ``xfer.report().save("run.json")``; this renders the same
 table the run printed (direction, calls, crossings, MB, site; totals; launches;
-the guard's unwrapped transfers), or its JSON.
+the guard's unwrapped transfers), or its JSON. ``--plot OUT.png`` also draws
+crossings and bytes per site (xferaudit/plot.py); ``--trace OUT.json`` writes
+a Chrome/Perfetto trace of the run's timeline (xferaudit/trace.py).
 """
 
 from __future__ import annotations
@@ -24,6 +26,16 @@ class ReportCommand(Command):
                             help="text table (default) or the JSON form")
         parser.add_argument("--top", type=int, default=None, metavar="N",
                             help="only the N sites with the most crossings")
+        # Pictures (issue 8): xferaudit/plot.py and xferaudit/trace.py.
+        parser.add_argument("--plot", metavar="OUT.png", default=None,
+                            help="also draw crossings and bytes per site (PNG/SVG/PDF by "
+                                 "suffix; needs matplotlib: pip install 'xferaudit[plot]')")
+        parser.add_argument("--trace", metavar="OUT.json", default=None,
+                            help="also write a Chrome/Perfetto trace of the run's timeline "
+                                 "(recorded with xfer.timeline(True))")
+        parser.add_argument("--trace-with", metavar="PROFILER.json", default=None,
+                            help="with --trace: put torch.profiler's exported trace and ours "
+                                 "in one file, on the profiler's time base")
 
     def run(self, args: argparse.Namespace) -> int:
         from ..runtime._report import Report, ReportError
@@ -36,11 +48,38 @@ class ReportCommand(Command):
             raise UserError(str(e)) from None
         if args.top is not None:
             rep.rows = rep.rows[: args.top]
+        self._pictures(rep, args)
         if args.format == "json":
             sys.stdout.write(json.dumps(rep.to_dict(), indent=2) + "\n")
         else:
             sys.stdout.write(rep.format())
         return EXIT_OK
+
+    @staticmethod
+    def _pictures(rep: object, args: argparse.Namespace) -> None:
+        """--plot and --trace: everything is checked before anything is written."""
+        if args.trace_with is not None and args.trace is None:
+            raise UserError("--trace-with needs --trace OUT.json")
+        if args.plot is None and args.trace is None:
+            return
+        from ..plot import PlotError, plot_report, require_matplotlib
+        from ..trace import TraceError, build_trace, read_profiler_trace, save_trace
+
+        try:
+            if args.plot is not None:
+                require_matplotlib()
+            trace = None
+            if args.trace is not None:
+                prof = read_profiler_trace(args.trace_with) if args.trace_with else None
+                trace = build_trace(rep, prof)
+            if args.plot is not None:
+                plot_report(rep, args.plot)
+                print(f"xferaudit: wrote {args.plot}", file=sys.stderr)
+            if trace is not None:
+                save_trace(trace, args.trace)
+                print(f"xferaudit: wrote {args.trace}", file=sys.stderr)
+        except (PlotError, TraceError) as e:
+            raise UserError(str(e)) from None
 
 
 COMMAND = ReportCommand

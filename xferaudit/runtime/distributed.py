@@ -43,7 +43,7 @@ import sys
 from dataclasses import dataclass, field
 from typing import Any, Optional, Sequence
 
-from ._report import Launch, Report, ReportError, Row, Unwrapped, _mb
+from ._report import Launch, Report, ReportError, Row, Unwrapped
 from .recorder import DIRECTIONS
 
 OUTLIER_RULE = (
@@ -124,7 +124,7 @@ class RankedReport(Report):
         return [r.meta["rank"] for r in self.ranks]
 
     def per_rank(self) -> dict:
-        """``{site: {rank: {"calls", "crossings", "bytes"}}}`` (0s for a rank that never got there)."""
+        """``{site: {rank: {"calls", "crossings", "bytes"}}}``, 0s for ranks never there."""
         out: dict = {}
         zero = {"calls": 0, "crossings": 0, "bytes": 0}
         for row in self.rows:
@@ -149,10 +149,11 @@ class RankedReport(Report):
         return out
 
     def per_rank_launches(self) -> dict:
-        out: dict = {x.site: {r: 0 for r in self.rank_ids()} for x in self.launches}
+        ids = self.rank_ids()
+        out: dict = {x.site: {r: 0 for r in ids} for x in self.launches}
         for rep in self.ranks:
             for x in rep.launches:
-                out.setdefault(x.site, {r: 0 for r in self.rank_ids()})[rep.meta["rank"]] = x.launches
+                out.setdefault(x.site, {r: 0 for r in ids})[rep.meta["rank"]] = x.launches
         return out
 
     def outliers(self) -> list:
@@ -228,7 +229,8 @@ class RankedReport(Report):
             lines.append(f"note: {self.meta['note']}")
         per = self.per_rank()
         if self.rows and len(ids) > 1:
-            lines.append("per rank: crossings at each site; * = above the median of the ranks there")
+            lines.append("per rank: crossings at each site; "
+                         "* = above the median of the ranks there")
             wide = len(ids) <= MAX_RANK_COLUMNS
             head = [f"{'rank ' + str(r):>8}" for r in ids] if wide else [
                 f"{'min':>8}", f"{'max':>8}", f"{'above':>12}"]
@@ -238,7 +240,8 @@ class RankedReport(Report):
                 counts = {r: cells[r]["crossings"] for r in ids if r in cells}
                 med, flagged = _flag(counts)
                 if wide:
-                    cols = [f"{str(counts.get(r, 0)) + ('*' if r in flagged else ''):>8}" for r in ids]
+                    cols = [f"{str(counts.get(r, 0)) + ('*' if r in flagged else ''):>8}"
+                            for r in ids]
                 else:
                     above = ",".join(map(str, flagged)) or "-"
                     cols = [f"{min(counts.values()):>8}", f"{max(counts.values()):>8}",
@@ -328,7 +331,7 @@ def merge(
         raise ReportError(f"{seen[max(ranked)]}: rank {max(ranked)} is outside world size {ws}")
 
     per_rank = []
-    for (name, rep), rk in sorted(zip(flat, ranked), key=lambda p: p[1]):
+    for (_, rep), rk in sorted(zip(flat, ranked), key=lambda p: p[1]):
         # A copy whose meta records the rank (the given report is left unchanged).
         meta = dict(rep.meta, rank=rk)
         per_rank.append(Report(list(rep.rows), list(rep.launches), list(rep.unwrapped),

@@ -1,0 +1,224 @@
+"""A picture of a run: crossings and bytes per site, as horizontal bars.
+
+``xferaudit report RUN.json --plot out.png`` (or :func:`plot_report`). Two
+panels share the site axis: crossings on the left, bytes on the right. Sites
+are sorted by crossings (then bytes), the busiest at the top; the guard's
+unwrapped transfers appear as sites of their own, labelled ``unwrapped:``.
+Single-rank reports colour the bars by direction (up, down, d2d); multi-rank
+reports (``xfer.report(all_ranks=True)``, ``xferaudit merge``) stack one
+segment per rank and mark a rank above the median of the ranks at a site.
+The title gives the totals.
+
+matplotlib is an optional extra (``pip install 'xferaudit[plot]'``), imported
+only when a plot is drawn, and only through its object API (no pyplot, no GUI
+backend, no global state).
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any, Optional, Union
+
+#: At most this many sites are drawn (the rest are counted in the title).
+MAX_SITES = 40
+#: Site labels longer than this are shortened in the middle.
+MAX_LABEL = 64
+
+_DIR_COLORS = {"up": "#1f77b4", "down": "#d62728", "d2d": "#9467bd", "none": "#7f7f7f"}
+
+
+class PlotError(RuntimeError):
+    """The plot cannot be drawn here (matplotlib missing, or the file cannot be written)."""
+
+
+def require_matplotlib() -> None:
+    """Raise PlotError (with the install command) when matplotlib is missing."""
+    _matplotlib()
+
+
+def _matplotlib() -> Any:
+    try:
+        import matplotlib
+        from matplotlib.figure import Figure
+    except ImportError:
+        raise PlotError(
+            "--plot needs matplotlib, an optional extra: pip install 'xferaudit[plot]'"
+        ) from None
+    return matplotlib, Figure
+
+
+def human_bytes(n: float) -> str:
+    """Decimal units, like the report's MB column: 512 B, 32.8 kB, 1.20 GB."""
+    for unit, scale in (("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
+        if abs(n) >= scale:
+            return f"{n / scale:.3g} {unit}"
+    return f"{int(n)} B"
+
+
+def _short(label: str, width: int = MAX_LABEL) -> str:
+    if len(label) <= width:
+        return label
+    keep = width - 1
+    return label[: keep // 2] + "\u2026" + label[len(label) - (keep - keep // 2):]
+
+
+def _items(rep: Any) -> list:
+    """One dict per bar: label, direction, crossings, bytes, per-rank cells, flagged ranks."""
+    from .runtime.distributed import RankedReport, _flag, _uw_key
+
+    ranked = isinstance(rep, RankedReport)
+    per = rep.per_rank() if ranked else {}
+    per_u = rep.per_rank_unwrapped() if ranked else {}
+    items = []
+    for r in rep.rows:
+        cells = per.get(r.site, {})
+        counts = {k: c["crossings"] for k, c in cells.items()}
+        items.append({
+            "label": r.site, "direction": r.direction.split(",")[0], "crossings": r.crossings,
+            "bytes": r.bytes, "calls": r.calls,
+            "per_rank": {k: (c["crossings"], c["bytes"]) for k, c in cells.items()},
+            "flagged": _flag(counts)[1] if ranked else [],
+        })
+    for u in rep.unwrapped:
+        cells = per_u.get(_uw_key(u), {})
+        counts = {k: c["count"] for k, c in cells.items()}
+        items.append({
+            "label": f"unwrapped: {u.path}:{u.line} {u.op}", "direction": u.direction,
+            "crossings": u.count, "bytes": u.bytes, "calls": u.count,
+            "per_rank": {k: (c["count"], c["bytes"]) for k, c in cells.items()},
+            "flagged": _flag(counts)[1] if ranked else [], "unwrapped": True,
+        })
+    items.sort(key=lambda it: (-it["crossings"], -it["bytes"], it["label"]))
+    return items
+
+
+def _title(rep: Any, shown: int, total: int) -> str:
+    from .runtime.distributed import RankedReport
+
+    tot = rep.totals()
+    cross = tot["all"]["crossings"] + sum(u.count for u in rep.unwrapped)
+    nbytes = tot["all"]["bytes"] + sum(u.bytes for u in rep.unwrapped)
+    head = f"xferaudit: {cross:,} crossings, {human_bytes(nbytes)} over {total} site(s)"
+    if isinstance(rep, RankedReport):
+        head += f", {len(rep.ranks)} rank(s) of {rep.world_size}"
+    parts = [f"{d} {tot[d]['crossings']:,} ({human_bytes(tot[d]['bytes'])})"
+             for d in ("up", "down", "d2d") if tot[d]["crossings"]]
+    launches = sum(x.launches for x in rep.launches)
+    if launches:
+        parts.append(f"graph launches {launches:,}")
+    if shown < total:
+        parts.append(f"top {shown} of {total} sites shown")
+    return head + ("\n" + " \u00b7 ".join(parts) if parts else "")
+
+
+def plot_report(rep: Any, path: Union[str, "os.PathLike[str]"], top: Optional[int] = None,
+                dpi: int = 110) -> Path:
+    """Draw `rep` (a Report or RankedReport) to `path` (PNG, SVG or PDF, by suffix).
+
+    Written through a temporary file renamed into place, so a failed plot never
+    leaves half a file. Returns the path.
+    """
+    matplotlib, Figure = _matplotlib()
+    from matplotlib.patches import Patch
+    from matplotlib.ticker import FuncFormatter, MaxNLocator
+
+    from .runtime.distributed import RankedReport
+
+    out = Path(path)
+    if not out.parent.is_dir():
+        raise PlotError(f"{out}: directory {out.parent} does not exist")
+    items = _items(rep)
+    total = len(items)
+    limit = MAX_SITES if top is None else max(0, top)
+    items = items[:limit]
+    ranked = isinstance(rep, RankedReport) and len(rep.ranks) > 1
+    ranks = rep.rank_ids() if ranked else []
+
+    n = max(len(items), 1)
+    longest = max((len(_short(it["label"])) for it in items), default=10)
+    label_in = min(0.075 * longest + 0.3, 5.5)  # inches for the site labels
+    width = label_in + 9.0
+    height = 1.8 + 0.3 * n
+    # Constrained layout makes room for the labels, the title and the legend.
+    fig = Figure(figsize=(width, height), dpi=dpi, layout="constrained")
+    ax_c, ax_b = fig.subplots(1, 2, sharey=True)
+    ys = list(range(len(items)))
+    labels = [_short(it["label"]) for it in items]
+
+    if ranked:
+        cmap = matplotlib.colormaps["tab10" if len(ranks) <= 10 else "tab20"]
+        colors = {r: cmap(i % cmap.N) for i, r in enumerate(ranks)}
+        left_c = [0.0] * len(items)
+        left_b = [0.0] * len(items)
+        for r in ranks:
+            c = [it["per_rank"].get(r, (0, 0))[0] for it in items]
+            b = [it["per_rank"].get(r, (0, 0))[1] for it in items]
+            ax_c.barh(ys, c, left=left_c, color=colors[r], edgecolor="white", linewidth=0.5,
+                      height=0.7)
+            ax_b.barh(ys, b, left=left_b, color=colors[r], edgecolor="white", linewidth=0.5,
+                      height=0.7)
+            left_c = [x + y for x, y in zip(left_c, c)]
+            left_b = [x + y for x, y in zip(left_b, b)]
+        handles = [Patch(color=colors[r], label=f"rank {r}") for r in ranks]
+        fig.legend(handles=handles, loc="outside lower center", ncol=min(len(ranks), 8),
+                   fontsize=8, frameon=False)
+    else:
+        colors_i = [_DIR_COLORS.get(it["direction"], "#7f7f7f") for it in items]
+        ax_c.barh(ys, [it["crossings"] for it in items], color=colors_i, height=0.7)
+        ax_b.barh(ys, [it["bytes"] for it in items], color=colors_i, height=0.7)
+        used = []
+        for it in items:
+            if it["direction"] not in used:
+                used.append(it["direction"])
+        handles = [Patch(color=_DIR_COLORS.get(d, "#7f7f7f"), label=d) for d in used]
+        if handles:
+            fig.legend(handles=handles, loc="outside lower center", ncol=len(handles),
+                       fontsize=8, frameon=False)
+
+    # Value labels at the bar ends (crossings; bytes in human units), and the flag.
+    cmax = max((it["crossings"] for it in items), default=0) or 1
+    bmax = max((it["bytes"] for it in items), default=0) or 1
+    for y, it in zip(ys, items):
+        note = f"{it['crossings']:,}"
+        if it["flagged"]:
+            note += "  \u25b2 rank " + ",".join(map(str, it["flagged"])) + " above median"
+        ax_c.text(it["crossings"] + cmax * 0.01, y, note, va="center", fontsize=7.5,
+                  color="#b00000" if it["flagged"] else "#333333")
+        ax_b.text(it["bytes"] + bmax * 0.01, y, human_bytes(it["bytes"]), va="center",
+                  fontsize=7.5, color="#333333")
+    ax_c.set_xlim(0, cmax * 1.45)
+    ax_b.set_xlim(0, bmax * 1.25)
+    ax_c.set_yticks(ys)
+    ax_c.set_yticklabels(labels, fontsize=8.5, family="monospace")
+    for y, it in zip(ys, items):
+        if it.get("unwrapped"):
+            ax_c.get_yticklabels()[y].set_color("#b00000")
+    ax_c.set_ylim(len(items) - 0.5, -0.5)  # busiest at the top
+    ax_c.set_xlabel("crossings (calls that moved data)", fontsize=9)
+    ax_b.set_xlabel("bytes moved", fontsize=9)
+    ax_c.xaxis.set_major_locator(MaxNLocator(integer=True))
+    ax_b.xaxis.set_major_formatter(FuncFormatter(lambda v, _: human_bytes(v)))
+    for ax in (ax_c, ax_b):
+        ax.grid(axis="x", color="#dddddd", linewidth=0.6)
+        ax.set_axisbelow(True)
+        ax.tick_params(axis="x", labelsize=8)
+        for side in ("top", "right"):
+            ax.spines[side].set_visible(False)
+    if not items:
+        ax_c.text(0.5, 0.5, "nothing counted", transform=ax_c.transAxes, ha="center")
+        ax_c.set_yticks([])
+    fig.suptitle(_title(rep, len(items), total), fontsize=10.5, x=0.5, ha="center")
+
+    fmt = out.suffix.lstrip(".").lower() or "png"
+    tmp = out.with_name(f".{out.name}.{os.getpid()}.tmp")
+    try:
+        fig.savefig(tmp, format=fmt, dpi=dpi)
+        os.replace(tmp, out)
+    except (OSError, ValueError) as e:
+        try:
+            tmp.unlink()
+        except OSError:
+            pass
+        raise PlotError(f"{out}: cannot write the plot: {e}") from None
+    return out
