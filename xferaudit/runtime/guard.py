@@ -311,8 +311,7 @@ def _build(torch: Any) -> Any:
 
     def same_device(a: Any, b: Any) -> bool:
         if a.type != b.type:
-            # Let Dynamo compile as it would without us (see the module docstring).
-            return True
+            return False
         return a.index is None or b.index is None or a.index == b.index
 
     def mixed(args: tuple, kwargs: dict) -> Any:
@@ -421,7 +420,8 @@ def _build(torch: Any) -> Any:
 
         @classmethod
         def ignore_compile_internals(cls) -> bool:
-            return False
+            # Let Dynamo compile as it would without us (see the module docstring).
+            return True
 
         def __torch_dispatch__(self, func, types, args=(), kwargs=None):
             if kwargs is None:
