@@ -59,8 +59,9 @@ def human_bytes(n: float) -> str:
 def _short(label: str, width: int = MAX_LABEL) -> str:
     if len(label) <= width:
         return label
-    keep = width - 1
-    return label[: keep // 2] + "\u2026" + label[len(label) - (keep - keep // 2):]
+    keep = width - 1  # the end (qualname:receiver.method) says more than the path
+    head = keep // 3
+    return label[:head] + "\u2026" + label[len(label) - (keep - head):]
 
 
 def _items(rep: Any) -> list:
@@ -104,6 +105,9 @@ def _title(rep: Any, shown: int, total: int) -> str:
         head += f", {len(rep.ranks)} rank(s) of {rep.world_size}"
     parts = [f"{d} {tot[d]['crossings']:,} ({human_bytes(tot[d]['bytes'])})"
              for d in ("up", "down", "d2d") if tot[d]["crossings"]]
+    if rep.unwrapped:
+        parts.append(f"unwrapped {sum(u.count for u in rep.unwrapped):,} "
+                     f"({human_bytes(sum(u.bytes for u in rep.unwrapped))})")
     launches = sum(x.launches for x in rep.launches)
     if launches:
         parts.append(f"graph launches {launches:,}")
@@ -146,6 +150,7 @@ def plot_report(rep: Any, path: Union[str, "os.PathLike[str]"], top: Optional[in
     ys = list(range(len(items)))
     labels = [_short(it["label"]) for it in items]
 
+    bars = []  # every BarContainer drawn, to hatch the unwrapped rows after
     if ranked:
         cmap = matplotlib.colormaps["tab10" if len(ranks) <= 10 else "tab20"]
         colors = {r: cmap(i % cmap.N) for i, r in enumerate(ranks)}
@@ -154,10 +159,10 @@ def plot_report(rep: Any, path: Union[str, "os.PathLike[str]"], top: Optional[in
         for r in ranks:
             c = [it["per_rank"].get(r, (0, 0))[0] for it in items]
             b = [it["per_rank"].get(r, (0, 0))[1] for it in items]
-            ax_c.barh(ys, c, left=left_c, color=colors[r], edgecolor="white", linewidth=0.5,
-                      height=0.7)
-            ax_b.barh(ys, b, left=left_b, color=colors[r], edgecolor="white", linewidth=0.5,
-                      height=0.7)
+            bars.append(ax_c.barh(ys, c, left=left_c, color=colors[r], edgecolor="white",
+                                  linewidth=0.5, height=0.7))
+            bars.append(ax_b.barh(ys, b, left=left_b, color=colors[r], edgecolor="white",
+                                  linewidth=0.5, height=0.7))
             left_c = [x + y for x, y in zip(left_c, c)]
             left_b = [x + y for x, y in zip(left_b, b)]
         handles = [Patch(color=colors[r], label=f"rank {r}") for r in ranks]
@@ -165,8 +170,10 @@ def plot_report(rep: Any, path: Union[str, "os.PathLike[str]"], top: Optional[in
                    fontsize=8, frameon=False)
     else:
         colors_i = [_DIR_COLORS.get(it["direction"], "#7f7f7f") for it in items]
-        ax_c.barh(ys, [it["crossings"] for it in items], color=colors_i, height=0.7)
-        ax_b.barh(ys, [it["bytes"] for it in items], color=colors_i, height=0.7)
+        bars.append(ax_c.barh(ys, [it["crossings"] for it in items], color=colors_i,
+                              edgecolor="white", linewidth=0.5, height=0.7))
+        bars.append(ax_b.barh(ys, [it["bytes"] for it in items], color=colors_i,
+                              edgecolor="white", linewidth=0.5, height=0.7))
         used = []
         for it in items:
             if it["direction"] not in used:
@@ -176,6 +183,11 @@ def plot_report(rep: Any, path: Union[str, "os.PathLike[str]"], top: Optional[in
             fig.legend(handles=handles, loc="outside lower center", ncol=len(handles),
                        fontsize=8, frameon=False)
 
+    # The guard's unwrapped transfers: hatched bars, red labels.
+    for container in bars:
+        for y, it in zip(ys, items):
+            if it.get("unwrapped"):
+                container.patches[y].set_hatch("///")
     # Value labels at the bar ends (crossings; bytes in human units), and the flag.
     cmax = max((it["crossings"] for it in items), default=0) or 1
     bmax = max((it["bytes"] for it in items), default=0) or 1
