@@ -381,9 +381,10 @@ def test_cpu_memory_format_passes_through():
         def cpu(self, *a):
             return a
 
-    assert xfer.cpu(Other(), "first", "second", site="o") == ("first", "second")
+    assert xfer.cpu(Other(), "first", site="o") == ("first",)
     xfer.count(False)
     assert xfer.cpu(Other(), "first", site="o") == ("first",)
+    assert xfer.cpu(Other(), site="o") == ()
 
 
 def test_guard_on_marks_tensor_calls_as_inside_a_wrapper(fake_cuda):
