@@ -208,6 +208,14 @@ def _setup() -> None:
     global _ready, SimulatedTensor
     import torch
 
+    # Set up already in this process, by an earlier import of this module
+    # (pytester and importlib.reload drop and re-import modules): reuse it, the
+    # dispatcher's registrations cannot be made twice.
+    done = getattr(getattr(torch, NAME, None), "_xferaudit_simulated", None)
+    if done is not None:
+        SimulatedTensor = done[0]
+        _ready = True
+        return
     current = torch._C._get_privateuse1_backend_name()
     if current not in ("privateuseone", NAME):
         raise SimulatedDeviceError(
@@ -277,6 +285,7 @@ def _setup() -> None:
     fb = torch.library.Library("_", "IMPL")
     fb.fallback(fallback, "PrivateUse1")
     _keep.extend((lib, fb))
+    getattr(torch, NAME)._xferaudit_simulated = (cls, lib, fb)
     SimulatedTensor = cls
     _ready = True
 

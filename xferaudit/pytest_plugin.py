@@ -1,0 +1,288 @@
+"""pytest plugin (entry point ``pytest11``): transfer tables, budgets and the guard in tests.
+
+Loaded by every pytest run of every project that installed xferaudit, so it
+imports nothing heavy: no torch, no libcst, not even ``xferaudit.runtime``
+until a test asks for it. With none of its options, markers or fixture in use
+it does nothing.
+
+* ``pytest --xferaudit``: counts each test's host<->device crossings (wrapped
+  sites, the guard's unwrapped transfers, graph launches) and prints a table
+  after the run. The test body is measured (``call``), not its fixtures. Under
+  it, each test runs inside ``guard("count")`` (when torch is installed), so
+  implicit transfers show up too. Works with pytest-xdist (rows travel in the
+  reports' ``user_properties``).
+* ``pytest --xferaudit-guard=LEVELS``: every test runs under
+  ``xfer.guard(LEVELS)`` (``raise``, ``log``, ``up:raise,down:log``...).
+* ``@pytest.mark.xfer_budget(budget=None, steps=None, warmup=0, unwrapped=0)``:
+  fails the test when its body breaks the budget (a dict, a TOML/JSON path, or
+  None for ``[tool.xferaudit.budget]``), as ``xfer.expect`` checks it. Steps
+  are marked with ``xfer_recorder.step()``; without, ``steps=`` says how many.
+* ``@pytest.mark.xfer_guard("raise", up=..., down=..., d2d=...)``: the test
+  body runs under that guard.
+* fixture ``xfer_recorder``: the recorder (``xferaudit.runtime.recorder``)
+  with counting on and every tally reset; also ``.report()`` (a Report of what
+  the test counted so far), ``.crossings(site=None)``, ``.unwrapped()`` and
+  ``.step()``.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Any, Optional
+
+import pytest
+
+_KEY = "xferaudit"
+_EXPECT: Any = pytest.StashKey()  # the test's Expectation (xfer_budget), for xfer_recorder.step()
+_ROW: Any = pytest.StashKey()  # the test's measured row (--xferaudit)
+
+
+def pytest_addoption(parser: Any) -> None:
+    group = parser.getgroup("xferaudit", "host<->device transfer audit (xferaudit)")
+    group.addoption(
+        "--xferaudit", action="store_true", default=False,
+        help="count each test's host<->device transfers and print a table after the run",
+    )
+    group.addoption(
+        "--xferaudit-guard", metavar="LEVELS", default=None,
+        help="run every test under xfer.guard(LEVELS): off, count, log, raise, "
+             "or per direction: up:raise,down:log",
+    )
+
+
+def pytest_configure(config: Any) -> None:
+    config.addinivalue_line(
+        "markers",
+        "xfer_budget(budget=None, *, steps=None, warmup=0, unwrapped=0): fail the test if its "
+        "host<->device transfers break the budget (dict, TOML/JSON path, or None for "
+        "[tool.xferaudit.budget]); see xferaudit.runtime.expect",
+    )
+    config.addinivalue_line(
+        "markers",
+        "xfer_guard(level=None, *, up=None, down=None, d2d=None): run the test under "
+        "xferaudit.runtime.guard(...), which flags transfers no wrapper names",
+    )
+    levels = config.getoption("xferaudit_guard", None)
+    if levels is not None:
+        from .runtime.guard import GuardConfigError, parse_levels
+
+        try:
+            parse_levels(levels, where="--xferaudit-guard")
+        except GuardConfigError as e:
+            raise pytest.UsageError(str(e)) from None
+    if config.getoption("xferaudit", False):
+        config.pluginmanager.register(_Table(), "xferaudit-table")
+
+
+# --- measuring one test body ------------------------------------------------------
+
+def _torch_installed() -> bool:
+    if "torch" in sys.modules:
+        return True
+    import importlib.util
+
+    try:
+        return importlib.util.find_spec("torch") is not None
+    except (ImportError, ValueError):
+        return False
+
+
+class _Measure:
+    """Snapshot diff of the tallies around a test body (counting on inside)."""
+
+    def __init__(self) -> None:
+        from .runtime import budget, recorder
+
+        self._budget = budget
+        self._state = recorder.STATE
+        self._prev_on = self._state.on
+        self._state.on = True
+        self._bytes0 = self._bytes()
+        self._start = budget._snapshot()
+
+    def _bytes(self) -> dict:
+        with self._state.lock:
+            return {k: t.bytes for k, t in self._state.sites.items()}
+
+    def finish(self) -> dict:
+        sites, launches, unwrapped = self._budget._delta(self._start, self._budget._snapshot())
+        self._state.on = self._prev_on
+        b0, b1 = self._bytes0, self._bytes()
+        return {
+            "crossings": sum(max(v, 0) for v in sites.values()),
+            "sites": {k: v for k, v in sites.items() if v > 0},
+            "bytes_total": sum(max(v - b0.get(k, 0), 0) for k, v in b1.items()),
+            "unwrapped": sum(max(c, 0) for c, _ in unwrapped.values()),
+            "launches": sum(max(v, 0) for v in launches.values()),
+        }
+
+
+def _mark_args(mark: Any, names: tuple) -> dict:
+    kwargs = dict(mark.kwargs)
+    for name, value in zip(names, mark.args):
+        kwargs[name] = value
+    return kwargs
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_call(item: Any) -> Any:
+    cfg = item.config
+    table = cfg.getoption("xferaudit", False)
+    levels = cfg.getoption("xferaudit_guard", None)
+    budget_mark = item.get_closest_marker("xfer_budget")
+    guard_mark = item.get_closest_marker("xfer_guard")
+    if not (table or levels or budget_mark or guard_mark):
+        yield
+        return
+
+    from contextlib import ExitStack
+
+    from .runtime.budget import expect
+    from .runtime.guard import guard
+
+    stack = ExitStack()
+    measure: Optional[_Measure] = None
+    ex: Any = None
+    try:
+        if levels is not None:
+            stack.enter_context(guard(levels))
+        if guard_mark is not None:
+            stack.enter_context(guard(*guard_mark.args, **guard_mark.kwargs))
+        if table:
+            if levels is None and guard_mark is None and _torch_installed():
+                stack.enter_context(guard("count"))
+            measure = _Measure()
+        if budget_mark is not None:
+            kw = _mark_args(budget_mark, ("budget",))
+            ex = expect(kw.pop("budget", None), on_fail="raise", **kw)
+            ex.__enter__()
+            item.stash[_EXPECT] = ex
+    except BaseException:
+        stack.close()
+        raise
+
+    outcome = yield
+
+    failure: Optional[BaseException] = None
+    excinfo = outcome.excinfo
+    try:
+        if ex is not None:
+            try:
+                if excinfo is not None:
+                    ex.__exit__(*excinfo)
+                else:
+                    ex.__exit__(None, None, None)
+            except BaseException as e:  # BudgetExceeded, or BudgetError for bad steps
+                failure = e
+    finally:
+        if _EXPECT in item.stash:
+            del item.stash[_EXPECT]
+        if measure is not None:
+            item.stash[_ROW] = measure.finish()
+        stack.close()
+    if failure is not None and excinfo is None:
+        if hasattr(outcome, "force_exception"):
+            outcome.force_exception(failure)
+        else:  # pragma: no cover - pluggy < 1.1
+            raise failure
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: Any, call: Any) -> Any:
+    outcome = yield
+    if call.when == "call" and _ROW in item.stash:
+        outcome.get_result().user_properties.append((_KEY, item.stash[_ROW]))
+
+
+# --- the fixture --------------------------------------------------------------------
+
+class XferRecorder:
+    """What the ``xfer_recorder`` fixture yields: the recorder, counting, reset.
+
+    Attribute access falls through to ``xferaudit.runtime.recorder`` (``STATE``,
+    ``record``, ``reset``...); the methods here read the tallies.
+    """
+
+    def __init__(self, item: Any) -> None:
+        from .runtime import recorder
+
+        self._recorder = recorder
+        self._item = item
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._recorder, name)
+
+    def report(self) -> Any:
+        """A Report of everything counted since the test began."""
+        from .runtime import snapshot
+
+        return snapshot()
+
+    def crossings(self, site: Optional[str] = None) -> int:
+        """Crossings of one site, or of all wrapped sites."""
+        S = self._recorder.STATE
+        with S.lock:
+            if site is not None:
+                t = S.sites.get(site)
+                return t.crossings if t is not None else 0
+            return sum(t.crossings for t in S.sites.values())
+
+    def unwrapped(self) -> list:
+        """[(path, line, op, direction, count)] the guard recorded."""
+        S = self._recorder.STATE
+        with S.lock:
+            return sorted((t.path, t.line, t.op, t.direction, t.count) for t in S.unwrapped.values())
+
+    def step(self) -> None:
+        """End of one step, for ``@pytest.mark.xfer_budget(..., warmup=K)``."""
+        ex = self._item.stash.get(_EXPECT, None)
+        if ex is not None:
+            ex.step()
+
+
+@pytest.fixture
+def xfer_recorder(request: Any) -> Any:
+    """The xferaudit recorder with counting on and all tallies reset (restored after)."""
+    from .runtime import recorder
+
+    prev = recorder.STATE.on
+    recorder.reset()
+    recorder.STATE.on = True
+    try:
+        yield XferRecorder(request.node)
+    finally:
+        recorder.STATE.on = prev
+
+
+# --- the table ----------------------------------------------------------------------
+
+class _Table:
+    """Collects the per-test rows (also from xdist workers) and prints them."""
+
+    def __init__(self) -> None:
+        self.rows: list = []
+
+    def pytest_runtest_logreport(self, report: Any) -> None:
+        if report.when != "call":
+            return
+        for key, value in getattr(report, "user_properties", ()):
+            if key == _KEY and isinstance(value, dict):
+                self.rows.append((report.nodeid, value))
+
+    def pytest_terminal_summary(self, terminalreporter: Any) -> None:
+        tr = terminalreporter
+        tr.write_sep("=", "xferaudit: host<->device transfers per test")
+        active = [(n, r) for n, r in self.rows if r["crossings"] or r["unwrapped"] or r["launches"]]
+        quiet = len(self.rows) - len(active)
+        if active:
+            active.sort(key=lambda nr: (-nr[1]["crossings"], -nr[1]["unwrapped"], nr[0]))
+            tr.write_line(f"{'crossings':>9}  {'MB':>10}  {'unwrapped':>9}  {'launches':>8}  test")
+            for nodeid, r in active:
+                tr.write_line(
+                    f"{r['crossings']:>9}  {r['bytes_total'] / 1e6:>10.6f}  {r['unwrapped']:>9}  "
+                    f"{r['launches']:>8}  {nodeid}"
+                )
+        tr.write_line(
+            f"{len(active)} test(s) crossed or launched, {quiet} crossed nothing"
+            + ("" if _torch_installed() else " (torch is not installed: the guard was off)")
+        )
