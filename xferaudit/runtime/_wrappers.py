@@ -37,6 +37,7 @@ classes) never import it, and ``import xferaudit.runtime`` works without it.
 from __future__ import annotations
 
 import sys
+import threading
 from collections.abc import Mapping
 from typing import Any, Optional
 
@@ -83,8 +84,18 @@ def _need_torch(what: str) -> Any:
     return t
 
 
+_init_lock = threading.Lock()
+
+
 def _init(import_it: bool = False) -> Any:
     """Bind torch once it is imported (or import it); returns the module or None."""
+    if _torch is not None:
+        return _torch
+    with _init_lock:  # two threads must not both define the xferaudit::record op
+        return _init_locked(import_it)
+
+
+def _init_locked(import_it: bool) -> Any:
     global _torch, _Tensor, _Module, _compiling, _traced_record
     if _torch is not None:
         return _torch
