@@ -257,17 +257,17 @@ def load_config(start: Optional[Path] = None, path: Optional[Path] = None) -> Co
     return cfg
 
 
-def iter_python_files(paths: Iterable[Path], cfg: Config) -> Iterator[Path]:
+def iter_python_paths(paths: Iterable, cfg: Config) -> Iterator[str]:
     """Python files (``*.py``, ``*.pyi``) under `paths`, in a stable order, minus
     excluded ones.
 
-    Excludes are matched against paths relative to the project root. A path
+    Excludes are matched against paths relative to the project root. A *file*
     named on the command line is excluded too when it lies inside the root
     (ruff's ``force-exclude``, which pre-commit needs: it passes every staged
-    file by name); below a named folder outside the root (``xferaudit check
-    /usr/lib/python3/site-packages/torch``) only the components under that
-    folder are matched, so the folder itself is always checked. A named path
-    that does not exist is yielded as is, for the caller to report.
+    file by name). A named *folder* is always walked, even one an exclude
+    pattern matches (``xferaudit check .venv/lib/python3.11/site-packages/torch``),
+    and the patterns apply to what lies below it. A named path that does not
+    exist is yielded as is, for the caller to report.
     """
     seen: set[str] = set()
     g = cfg.globs
@@ -276,14 +276,16 @@ def iter_python_files(paths: Iterable[Path], cfg: Config) -> Iterator[Path]:
         sp = os.fspath(p)
         ap = os.path.abspath(sp)
         inside = ap == root or ap.startswith(root.rstrip(os.sep) + os.sep)
-        if inside and ap != root and cfg.excluded(cfg.relpath(ap)):
+        is_dir = os.path.isdir(sp)
+        if inside and not is_dir and cfg.excluded(cfg.relpath(ap)):
             continue
-        if not os.path.isdir(sp):
+        if not is_dir:
             if ap not in seen:
                 seen.add(ap)
-                yield Path(sp)
+                yield sp
             continue
         base = cfg.relpath(ap) if inside else ""
+        absolute = os.path.isabs(sp) and os.path.normpath(sp) == sp
         stack = [(sp, base)]
         while stack:
             d, rel = stack.pop()
@@ -306,8 +308,14 @@ def iter_python_files(paths: Iterable[Path], cfg: Config) -> Iterator[Path]:
                 if is_dir:
                     subdirs.append((e.path, erel))
                 elif name.endswith((".py", ".pyi")):
-                    fa = os.path.abspath(e.path)
+                    fa = e.path if absolute else os.path.abspath(e.path)
                     if fa not in seen:
                         seen.add(fa)
-                        yield Path(e.path)
+                        yield e.path
             stack.extend(reversed(subdirs))
+
+
+def iter_python_files(paths: Iterable[Path], cfg: Config) -> Iterator[Path]:
+    """:func:`iter_python_paths` as :class:`~pathlib.Path` objects."""
+    for p in iter_python_paths(paths, cfg):
+        yield Path(p)

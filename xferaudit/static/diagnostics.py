@@ -15,7 +15,6 @@ for code scanning).
 
 from __future__ import annotations
 
-import ast
 import json
 import os
 import re
@@ -62,21 +61,47 @@ _KIND_TEXT = {
 }
 
 
-def _unparse(node: ast.AST) -> str:
-    try:
-        return ast.unparse(node)
-    except Exception:  # pragma: no cover - unparse handles every expression
-        return "..."
+_COMMENT = re.compile(r"#[^\n]*")
 
 
 def call_text(s: Site, limit: int = 60) -> str:
     """The call as one short line: `loss.item()`, `x.to(device)`, `torch.compile(...)`."""
-    text = _WS.sub(" ", s.call).strip()
-    text = re.sub(r"\(\s+", "(", re.sub(r"\s+\)", ")", text))
+    text = _squash(_COMMENT.sub("", s.call) if "#" in s.call else s.call)
     if len(text) <= limit:
         return text
     head = short_receiver(s.label) if s.label else text.split("(", 1)[0]
     return f"{head}(...)"
+
+
+def _split_call(s: Site, rule: Rule) -> Optional[tuple[str, str, str]]:
+    """(receiver or callee text, method name or "", argument text) sliced from the
+    call's source, without parsing: the finder's label holds the receiver's exact
+    source, and the call's text starts with it."""
+    call = s.call
+    if rule.call == "method":
+        recv = s.label[: -(len(rule.method) + 1)] if s.label.endswith("." + rule.method) else None
+        if not recv or not call.startswith(recv):
+            return None
+        rest = call[len(recv):]
+        head, method = recv, rule.method
+    else:
+        rest = call
+        head, method = "", ""
+    i, j = rest.find("("), rest.rfind(")")
+    if i < 0 or j < i:
+        return None
+    if not head:
+        head = rest[:i].strip()
+    return head, method, rest[i + 1 : j]
+
+
+def _squash(text: str) -> str:
+    """Source text on one line, for a message: comments dropped by the caller,
+    runs of blanks made one, none inside brackets or before a dot."""
+    text = _WS.sub(" ", text).strip()
+    text = re.sub(r"([(\[{]) ", r"\1", re.sub(r" ([)\]}])", r"\1", text))
+    text = re.sub(r",([)\]}])", r"\1", text)
+    return re.sub(r" \.(?=[A-Za-z_])", ".", text).rstrip(",").strip()
 
 
 def suggestion(s: Site, rule: Optional[Rule]) -> str:
@@ -84,28 +109,24 @@ def suggestion(s: Site, rule: Optional[Rule]) -> str:
     if rule is None:
         return "xfer.<wrapper>(..., site=...)"
     w = rule.wrapper
-    try:
-        node = ast.parse("(\n" + s.call + "\n)", mode="eval").body
-    except SyntaxError:
-        node = None
     if rule.wrap == "result":
         inner = call_text(s)
         return f"xfer.graph({inner}, site=...{', decorator=True' if s.decorator else ''})"
-    if not isinstance(node, ast.Call):
+    parts = _split_call(s, rule)
+    if parts is None:
         return f"xfer.{w}(..., site=...)"
-    args = [_unparse(a) for a in node.args]
-    for k in node.keywords:
-        args.append(f"{k.arg}={_unparse(k.value)}" if k.arg else f"**{_unparse(k.value)}")
-    if rule.wrap == "receiver" and isinstance(node.func, ast.Attribute):
-        recv = _unparse(node.func.value)
-        head = [recv, repr(node.func.attr)] if w == "method" else [recv]
+    head, method, args = parts
+    args = _squash(_COMMENT.sub("", args) if "#" in args else args)
+    if rule.wrap == "receiver" and method:
+        lead = [head, repr(method)] if w == "method" else [head]
     elif w == "call":
-        head = [_unparse(node.func)]
+        lead = [head]
     else:
-        head = []
-    text = f"xfer.{w}({', '.join(head + args + ['site=...'])})"
+        lead = []
+    lead = [_squash(x) for x in lead]
+    text = f"xfer.{w}({', '.join(lead + ([args] if args else []) + ['site=...'])})"
     if len(text) > 90:
-        text = f"xfer.{w}({', '.join(head + ['...', 'site=...'])})"
+        text = f"xfer.{w}({', '.join(lead + (['...'] if args else []) + ['site=...'])})"
     return text
 
 

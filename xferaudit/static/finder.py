@@ -13,12 +13,14 @@ Positions are 1-based lines and 1-based character columns of the called name
 from __future__ import annotations
 
 import ast
+import bisect
 import io
+import itertools
 import re
 import tokenize
 import warnings
 from dataclasses import asdict, dataclass, field
-from typing import Iterator, Optional
+from typing import Iterable, Iterator, Optional
 
 from ..rules import KIND_CODES, Rule, RuleTable, table as default_table
 
@@ -116,125 +118,141 @@ def _target_names(t: ast.AST) -> Iterator[str]:
         yield from _target_names(t.value)
 
 
-class _Binder(ast.NodeVisitor):
-    """Collect each scope's bindings before any use is resolved (Python's rule:
-    a name bound anywhere in a function is local throughout it)."""
+def _bind_args(args: ast.arguments, scope: _Scope, line: int) -> None:
+    for a in args.posonlyargs + args.args + args.kwonlyargs:
+        scope.bind(a.arg, line, None)
+    if args.vararg:
+        scope.bind(args.vararg.arg, line, None)
+    if args.kwarg:
+        scope.bind(args.kwarg.arg, line, None)
 
-    def __init__(self) -> None:
+
+_COMPOUND_BODIES = ("body", "orelse", "finalbody")
+
+
+class _Binder:
+    """Collect each scope's bindings before any use is resolved (Python's rule:
+    a name bound anywhere in a function is local throughout it).
+
+    It walks statements only, not expressions: a statement binds through its
+    targets (assignment, ``for``, ``with ... as``, ``except ... as``, imports,
+    ``def``/``class`` names, ``del``, ``match`` captures). Lambdas and
+    comprehensions get their scopes from the finder when it enters them, and a
+    file that uses ``:=`` anywhere gets its expressions walked for it too. The
+    body of a ``def`` or ``class`` holding no candidate line is not entered:
+    no name is looked up there.
+    """
+
+    def __init__(self, walrus=(), hits=None) -> None:
+        self.hits = hits  # predicate on a def/class: does its body need scopes?
+        #: sorted lines holding ":=" (statements spanning one get their
+        #: expressions walked for walrus targets)
+        self.walrus = list(walrus)
         self.module = _Scope(None, is_module=True)
-        self.scope_of: dict[int, _Scope] = {}  # id(def/lambda/class/comp node) -> scope
-        self.cur = self.module
+        self.scope_of: dict[int, _Scope] = {}  # id(def/class node) -> scope
         self.globals: set[str] = set()
         self.imported: set[str] = set()  # modules imported anywhere (turns packs on)
 
-    def _child(self, node: ast.AST, is_class=False) -> _Scope:
-        s = _Scope(self.cur, is_class=is_class)
-        self.scope_of[id(node)] = s
-        return s
+    def run(self, tree: ast.Module) -> None:
+        self._stmts(tree.body, self.module)
 
-    def _args(self, args: ast.arguments, scope: _Scope, line: int) -> None:
-        for a in args.posonlyargs + args.args + args.kwonlyargs:
-            scope.bind(a.arg, line, None)
-        if args.vararg:
-            scope.bind(args.vararg.arg, line, None)
-        if args.kwarg:
-            scope.bind(args.kwarg.arg, line, None)
+    def _target(self, t: ast.AST, scope: _Scope, line: int) -> None:
+        for n in _target_names(t):
+            scope.bind(n, line, None)
 
-    def _function(self, node) -> None:
-        self.cur.bind(node.name, node.lineno, None)
-        for d in node.decorator_list:
-            self.visit(d)
-        for d in node.args.defaults + [d for d in node.args.kw_defaults if d is not None]:
-            self.visit(d)
-        outer = self.cur
-        self.cur = self._child(node)
-        self._args(node.args, self.cur, node.lineno)
-        for st in node.body:
-            self.visit(st)
-        self.cur = outer
+    def _stmts(self, body: list, scope: _Scope) -> None:
+        for st in body:
+            self._stmt(st, scope)
 
-    visit_FunctionDef = visit_AsyncFunctionDef = _function
+    def _stmt(self, st: ast.stmt, scope: _Scope) -> None:
+        t = type(st)
+        line = st.lineno
+        if self.walrus:
+            k = bisect.bisect_left(self.walrus, line)
+            if k < len(self.walrus) and self.walrus[k] <= st.end_lineno:
+                self._walrus(st, scope)
+        if t is ast.Assign:
+            for tg in st.targets:
+                self._target(tg, scope, line)
+        elif t is ast.AugAssign or t is ast.AnnAssign:
+            if isinstance(st.target, ast.Name):
+                scope.bind(st.target.id, line, None)
+        elif t is ast.FunctionDef or t is ast.AsyncFunctionDef:
+            scope.bind(st.name, line, None)
+            if self.hits is None or self.hits(st):
+                child = _Scope(scope)
+                self.scope_of[id(st)] = child
+                _bind_args(st.args, child, line)
+                self._stmts(st.body, child)
+        elif t is ast.ClassDef:
+            scope.bind(st.name, line, None)
+            if self.hits is None or self.hits(st):
+                child = _Scope(scope, is_class=True)
+                self.scope_of[id(st)] = child
+                self._stmts(st.body, child)
+        elif t is ast.Import:
+            for a in st.names:
+                self.imported.add(a.name)
+                if a.asname:
+                    scope.bind(a.asname, line, a.name)
+                else:
+                    top = a.name.split(".", 1)[0]
+                    scope.bind(top, line, top)
+        elif t is ast.ImportFrom:
+            if st.level or not st.module:
+                for a in st.names:
+                    scope.bind(a.asname or a.name, line, None)
+                return
+            self.imported.add(st.module)
+            for a in st.names:
+                if a.name == "*":
+                    scope.stars.append(st.module)
+                    continue
+                scope.bind(a.asname or a.name, line, f"{st.module}.{a.name}")
+        elif t is ast.For or t is ast.AsyncFor:
+            self._target(st.target, scope, line)
+            self._stmts(st.body, scope)
+            self._stmts(st.orelse, scope)
+        elif t is ast.With or t is ast.AsyncWith:
+            for item in st.items:
+                if item.optional_vars is not None:
+                    self._target(item.optional_vars, scope, line)
+            self._stmts(st.body, scope)
+        elif t is ast.Delete:
+            for tg in st.targets:
+                self._target(tg, scope, line)
+        elif t is ast.Global:
+            self.globals.update(st.names)
+        elif hasattr(st, "handlers"):  # Try, TryStar
+            self._stmts(st.body, scope)
+            for h in st.handlers:
+                if h.name:
+                    scope.bind(h.name, h.lineno, None)
+                self._stmts(h.body, scope)
+            self._stmts(st.orelse, scope)
+            self._stmts(st.finalbody, scope)
+        elif hasattr(st, "cases"):  # match (3.10+)
+            for case in st.cases:
+                for n in ast.walk(case.pattern):
+                    name = getattr(n, "name", None) or getattr(n, "rest", None)
+                    if isinstance(name, str):
+                        scope.bind(name, line, None)
+                self._stmts(case.body, scope)
+        elif t is ast.If or t is ast.While:
+            self._stmts(st.body, scope)
+            self._stmts(st.orelse, scope)
 
-    def visit_Lambda(self, node: ast.Lambda) -> None:
-        for d in node.args.defaults + [d for d in node.args.kw_defaults if d is not None]:
-            self.visit(d)
-        outer = self.cur
-        self.cur = self._child(node)
-        self._args(node.args, self.cur, node.lineno)
-        self.visit(node.body)
-        self.cur = outer
-
-    def visit_ClassDef(self, node: ast.ClassDef) -> None:
-        self.cur.bind(node.name, node.lineno, None)
-        for d in node.decorator_list + node.bases + [k.value for k in node.keywords]:
-            self.visit(d)
-        outer = self.cur
-        self.cur = self._child(node, is_class=True)
-        for st in node.body:
-            self.visit(st)
-        self.cur = outer
-
-    def _comp(self, node) -> None:
-        # The first iterable is evaluated in the enclosing scope.
-        self.visit(node.generators[0].iter)
-        outer = self.cur
-        self.cur = self._child(node)
-        for i, g in enumerate(node.generators):
-            for n in _target_names(g.target):
-                self.cur.bind(n, node.lineno, None)
-            if i:
-                self.visit(g.iter)
-            for c in g.ifs:
-                self.visit(c)
-        for part in ("elt", "key", "value"):
-            if hasattr(node, part):
-                self.visit(getattr(node, part))
-        self.cur = outer
-
-    visit_ListComp = visit_SetComp = visit_GeneratorExp = visit_DictComp = _comp
-
-    def visit_Import(self, node: ast.Import) -> None:
-        self.imported.update(a.name for a in node.names)
-        for a in node.names:
-            if a.asname:
-                self.cur.bind(a.asname, node.lineno, a.name)
-            else:
-                top = a.name.split(".", 1)[0]
-                self.cur.bind(top, node.lineno, top)
-
-    def visit_ImportFrom(self, node: ast.ImportFrom) -> None:
-        if not node.level and node.module:
-            self.imported.add(node.module)
-        if node.level or not node.module:
-            for a in node.names:
-                self.cur.bind(a.asname or a.name, node.lineno, None)
-            return
-        for a in node.names:
-            if a.name == "*":
-                self.cur.stars.append(node.module)
+    def _walrus(self, st: ast.stmt, scope: _Scope) -> None:
+        """`(n := ...)` binds in the enclosing function scope; only for files that use it."""
+        for field_name, value in ast.iter_fields(st):
+            if field_name in _COMPOUND_BODIES or field_name in ("handlers", "cases"):
                 continue
-            self.cur.bind(a.asname or a.name, node.lineno, f"{node.module}.{a.name}")
-
-    def visit_Global(self, node: ast.Global) -> None:
-        self.globals.update(node.names)
-
-    def visit_Name(self, node: ast.Name) -> None:
-        if isinstance(node.ctx, (ast.Store, ast.Del)):
-            self.cur.bind(node.id, node.lineno, None)
-
-    def visit_NamedExpr(self, node: ast.NamedExpr) -> None:
-        self.cur.bind(node.target.id, node.lineno, None)
-        self.visit(node.value)
-
-    def visit_ExceptHandler(self, node: ast.ExceptHandler) -> None:
-        if node.name:
-            self.cur.bind(node.name, node.lineno, None)
-        self.generic_visit(node)
-
-    def visit_MatchAs(self, node) -> None:  # pragma: no cover - 3.10+
-        if node.name:
-            self.cur.bind(node.name, node.lineno, None)
-        self.generic_visit(node)
+            nodes = value if isinstance(value, list) else [value]
+            for node in nodes:
+                if isinstance(node, ast.AST):
+                    for n in ast.walk(node):
+                        if isinstance(n, ast.NamedExpr) and isinstance(n.target, ast.Name):
+                            scope.bind(n.target.id, n.lineno, None)
 
 
 def _resolve_in(scope: _Scope, name: str, line: int, own: bool) -> tuple[bool, Optional[str]]:
@@ -547,6 +565,133 @@ def decode_source(data: bytes) -> str:
     return text
 
 
+_IMPORT_LINE = re.compile(r"^[ \t]*(?:from[ \t]+([\w.]+)[ \t]+import\b|import[ \t]+([^\n#;]+))", re.M)
+
+
+def _imported_modules(text: str, rules: RuleTable) -> set[str]:
+    """Modules the file imports (``import a.b as c``, ``from a.b import c``),
+    read off the text; only asked when a pack that turns on by import could."""
+    if rules.always is None or not rules.pack_imports:
+        return set()
+    words = {m.split(".", 1)[0] for mods in rules.pack_imports.values() for m in mods}
+    if not any(w in text for w in words):
+        return set()
+    out: set[str] = set()
+    for m in _IMPORT_LINE.finditer(text):
+        if m.group(1):
+            out.add(m.group(1))
+        else:
+            for part in m.group(2).split(","):
+                name = part.strip().split(" ", 1)[0].strip("()\\ \t")
+                if name:
+                    out.add(name)
+    return out
+
+
+def _trie(words: Iterable[str]) -> str:
+    """An alternation of literal words as a trie (`c(?:pu|uda)`): the regex engine
+    then tests one branch per character instead of every word."""
+    root: dict = {}
+    for w in words:
+        node = root
+        for ch in w:
+            node = node.setdefault(ch, {})
+        node[""] = {}
+
+    def emit(node: dict) -> str:
+        alts = [re.escape(k) + emit(v) for k, v in sorted(node.items()) if k]
+        if not alts:
+            return ""
+        body = alts[0] if len(alts) == 1 else "(?:" + "|".join(alts) + ")"
+        if "" in node:
+            return "(?:" + body + ")?" if len(alts) == 1 else body[:-1] + ")?"
+        return body
+
+    return emit(root)
+
+
+_CANDIDATE_RX: dict[tuple, tuple] = {}  # (id(table), packs on) -> (table, patterns)
+_AS = re.compile(r" as[ \t]+(\w+)")
+_WORD_BEFORE = re.compile(r"(\w+)[ \t]*$")
+
+
+def _table_patterns(rules: RuleTable, active: Optional[frozenset]) -> tuple:
+    """(calls, bare, aliasable names) for the rows on in a file, compiled once."""
+    key = (id(rules), active)
+    hit = _CANDIDATE_RX.get(key)
+    if hit is not None and hit[0] is rules:
+        return hit[1]
+    words: set[str] = set()
+    fnames: set[str] = set()
+    bare: set[str] = set()
+    for r in rules.rules:
+        words.add(r.wrapper)  # a wrapped site is found whatever the file imports
+        fnames.add(r.wrapper)
+        if active is not None and r.pack not in active:
+            continue
+        names = {r.method} | {a.rsplit(".", 1)[-1] for a in r.aliases}
+        words |= names
+        if r.call == "function":
+            fnames |= names
+            if r.kind == "graph":
+                bare |= names
+    # Separate patterns, no leading \b: either would stop the engine's
+    # first-character skip (measured: 3-5x slower); the boundary is checked
+    # on each match instead (see _candidate_lines).
+    calls = re.compile("(?:" + _trie(words) + r")\s*\(") if words else None
+    # A graph function named without a call: only a decorator makes it a site.
+    bare_rx = re.compile("@[^\n]*?(?:" + _trie(bare) + r")\b") if bare else None
+    pats = (calls, bare_rx, frozenset(fnames))
+    if len(_CANDIDATE_RX) > 64:
+        _CANDIDATE_RX.clear()
+    _CANDIDATE_RX[key] = (rules, pats)
+    return pats
+
+
+def _lines_with(text: str, lines: list[str], needle: str) -> list[int]:
+    """Sorted numbers of the lines holding `needle` (a superset: strings too)."""
+    if needle not in text:
+        return []
+    return [i for i, ln in enumerate(lines, 1) if needle in ln]
+
+
+def _candidate_lines(text: str, lines: list[str], rules: RuleTable, active: Optional[frozenset] = None) -> list[int]:
+    """Sorted line numbers where a rule's name (or an import alias of one) is
+    called, or a graph function is named on a decorator line: the only lines a
+    site can be on.
+
+    A superset (a match in a string or comment only costs a closer look); the
+    finder skips every statement that spans none of these lines.
+    """
+    calls, bare, fnames = _table_patterns(rules, active)
+    positions: list[int] = []
+    if calls is not None:
+        positions = [p for p in (m.start() for m in calls.finditer(text))
+                     if p == 0 or not (text[p - 1].isalnum() or text[p - 1] == "_")]
+    if bare is not None and "@" in text:
+        positions.extend(m.start() for m in bare.finditer(text))
+    if " as" in text:
+        names = set()
+        for m in _AS.finditer(text):
+            w = _WORD_BEFORE.search(text, max(0, m.start() - 80), m.start())
+            if w is not None and w.group(1) in fnames:
+                names.add(m.group(1))
+        if names:
+            alias_rx = re.compile("(?:" + _trie(names) + r")\s*\(")
+            positions.extend(p for p in (m.start() for m in alias_rx.finditer(text))
+                             if p == 0 or not (text[p - 1].isalnum() or text[p - 1] == "_"))
+    if not positions:
+        return []
+    positions.sort()
+    starts = list(itertools.accumulate(map(len, lines)))  # offset after each line
+    out: list[int] = []
+    for p in positions:
+        ln = bisect.bisect_right(starts, p) + 1
+        if not out or out[-1] != ln:
+            out.append(ln)
+    return out
+
+
 class _FileFinder(ast.NodeVisitor):
     def __init__(self, path: str, text: str, rules: RuleTable, display_path: str) -> None:
         self.path = display_path
@@ -563,6 +708,7 @@ class _FileFinder(ast.NodeVisitor):
         self.covered: set[int] = set()  # ids of calls wrapped by an enclosing xfer.graph(...)
         self.decorators: set[int] = set()
         self.active: Optional[frozenset] = None  # packs on in this file (None: all)
+        self.cand: list[int] = []  # lines where a site may be (see _candidate_lines)
 
     # positions -------------------------------------------------------------
     def _char_col(self, line: int, byte_col: int) -> int:
@@ -644,12 +790,62 @@ class _FileFinder(ast.NodeVisitor):
 
     # traversal ----------------------------------------------------------------
     def run(self, tree: ast.Module) -> None:
-        b = _Binder()
-        b.visit(tree)
+        self.active = self.rules.active_packs(_imported_modules(self.text, self.rules))
+        self.cand = _candidate_lines(self.text, self.lines, self.rules, self.active)
+        if not self.cand:
+            return  # no rule's name is called anywhere: nothing to visit
+        b = _Binder(walrus=_lines_with(self.text, self.lines, ":="), hits=self._hits)
+        b.run(tree)
         self.binder = b
         self.scope = b.module
-        self.active = self.rules.active_packs(b.imported)
-        self.visit(tree)
+        self._body(tree.body)
+
+    def _hits(self, node: ast.AST) -> bool:
+        """Whether a statement spans a candidate line (one where a rule's name is
+        called): statements that do not are skipped whole."""
+        lo = node.lineno
+        decos = getattr(node, "decorator_list", None)
+        if decos:
+            lo = min(lo, decos[0].lineno)
+        cand = self.cand
+        k = bisect.bisect_left(cand, lo)
+        return k < len(cand) and cand[k] <= node.end_lineno
+
+    def _body(self, body: list) -> None:
+        for st in body:
+            if self._hits(st):
+                self.visit(st)
+
+    def _compound(self, node: ast.stmt) -> None:
+        """if/for/while/with/try/match: the header's expressions in full, the
+        bodies statement by statement."""
+        for name, value in ast.iter_fields(node):
+            if name in _COMPOUND_BODIES:
+                self._body(value)
+            elif name == "handlers":
+                for h in value:
+                    if h.type is not None:
+                        self.visit(h.type)
+                    self._body(h.body)
+            elif name == "cases":
+                for c in value:
+                    if c.guard is not None:
+                        self.visit(c.guard)
+                    self._body(c.body)
+            elif isinstance(value, list):
+                for v in value:
+                    if isinstance(v, ast.AST):
+                        self.visit(v)
+            elif isinstance(value, ast.AST):
+                self.visit(value)
+
+    visit_If = visit_For = visit_AsyncFor = visit_While = visit_With = visit_AsyncWith = _compound
+    visit_Try = visit_Match = _compound
+    if hasattr(ast, "TryStar"):
+        visit_TryStar = _compound
+
+    def visit_Constant(self, node: ast.Constant) -> None:
+        """Nothing to see (and NodeVisitor's own visit_Constant is a slow shim)."""
 
     def _on(self, rule: Optional[Rule]) -> Optional[Rule]:
         """`rule` if its pack is on in this file (the torch pack and the user's
@@ -690,8 +886,7 @@ class _FileFinder(ast.NodeVisitor):
         if node.returns:
             self.visit(node.returns)
         outer = self._enter(node, node.name)
-        for st in node.body:
-            self.visit(st)
+        self._body(node.body)
         self.qual.pop()
         self.scope = outer
 
@@ -706,23 +901,28 @@ class _FileFinder(ast.NodeVisitor):
         for d in node.bases + [k.value for k in node.keywords]:
             self.visit(d)
         outer = self._enter(node, node.name)
-        for st in node.body:
-            self.visit(st)
+        self._body(node.body)
         self.qual.pop()
         self.scope = outer
 
     def visit_Lambda(self, node: ast.Lambda) -> None:
         for d in node.args.defaults + [d for d in node.args.kw_defaults if d is not None]:
             self.visit(d)
-        outer = self._enter(node, None)
+        outer = self.scope
+        self.scope = _Scope(outer)
+        _bind_args(node.args, self.scope, node.lineno)
         self.visit(node.body)
         self.scope = outer
 
     def _comp(self, node) -> None:
+        # The first iterable is evaluated in the enclosing scope.
         self.visit(node.generators[0].iter)
-        outer = self._enter(node, None)
+        outer = self.scope
+        self.scope = _Scope(outer)
+        for g in node.generators:
+            for n in _target_names(g.target):
+                self.scope.bind(n, node.lineno, None)
         for i, g in enumerate(node.generators):
-            self.visit(g.target)
             if i:
                 self.visit(g.iter)
             for c in g.ifs:

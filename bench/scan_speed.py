@@ -1,0 +1,162 @@
+"""How fast is `xferaudit check`? Over the installed torch package's own sources.
+
+Times, side by side in one run (the machine is shared and noisy: compare the
+ratios, not the seconds), each as a whole command including interpreter
+start-up:
+
+- ``xferaudit check TORCH`` cold (a fresh, empty cache folder: parse everything,
+  write the cache), on every core and with ``--jobs 1``;
+- the same warm (the cache from the cold run: read, hash, answer);
+- ``ruff check --select ALL --no-cache TORCH`` (every ruff rule, no cache);
+- ``xferaudit check`` on 10 files, as pre-commit passes them (by name, from the
+  repository root), cold and with ``--no-cache``;
+- TorchFix (``torchfix TORCH``) when it is installed and ``--torchfix`` is given
+  (it took over 10 minutes on this tree).
+
+Goals (issue 3): cold <= 3x ruff's wall time; warm <= 1 s; 10 files <= 0.5 s.
+
+    python bench/scan_speed.py [--repeat 3] [--torch DIR] [--torchfix]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+
+def torch_dir() -> str:
+    out = subprocess.run(
+        [sys.executable, "-c", "import torch, os; print(os.path.dirname(torch.__file__))"],
+        capture_output=True, text=True, check=True,
+    )
+    return out.stdout.strip()
+
+
+def timed(cmd: list[str], cwd: str | None = None) -> tuple[float, int, str]:
+    t = time.perf_counter()
+    p = subprocess.run(cmd, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    return time.perf_counter() - t, p.returncode, p.stdout
+
+
+def tree_size(root: str) -> tuple[int, int]:
+    files = lines = 0
+    for d, dirs, fs in os.walk(root):
+        dirs[:] = [x for x in dirs if x != "__pycache__"]
+        for f in fs:
+            if f.endswith((".py", ".pyi")):
+                files += 1
+                with open(os.path.join(d, f), "rb") as fh:
+                    lines += fh.read().count(b"\n")
+    return files, lines
+
+
+def pick_ten(root: str) -> list[str]:
+    """Ten mid-sized files that hold sites (what a commit to a training repo touches)."""
+    picked = []
+    for rel in (
+        "optim/adam.py", "optim/lr_scheduler.py", "nn/modules/module.py", "amp/grad_scaler.py",
+        "utils/data/dataloader.py", "serialization.py", "nn/parallel/distributed.py",
+        "distributed/checkpoint/filesystem.py", "hub.py", "nn/utils/clip_grad.py",
+    ):
+        p = os.path.join(root, rel)
+        if os.path.isfile(p):
+            picked.append(p)
+    for d, _, fs in os.walk(root):
+        for f in sorted(fs):
+            if len(picked) >= 10:
+                return picked
+            p = os.path.join(d, f)
+            if f.endswith(".py") and p not in picked and 5_000 < os.path.getsize(p) < 60_000:
+                picked.append(p)
+    return picked[:10]
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--torch", default=None, help="the tree to scan (default: the installed torch)")
+    ap.add_argument("--torchfix", action="store_true", help="also time TorchFix, if installed")
+    a = ap.parse_args()
+    root = a.torch or torch_dir()
+    xfa = [sys.executable, "-m", "xferaudit"]
+    ruff = shutil.which("ruff")
+    files, lines = tree_size(root)
+    print(f"tree: {root}\n      {files} files, {lines:,} lines; {os.cpu_count()} cores; "
+          f"load average {os.getloadavg()[0]:.2f}")
+
+    work = tempfile.mkdtemp(prefix="xfa-bench-")
+    # The 10-file project: a git repository as pre-commit sees it.
+    proj = os.path.join(work, "proj")
+    os.makedirs(proj)
+    ten = []
+    for i, p in enumerate(pick_ten(root)):
+        dst = os.path.join(proj, f"m{i}_{os.path.basename(p)}")
+        shutil.copy(p, dst)
+        ten.append(os.path.basename(dst))
+    with open(os.path.join(proj, "pyproject.toml"), "w") as fh:
+        fh.write("[tool.xferaudit]\n")
+    subprocess.run(["git", "init", "-q", proj], check=True)
+    ten_lines = sum(open(os.path.join(proj, f), "rb").read().count(b"\n") for f in ten)
+
+    rows: dict[str, list[float]] = {}
+    findings = {}
+    try:
+        for r in range(a.repeat):
+            cache = os.path.join(work, f"cache{r}")
+            cache1 = os.path.join(work, f"cache1-{r}")
+            plan = [
+                ("xferaudit cold", xfa + ["check", root, "--cache-dir", cache, "--exit-zero", "-q"], None),
+                ("xferaudit warm", xfa + ["check", root, "--cache-dir", cache, "--exit-zero", "-q"], None),
+                ("xferaudit cold --jobs 1",
+                 xfa + ["check", root, "--cache-dir", cache1, "--jobs", "1", "--exit-zero", "-q"], None),
+                ("10 files cold", xfa + ["check", *ten, "--cache-dir", os.path.join(work, f"c10-{r}"),
+                                         "--exit-zero", "-q"], proj),
+                ("10 files --no-cache", xfa + ["check", *ten, "--no-cache", "--exit-zero", "-q"], proj),
+            ]
+            if ruff:
+                plan.insert(2, ("ruff --select ALL --no-cache",
+                                [ruff, "check", "--select", "ALL", "--no-cache", "--exit-zero", "-q", root], None))
+            for name, cmd, cwd in plan:
+                dt, rc, out = timed(cmd, cwd)
+                if rc not in (0, 1):
+                    print(f"{name}: exit {rc}", file=sys.stderr)
+                rows.setdefault(name, []).append(dt)
+                if name.startswith("xferaudit"):
+                    findings[name] = out.count("\n")
+        if a.torchfix:
+            tf = shutil.which("torchfix")
+            if tf is None:
+                print("TorchFix: not installed (pip install torchfix); skipped")
+            else:
+                dt, _, _ = timed([tf, root])
+                rows["torchfix"] = [dt]
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+    med = {k: statistics.median(v) for k, v in rows.items()}
+    print(f"\nmedian wall seconds over {a.repeat} interleaved runs (whole command, start-up included):")
+    for k, v in med.items():
+        spread = f"  [{min(rows[k]):.2f} .. {max(rows[k]):.2f}]" if len(rows[k]) > 1 else ""
+        print(f"  {k:<32} {v:7.2f}{spread}")
+    print(f"  findings (lines) cold/warm: {findings.get('xferaudit cold')}/{findings.get('xferaudit warm')}")
+    print(f"  10 files = {ten_lines:,} lines")
+    if "ruff --select ALL --no-cache" in med:
+        base = med["ruff --select ALL --no-cache"]
+        print("\nratios:")
+        print(f"  cold / ruff          {med['xferaudit cold'] / base:5.2f}x   (goal <= 3)")
+        print(f"  cold --jobs 1 / ruff {med['xferaudit cold --jobs 1'] / base:5.2f}x")
+        print(f"  warm                 {med['xferaudit warm']:5.2f} s   (goal <= 1 s)")
+        print(f"  10 files cold        {med['10 files cold']:5.2f} s   (goal <= 0.5 s)")
+        if "torchfix" in med:
+            print(f"  torchfix / ruff      {med['torchfix'] / base:5.2f}x")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
