@@ -9,8 +9,9 @@ it does nothing.
   sites, the guard's unwrapped transfers, graph launches) and prints a table
   after the run. The test body is measured (``call``), not its fixtures. Under
   it, each test runs inside ``guard("count")`` (when torch is installed), so
-  implicit transfers show up too. Works with pytest-xdist (rows travel in the
-  reports' ``user_properties``).
+  implicit transfers show up too. The rows travel in each report's
+  ``user_properties``, the channel pytest-xdist forwards to its controller
+  (not tested with xdist here).
 * ``pytest --xferaudit-guard=LEVELS``: every test runs under
   ``xfer.guard(LEVELS)`` (``raise``, ``log``, ``up:raise,down:log``...).
 * ``@pytest.mark.xfer_budget(budget=None, steps=None, warmup=0, unwrapped=0)``:

@@ -79,8 +79,10 @@ compiled regions (it sees what runs eagerly around them). The print layer
 steps aside while Dynamo traces (``torch.compiler.is_compiling()``).
 
 Nesting: an inner ``guard(...)`` replaces the levels until it exits; only the
-outermost one on a thread pushes the modes. The modes are per thread: a guard
-entered on one thread does not watch another.
+outermost one on a thread pushes the mode. The mode is per thread: a guard
+entered on one thread does not watch threads the program starts. Autograd's
+device threads (a CUDA backward) inherit it and use its levels; their events
+carry no user line (``<unknown>:0``), since no user frame is on their stack.
 
 Cost: every dispatched op goes through one Python call while the guard is on
 (``bench/guard_overhead.py`` prints it per op); off, it costs nothing.
@@ -241,11 +243,16 @@ def clear_log_history() -> None:
     _seen.clear()
 
 
-def _event(op: str, direction: str, nbytes: int, detail: str) -> None:
-    """One unwrapped crossing seen by a mode's handler (called from torch's frames)."""
-    if _tls.quiet or _recorder.in_wrapper() or not _tls.stack:
+def _event(stack: list, op: str, direction: str, nbytes: int, detail: str) -> None:
+    """One unwrapped crossing seen by the mode or the print hook.
+
+    `stack` is the level stack of the thread that entered the guard: the mode
+    carries it, so ops run for that thread elsewhere (autograd's device
+    threads, which inherit the mode) are judged by the same levels.
+    """
+    if _tls.quiet or not stack or _recorder.in_wrapper():
         return
-    level = _tls.stack[-1][direction]
+    level = stack[-1][direction]
     if level == "off":
         return
     path, line = user_frame(2)
@@ -418,6 +425,8 @@ def _build(torch: Any) -> Any:
     class GuardDispatchMode(TorchDispatchMode):
         """The dispatcher layer of :func:`guard` (one per thread, outermost guard)."""
 
+        stack: Any = ()  # the entering thread's level stack, set before __enter__
+
         @classmethod
         def ignore_compile_internals(cls) -> bool:
             # Let Dynamo compile as it would without us (see the module docstring).
@@ -428,7 +437,7 @@ def _build(torch: Any) -> Any:
                 kwargs = {}
             ev = classify(func, args, kwargs)
             if ev is not None:
-                _event(op_name(func), ev[0], ev[1], ev[2])
+                _event(self.stack, op_name(func), ev[0], ev[1], ev[2])
             return func(*args, **kwargs)
 
     import functools
@@ -443,7 +452,7 @@ def _build(torch: Any) -> Any:
         def hooked(self: Any, *args: Any, **kwargs: Any) -> Any:
             if not _tls.stack or _tls.quiet or compiling() or not on_device(self):
                 return orig(self, *args, **kwargs)
-            _event(op, "down", nbytes(self), f"{what} of a {where(self)} tensor")
+            _event(_tls.stack, op, "down", nbytes(self), f"{what} of a {where(self)} tensor")
             _tls.quiet += 1  # the reads the printer makes are part of this one event
             try:
                 return orig(self, *args, **kwargs)
@@ -499,6 +508,7 @@ class guard:
         if not _tls.stack:
             try:
                 mode = mode_cls()
+                mode.stack = _tls.stack
                 mode.__enter__()
             except BaseException:
                 self._release()

@@ -1,0 +1,150 @@
+"""The guard and budgets on a real CUDA device (skipped without one).
+
+Run on the GPU machine (torch + CUDA, no libcst needed):
+    python -m pytest tests/runtime/test_guard_gpu.py -v -rs
+"""
+
+from __future__ import annotations
+
+import contextlib
+import sys
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+import xferaudit.runtime as xfer  # noqa: E402
+from xferaudit.runtime import recorder  # noqa: E402
+from xferaudit.runtime.budget import BudgetExceeded, expect  # noqa: E402
+from xferaudit.runtime.guard import UnexpectedTransfer, guard  # noqa: E402
+
+pytestmark = [
+    pytest.mark.gpu,
+    pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device"),
+]
+
+HERE = "tests/runtime/test_guard_gpu.py"
+
+
+def here() -> int:
+    return sys._getframe(1).f_lineno
+
+
+def events():
+    return sorted((t.path, t.line, t.op, t.direction, t.count) for t in recorder.STATE.unwrapped.values())
+
+
+@pytest.fixture(autouse=True)
+def _clean():
+    import importlib
+
+    importlib.import_module("xferaudit.runtime.guard").clear_log_history()
+    yield
+
+
+@pytest.mark.parametrize(
+    ("code", "op", "direction"),
+    [
+        ("float(s)", "aten._local_scalar_dense", "down"),
+        ("bool(s)", "aten._local_scalar_dense", "down"),
+        ("s.item()", "aten._local_scalar_dense", "down"),
+        ("y.cpu()", "aten._to_copy", "down"),
+        ("y.tolist()", "aten._to_copy", "down"),
+        ("torch.ones(3).to('cuda')", "aten._to_copy", "up"),
+        ("torch.tensor([1.0, 2.0], device='cuda')", "aten.lift_fresh", "up"),
+        ("torch.zeros(3).copy_(y)", "aten.copy_", "down"),
+        ("y[y > 0]", "aten.index.Tensor", "down"),
+        ("y.nonzero()", "aten.nonzero", "down"),
+        ("torch.unique(y)", "aten._unique2", "down"),
+        ("y[torch.tensor([0, 2])]", "aten.index.Tensor", "up"),
+    ],
+)
+def test_implicit_crossings_on_cuda(code, op, direction):
+    y = torch.tensor([1.0, 0.0, 3.0], device="cuda")
+    s = y.sum()
+    scope = {"torch": torch, "y": y, "s": s}
+    compiled = compile(code, HERE, "exec")
+    with guard("count"):
+        exec(compiled, scope)
+    assert [(e[2], e[3], e[4]) for e in events()] == [(op, direction, 1)]
+
+
+def test_one_print_one_event_on_cuda(capsys):
+    y = torch.arange(4.0, device="cuda")
+    with guard("count"):
+        print(y)
+        line = here() - 1
+        f"{y.sum():.2f}"
+    capsys.readouterr()
+    assert [(e[1], e[2], e[4]) for e in events()] == [
+        (line, "Tensor.__repr__", 1), (line + 2, "Tensor.__format__", 1),
+    ]
+
+
+def test_wrapped_cuda_crossings_are_not_doubled():
+    with xfer.counting(), guard("raise"):
+        y = xfer.to(torch.ones(4), "cuda", site="g.py:step:x.to")
+        v = xfer.item(y.sum(), site="g.py:step:loss.item")
+        xfer.cpu(y, site="g.py:step:y.cpu")
+    assert v == 4.0 and events() == []
+    assert {r.site: r.crossings for r in xfer.snapshot().rows} == {
+        "g.py:step:x.to": 1, "g.py:step:loss.item": 1, "g.py:step:y.cpu": 1,
+    }
+
+
+def test_clean_cuda_training_step_under_raise():
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.ReLU(), torch.nn.Linear(16, 1)).cuda()
+    opt = torch.optim.Adam(model.parameters(), lr=1e-3)
+    x = torch.randn(32, 8, device="cuda")
+    with guard("raise"):
+        for _ in range(3):
+            loss = model(x).pow(2).mean()
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+    with pytest.raises(UnexpectedTransfer, match="aten._local_scalar_dense"), guard("raise"):
+        loss.item()
+
+
+def test_budget_on_cuda():
+    budget = {"g.py:step:x.to": 1, "g.py:step:loss.item": 1}
+
+    def step(extra=False):
+        y = xfer.to(torch.ones(4), "cuda", site="g.py:step:x.to")
+        xfer.item(y.sum(), site="g.py:step:loss.item")
+        if extra:
+            float(y.sum())
+
+    with expect(budget, steps=2):
+        step()
+        step()
+    with pytest.raises(BudgetExceeded, match="unwrapped transfer"), expect(budget):
+        step(extra=True)
+
+
+def _frames(under, device):
+    import torch._dynamo
+    from torch._dynamo.utils import counters
+
+    graphs = []
+
+    def backend(gm, example_inputs):
+        graphs.append(gm)
+        return gm.forward
+
+    def f(x):
+        return (x.sin() * 2).cos() + 1
+
+    torch._dynamo.reset()
+    counters.clear()
+    g = torch.compile(f, backend=backend)
+    x = torch.randn(8, device=device)
+    with under():
+        g(x)
+    g(x)
+    return len(graphs), counters["frames"]["ok"]
+
+
+def test_compile_on_cuda_is_unaffected():
+    assert _frames(lambda: guard("raise"), "cuda") == _frames(contextlib.nullcontext, "cuda") == (1, 1)
