@@ -36,9 +36,20 @@ def static_part(out: TextIO) -> int:
     _say(out, f"== 1/3 static check: {plain.name} (the example before `xferaudit wrap`)")
     res = find_in_source(plain.read_text(encoding="utf-8"), str(plain), relpath="train.py")
     unwrapped = [s for s in res.sites if not s.wrapped]
+    try:  # the wording of `xferaudit check`
+        from ..rules import table
+        from ..static.diagnostics import site_message
+
+        rows = {r.id: r for r in table().rules}
+
+        def message(s: Any) -> str:
+            return site_message(s, rows.get(s.rule_id))
+    except Exception:  # pragma: no cover - the check's modules changed shape
+        def message(s: Any) -> str:
+            return f"unwrapped {s.kind}: {s.call}"
     for s in unwrapped:
-        _say(out, f"train.py:{s.line}:{s.column}: {s.rule} unwrapped {s.kind}: {s.call}")
-        _say(out, f"    wrap names it {s.site}")
+        _say(out, f"train.py:{s.line}:{s.column}: {s.rule} {message(s)}")
+        _say(out, f"    site name: {s.site}")
     res2 = find_in_source(wrapped.read_text(encoding="utf-8"), str(wrapped), relpath="train.py")
     n_wrapped = sum(1 for s in res2.sites if s.wrapped)
     n_left = sum(1 for s in res2.sites if not s.wrapped)
