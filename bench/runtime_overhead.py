@@ -112,7 +112,7 @@ def section_compiled(number: int, repeats: int) -> None:
     calls = next(row.calls for row in xfer.snapshot().rows)
     expected = number * (repeats) + 1
     xfer.reset()
-    print(f"2. inside torch.compile (inductor), us per call of a 2-op function with one wrapped .to")
+    print("2. inside torch.compile (inductor), us per call of a 2-op function with one wrapped .to")
     print(f"   bare {r['bare'] / 1e3:.1f}  off {r['off'] / 1e3:.1f} ({r['off'] / r['bare']:.2f}x)  "
           f"on {r['on'] / 1e3:.1f} ({r['on'] / r['bare']:.2f}x, {r['on'] - r['bare']:+.0f} ns)")
     print(f"   graphs compiled while timing: {recompiled} (0 = no recompiles); "
