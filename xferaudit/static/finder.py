@@ -624,6 +624,9 @@ def _table_patterns(rules: RuleTable, active: Optional[frozenset]) -> tuple:
     words: set[str] = set()
     fnames: set[str] = set()
     bare: set[str] = set()
+    # The runtime's generic wrappers exist whatever the table holds: `wrap` writes
+    # xfer.call(T.tensor, ...) for a function row it cannot re-spell on unwrap.
+    words.update(("call", "method"))
     for r in rules.rules:
         words.add(r.wrapper)  # a wrapped site is found whatever the file imports
         fnames.add(r.wrapper)
