@@ -351,3 +351,64 @@ def test_partial_wrap_then_new_sites_get_fresh_names():
     names = re.findall(rb'site="([^"]+)"', twice)
     assert len(names) == len(set(names)) == 3
     assert twice.count(b"import xferaudit.runtime") == 1
+
+
+# --- the skeleton: PositionProvider over the statements that hold a site only ----------------
+
+
+def _positions_agree(src: bytes) -> int:
+    import libcst as cst
+    from libcst.metadata import MetadataWrapper, PositionProvider
+
+    from xferaudit.static.codemod import _ast, _layout
+
+    text = decode_source(src)
+    module = cst.parse_module(src)
+    lines = [s.line for s in find_in_source(text, "m.py").sites]
+    layout = _layout(module, _ast(text), text, lines)
+    assert layout is not None
+    part = layout.positions()
+    whole = MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
+    shared = [n for n in part if n in whole]
+    assert all(part[n] == whole[n] for n in shared)
+    # every called name at a site line is placed
+    return len(shared)
+
+
+@pytest.mark.parametrize("name", CASES)
+def test_skeleton_positions_equal_whole_module_positions(name):
+    assert _positions_agree((FIXTURES / f"{name}.in.py").read_bytes()) > 0
+
+
+def test_skeleton_positions_with_comments_footers_and_crlf():
+    src = (
+        b"#!/usr/bin/env python\r\n\r\n# c\r\nimport torch\r\n\r\n\r\nclass A:\r\n    '''doc'''\r\n\r\n"
+        b"    @staticmethod\r\n    # between\r\n    @torch.compile(mode='x')\r\n    def f(x):\r\n"
+        b"        a = 1; b = x.cpu()\r\n        # footer of f\r\n\r\n    def g(self):\r\n        pass\r\n"
+        b"    # footer of A\r\n\r\n# module footer\r\ny = torch.ones(1).cuda()\r\n# end"
+    )
+    assert _positions_agree(src) > 0
+    assert_round_trip(src)
+
+
+def test_layout_failure_falls_back_to_whole_module_positions(monkeypatch):
+    import xferaudit.static.codemod as cm
+
+    src = (FIXTURES / "contexts.in.py").read_bytes()
+    want = (FIXTURES / "contexts.out.py").read_bytes()
+
+    def broken(self, *a, **k):
+        raise cm._LayoutError
+
+    monkeypatch.setattr(cm._Layout, "__init__", broken)
+    assert wrap(src) == want
+    assert unwrap(want) == src
+
+
+def test_misplaced_skeleton_positions_fall_back(monkeypatch):
+    import xferaudit.static.codemod as cm
+
+    src = (FIXTURES / "chains_nested.in.py").read_bytes()
+    want = (FIXTURES / "chains_nested.out.py").read_bytes()
+    monkeypatch.setattr(cm._Layout, "positions", lambda self: {})
+    assert wrap(src) == want

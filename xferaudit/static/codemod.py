@@ -51,6 +51,7 @@ from .finder import RUNTIME_MODULE, Site, decode_source, find_in_source
 
 ALIAS = "xfer"
 _NEWLINE = re.compile(r"\r\n?|\n")
+_IDENT_AT = re.compile(r"\w+")
 _EMPTY = cst.SimpleWhitespace("")
 _SPACE = cst.SimpleWhitespace(" ")
 
@@ -543,6 +544,102 @@ class _Shapes:
         return info.targets[0]
 
 
+# --- layout: which statements hold a site, from the ast of the same text -------------
+
+
+class _LayoutError(Exception):
+    """libcst's statements and ast's disagree; fall back to whole-module positions."""
+
+
+def _count_lines(text: str) -> int:
+    if not text:
+        return 0
+    n = len(_NEWLINE.findall(text))
+    return n if text.endswith(("\n", "\r")) else n + 1
+
+
+def _first_token_line(node: ast.stmt) -> int:
+    decos = getattr(node, "decorator_list", None)
+    return min([node.lineno] + [d.lineno for d in decos]) if decos else node.lineno
+
+
+class _Layout:
+    """Line spans of the module's statements, from ast line numbers (cheap), so
+    that libcst's PositionProvider runs only over statements that hold a site
+    line: every other statement becomes a placeholder of the same height in a
+    skeleton module that shares the kept statements' nodes. Top-level
+    statements, and the bodies of functions and classes that hold a site, are
+    planned this way; anything else inside a kept statement is kept whole.
+    """
+
+    def __init__(self, module: cst.Module, tree: ast.Module, text: str, lines: Sequence[int]) -> None:
+        self.lines = sorted(set(lines))
+        self.planned: set[int] = set()  # ids of statements given a span
+        self.kept: set[int] = set()  # ... of those, the ones holding a site line
+        self.top_first: list[int] = []  # first token line of each top-level statement
+        end = _count_lines(text) - len(module.footer)
+        self.body = self._plan(module.body, tree.body, end, top=True)
+        self.module = module
+
+    def _plan(self, stmts: Sequence[cst.BaseStatement], nodes: Sequence[ast.stmt], end: int, top: bool = False):
+        starts, asts, j = [], [], 0
+        for st in stmts:
+            k = len(st.body) if isinstance(st, cst.SimpleStatementLine) else 1
+            if j + k > len(nodes):
+                raise _LayoutError
+            a = nodes[j]
+            j += k
+            first = _first_token_line(a)
+            if top:
+                self.top_first.append(first)
+            starts.append(first - len(st.leading_lines))
+            asts.append(a)
+        if j != len(nodes):
+            raise _LayoutError
+        out: list[cst.BaseStatement] = []
+        for i, st in enumerate(stmts):
+            lo = starts[i]
+            hi = starts[i + 1] - 1 if i + 1 < len(stmts) else end
+            if hi < lo:
+                raise _LayoutError
+            self.planned.add(id(st))
+            k = bisect.bisect_left(self.lines, lo)
+            if k >= len(self.lines) or self.lines[k] > hi:
+                out.append(cst.SimpleStatementLine(body=[cst.Pass()], leading_lines=[cst.EmptyLine()] * (hi - lo)))
+                continue
+            self.kept.add(id(st))
+            block = getattr(st, "body", None)
+            if isinstance(st, (cst.FunctionDef, cst.ClassDef)) and isinstance(block, cst.IndentedBlock) and block.body:
+                inner = self._plan(block.body, asts[i].body, hi - len(block.footer))
+                st = st.with_changes(body=block.with_changes(body=inner))
+            out.append(st)
+        return out
+
+    def positions(self):
+        """PositionProvider's ranges for the nodes of the kept statements."""
+        skeleton = self.module.with_changes(body=self.body)
+        return MetadataWrapper(skeleton, unsafe_skip_copy=True).resolve(PositionProvider)
+
+    def pruned(self, node: cst.CSTNode) -> bool:
+        return id(node) in self.planned and id(node) not in self.kept
+
+
+def _ast(text: str) -> Optional[ast.Module]:
+    try:
+        return ast.parse(text)
+    except (SyntaxError, ValueError, RecursionError):  # pragma: no cover - the finder parsed it
+        return None
+
+
+def _layout(module: cst.Module, tree: Optional[ast.Module], text: str, lines: Sequence[int]) -> Optional[_Layout]:
+    if tree is None:
+        return None
+    try:
+        return _Layout(module, tree, text, lines)
+    except (_LayoutError, RecursionError):
+        return None
+
+
 # --- wrap ----------------------------------------------------------------------------
 
 
@@ -572,12 +669,14 @@ def _fstring_quote(start: str) -> str:
 
 
 class _WrapTransformer(cst.CSTTransformer):
-    METADATA_DEPENDENCIES = (PositionProvider,)
-
     def __init__(self, sites: dict[tuple[int, int], Site], rules: RuleTable, shapes: _Shapes,
-                 alias: str, encoding: str, first_line: int, taken: Iterable[str] = ()) -> None:
+                 alias: str, encoding: str, first_line: int, taken: Iterable[str],
+                 positions, layout: Optional[_Layout], names: dict[tuple[int, int], str]) -> None:
         super().__init__()
+        self.positions = positions
+        self.layout = layout
         self.sites = sites
+        self.names = names  # the identifier the text holds at each site's position
         self.taken = set(taken)  # every site name of the file, wrapped or to be
         self.lines = sorted({ln for ln, _ in sites})
         self.by_id = {r.id: r for r in rules.rules}
@@ -595,21 +694,27 @@ class _WrapTransformer(cst.CSTTransformer):
         self.skipped: list[tuple[Site, str]] = []
 
     # pruning: statements with no site line are not descended into
-    def _span(self, node: cst.CSTNode) -> tuple[int, int]:
-        r = self.get_metadata(PositionProvider, node)
+    def _span(self, node: cst.CSTNode) -> Optional[tuple[int, int]]:
+        r = self.positions.get(node)
+        if r is None:
+            return None
         start = r.start.line
         decos = getattr(node, "decorators", ())
-        if decos:
-            start = min(start, self.get_metadata(PositionProvider, decos[0]).start.line)
+        if decos and decos[0] in self.positions:
+            start = min(start, self.positions[decos[0]].start.line)
         return start, r.end.line
 
     def on_visit(self, node: cst.CSTNode) -> bool:
         if isinstance(node, (cst.SimpleStatementLine, cst.BaseCompoundStatement)):
-            lo, hi = self._span(node)
-            i = bisect.bisect_left(self.lines, lo)
-            if i >= len(self.lines) or self.lines[i] > hi:
+            if self.layout is not None and self.layout.pruned(node):
                 self.pruned.add(id(node))
                 return False
+            span = self._span(node)
+            if span is not None:
+                i = bisect.bisect_left(self.lines, span[0])
+                if i >= len(self.lines) or self.lines[i] > span[1]:
+                    self.pruned.add(id(node))
+                    return False
         if id(node) in self.bodies:
             self.deferred += 1
         return super().on_visit(node)
@@ -643,10 +748,12 @@ class _WrapTransformer(cst.CSTTransformer):
         name = _called_name(original)
         if name is None:
             return None
-        pos = self.get_metadata(PositionProvider, name).start
-        key = (pos.line, pos.column)
+        r = self.positions.get(name)
+        if r is None:
+            return None
+        key = (r.start.line, r.start.column)
         site = self.sites.get(key)
-        if site is None or key in self.done:
+        if site is None or key in self.done or name.value != self.names.get(key):
             return None
         self.done.add(key)
         return site
@@ -853,22 +960,39 @@ def wrap_source(
     _reproduces(module, data)
     lines = _line_starts(text)
     keyed: dict[tuple[int, int], Site] = {}
+    names: dict[tuple[int, int], str] = {}
     for s in sites:
-        keyed[(s.line, _char_col(lines, s.line, s.byte_col))] = s
+        key = (s.line, _char_col(lines, s.line, s.byte_col))
+        keyed[key] = s
+        m = _IDENT_AT.match(lines[s.line - 1], key[1]) if 0 < s.line <= len(lines) else None
+        names[key] = m.group(0) if m else ""
     alias, existing = choose_alias(text, module)
     have_import = existing is not None
     index = import_index(module)
-    wrapper = MetadataWrapper(module, unsafe_skip_copy=True)
-    # Code run at import time above this line cannot use the alias yet.
-    first_line = 0
-    if have_import:
-        first_line = wrapper.resolve(PositionProvider)[module.body[existing]].start.line
-    elif index > 0:
-        first_line = wrapper.resolve(PositionProvider)[module.body[index - 1]].end.line + 1
     shapes = _Shapes(rules, text)
     taken = {s.site for s in found.sites if s.site}
-    tr = _WrapTransformer(keyed, rules, shapes, alias, module.encoding, first_line, taken)
-    new_module = wrapper.visit(tr)
+    layout = _layout(module, _ast(text), text, [s.line for s in sites])
+    tr = None
+    if layout is not None:
+        # Code run at import time above the runtime import cannot use its alias.
+        tops = layout.top_first
+        at = existing if have_import else index
+        first_line = tops[at] if at < len(tops) else _count_lines(text) + 1
+        tr = _WrapTransformer(keyed, rules, shapes, alias, module.encoding, first_line, taken,
+                              layout.positions(), layout, names)
+        new_module = module.visit(tr)
+        if len(tr.done) < len(keyed):
+            tr = None  # a site the skeleton did not place: redo with whole-module positions
+    if tr is None:
+        positions = MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
+        first_line = 0
+        if have_import:
+            first_line = positions[module.body[existing]].start.line
+        elif index > 0:
+            first_line = positions[module.body[index - 1]].end.line + 1
+        tr = _WrapTransformer(keyed, rules, shapes, alias, module.encoding, first_line, taken, positions, None,
+                              names)
+        new_module = module.visit(tr)
     for s, reason in tr.skipped:
         res.skipped.append(Skipped(s.line, s.column, s.rule, s.label or s.call, reason))
     missed = [s for k, s in keyed.items() if k not in tr.done]
@@ -900,8 +1024,10 @@ def _must_compile(new: bytes, path: str) -> None:
 
 
 class _UnwrapTransformer(cst.CSTTransformer):
-    def __init__(self, prefixes: Sequence[str], shapes: _Shapes, positions=None, keys=None) -> None:
+    def __init__(self, prefixes: Sequence[str], shapes: _Shapes, positions=None, keys=None,
+                 layout: Optional[_Layout] = None) -> None:
         super().__init__()
+        self.layout = layout  # statements holding no wrapped site are not entered
         self.prefixes = set(prefixes)
         self.shapes = shapes
         self.positions = positions  # when set: only calls at finder positions
@@ -909,31 +1035,19 @@ class _UnwrapTransformer(cst.CSTTransformer):
         self.found: list[Optional[str]] = []  # site names of the wrapper calls recognised
         self.done: Counter = Counter()
         self.failed: list[tuple[cst.Call, str]] = []
-        self.refs: Counter = Counter()  # name -> uses as a name (not attribute, keyword, import)
-        self.not_refs: set[int] = set()
         self.by_prefix: Counter = Counter()  # runtime prefix -> wrapper calls restored
-        self.in_import = 0
+        self.pruned: set[int] = set()
 
-    def visit_Import(self, node) -> None:
-        self.in_import += 1
+    def on_visit(self, node: cst.CSTNode) -> bool:
+        if self.layout is not None and self.layout.pruned(node):
+            self.pruned.add(id(node))
+            return False
+        return super().on_visit(node)
 
-    def leave_Import(self, original_node, updated_node):
-        self.in_import -= 1
-        return updated_node
-
-    visit_ImportFrom = visit_Import
-    leave_ImportFrom = leave_Import
-
-    def visit_Attribute(self, node: cst.Attribute) -> None:
-        self.not_refs.add(id(node.attr))
-
-    def visit_Arg(self, node: cst.Arg) -> None:
-        if node.keyword is not None:
-            self.not_refs.add(id(node.keyword))
-
-    def visit_Name(self, node: cst.Name) -> None:
-        if not self.in_import and id(node) not in self.not_refs:
-            self.refs[node.value] += 1
+    def on_leave(self, original_node, updated_node):
+        if id(original_node) in self.pruned:
+            return updated_node
+        return super().on_leave(original_node, updated_node)
 
     def _wrapper_of(self, call: cst.Call) -> Optional[str]:
         func = call.func
@@ -1006,7 +1120,8 @@ def unwrap_source(
     _reproduces(module, data)
     prefixes = _runtime_prefixes(module)
     shapes = _Shapes(rules, text)
-    tr = _UnwrapTransformer(prefixes, shapes)
+    tree = _ast(text)
+    tr = _UnwrapTransformer(prefixes, shapes, layout=_layout(module, tree, text, [s.line for s in wrapped]))
     new_module = module.visit(tr)
     if Counter(tr.found) != Counter(s.site for s in wrapped):
         # The file binds the runtime's name somewhere else too: trust positions.
@@ -1023,7 +1138,8 @@ def unwrap_source(
     for i, stmt in enumerate(new_module.body):
         a = _alias_import(stmt)
         if a is not None:
-            if tr.refs[a] - tr.by_prefix[a] <= 0:
+            refs = sum(1 for n in ast.walk(tree) if type(n) is ast.Name and n.id == a) if tree else 1 << 30
+            if refs - tr.by_prefix[a] <= 0:
                 new_module = _remove_import(new_module, i)
             break
     new = _render(new_module, data)

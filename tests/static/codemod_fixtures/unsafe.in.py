@@ -14,7 +14,6 @@ class Module(torch.nn.Module):
 
 def f(x, dev):
     a = x.to(dev, site="mine")  # left: has a site= keyword
-    b = (x.cpu)()  # left: parenthesised method reference
     c = x.cpu()  # noqa: XFA202
     d = x.item()  # xferaudit: ignore
-    return a, b, c, d
+    return a, c, d

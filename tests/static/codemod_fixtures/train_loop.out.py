@@ -1,0 +1,20 @@
+"""A small training step; train_loop.out.py is what `xferaudit wrap` makes of it,
+and tests/static/test_codemod_runtime.py runs that output against the runtime."""
+import xferaudit.runtime as xfer
+import torch
+
+
+def train_step(model, opt, batch, dev):
+    x, y = batch
+    x = xfer.to(x, dev, non_blocking=True, site="train.py:train_step:x.to")
+    y = xfer.to(y, dev, site="train.py:train_step:y.to")
+    loss = torch.nn.functional.mse_loss(model(x), y)
+    opt.zero_grad()
+    loss.backward()
+    opt.step()
+    return xfer.item(loss, site="train.py:train_step:loss.item")
+
+
+def evaluate(model, x, dev):
+    preds = xfer.cpu(model(xfer.to(x, dev, site="train.py:evaluate:x.to")).argmax(-1), site="train.py:evaluate:model(x.to(dev)).argmax(-1).cpu")
+    return xfer.tolist(preds, site="train.py:evaluate:preds.tolist")
