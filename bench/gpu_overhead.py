@@ -39,6 +39,7 @@ import xferaudit.runtime as xfer  # noqa: E402
 def load(path: Path, name: str):
     spec = importlib.util.spec_from_file_location(name, path)
     mod = importlib.util.module_from_spec(spec)
+    sys.modules[name] = mod  # dataclasses look their module up while the body runs
     spec.loader.exec_module(mod)
     return mod
 

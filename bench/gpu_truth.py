@@ -65,10 +65,10 @@ def xfer_directions(d: dict) -> dict:
     """direction -> [crossings, bytes] from a report dict: wrapped rows and unwrapped events."""
     out = collections.defaultdict(lambda: [0, 0])
     for row in d["rows"]:
-        for direction, (n, b) in row.get("by_direction", {}).items():
+        for direction, v in row.get("by_direction", {}).items():
             if direction != "none":
-                out[direction][0] += n
-                out[direction][1] += b
+                out[direction][0] += v["calls"]
+                out[direction][1] += v["bytes"]
     for ev in d.get("unwrapped", []):
         out[ev["direction"]][0] += ev["count"]
         out[ev["direction"]][1] += ev["bytes"]
