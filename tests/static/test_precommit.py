@@ -1,0 +1,112 @@
+"""The `xferaudit-check` pre-commit hook, for real.
+
+A temporary git repository whose `.pre-commit-config.yaml` points at this
+checkout (cloned, with the current working tree committed on top, so
+uncommitted changes are what is tested) runs `pre-commit run`: pre-commit
+builds the hook's virtualenv itself and pip-installs the checkout with its core
+dependencies only (libcst; this needs PyPI, once per test session).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+
+pytestmark = [
+    pytest.mark.skipif(shutil.which("pre-commit") is None, reason="pre-commit is not installed (pip install pre-commit)"),
+    pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed"),
+    pytest.mark.skipif(not (REPO / ".git").exists(), reason="not a git checkout"),
+]
+
+GIT_ENV = {
+    "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.com",
+    "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@example.com",
+}
+
+
+def git(cwd: Path, *args: str) -> str:
+    out = subprocess.run(
+        ["git", "-c", "commit.gpgsign=false", "-c", "init.defaultBranch=main", *args],
+        cwd=cwd, capture_output=True, text=True, env={**os.environ, **GIT_ENV},
+    )
+    assert out.returncode == 0, out.stderr
+    return out.stdout.strip()
+
+
+@pytest.fixture(scope="module")
+def hook_repo(tmp_path_factory) -> tuple[Path, str]:
+    """A clone of this checkout holding the working tree as its HEAD commit."""
+    dst = tmp_path_factory.mktemp("hookrepo") / "xferaudit"
+    git(REPO.parent, "clone", "-q", "--no-checkout", str(REPO), str(dst))
+    git(dst, "checkout", "-q", "HEAD")
+    files = git(REPO, "ls-files", "-co", "--exclude-standard", "-z").split("\0")
+    for rel in filter(None, files):
+        src = REPO / rel
+        if src.is_file():
+            (dst / rel).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(src, dst / rel)
+        elif not src.exists() and (dst / rel).exists():
+            (dst / rel).unlink()
+    git(dst, "add", "-A")
+    git(dst, "commit", "-q", "--allow-empty", "-m", "working tree under test")
+    return dst, git(dst, "rev-parse", "HEAD")
+
+
+@pytest.fixture(scope="module")
+def project(tmp_path_factory, hook_repo) -> tuple[Path, dict]:
+    repo, rev = hook_repo
+    proj = tmp_path_factory.mktemp("proj")
+    git(proj, "init", "-q")
+    (proj / ".pre-commit-config.yaml").write_text(
+        f"repos:\n- repo: {repo}\n  rev: {rev}\n  hooks:\n  - id: xferaudit-check\n"
+    )
+    git(proj, "add", ".pre-commit-config.yaml")
+    env = {**os.environ, **GIT_ENV, "PRE_COMMIT_HOME": str(tmp_path_factory.mktemp("pre-commit-home"))}
+    env.pop("PYTHONPATH", None)
+    return proj, env
+
+
+def pre_commit(proj: Path, env: dict) -> subprocess.CompletedProcess:
+    return subprocess.run(["pre-commit", "run"], cwd=proj, capture_output=True, text=True, env=env, timeout=900)
+
+
+def test_hook_is_declared_with_core_dependencies_only():
+    text = (REPO / ".pre-commit-hooks.yaml").read_text()
+    block = text.split("- id: xferaudit-check", 1)[1].split("\n- id:", 1)[0]
+    assert "entry: xferaudit check" in block and "language: python" in block and "types: [python]" in block
+    assert "additional_dependencies" not in block
+
+
+def test_unwrapped_fails_wrapped_passes_nothing_staged_passes(project):
+    proj, env = project
+    (proj / "train.py").write_text(
+        "import torch\n\n\ndef step(model, x):\n    y = model(x)\n    return y.cpu()\n"
+    )
+    git(proj, "add", "train.py")
+    r = pre_commit(proj, env)
+    out = r.stdout + r.stderr
+    assert r.returncode == 1, out
+    assert "xferaudit check" in out and "Failed" in out
+    assert "train.py:6:14: XFA202 `y.cpu()`" in out
+
+    (proj / "train.py").write_text(
+        "import torch\nimport xferaudit.runtime as xfer\n\n\ndef step(model, x):\n"
+        "    y = model(x)\n    return xfer.cpu(y, site=\"train.py:step:y.cpu\")\n"
+    )
+    git(proj, "add", "train.py")
+    r = pre_commit(proj, env)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "Passed" in r.stdout
+
+    git(proj, "commit", "-q", "-m", "wrapped", "--no-verify")
+    (proj / "NOTES.md").write_text("x.cpu() is described here, not called\n")
+    git(proj, "add", "NOTES.md")
+    r = pre_commit(proj, env)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "(no files to check)Skipped" in r.stdout
