@@ -76,7 +76,7 @@ def test_plugin_module_imports_nothing_heavy():
 
 def test_a_plain_run_with_the_plugin_loaded_imports_no_torch(pytester):
     pytester.makepyfile(
-        test_plain="""
+        test_inner_plain="""
         import sys
 
         def test_light(request):
@@ -98,7 +98,7 @@ def test_markers_are_registered(pytester):
 
 def test_table_per_test(pytester):
     pytester.makepyfile(
-        test_table=STEP
+        test_inner_table=STEP
         + textwrap.dedent(
             """
             def test_two_sites_and_an_implicit_read():
@@ -119,14 +119,14 @@ def test_table_per_test(pytester):
     start = next(i for i, ln in enumerate(lines) if "xferaudit: host<->device transfers per test" in ln)
     table = lines[start + 1:start + 5]
     assert table[0].split() == ["crossings", "MB", "unwrapped", "launches", "test"]
-    assert table[1].split() == ["3", "0.000024", "0", "0", "test_table.py::test_three_crossings"]
+    assert table[1].split() == ["3", "0.000024", "0", "0", "test_inner_table.py::test_three_crossings"]
     assert table[2].split() == ["2", "0.000020", "1", "0",
-                                "test_table.py::test_two_sites_and_an_implicit_read"]
+                                "test_inner_table.py::test_two_sites_and_an_implicit_read"]
     assert table[3] == "2 test(s) crossed or launched, 1 crossed nothing"
 
 
 def test_no_table_without_the_option(pytester):
-    pytester.makepyfile(test_quiet=STEP + "\ndef test_a():\n    step()\n")
+    pytester.makepyfile(test_inner_quiet=STEP + "\ndef test_a():\n    step()\n")
     r = run(pytester)
     r.assert_outcomes(passed=1)
     assert "transfers per test" not in r.stdout.str()
@@ -135,7 +135,7 @@ def test_no_table_without_the_option(pytester):
 def test_budget_marker_passes_and_fails(pytester):
     pytester.makefile(".toml", budget='[tool.xferaudit.budget]\n"m.py:step:x.to" = 1\n"m.py:step:loss.item" = 1\n')
     pytester.makepyfile(
-        test_budget=STEP
+        test_inner_budget=STEP
         + textwrap.dedent(
             """
             import pytest
@@ -182,14 +182,14 @@ def test_budget_marker_passes_and_fails(pytester):
     out = r.stdout.str()
     assert "over budget: m.py:step:loss.item: 2 crossings per step, budget 1" in out
     assert "unexpected site: m.py:step:loss.item" in out
-    assert "unwrapped transfer: test_budget.py:" in out and "aten._local_scalar_dense" in out
+    assert "unwrapped transfer: test_inner_budget.py:" in out and "aten._local_scalar_dense" in out
     assert "the test's own failure" in out
-    assert "FAILED test_budget.py::test_own_failure_wins - AssertionError" in out
+    assert "FAILED test_inner_budget.py::test_own_failure_wins - AssertionError" in out
 
 
 def test_fixture_yields_the_recorder_counting_and_reset(pytester):
     pytester.makepyfile(
-        test_fixture=STEP
+        test_inner_fixture=STEP
         + textwrap.dedent(
             """
             from xferaudit.runtime import recorder
@@ -217,7 +217,7 @@ def test_fixture_yields_the_recorder_counting_and_reset(pytester):
 
 def test_guard_option_and_marker(pytester):
     pytester.makepyfile(
-        test_guarded=STEP
+        test_inner_guarded=STEP
         + textwrap.dedent(
             """
             import pytest
@@ -241,7 +241,7 @@ def test_guard_option_and_marker(pytester):
     )
     r = run(pytester, "-k", "marked")
     r.assert_outcomes(passed=1, failed=1)
-    assert "UnexpectedTransfer: unexpected down transfer at test_guarded.py:" in r.stdout.str()
+    assert "UnexpectedTransfer: unexpected down transfer at test_inner_guarded.py:" in r.stdout.str()
 
     r = run(pytester, "--xferaudit-guard=up:log,down:raise", "-k", "not marked")
     r.assert_outcomes(passed=1, failed=1)
@@ -249,7 +249,7 @@ def test_guard_option_and_marker(pytester):
 
 
 def test_bad_guard_option_is_a_usage_error(pytester):
-    pytester.makepyfile(test_x="def test_x():\n    pass\n")
+    pytester.makepyfile(test_inner_x="def test_x():\n    pass\n")
     r = run(pytester, "--xferaudit-guard=up:loudly")
     assert r.ret == pytest.ExitCode.USAGE_ERROR
     assert "unknown guard level 'loudly'" in r.stderr.str()
