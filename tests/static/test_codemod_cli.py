@@ -162,7 +162,7 @@ def test_unsafe_sites_left_and_exit_1(project, capsys):
     code, _, err = run("wrap", str(project / "mod.py"), capsys=capsys)
     assert code == 1
     assert "mod.py:6:24: XFA201 left as it is: `super().cuda()` inside a method itself called `cuda`" in err
-    assert "1 site left as they are" in err
+    assert "1 site left as it is (not safely wrappable)" in err
 
 
 def test_write_keeps_mode_and_follows_symlinks(project, capsys):

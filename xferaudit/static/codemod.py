@@ -82,6 +82,7 @@ class CodemodResult:
     skipped: list[Skipped] = field(default_factory=list)
     suppressed: int = 0  # unwrapped sites carrying a suppression comment (left alone)
     not_selected: int = 0  # unwrapped sites outside --select / the config's codes
+    generic: int = 0  # function-row sites wrapped as xfer.call(callee, ...) (callee kept as written)
 
     @property
     def changed(self) -> bool:
@@ -692,6 +693,7 @@ class _WrapTransformer(cst.CSTTransformer):
         self.done: set[tuple[int, int]] = set()
         self.wrapped: list[Site] = []
         self.skipped: list[tuple[Site, str]] = []
+        self.generic = 0
 
     # pruning: statements with no site line are not descended into
     def _span(self, node: cst.CSTNode) -> Optional[tuple[int, int]]:
@@ -766,6 +768,7 @@ class _WrapTransformer(cst.CSTTransformer):
             wrapper = rule.wrapper
             if rule.wrap == "function" and wrapper != "call" and not self._respellable(rule, updated):
                 wrapper = "call"  # keep the callee as written: xfer.call(T.tensor, ...)
+                self.generic += 1
             new = self.shapes.wrap(updated, rule, self.alias, lit, site.decorator, wrapper)
             back = self.shapes.unwrap(new, wrapper)
             if back is None or _code(back) != _code(updated):
@@ -1010,6 +1013,7 @@ def wrap_source(
     _must_compile(new, path)
     res.new = new
     res.wrapped = Counter(s.kind for s in tr.wrapped)
+    res.generic = tr.generic
     return res
 
 

@@ -327,7 +327,8 @@ def format_summary(s: Summary, dry: bool) -> str:
         total = sum(s.kinds.values())
         parts.append(f"{_plural(total, 'site')} {'to wrap' if dry else 'wrapped'}" + (f" ({kinds})" if kinds else ""))
         if s.left:
-            parts.append(f"{_plural(s.left, 'site')} left as they are (not safely wrappable)")
+            parts.append(f"{_plural(s.left, 'site')} left as {'it is' if s.left == 1 else 'they are'}"
+                         " (not safely wrappable)")
         if s.suppressed:
             parts.append(f"{_plural(s.suppressed, 'suppressed site')} not wrapped")
     else:
