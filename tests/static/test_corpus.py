@@ -34,7 +34,8 @@ def test_corpus_is_there():
 @pytest.mark.parametrize("path", FILES, ids=lambda p: p.name)
 def test_finder_matches_labels_exactly(path: Path):
     res = find_in_source(decode_source(path.read_bytes()), path.name)
-    assert res.error is None, res.error
+    # legacy_*_py2.py does not parse as Python 3: its sites come from the repaired reading.
+    assert res.error is None or (res.repaired and path.name.startswith("legacy_")), res.error
     got = sorted(
         (f"{s.line}:{s.column}: {s.kind}" for s in res.sites),
         key=lambda s: tuple(int(x) for x in s.split(":")[:2]),

@@ -6,7 +6,9 @@ JSON array of objects with the keys ``path``, ``line``, ``column``,
 ``site``, ``suppressed`` plus ``rule_id``, ``function`` and ``decorator``).
 Positions are 1-based; the column is that of the called name (the ``cpu`` of
 ``x.cpu()``), counted in characters. ``select``/``ignore`` do not apply: this
-lists what is there. Exit 0, or 2 when a file cannot be read or parsed.
+lists what is there. Exit 0, or 2 when a file cannot be read or parsed. A file
+in old Python syntax (``print "x"``, ``x.cuda(async=True)``) is read as such
+(:mod:`xferaudit.static.repair`): its sites are listed, with a warning.
 """
 
 from __future__ import annotations
@@ -33,7 +35,8 @@ class SitesCommand(Command):
 
         cfg, rules, paths = load(args)
         result = scan(paths, cfg, rules, use_cache=not args.no_cache, jobs=args.jobs)
-        errors = [r for r in result.results if r.error is not None]
+        errors = [r for r in result.results if r.error is not None and not r.repaired]
+        repaired = [r for r in result.results if r.repaired]
         sites = [s for r in result.results for s in r.sites]
         if args.format == "json":
             emit(json.dumps([s.to_json() for s in sites], indent=2))
@@ -47,6 +50,9 @@ class SitesCommand(Command):
                 lines.append(f"{s.path}:{s.line}:{s.column}: {s.kind:<5} {s.rule} {state:<10} {call}  [{s.site}]")
             if lines:
                 emit("\n".join(lines))
+        for r in repaired:
+            print(f"xferaudit: warning: {r.path}:{r.error_line}:{r.error_column}: {r.error}; "
+                  "its sites were found reading it as old Python (print statements, async=...)", file=sys.stderr)
         for r in errors:
             print(f"{r.path}:{r.error_line}:{r.error_column}: XFA001 {r.error}", file=sys.stderr)
         return EXIT_ERROR if errors else EXIT_OK

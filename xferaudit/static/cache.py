@@ -33,7 +33,7 @@ FORMAT = 1
 KEEP_FILES = 4  # findings files of other keys kept (older tool versions, other configs)
 _SITE_FIELDS = tuple(f.name for f in fields(Site) if f.name != "path")
 _PKG = Path(__file__).resolve().parent.parent
-_CODE_FILES = ("static/finder.py", "static/scan.py", "static/cache.py", "rules.py", "config.py")
+_CODE_FILES = ("static/finder.py", "static/repair.py", "static/scan.py", "static/cache.py", "rules.py", "config.py")
 
 
 def code_fingerprint() -> str:
@@ -70,12 +70,14 @@ def _encode(res: FileResult) -> list:
         [[ln, list(codes)] for ln, codes in res.suppressions],
         [[getattr(s, f) for f in _SITE_FIELDS] for s in res.sites],
         res.bare_own,
+        res.repaired,
     ]
 
 
 def _decode(row: list, display: str) -> FileResult:
-    error, eline, ecol, sups, sites, bare_own = row
-    res = FileResult(path=display, error=error, error_line=eline, error_column=ecol, bare_own=bare_own)
+    error, eline, ecol, sups, sites, bare_own, repaired = row
+    res = FileResult(path=display, error=error, error_line=eline, error_column=ecol, bare_own=bare_own,
+                     repaired=repaired)
     res.suppressions = [(ln, tuple(codes)) for ln, codes in sups]
     res.sites = [Site(display, *vals) for vals in sites]
     return res

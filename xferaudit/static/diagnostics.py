@@ -158,9 +158,12 @@ def collect(scan: Scan, cfg: Config, rules: RuleTable) -> list[Diagnostic]:
     for i, (res, rel) in enumerate(zip(scan.results, scan.relpaths)):
         if res.error is not None:
             msg = res.error if res.error.startswith("cannot") else f"cannot parse: {res.error}"
+            if res.repaired:
+                msg += " (read as old Python to find its sites, reported below)"
             out.append(Diagnostic(res.path, rel, res.error_line, res.error_column,
                                   res.error_line, res.error_column, "XFA001", msg))
-            continue
+            if not res.repaired:
+                continue
         sup = dict(res.suppressions)
         file_diags: list[Diagnostic] = []
         for s in res.sites:

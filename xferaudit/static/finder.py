@@ -88,6 +88,10 @@ class FileResult:
     #: Lines with a bare `# xferaudit: ignore` (ours, so reported when unused; a
     #: bare `# noqa` may serve another linter and is not).
     bare_own: list[int] = field(default_factory=list)
+    #: The file does not parse (``error`` says why) but read as old Python
+    #: (``print "x"``, ``x.cuda(async=True)``) it did: ``sites`` are from that
+    #: reading (:mod:`.repair`).
+    repaired: bool = False
 
 
 # --- name resolution ---------------------------------------------------------
@@ -712,6 +716,7 @@ class _FileFinder(ast.NodeVisitor):
         self.decorators: set[int] = set()
         self.active: Optional[frozenset] = None  # packs on in this file (None: all)
         self.cand: list[int] = []  # lines where a site may be (see _candidate_lines)
+        self.colmap = None  # repair.ColumnMap when the text is a repaired reading
 
     # positions -------------------------------------------------------------
     def _char_col(self, line: int, byte_col: int) -> int:
@@ -1054,6 +1059,9 @@ class _FileFinder(ast.NodeVisitor):
         col = self._char_col(line, bcol)
         end_line = call.end_lineno
         end_col = self._char_col(end_line, call.end_col_offset)
+        if self.colmap is not None:
+            col = self.colmap.col(line, col)
+            end_col = self.colmap.col(end_line, end_col)
         self.sites.append(
             Site(
                 path=self.path,
@@ -1143,20 +1151,31 @@ def find_in_source(
     """All sites of one file's text, in source order, named and with suppressions applied."""
     rules = rules or _default_rules()
     res = FileResult(path=path)
+    colmap = None
     try:
         with warnings.catch_warnings():
             # Invalid escapes etc. are the file's business, not this report's.
             warnings.simplefilter("ignore")
             tree = ast.parse(text, filename=path)
     except SyntaxError as e:
-        res.error = f"SyntaxError: {e.msg}"
+        res.error = f"{type(e).__name__}: {e.msg}"
         res.error_line = e.lineno or 1
         res.error_column = e.offset or 1
-        return res
-    except (ValueError, RecursionError) as e:
+        from .repair import repair
+
+        fixed = repair(split_lines(text))
+        if fixed is None:
+            return res
+        text, colmap = fixed
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            tree = ast.parse(text, filename=path)
+        res.repaired = True
+    except (ValueError, RecursionError, MemoryError) as e:
         res.error = f"{type(e).__name__}: {e}"
         return res
     f = _FileFinder(path, text, rules, path)
+    f.colmap = colmap
     f.run(tree)
     f.sites.sort(key=lambda s: (s.line, s.column))
     name_sites(f.sites, relpath if relpath is not None else path)
