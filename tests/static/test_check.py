@@ -418,3 +418,12 @@ def test_check_never_imports_libcst_or_torch(proj):
     out = subprocess.run([sys.executable, "-c", code], cwd=proj, capture_output=True, text=True,
                          env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])})
     assert out.stdout.strip().splitlines()[-1] == "1 []", out.stderr
+
+
+def test_readme_rule_table_lists_every_code_with_its_name():
+    from xferaudit.static.codes import CODES
+
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
+    section = readme.split("## Rule codes", 1)[1].split("\n## ", 1)[0]
+    for code, doc in CODES.items():
+        assert f"| `{code}` | {doc.name} |" in section, code
