@@ -280,6 +280,22 @@ def _const_str(node: ast.AST) -> Optional[str]:
     return None
 
 
+def _string_head(node: ast.AST) -> Optional[str]:
+    """The literal start of a string built by formatting (f-string, `%`, `+`,
+    `.format`), or None when `node` builds no string that way."""
+    if isinstance(node, ast.JoinedStr):
+        return _const_str(node.values[0]) or "" if node.values else ""
+    if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Mod, ast.Add)):
+        left = node.left
+        if _const_str(left) is not None:
+            return _const_str(left)
+        return _string_head(left)
+    if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "format"):
+        inner = node.func.value
+        return _const_str(inner) if _const_str(inner) is not None else _string_head(inner)
+    return None
+
+
 def _device_type(s: str) -> Optional[str]:
     t = s.split(":", 1)[0].strip().lower()
     if t == "cpu":
@@ -314,11 +330,10 @@ class _Classifier:
             if isinstance(v, int) and not isinstance(v, bool):
                 return "up"
             return None
-        if isinstance(node, ast.JoinedStr):
-            head = _const_str(node.values[0]) if node.values else None
-            if head:
-                return _device_type(head) or "move"
-            return "move"
+        head = _string_head(node)
+        if head is not None:
+            # f"cuda:{rank}", "cuda:%d" % rank, "cuda:{}".format(rank), "cuda:" + str(rank)
+            return _device_type(head) or "move"
         if isinstance(node, ast.IfExp):
             a, b = self.device_kind(node.body), self.device_kind(node.orelse)
             if a == b:
@@ -352,12 +367,8 @@ class _Classifier:
             return "move"
         if isinstance(arg, ast.Constant) and isinstance(arg.value, int) and not isinstance(arg.value, bool):
             return "up"  # torch.device(0) is cuda:0
-        s = _const_str(arg)
-        if s is not None:
-            return _device_type(s) or "move"
-        if isinstance(arg, ast.JoinedStr):
-            head = _const_str(arg.values[0]) if arg.values else None
-            return (_device_type(head) if head else None) or "move"
+        if isinstance(arg, ast.Constant) or _string_head(arg) is not None or isinstance(arg, ast.IfExp):
+            return self.device_kind(arg) or "move"
         return "move"
 
     def _is_dtype_name(self, node: ast.AST) -> bool:
