@@ -313,3 +313,12 @@ def test_syntax_error_is_a_result_not_an_exception():
     res = find_in_source("def f(:\n    x.cpu()\n", "bad.py")
     assert res.sites == [] and res.error.startswith("SyntaxError")
     assert res.error_line == 1
+
+
+def test_deeply_nested_expression_is_analysed_or_reported_never_a_crash():
+    src = "import torch\ny = (" + " + ".join(["a.cpu()"] * 1500) + ")\n"
+    res = find_in_source(src, "deep.py")
+    assert res.error is None and len(res.sites) == 1500
+    src = "import torch\ny = (" + " + ".join(["a.cpu()"] * 20000) + ")\n"
+    res = find_in_source(src, "deeper.py")
+    assert res.sites == [] and res.error.startswith("RecursionError")

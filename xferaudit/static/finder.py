@@ -17,6 +17,7 @@ import bisect
 import io
 import itertools
 import re
+import sys
 import tokenize
 import warnings
 from dataclasses import asdict, dataclass, field
@@ -1187,7 +1188,16 @@ def find_in_source(
         return res
     f = _FileFinder(path, text, rules, path)
     f.colmap = colmap
-    f.run(tree)
+    limit = sys.getrecursionlimit()
+    try:
+        # A 2,000-term `a + b + ...` is a 2,000-deep tree: the visit recurses.
+        sys.setrecursionlimit(max(limit, 50_000))
+        f.run(tree)
+    except RecursionError:
+        res.error = "RecursionError: an expression too deeply nested to analyse"
+        return res
+    finally:
+        sys.setrecursionlimit(limit)
     f.sites.sort(key=lambda s: (s.line, s.column))
     name_sites(f.sites, relpath if relpath is not None else path)
     sup = file_suppressions(text, f.lines, {s.line for s in f.sites})
