@@ -67,6 +67,26 @@ def _work(item: tuple) -> FileResult:
     return analyze(data, display, relpath, _STATE[0])
 
 
+def _threads() -> int:
+    """OS threads in this process (native ones too: a library's thread pool)."""
+    try:
+        return len(os.listdir("/proc/self/task"))
+    except OSError:  # pragma: no cover - not Linux
+        import threading
+
+        return threading.active_count()
+
+
+def _start_method() -> str:
+    """fork when it is safe (one thread: the command line), else spawn: forking
+    a process whose other threads hold locks (JAX's, a test runner's) can hang."""
+    import multiprocessing
+
+    if "fork" in multiprocessing.get_all_start_methods() and _threads() == 1:
+        return "fork"
+    return "spawn"
+
+
 def worker_count() -> int:
     try:
         return max(1, len(os.sched_getaffinity(0)))
@@ -180,10 +200,7 @@ def _run(todo: list, rules: RuleTable, jobs: Optional[int]) -> tuple[list[FileRe
     # Largest files first, so no worker is left with a big one at the end.
     order = sorted(range(len(todo)), key=lambda k: -len(todo[k][1][0]))
     items = [todo[k][1] for k in order]
-    try:
-        ctx = multiprocessing.get_context("fork")
-    except ValueError:  # pragma: no cover - no fork on this platform
-        ctx = multiprocessing.get_context()
+    ctx = multiprocessing.get_context(_start_method())
     chunk = max(1, min(16, len(items) // (workers * 8)))
     with ProcessPoolExecutor(max_workers=workers, mp_context=ctx, initializer=_init, initargs=(rules,)) as ex:
         found = list(ex.map(_work, items, chunksize=chunk))
