@@ -57,12 +57,38 @@ def copy_tree(src: Path, dst: Path, limit: int | None) -> list[Path]:
     return files
 
 
+def ab(files: list[str], before: dict, cfg) -> None:
+    """Skeleton positions (the default) vs whole-module positions, interleaved."""
+    import statistics
+
+    import xferaudit.static.codemod as cm
+
+    rules = cfg.table()
+    real = cm._layout
+    times: dict[str, list[float]] = {"skeleton": [], "whole module": []}
+    outs: dict[str, list] = {}
+    for _ in range(3):
+        for mode in ("skeleton", "whole module"):
+            cm._layout = real if mode == "skeleton" else (lambda *a, **k: None)
+            t0 = time.perf_counter()
+            outs[mode] = [cm.wrap_source(before[f], f, rules, cfg.relpath(Path(f))).new for f in files]
+            times[mode].append(time.perf_counter() - t0)
+    cm._layout = real
+    same = outs["skeleton"] == outs["whole module"]
+    a, b = (statistics.median(times[k]) for k in ("skeleton", "whole module"))
+    print(f"positions A/B over {len(files)} changed files, median of 3: skeleton {a:.1f} s, "
+          f"whole module {b:.1f} s, ratio {b / a:.2f}x; identical output: {same}")
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--root", type=Path, help="tree to copy (default: the installed torch package)")
     ap.add_argument("--limit", type=int, help="only the first N files (sorted by path)")
     ap.add_argument("--jobs", type=int, help="worker processes (default: one per core)")
     ap.add_argument("--keep", action="store_true", help="keep the temporary copy and print where it is")
+    ap.add_argument("--ab", type=int, metavar="N", default=0,
+                    help="also time wrap of the first N changed files with positions over a skeleton of the "
+                         "statements holding a site vs over the whole module, side by side (3 rounds, medians)")
     args = ap.parse_args()
 
     src = args.root or torch_dir()
@@ -169,6 +195,8 @@ def main() -> int:
     print(f"failures: {len(failures)}")
     for line in failures[:200]:
         print("  " + line)
+    if args.ab:
+        ab(changed[: args.ab], before, cfg)
     if args.keep:
         print(f"kept: {tmp}")
     else:
