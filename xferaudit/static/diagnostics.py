@@ -246,11 +246,9 @@ def _comment_columns(path: str, lines: list[int]) -> dict[int, int]:
     out = {}
     for ln in lines:
         if ln - 1 < len(all_lines):
-            m = None
-            for m in _SUP_START.finditer(all_lines[ln - 1]):
-                pass
-            if m is not None:
-                out[ln] = m.start() + 1
+            starts = [m.start() for m in _SUP_START.finditer(all_lines[ln - 1])]
+            if starts:
+                out[ln] = starts[-1] + 1  # the last suppression comment of the line
     return out
 
 

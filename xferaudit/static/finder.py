@@ -86,8 +86,8 @@ class FileResult:
     error_line: int = 1
     error_column: int = 1
     suppressions: list[tuple[int, tuple[str, ...]]] = field(default_factory=list)
-    #: Lines with a bare `# xferaudit: ignore` (ours, so reported when unused; a
-    #: bare `# noqa` may serve another linter and is not).
+    #: Lines with a bare `xferaudit: ignore` comment (ours, so reported when
+    #: unused; a bare noqa comment may serve another linter and is not).
     bare_own: list[int] = field(default_factory=list)
     #: The file does not parse (``error`` says why) but read as old Python
     #: (``print "x"``, ``x.cuda(async=True)``) it did: ``sites`` are from that
