@@ -215,7 +215,10 @@ def load_config(start: Optional[Path] = None, path: Optional[Path] = None) -> Co
         raise ConfigError(f"{where}: cannot parse: {e}") from None
     except OSError as e:
         raise ConfigError(f"{where}: cannot read: {e.strerror or e}") from None
-    raw = data.get("tool", {}).get("xferaudit", {})
+    if path.name != "pyproject.toml" and "tool" not in data:
+        raw = data  # a file of its own (`--config xferaudit.toml`): its top level is the table
+    else:
+        raw = data.get("tool", {}).get("xferaudit", {})
     if not isinstance(raw, dict):
         raise ConfigError(f"{where}: [tool.xferaudit] must be a table")
     unknown = set(raw) - KNOWN_KEYS

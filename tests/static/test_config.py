@@ -79,3 +79,13 @@ def test_root_cache_dir_and_relpaths(tmp_path):
     assert cfg.cache_path() == cfg.root / ".cache" / "xfa"
     assert cfg.relpath(tmp_path / "src" / "pkg" / "m.py") == "src/pkg/m.py"
     assert cfg.relpath("/elsewhere/x.py") == "/elsewhere/x.py"
+
+
+def test_a_config_file_of_its_own_uses_its_top_level(tmp_path):
+    f = tmp_path / "xferaudit.toml"
+    f.write_text('ignore = ["XFA204"]\n[[rule]]\ncall = "function"\ntarget = "acc.send"\nkind = "move"\n')
+    cfg = load_config(path=f)
+    assert cfg.ignore == ("XFA204",) and "acc.send" in cfg.table().functions
+    f.write_text('ignre = ["XFA204"]\n')
+    with pytest.raises(ConfigError, match="unknown key"):
+        load_config(path=f)
