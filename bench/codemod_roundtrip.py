@@ -94,7 +94,7 @@ def main() -> int:
     src = args.root or torch_dir()
     tmp = Path(tempfile.mkdtemp(prefix="xferaudit-roundtrip-"))
     work = tmp / src.name
-    originals = copy_tree(src, work, args.limit)
+    copy_tree(src, work, args.limit)
     # Pin the project root to the copy and scan every file (no default excludes).
     (tmp / "pyproject.toml").write_text("[tool.xferaudit]\nexclude = []\n", encoding="utf-8")
     cfg = load_config(start=tmp)

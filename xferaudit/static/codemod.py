@@ -32,6 +32,16 @@ put it back:
 
 Every rewrite is checked at the time it is made: unwrapping the new call must
 give back the old call's exact text, or the site is left alone and reported.
+
+Positions: a site is the call whose called name sits at the finder's (line,
+character column); libcst's PositionProvider (through MetadataWrapper) gives
+the libcst side, in characters, like the finder's columns (tabs count one).
+PositionProvider costs more than the parse, so it runs over a skeleton of the
+module: the statements holding a site line as they are, every other one a
+placeholder of the same height (heights from ast line numbers), so the kept
+nodes get exactly the positions they have in the whole module. Any doubt (ast
+and libcst disagree on statements, a site not placed) falls back to the whole
+module.
 """
 
 from __future__ import annotations

@@ -224,11 +224,23 @@ def _outcomes(paths: Sequence[str], mode: str, cfg: Config, select: tuple[str, .
         for p in paths:
             yield process_file(p)
         return
+    chunk = max(1, min(16, n // (workers * 8)))
+    with _pool_context().Pool(workers, _init, (mode, cfg, select, want_old)) as pool:
+        yield from pool.imap(process_file, paths, chunksize=chunk)
+
+
+def _pool_context():
+    """A fork server with the codemod preloaded where there is one: workers start
+    fast, and never inherit threads of the parent (a plain fork after a library
+    started threads, as JAX or torch may have in a long-lived process, can
+    deadlock)."""
     import multiprocessing
 
-    chunk = max(1, min(16, n // (workers * 8)))
-    with multiprocessing.get_context().Pool(workers, _init, (mode, cfg, select, want_old)) as pool:
-        yield from pool.imap(process_file, paths, chunksize=chunk)
+    if "forkserver" in multiprocessing.get_all_start_methods():
+        ctx = multiprocessing.get_context("forkserver")
+        ctx.set_forkserver_preload(["xferaudit.static.codemod_files"])
+        return ctx
+    return multiprocessing.get_context()
 
 
 def run_codemod(
