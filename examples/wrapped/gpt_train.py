@@ -164,7 +164,7 @@ class Trainer:
         x = xfer.to(self.val_x, self.device, non_blocking=True, site="examples/gpt_train.py:Trainer.evaluate:self.val_x.to")
         y = xfer.to(self.val_y, self.device, site="examples/gpt_train.py:Trainer.evaluate:self.val_y.to")
         logits = self.eval_model(x)
-        acc = xfer.item((logits.argmax(-1) == y).float().mean(), site="examples/gpt_train.py:Trainer.evaluate:...s.argmax(...)==y).float().mean().item")
+        acc = xfer.item((logits.argmax(-1) == y).float().mean(), site="examples/gpt_train.py:Trainer.evaluate:...float().mean().item")
         if self.graph is not None:
             xfer.copy_(self.static_x, self.val_x, non_blocking=True, site="examples/gpt_train.py:Trainer.evaluate:self.static_x.copy_")
             xfer.replay(self.graph, site="examples/gpt_train.py:Trainer.evaluate:self.graph.replay")

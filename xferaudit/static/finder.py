@@ -13,6 +13,7 @@ Positions are 1-based lines and 1-based character columns of the called name
 from __future__ import annotations
 
 import ast
+import copy
 import bisect
 import io
 import itertools
@@ -1095,30 +1096,120 @@ class _FileFinder(ast.NodeVisitor):
         )
 
     def _label(self, func: ast.AST, rule: Rule) -> str:
+        """`receiver.method` for naming: the receiver as code (comments and layout
+        dropped), with any wrapper calls in it read back as the bare calls, so a
+        site keeps its name whether its inner sites were wrapped first or not."""
         if rule.call == "function" or not isinstance(func, ast.Attribute):
             return rule.target
-        return f"{self._segment(func.value)}.{func.attr}"
+        recv = func.value
+        if any(isinstance(n, ast.Call) and any(k.arg == "site" for k in n.keywords) for n in ast.walk(recv)):
+            recv = _Unwrapper(self).visit(copy.deepcopy(recv))
+        return short_label(recv, func.attr)
+
+
+class _Unwrapper(ast.NodeTransformer):
+    """Rewrites `xfer.m(recv, a, site=...)` back to `recv.m(a)` (on a copy), for names."""
+
+    def __init__(self, finder: "_FileFinder") -> None:
+        self.f = finder
+
+    def visit_Call(self, node: ast.Call) -> ast.AST:
+        self.generic_visit(node)
+        q = self.f.qualname(node.func)
+        if q is None or not q.startswith(RUNTIME_MODULE + ".") or not node.args:
+            return node
+        wrapper = q[len(RUNTIME_MODULE) + 1:]
+        kws = [k for k in node.keywords if k.arg not in ("site", "decorator")]
+        a = node.args
+        if wrapper == "method" and len(a) > 1 and _const_str(a[1]):
+            return ast.Call(ast.Attribute(a[0], _const_str(a[1]), ast.Load()), a[2:], kws)
+        if wrapper == "call":
+            return ast.Call(a[0], a[1:], kws)
+        rows = self.f.rules.wrappers.get(wrapper, ())
+        if not rows:
+            return node
+        rule = rows[0]
+        if rule.wrap == "result":
+            return a[0]
+        if rule.wrap == "receiver":
+            return ast.Call(ast.Attribute(a[0], rule.method, ast.Load()), a[1:], kws)
+        return ast.Call(_dotted_name(rule.target), a, kws)
+
+
+def _dotted_name(target: str) -> ast.AST:
+    parts = target.split(".")
+    node: ast.AST = ast.Name(parts[0], ast.Load())
+    for p in parts[1:]:
+        node = ast.Attribute(node, p, ast.Load())
+    return node
 
 
 # --- naming ----------------------------------------------------------------------------
 
 _WS = re.compile(r"\s+")
+LABEL_LIMIT = 40
 
 
-def short_receiver(text: str, limit: int = 40) -> str:
-    """A readable, single-line, bounded form of a call's receiver and method."""
-    text = _WS.sub("", text)
-    if len(text) <= limit:
-        return text
-    # Drop argument lists, innermost first, until it fits.
-    prev = None
-    while len(text) > limit and prev != text:
-        prev = text
-        text = re.sub(r"\(([^()]|\.\.\.)+\)", "(...)", text, count=1)
-        text = re.sub(r"\[([^\[\]]|\.\.\.)+\]", "[...]", text, count=1)
-    if len(text) > limit:
-        text = "..." + text[-(limit - 3):]
-    return text
+def _unparse(node: ast.AST) -> str:
+    try:
+        return _WS.sub(" ", ast.unparse(node))
+    except (ValueError, RecursionError, AttributeError):  # pragma: no cover - odd trees
+        return "<expr>"
+
+
+class _ElideArgs(ast.NodeTransformer):
+    """`x.view(b * t, -1)` -> `x.view(...)`; short argument lists stay."""
+
+    def visit_Call(self, node: ast.Call) -> ast.AST:
+        self.generic_visit(node)
+        if node.args or node.keywords:
+            inner = _unparse(ast.Call(ast.Name("f", ast.Load()), node.args, node.keywords))[2:-1]
+            if len(inner) > 3:
+                node.args, node.keywords = [ast.Constant(...)], []
+        return node
+
+    def visit_Subscript(self, node: ast.Subscript) -> ast.AST:
+        self.generic_visit(node)
+        if len(_unparse(node.slice)) > 3:
+            node.slice = ast.Constant(...)
+        return node
+
+
+def short_label(recv: ast.AST, method: str, limit: int = LABEL_LIMIT) -> str:
+    """A readable, single-line, bounded `receiver.method`.
+
+    Long argument lists become `(...)`; if that is still too long, the start of
+    the receiver's chain is cut at an attribute, keeping its end:
+    `...float().mean().item`.
+    """
+    full = _unparse(ast.Attribute(recv, method, ast.Load()))
+    if len(full) <= limit:
+        return full
+    recv = _ElideArgs().visit(copy.deepcopy(recv))
+    full = _unparse(ast.Attribute(recv, method, ast.Load()))
+    if len(full) <= limit:
+        return full
+    best = None
+    node = recv
+    while isinstance(node, (ast.Attribute, ast.Call, ast.Subscript)):
+        nxt = node.func if isinstance(node, ast.Call) else node.value
+        if isinstance(node, ast.Attribute):
+            head = _unparse(nxt)
+            for h in (head, f"({head})"):
+                if full.startswith(h + "."):
+                    tail = full[len(h) + 1:]
+                    if len(tail) + 3 <= limit and (best is None or len(tail) > len(best)):
+                        best = tail
+        node = nxt
+    if len(method) + 3 <= limit and best is None:
+        best = method
+    return "..." + best if best is not None else "..." + full[-(limit - 3):]
+
+
+def short_receiver(text: str, limit: int = LABEL_LIMIT) -> str:
+    """The bounded form of a label given as text (a label is already bounded)."""
+    text = _WS.sub(" ", text.strip())
+    return text if len(text) <= limit else "..." + text[-(limit - 3):]
 
 
 def name_sites(sites: list[Site], relpath: str) -> None:

@@ -33,7 +33,7 @@ class Trainer:
 
     async def fetch(self, x, dev):
         a = await xfer.cpu(x, site="train.py:Trainer.fetch:x.cpu")
-        b = await xfer.cpu((await xfer.to(x, dev, site="train.py:Trainer.fetch:x.to")), site="train.py:Trainer.fetch:awaitx.to(dev).cpu")
+        b = await xfer.cpu((await xfer.to(x, dev, site="train.py:Trainer.fetch:x.to")), site="train.py:Trainer.fetch:(await x.to(dev)).cpu")
         return a, b
 
     def stars(self, x, a, k):
