@@ -409,3 +409,18 @@ def test_guard_on_marks_tensor_calls_as_inside_a_wrapper(fake_cuda):
     assert ("_to_copy", True) in seen and ("_local_scalar_dense", True) in seen
     assert ("sum", False) in seen
     assert getattr(STATE.local, "depth", 0) == 0
+
+
+def test_generic_wrappers_pass_keywords_named_like_their_own_parameters():
+    # recv/name/fn are positional-only, so a user's keyword of the same name reaches the call.
+    import xferaudit.runtime as xfer
+
+    class Channel:
+        def send(self, name=None, recv=None):
+            return (name, recv)
+
+    def put(fn=None, name=None):
+        return (fn, name)
+
+    assert xfer.method(Channel(), "send", name="a", recv="b", site="s") == ("a", "b")
+    assert xfer.call(put, fn="f", name="n", site="s") == ("f", "n")

@@ -384,7 +384,7 @@ def to(x: Any, *args: Any, site: Optional[str] = None, **kwargs: Any) -> Any:
     return _move(x, "to", args, kwargs, site, "move")
 
 
-def method(recv: Any, name: str, *args: Any, site: Optional[str] = None, **kwargs: Any) -> Any:
+def method(recv: Any, name: str, /, *args: Any, site: Optional[str] = None, **kwargs: Any) -> Any:
     """``recv.<name>(*args, **kwargs)`` for a rule row without a wrapper of its own.
 
     The direction is read from the tensors of `recv` (or of the result, when it
@@ -395,7 +395,7 @@ def method(recv: Any, name: str, *args: Any, site: Optional[str] = None, **kwarg
     return _move(recv, name, args, kwargs, site, "move")
 
 
-def call(fn: Any, *args: Any, site: Optional[str] = None, **kwargs: Any) -> Any:
+def call(fn: Any, /, *args: Any, site: Optional[str] = None, **kwargs: Any) -> Any:
     """``fn(*args, **kwargs)`` for a function row without a wrapper of its own
     (``send_to_device(batch, dev)``): the first argument is taken as what moves,
     and the result as where it went."""
