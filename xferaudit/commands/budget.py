@@ -17,11 +17,10 @@ from __future__ import annotations
 import argparse
 import json
 import math
-import os
 import sys
-import tempfile
 from pathlib import Path
 
+from .._atomic import atomic_write
 from . import EXIT_OK, Command, UserError
 
 
@@ -138,21 +137,11 @@ class BudgetCommand(Command):
 
 
 def _write_atomic(path: Path, text: str) -> None:
-    """Write via a temporary file renamed into place: never a half-written budget."""
+    """Never a half-written budget: see :func:`xferaudit._atomic.atomic_write`."""
     parent = path.parent if str(path.parent) else Path(".")
     if not parent.is_dir():
         raise UserError(f"{path}: folder {parent} does not exist")
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=str(parent))
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
+    atomic_write(path, text)
 
 
 COMMAND = BudgetCommand

@@ -16,7 +16,6 @@ from __future__ import annotations
 import json
 import os
 import sys
-import tempfile
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import IO, Any, Iterable, Optional, Union
@@ -181,17 +180,9 @@ class Report:
         """Write the JSON form; atomic (a temporary file renamed into place)."""
         p = Path(path)
         text = json.dumps(self.to_dict(), indent=2, sort_keys=False) + "\n"
-        fd, tmp = tempfile.mkstemp(prefix=f".{p.name}.", suffix=".tmp", dir=str(p.parent or "."))
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8") as fh:
-                fh.write(text)
-            os.replace(tmp, p)
-        except BaseException:
-            try:
-                os.unlink(tmp)
-            except OSError:
-                pass
-            raise
+        from .._atomic import atomic_write
+
+        atomic_write(p, text)
         return p
 
     @classmethod

@@ -18,14 +18,13 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import sys
-import tempfile
 from dataclasses import fields
 from pathlib import Path
 from typing import Optional
 
 from .. import __version__
+from .._atomic import atomic_write
 from ..config import Config
 from .finder import FileResult, Site
 
@@ -144,17 +143,7 @@ class Cache:
             except OSError:
                 pass
             payload = json.dumps({"format": FORMAT, "files": self.entries}, separators=(",", ":"))
-            fd, tmp = tempfile.mkstemp(dir=self.directory, prefix=".findings-", suffix=".tmp")
-            try:
-                with os.fdopen(fd, "w", encoding="utf-8") as fh:
-                    fh.write(payload)
-                os.replace(tmp, self.path)
-            except BaseException:
-                try:
-                    os.unlink(tmp)
-                except OSError:
-                    pass
-                raise
+            atomic_write(self.path, payload)
             self._prune()
             self.new = {}
             return True

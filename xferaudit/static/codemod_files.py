@@ -17,7 +17,6 @@ import os
 import re
 import stat
 import sys
-import tempfile
 import time
 import tokenize
 from collections import Counter
@@ -25,6 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Optional, Sequence, TextIO
 
+from .._atomic import atomic_write
 from ..config import Config
 from ..rules import KINDS
 from .codemod import CodemodError, CodemodResult, unwrap_source, wrap_source
@@ -122,28 +122,6 @@ def is_read_only(path: str) -> bool:
     for this user (a read-only file is honoured even when running as root)."""
     st = os.stat(path)
     return not (st.st_mode & (stat.S_IWUSR | stat.S_IWGRP | stat.S_IWOTH)) or not os.access(path, os.W_OK)
-
-
-def atomic_write(path: str, data: bytes) -> None:
-    """Replace `path`'s content with `data`: temporary file in the same folder,
-    same mode, then ``os.replace``. A symlink is written through to its target."""
-    real = os.path.realpath(path)
-    mode = stat.S_IMODE(os.stat(real).st_mode)
-    folder = os.path.dirname(real) or "."
-    fd, tmp = tempfile.mkstemp(prefix="." + os.path.basename(real) + ".", suffix=".xferaudit-tmp", dir=folder)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-        os.chmod(tmp, mode)
-        os.replace(tmp, real)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
 
 
 # --- diff --------------------------------------------------------------------------------

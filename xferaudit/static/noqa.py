@@ -15,15 +15,13 @@ from __future__ import annotations
 import ast
 import codecs
 import io
-import os
 import re
-import stat
-import tempfile
 import tokenize
 import warnings
 from dataclasses import dataclass, field
 from typing import Iterable
 
+from .._atomic import atomic_write
 from .diagnostics import Diagnostic
 
 #: Codes --add-noqa adds (XFA001 cannot be suppressed, XFA101 is about noqa itself).
@@ -146,7 +144,7 @@ def add_noqa(diags: Iterable[Diagnostic]) -> NoqaResult:
         if data.startswith(codecs.BOM_UTF8) and not out.startswith(codecs.BOM_UTF8):
             out = codecs.BOM_UTF8 + out
         try:
-            _write_atomic(path, out)
+            atomic_write(path, out)
         except OSError as e:
             result.skipped.append(f"{path}: cannot write: {e.strerror or e}")
             continue
@@ -155,18 +153,3 @@ def add_noqa(diags: Iterable[Diagnostic]) -> NoqaResult:
     return result
 
 
-def _write_atomic(path: str, data: bytes) -> None:
-    d = os.path.dirname(os.path.abspath(path))
-    mode = stat.S_IMODE(os.stat(path).st_mode)
-    fd, tmp = tempfile.mkstemp(dir=d, prefix=".xferaudit-", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-        os.chmod(tmp, mode)
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
