@@ -11,20 +11,22 @@ Exit codes follow ruff's: 0 clean, 1 findings, 2 usage, config or input error.
 
 from __future__ import annotations
 
+import abc
 import argparse
 
 EXIT_OK, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
 
 
-class Command:
+class Command(abc.ABC):
     NAME: str = ""
     DESCRIPTION: str = ""
 
     def add_arguments(self, parser: argparse.ArgumentParser) -> None:
         """Declare this command's options."""
 
+    @abc.abstractmethod
     def run(self, args: argparse.Namespace) -> int:
-        raise NotImplementedError
+        """Do the work; return the exit code."""
 
 
 class UserError(Exception):

@@ -27,6 +27,7 @@ from __future__ import annotations
 import sys
 from typing import Any, Optional
 
+from ._lazy import library
 from .recorder import STATE as _S
 from .recorder import record
 
@@ -36,17 +37,7 @@ class CupyMissingError(ImportError):
 
 
 def _cupy() -> Any:
-    mod = sys.modules.get("cupy")
-    if mod is not None:
-        return mod
-    try:
-        import cupy as mod
-    except ImportError as e:
-        raise CupyMissingError(
-            "xferaudit.runtime: this wrapper calls cupy, but CuPy is not installed "
-            "(see https://docs.cupy.dev/en/stable/install.html)"
-        ) from e
-    return mod
+    return library("cupy", CupyMissingError, "CuPy is not installed (see https://docs.cupy.dev/en/stable/install.html)")
 
 
 def _device_id(cp: Any, a: Any) -> Optional[int]:

@@ -31,9 +31,9 @@ ggml is imported on the first wrapped call, never by ``import xferaudit.runtime`
 
 from __future__ import annotations
 
-import sys
 from typing import Any, Callable, Optional
 
+from ._lazy import library
 from .recorder import STATE as _S
 from .recorder import record, record_launch
 
@@ -43,17 +43,8 @@ class GgmlMissingError(ImportError):
 
 
 def _ggml() -> Any:
-    mod = sys.modules.get("ggml")
-    if mod is not None and hasattr(mod, "ggml_backend_tensor_set"):
-        return mod
-    try:
-        import ggml as mod
-    except ImportError as e:
-        raise GgmlMissingError(
-            "xferaudit.runtime: this wrapper calls ggml, but ggml-python is not installed; "
-            "install it with `pip install 'xferaudit[ggml]'`"
-        ) from e
-    return mod
+    return library("ggml", GgmlMissingError, "ggml-python is not installed; install it with `pip install 'xferaudit[ggml]'`",
+                   probe="ggml_backend_tensor_set")
 
 
 def _int(v: Any) -> int:

@@ -36,6 +36,7 @@ import sys
 import types
 from typing import Any, Optional
 
+from ._lazy import library
 from .recorder import STATE as _S
 from .recorder import record, record_launch
 
@@ -45,17 +46,8 @@ class JaxMissingError(ImportError):
 
 
 def _jax() -> Any:
-    mod = sys.modules.get("jax")
-    if mod is not None and hasattr(mod, "device_put"):
-        return mod
-    try:
-        import jax as mod
-    except ImportError as e:
-        raise JaxMissingError(
-            "xferaudit.runtime: this wrapper calls jax, but JAX is not installed; "
-            "install it with `pip install 'xferaudit[jax]'`"
-        ) from e
-    return mod
+    return library("jax", JaxMissingError, "JAX is not installed; install it with `pip install 'xferaudit[jax]'`",
+                   probe="device_put")
 
 
 def _place(jax: Any, leaf: Any) -> Optional[frozenset]:
