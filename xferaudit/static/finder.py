@@ -30,9 +30,11 @@ RUNTIME_MODULE = "xferaudit.runtime"
 
 #: Device types whose string literal means "an accelerator" (`x.to("cuda:1")`).
 ACCELERATOR_TYPES = frozenset(
-    """cuda mps xpu hpu npu xla mtia ipu vulkan meta privateuseone lazy ve fpga
+    """cuda mps xpu hpu npu xla mtia ipu vulkan privateuseone lazy ve fpga
     maia ort mkldnn opengl opencl ideep fakegpu""".split()
 )
+#: Device types that hold no data: `x.to("meta")` copies nothing, so it is no site.
+NO_DATA_TYPES = frozenset({"meta"})
 #: ``torch.<name>`` values that are dtypes or layouts, never devices.
 TORCH_NOT_DEVICE = frozenset(
     """float float16 half bfloat16 float32 float64 double complex64 complex128
@@ -363,10 +365,13 @@ class _Classifier:
             return "move"
         return "move"
 
-    def _torch_device(self, node: ast.Call) -> str:
+    def _torch_device(self, node: ast.Call) -> Optional[str]:
         arg = node.args[0] if node.args else next((k.value for k in node.keywords if k.arg == "type"), None)
         if arg is None:
             return "move"
+        s = _const_str(arg)
+        if s is not None and s.split(":", 1)[0].strip().lower() in NO_DATA_TYPES:
+            return None
         if isinstance(arg, ast.Constant) and isinstance(arg.value, int) and not isinstance(arg.value, bool):
             return "up"  # torch.device(0) is cuda:0
         if isinstance(arg, ast.Constant) or _string_head(arg) is not None or isinstance(arg, ast.IfExp):
