@@ -42,7 +42,7 @@ from collections.abc import Mapping
 from typing import Any, Optional
 
 from .recorder import STATE as _S
-from .recorder import record
+from .recorder import call_inside, record
 
 #: Static kind of each built-in wrapper (the torch pack's rows; "device" rows
 #: such as ``to`` are decided at run time, so their kind here is "move").
@@ -182,17 +182,8 @@ def _enter() -> int:
     return d
 
 
-def _guarded(fn: Any, args: tuple, kwargs: dict) -> Any:
-    """``fn(*args, **kwargs)`` with this thread marked as inside a wrapper, for
-    the guard (``recorder.in_wrapper()``). The hot paths (tensor ``cpu``, ``to``,
-    ``item``...) mark it only while the guard is on: nothing else reads it."""
-    loc = _S.local
-    d = getattr(loc, "depth", 0)
-    loc.depth = d + 1
-    try:
-        return fn(*args, **kwargs)
-    finally:
-        loc.depth = d
+# The hot paths (tensor ``cpu``, ``to``, ``item``...) mark the thread as inside
+# a wrapper (recorder.call_inside) only while the guard is on: nothing else reads it.
 
 
 def _direction(src: Any, dst: Any) -> str:
@@ -285,7 +276,7 @@ def _move(recv: Any, meth: str, args: tuple, kwargs: dict, site: Optional[str], 
                 _traced_record(site, kind, d, n)
             return out
         if _S._guard:
-            out = _guarded(getattr(recv, meth), args, kwargs)
+            out = call_inside(getattr(recv, meth), args, kwargs)
         else:
             out = getattr(recv, meth)(*args, **kwargs)
         if _S._on:
@@ -355,7 +346,7 @@ def cpu(x: Any, memory_format: Any = _NO, site: Optional[str] = None) -> Any:
                 _traced_record(site, "down", d, n)
             return out
         if _S._guard:
-            out = _guarded(x.cpu, args, kwargs)
+            out = call_inside(x.cpu, args, kwargs)
         elif kwargs or args:
             out = x.cpu(*args, **kwargs)
         else:

@@ -29,7 +29,7 @@ from typing import Any, Optional
 
 from ._lazy import library
 from .recorder import STATE as _S
-from .recorder import record
+from .recorder import call_inside, record
 
 
 class CupyMissingError(ImportError):
@@ -53,23 +53,13 @@ def _device_id(cp: Any, a: Any) -> Optional[int]:
     return None
 
 
-def _call(fn: Any, args: tuple, kwargs: dict) -> Any:
-    loc = _S.local
-    depth = getattr(loc, "depth", 0)
-    loc.depth = depth + 1
-    try:
-        return fn(*args, **kwargs)
-    finally:
-        loc.depth = depth
-
-
 def _make(name: str, a: Any, args: tuple, kwargs: dict, site: Optional[str]) -> Any:
     cp = _cupy()
     fn = getattr(cp, name)
     if not _S.active:
         return fn(a, *args, **kwargs)
     src = _device_id(cp, a) if _S.on else None
-    out = _call(fn, (a, *args), kwargs)
+    out = call_inside(fn, (a, *args), kwargs)
     if _S.on:
         if src is None:
             d = "up"
@@ -94,7 +84,7 @@ def cupy_array(obj: Any, *args: Any, site: Optional[str] = None, **kwargs: Any) 
 def _read(x: Any, fn: Any, args: tuple, kwargs: dict, site: Optional[str]) -> Any:
     cp = sys.modules.get("cupy")
     on_device = _S.on and cp is not None and isinstance(x, cp.ndarray)
-    out = _call(fn, args, kwargs)
+    out = call_inside(fn, args, kwargs)
     if _S.on:
         record(site, "down", "down" if on_device else "none", int(x.nbytes) if on_device else 0)
     return out
@@ -126,7 +116,7 @@ def cupy_set(x: Any, arr: Any, *args: Any, site: Optional[str] = None, **kwargs:
         return x.set(arr, *args, **kwargs)
     cp = sys.modules.get("cupy")
     on_device = _S.on and cp is not None and isinstance(x, cp.ndarray)
-    out = _call(x.set, (arr, *args), kwargs)
+    out = call_inside(x.set, (arr, *args), kwargs)
     if _S.on:
         record(site, "up", "up" if on_device else "none", int(x.nbytes) if on_device else 0)
     return out

@@ -35,7 +35,7 @@ from typing import Any, Callable, Optional
 
 from ._lazy import library
 from .recorder import STATE as _S
-from .recorder import record, record_launch
+from .recorder import call_inside, record, record_launch
 
 
 class GgmlMissingError(ImportError):
@@ -57,13 +57,7 @@ def _transfer(name: str, kind: str, size_at: int, copies_at: Optional[int]) -> C
         fn = getattr(_ggml(), name)
         if not _S.active:
             return fn(*args)
-        loc = _S.local
-        depth = getattr(loc, "depth", 0)
-        loc.depth = depth + 1
-        try:
-            out = fn(*args)
-        finally:
-            loc.depth = depth
+        out = call_inside(fn, args, {})
         if _S.on:
             n = _int(args[size_at]) if len(args) > size_at else 0
             if copies_at is not None and len(args) > copies_at:

@@ -38,7 +38,7 @@ from typing import Any, Optional
 
 from ._lazy import library
 from .recorder import STATE as _S
-from .recorder import record, record_launch
+from .recorder import call_inside, record, record_launch
 
 
 class JaxMissingError(ImportError):
@@ -86,16 +86,6 @@ def _moves(jax: Any, before: list, after: list) -> tuple[str, int]:
     return max(per.items(), key=lambda kv: kv[1])[0], sum(per.values())
 
 
-def _call(fn: Any, args: tuple, kwargs: dict) -> Any:
-    loc = _S.local
-    depth = getattr(loc, "depth", 0)
-    loc.depth = depth + 1
-    try:
-        return fn(*args, **kwargs)
-    finally:
-        loc.depth = depth
-
-
 def jax_device_put(x: Any, *args: Any, site: Optional[str] = None, **kwargs: Any) -> Any:
     """``jax.device_put(x, ...)``, counted at `site`.
 
@@ -106,10 +96,10 @@ def jax_device_put(x: Any, *args: Any, site: Optional[str] = None, **kwargs: Any
     if not _S.active:
         return jax.device_put(x, *args, **kwargs)
     if not _S.on:
-        return _call(jax.device_put, (x, *args), kwargs)
+        return call_inside(jax.device_put, (x, *args), kwargs)
     leaves = jax.tree_util.tree_leaves(x)
     before = [_place(jax, leaf) for leaf in leaves]
-    out = _call(jax.device_put, (x, *args), kwargs)
+    out = call_inside(jax.device_put, (x, *args), kwargs)
     device = args[0] if args else kwargs.get("device")
     d, n = _moves(jax, before, jax.tree_util.tree_leaves(out))
     record(site, "up" if device is None else "move", d, n)
@@ -122,9 +112,9 @@ def jax_device_get(x: Any, *args: Any, site: Optional[str] = None, **kwargs: Any
     if not _S.active:
         return jax.device_get(x, *args, **kwargs)
     if not _S.on:
-        return _call(jax.device_get, (x, *args), kwargs)
+        return call_inside(jax.device_get, (x, *args), kwargs)
     on_device = [leaf for leaf in jax.tree_util.tree_leaves(x) if _place(jax, leaf) is not None]
-    out = _call(jax.device_get, (x, *args), kwargs)
+    out = call_inside(jax.device_get, (x, *args), kwargs)
     n = sum(_nbytes(leaf) for leaf in on_device)
     record(site, "down", "down" if on_device else "none", n)
     return out
@@ -138,10 +128,10 @@ def _np_read(name: str, a: Any, args: tuple, kwargs: dict, site: Optional[str]) 
     if not _S.active:
         return fn(a, *args, **kwargs)
     if not _S.on:
-        return _call(fn, (a, *args), kwargs)
+        return call_inside(fn, (a, *args), kwargs)
     jax = sys.modules.get("jax")  # no jax imported: `a` cannot be a jax Array
     on_device = jax is not None and _place(jax, a) is not None
-    out = _call(fn, (a, *args), kwargs)
+    out = call_inside(fn, (a, *args), kwargs)
     record(site, "down", "down" if on_device else "none", _nbytes(a) if on_device else 0)
     return out
 

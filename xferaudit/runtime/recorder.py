@@ -234,6 +234,19 @@ def in_wrapper() -> bool:
     return getattr(STATE.local, "depth", 0) > 0
 
 
+def call_inside(fn, args: tuple, kwargs: dict):
+    """``fn(*args, **kwargs)`` with this thread marked as inside a wrapper, so
+    the guard (:func:`in_wrapper`) does not count the wrapper's own crossing
+    a second time."""
+    loc = STATE.local
+    d = getattr(loc, "depth", 0)
+    loc.depth = d + 1
+    try:
+        return fn(*args, **kwargs)
+    finally:
+        loc.depth = d
+
+
 def reset() -> None:
     """Forget every count (transfers, launches and unwrapped events) and timeline event."""
     with STATE.lock:
