@@ -20,59 +20,50 @@ import ast
 import difflib
 import re
 import warnings
-from typing import Callable, Optional
+from typing import Callable, Iterator, Optional
 
 MAX_ROUNDS = 300
 
 
-def _split_comment(body: str) -> tuple[str, str]:
-    """(code, comment) of one line; a `#` inside a quoted string is code."""
+def _code_chars(line: str) -> Iterator[tuple[int, str]]:
+    """(index, character) of one line's code outside string literals."""
     quote = None
     i = 0
-    while i < len(body):
-        ch = body[i]
+    while i < len(line):
+        ch = line[i]
         if quote:
             if ch == "\\":
                 i += 2
                 continue
-            if body.startswith(quote, i):
+            if line.startswith(quote, i):
                 i += len(quote)
                 quote = None
                 continue
         elif ch in "\"'":
-            quote = body[i:i + 3] if body[i:i + 3] in ('"""', "'''") else ch
+            quote = line[i:i + 3] if line[i:i + 3] in ('"""', "'''") else ch
             i += len(quote)
             continue
-        elif ch == "#":
-            return body[:i], body[i:]
+        else:
+            yield i, ch
         i += 1
+
+
+def _split_comment(body: str) -> tuple[str, str]:
+    """(code, comment) of one line; a `#` inside a quoted string is code."""
+    for i, ch in _code_chars(body):
+        if ch == "#":
+            return body[:i], body[i:]
     return body, ""
 
 
 def _depth(code: str) -> int:
     """Open brackets left by one line of code (strings skipped)."""
     depth = 0
-    quote = None
-    i = 0
-    while i < len(code):
-        ch = code[i]
-        if quote:
-            if ch == "\\":
-                i += 2
-                continue
-            if code.startswith(quote, i):
-                i += len(quote)
-                quote = None
-                continue
-        elif ch in "\"'":
-            quote = code[i:i + 3] if code[i:i + 3] in ('"""', "'''") else ch
-            i += len(quote)
-            continue
-        elif ch in "([{":
+    for _, ch in _code_chars(code):
+        if ch in "([{":
             depth += 1
         elif ch in ")]}":
             depth -= 1
-        i += 1
     return depth
 
 
