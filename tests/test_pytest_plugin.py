@@ -253,3 +253,39 @@ def test_bad_guard_option_is_a_usage_error(pytester):
     r = run(pytester, "--xferaudit-guard=up:loudly")
     assert r.ret == pytest.ExitCode.USAGE_ERROR
     assert "unknown guard level 'loudly'" in r.stderr.str()
+
+
+def test_failures_show_the_users_line_not_xferaudits_source(pytester):
+    """Budget and guard failures carry __tracebackhide__ (and torch's dispatch
+    frames are dropped for them): the report shows the test's line and the
+    message, not pages of xferaudit's and torch's source."""
+    pytester.makepyfile(
+        test_inner_tb=STEP
+        + textwrap.dedent(
+            """
+            import pytest
+
+            @pytest.mark.xfer_budget({"m.py:step:x.to": 1, "m.py:step:loss.item": 1})
+            def test_over():
+                step(extra=2)
+
+            @pytest.mark.xfer_guard("raise")
+            def test_guarded():
+                y = step()
+                float(y.sum())
+
+            def test_plain_failure_untouched():
+                assert 1 == 2
+            """
+        )
+    )
+    r = run(pytester)
+    r.assert_outcomes(failed=3)
+    out = r.stdout.str()
+    assert "over budget: m.py:step:loss.item: 3 crossings per step, budget 1" in out
+    assert "UnexpectedTransfer: unexpected down transfer at test_inner_tb.py:" in out
+    for where in ("runtime/budget.py", "runtime/guard.py", "pytest_plugin.py", "_dynamo/eval_frame.py",
+                  "torch/_compile.py"):
+        assert where not in out, where
+    assert ">       float(y.sum())" in out
+    assert "assert 1 == 2" in out

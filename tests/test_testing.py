@@ -183,3 +183,45 @@ def test_backward_on_the_device_then_exit_is_clean():
     r = subprocess.run([sys.executable, "-c", code], check=False, capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, r.stderr[-2000:]
     assert r.stdout.strip() == "ok fakegpu:0"
+
+
+def test_torch_compile_on_the_device_warns_once_and_still_computes():
+    """Dynamo cannot compile simulated tensors: it graph-breaks or falls back to
+    eager. That is said once (a SimulatedDeviceWarning), not left silent, and
+    the results are eager mode's."""
+    code = textwrap.dedent(
+        """
+        import warnings
+        import torch
+        from xferaudit.testing import SimulatedDeviceWarning, simulated_device
+
+        dev = simulated_device()
+        x = torch.arange(4.0).to(dev)
+        with warnings.catch_warnings(record=True) as seen:
+            warnings.simplefilter("always")
+            f = torch.compile(lambda t: (t * 2).sum() + 1, backend="eager")
+            a, b = f(x), f(x)
+            m = torch.compile(torch.nn.Linear(4, 2).to(dev), backend="eager")
+            m(x)
+            (x * 3).sum().item()  # eager, outside torch.compile: no warning
+        ours = [w for w in seen if issubclass(w.category, SimulatedDeviceWarning)]
+        print(len(ours), float(a.cpu()), float(b.cpu()))
+        print(str(ours[0].message) if ours else "")
+        """
+    )
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr[-3000:]
+    count, a, b = r.stdout.splitlines()[0].split()
+    assert (count, a, b) == ("1", "13.0", "13.0")
+    assert "torch.compile" in r.stdout and "fakegpu" in r.stdout
+    assert "recompile_limit" not in r.stderr  # Dynamo stays out of the device's own code
+
+
+def test_no_warning_without_torch_compile(dev):
+    import warnings
+
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        x = torch.ones(3).to(dev)
+        (x + 1).sum().item()
+    assert not [w for w in seen if issubclass(w.category, testing.SimulatedDeviceWarning)]

@@ -164,6 +164,7 @@ def pytest_runtest_call(item: Any) -> Any:
 
     outcome = yield
 
+    __tracebackhide__ = True  # a budget failure shows the problems, not this hook's source
     failure: Optional[BaseException] = None
     excinfo = outcome.excinfo
     try:
@@ -188,8 +189,51 @@ def pytest_runtest_call(item: Any) -> Any:
             raise failure
 
 
+_OWN_FAILURES = ("UnexpectedTransfer", "BudgetExceeded", "BudgetError")
+
+
+def _hide_torch_frames(excinfo: Any) -> None:
+    """For xferaudit's own failures, drop torch's frames from the traceback.
+
+    The guard raises from inside PyTorch's dispatch-mode machinery; the frames
+    that matter are the user's. (xferaudit's own frames carry
+    ``__tracebackhide__``.) Other failures are left exactly as they are.
+    """
+    exc = excinfo.value
+    if type(exc).__name__ not in _OWN_FAILURES or not type(exc).__module__.startswith("xferaudit."):
+        return
+    torch = sys.modules.get("torch")
+    torch_file = getattr(torch, "__file__", None)
+    if not torch_file:
+        return
+    import os
+
+    torch_dir = os.path.dirname(torch_file) + os.sep
+    try:
+        from _pytest._code import Traceback
+
+        # pytest rebuilds the traceback from the raw chain (Traceback.cut), so
+        # the chain itself is relinked past torch's frames.
+        chain = []
+        tb = excinfo.tb
+        while tb is not None:
+            chain.append(tb)
+            tb = tb.tb_next
+        kept = [t for t in chain if not t.tb_frame.f_code.co_filename.startswith(torch_dir)]
+        if not kept or kept[0] is not chain[0] or len(kept) == len(chain):
+            return
+        for a, b in zip(kept, kept[1:]):
+            a.tb_next = b
+        kept[-1].tb_next = None
+        excinfo.traceback = Traceback(kept[0])
+    except Exception:  # pragma: no cover - another pytest: keep the traceback as it is
+        pass
+
+
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_makereport(item: Any, call: Any) -> Any:
+    if call.excinfo is not None and call.when == "call":
+        _hide_torch_frames(call.excinfo)
     outcome = yield
     if call.when == "call" and _ROW in item.stash:
         outcome.get_result().user_properties.append((_KEY, item.stash[_ROW]))

@@ -61,11 +61,42 @@ from typing import Any
 
 NAME = "fakegpu"
 
-__all__ = ["NAME", "SimulatedDeviceError", "SimulatedTensor", "is_simulated", "simulated_device"]
+__all__ = [
+    "NAME", "SimulatedDeviceError", "SimulatedDeviceWarning", "SimulatedTensor", "is_simulated",
+    "simulated_device",
+]
 
 
 class SimulatedDeviceError(RuntimeError):
     """The simulated device cannot be set up here, or an op it cannot simulate ran."""
+
+
+class SimulatedDeviceWarning(UserWarning):
+    """Issued once per process when ``torch.compile`` (Dynamo) meets a simulated tensor.
+
+    Dynamo cannot trace the simulated device's tensors: it graph-breaks on them
+    or falls back to running the code eagerly. Results and counts are then
+    those of eager mode, so a compiled step on the simulated device is not a
+    test of the compiled step.
+    """
+
+
+_compile_warned = False
+_COMPILE_MESSAGE = (
+    "torch.compile met a tensor of the simulated device (fakegpu): Dynamo graph-breaks on "
+    "it or falls back to eager, so this code runs eagerly (results and counts are eager "
+    "mode's). Compile on CPU or CUDA tensors, or leave torch.compile out on fakegpu."
+)
+
+
+def _warn_compile() -> bool:
+    global _compile_warned
+    if not _compile_warned:
+        _compile_warned = True
+        import warnings
+
+        warnings.warn(_COMPILE_MESSAGE, SimulatedDeviceWarning, stacklevel=2)
+    return True
 
 
 _lock = threading.Lock()
@@ -115,6 +146,10 @@ def _make_class(torch: Any) -> Any:
     DEV = torch.device(NAME, 0)
     CPU = torch.device("cpu")
     make = Tensor._make_wrapper_subclass
+    # Set while code runs under torch.compile (Dynamo's frame hook); None or
+    # False otherwise. Seen here, in eager code, it means Dynamo broke the
+    # graph or fell back on a simulated tensor.
+    compile_hook = torch._C._dynamo.eval_frame.get_eval_frame_callback
 
     class _SimulatedTensor(Tensor):
         """A tensor PyTorch sees on ``fakegpu:0`` whose data is a host tensor (``._data``)."""
@@ -154,54 +189,81 @@ def _make_class(torch: Any) -> Any:
 
         @classmethod
         def __torch_dispatch__(cls, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
-            kwargs = kwargs or {}
-            inputs: dict = {}  # id(host data) -> its wrapper
-            plain: set = set()  # ids of host tensors passed in
+            if not _compile_warned and compile_hook() not in (None, False):
+                _warn_compile()
+            return _run(func, args, kwargs)
 
-            def unwrap(x: Any) -> Any:
-                if isinstance(x, _SimulatedTensor):
-                    inputs[id(x._data)] = x
-                    return x._data
-                if isinstance(x, Tensor):
-                    plain.add(id(x))
-                    return x
-                if isinstance(x, torch.device) and x.type == NAME:
-                    return CPU
+    def _run(func: Any, args: Any, kwargs: Any) -> Any:
+        """One op on the host data of the simulated tensors in it, results wrapped."""
+        kwargs = kwargs or {}
+        inputs: dict = {}  # id(host data) -> its wrapper
+        plain: set = set()  # ids of host tensors passed in
+
+        def unwrap(x: Any) -> Any:
+            if isinstance(x, _SimulatedTensor):
+                inputs[id(x._data)] = x
+                return x._data
+            if isinstance(x, Tensor):
+                plain.add(id(x))
                 return x
+            if isinstance(x, torch.device) and x.type == NAME:
+                return CPU
+            return x
 
-            uargs = tree_map(unwrap, args)
-            ukw = tree_map(unwrap, kwargs)
-            to_host = False
-            dev = kwargs.get("device")
-            if dev is not None:
-                # An explicit device: host output if it names the CPU.
-                to_host = torch.device(dev).type == "cpu"
-                ukw["device"] = CPU
-            out = func(*uargs, **ukw)
+        uargs = tree_map(unwrap, args)
+        ukw = tree_map(unwrap, kwargs)
+        to_host = False
+        dev = kwargs.get("device")
+        if dev is not None:
+            # An explicit device: host output if it names the CPU.
+            to_host = torch.device(dev).type == "cpu"
+            ukw["device"] = CPU
+        out = func(*uargs, **ukw)
 
-            def wrap(x: Any) -> Any:
-                if not isinstance(x, Tensor):
-                    return x
-                same = inputs.get(id(x))
-                if same is not None:
-                    # In-place and out= ops return their input: hand back its wrapper,
-                    # whose shape is fixed (resize_, t_, squeeze_, out= of a new size).
-                    if same.shape != x.shape or same.stride() != x.stride():
-                        raise SimulatedDeviceError(
-                            f"the simulated device cannot run {func}: it changes a tensor's "
-                            "shape or strides in place; run it on a CPU tensor instead"
-                        )
-                    return same
-                if to_host or id(x) in plain or x.device.type != "cpu":
-                    # Asked for on the host, or a host input returned (cpu_dst.copy_(src)).
-                    return x
-                return _SimulatedTensor(x)
+        def wrap(x: Any) -> Any:
+            if not isinstance(x, Tensor):
+                return x
+            same = inputs.get(id(x))
+            if same is not None:
+                # In-place and out= ops return their input: hand back its wrapper,
+                # whose shape is fixed (resize_, t_, squeeze_, out= of a new size).
+                if same.shape != x.shape or same.stride() != x.stride():
+                    raise SimulatedDeviceError(
+                        f"the simulated device cannot run {func}: it changes a tensor's "
+                        "shape or strides in place; run it on a CPU tensor instead"
+                    )
+                return same
+            if to_host or id(x) in plain or x.device.type != "cpu":
+                # Asked for on the host, or a host input returned (cpu_dst.copy_(src)).
+                return x
+            return _SimulatedTensor(x)
 
-            return tree_map(wrap, out)
+        return tree_map(wrap, out)
 
     _SimulatedTensor.__name__ = _SimulatedTensor.__qualname__ = "SimulatedTensor"
     _SimulatedTensor.__module__ = __name__
+    _dynamo_skip(torch, _SimulatedTensor.__torch_dispatch__.__func__, recursive=False)
+    _dynamo_skip(torch, _run, _SimulatedTensor.__new__)
     return _SimulatedTensor
+
+
+def _dynamo_skip(torch: Any, *functions: Any, recursive: bool = True) -> None:
+    """Keep Dynamo out of the simulated device's own Python (and what it calls).
+
+    Dynamo cannot compile it anyway; tracing it only adds graph breaks and
+    recompilations (and their log lines) to a compiled region that falls back
+    to eager on simulated tensors.
+    """
+    try:
+        from torch._dynamo.types import FrameAction, FrameExecStrategy
+
+        for fn in functions:
+            torch._C._dynamo.eval_frame.set_code_exec_strategy(
+                fn.__code__,
+                FrameExecStrategy(FrameAction.SKIP, FrameAction.SKIP if recursive else FrameAction.DEFAULT),
+            )
+    except Exception:  # pragma: no cover - another torch: tracing it is only slower
+        pass
 
 
 def _setup() -> None:

@@ -67,3 +67,34 @@ def test_demo_on_meta_counts_the_compiled_launches(capsys):
 def test_demo_rejects_bad_steps(capsys):
     assert main(["demo", "--steps", "0"]) == 2
     assert "--steps" in capsys.readouterr().err
+
+
+def test_demo_hint_on_the_cpu_matches_its_table(capsys):
+    """On the host every row is `none`: the closing hint says nothing crossed
+    instead of pointing at uploads the table does not show."""
+    pytest.importorskip("torch")
+    assert main(["demo", "--device", "cpu", "--no-compile"]) == 0
+    out = capsys.readouterr().out
+    table = out.split("== 3/3")[1].split("read it")[0]
+    assert "\nup " not in table and "\ndown " not in table and "\nnone " in table
+    hint = out[out.index("read it"):]
+    assert "nothing crossed" in hint
+    assert "upload" not in hint.split("to see")[0] and ".item() reads sync" not in hint
+
+
+def test_demo_hint_names_only_the_rows_that_crossed():
+    from types import SimpleNamespace as NS
+
+    from xferaudit.commands.demo import closing_hint
+
+    def rep(**crossings):
+        return NS(rows=[NS(site=f"train.py:Trainer.step:{k.replace('_', '.')}", crossings=v)
+                        for k, v in crossings.items()])
+
+    full = closing_hint(rep(x_to=1, y_to=1, weight_to=1, loss_item=1))
+    assert "x.to and y.to are the normal uploads" in full and "weight.to uploads" in full
+    assert ".item() read syncs every step" in full
+    meta = closing_hint(rep(x_to=1, y_to=1, weight_to=1, loss_item=0))
+    assert "item" not in meta
+    none = closing_hint(rep(x_to=0, y_to=0, weight_to=0, loss_item=0))
+    assert "nothing crossed" in none and "weight.to uploads" not in none

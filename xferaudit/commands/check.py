@@ -54,7 +54,12 @@ def load(args: argparse.Namespace):
     """(config, rule table) for a command's arguments; config errors become exit 2."""
     from ..config import ConfigError, check_codes, load_config
 
+    from ._args import require_known_codes, require_python_files, split_codes
+
     paths = args.paths or ["."]
+    require_python_files(paths)
+    for opt in ("select", "ignore"):
+        require_known_codes(split_codes(getattr(args, opt, None)), f"--{opt}")
     try:
         if args.config:
             cfg = load_config(path=Path(args.config))

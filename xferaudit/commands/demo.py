@@ -91,6 +91,31 @@ def pick_device(choice: str, torch: Any, out: TextIO) -> tuple[Any, bool, str]:
     return torch.device("cpu"), True, "eager"
 
 
+def closing_hint(rep: Any) -> str:
+    """How to read the demo's table, saying only what the table shows.
+
+    On the host (``--device cpu``) every row's direction is ``none``: nothing
+    crossed, so the hint says that rather than pointing at uploads.
+    """
+    crossed = {r.site.rsplit(":", 1)[-1] for r in rep.rows if r.crossings}
+    if not crossed:
+        return ("read it: every call was counted and nothing crossed (direction none): on the "
+                "host there is no device to copy to. Run it on a GPU, or with --device sim, to "
+                "see the uploads and reads it makes there")
+    parts = []
+    batch = [n for n in ("x.to", "y.to") if n in crossed]
+    if batch:
+        parts.append(f"{' and '.join(batch)} {'are the normal uploads' if len(batch) > 1 else 'is a normal upload'}"
+                     " (one per batch tensor)")
+    if "weight.to" in crossed:
+        parts.append("weight.to uploads a constant every step (build it once, outside the loop)")
+    reads = [n for n in crossed if n.endswith(".item")]
+    if reads:
+        parts.append(f"the {'two ' if len(reads) == 2 else ''}.item() read{'s' if len(reads) > 1 else ''} "
+                     f"sync{'' if len(reads) > 1 else 's'} every step (log every k steps instead)")
+    return "read it: " + "; ".join(parts)
+
+
 class DemoCommand(Command):
     NAME = "demo"
     DESCRIPTION = "Run the bundled example: static check, one counted training step, the report."
@@ -140,10 +165,7 @@ class DemoCommand(Command):
         if trainer.history:
             loss, correct = trainer.history[-1]
             _say(out, f"(last step: loss {loss:.4f}, {correct}/{len(data[-1][1])} correct)")
-        _say(out, "read it: x.to and y.to are the normal uploads (one per batch tensor); "
-                  "weight.to uploads a constant every step (build it once, outside the loop)"
-                  + ("; the two .item() reads sync every step (log every k steps instead)"
-                     if trainer.can_read else ""))
+        _say(out, closing_hint(rep))
         if args.save:
             try:
                 path = rep.save(args.save)

@@ -22,6 +22,9 @@ class UnwrapCommand(Command):
 
     def run(self, args: argparse.Namespace) -> int:
         from ..static.codemod_files import run_command
+        from ._args import require_python_files
+
+        require_python_files(args.paths)
 
         return run_command(args, "unwrap")
 

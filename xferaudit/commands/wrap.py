@@ -22,9 +22,16 @@ class WrapCommand(Command):
         add_common_arguments(parser, "wrap")
         parser.add_argument("--select", action="append", metavar="CODES",
                             help="only sites with these codes or prefixes, comma-separated (e.g. XFA202,XFA204)")
+        parser.add_argument("--ignore", action="append", metavar="CODES",
+                            help="not the sites with these codes or prefixes, comma-separated (e.g. XFA204)")
 
     def run(self, args: argparse.Namespace) -> int:
         from ..static.codemod_files import run_command
+        from ._args import require_known_codes, require_python_files, split_codes
+
+        require_python_files(args.paths)
+        for opt in ("select", "ignore"):
+            require_known_codes(split_codes(getattr(args, opt)), f"--{opt}")
 
         return run_command(args, "wrap")
 

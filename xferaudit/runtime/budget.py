@@ -314,6 +314,7 @@ class Expectation:
         return self
 
     def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
+        __tracebackhide__ = True  # pytest shows the failure, not this module's source
         end = _snapshot()
         try:
             if self._guard is not None:
@@ -326,6 +327,7 @@ class Expectation:
         self._finish(end)
 
     def _finish(self, end: tuple) -> None:
+        __tracebackhide__ = True
         if self._calls:
             if self._calls <= self.warmup:
                 raise BudgetError(

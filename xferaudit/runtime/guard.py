@@ -250,6 +250,7 @@ def _event(stack: list, op: str, direction: str, nbytes: int, detail: str) -> No
     carries it, so ops run for that thread elsewhere (autograd's device
     threads, which inherit the mode) are judged by the same levels.
     """
+    __tracebackhide__ = True  # pytest shows the user's line, not this module's source
     if _tls.quiet or not stack or _recorder.in_wrapper():
         return
     level = stack[-1][direction]
@@ -433,6 +434,7 @@ def _build(torch: Any) -> Any:
             return True
 
         def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            __tracebackhide__ = True
             if kwargs is None:
                 kwargs = {}
             ev = classify(func, args, kwargs)
@@ -450,6 +452,7 @@ def _build(torch: Any) -> Any:
 
         @functools.wraps(orig)
         def hooked(self: Any, *args: Any, **kwargs: Any) -> Any:
+            __tracebackhide__ = True
             if not _tls.stack or _tls.quiet or compiling() or not on_device(self):
                 return orig(self, *args, **kwargs)
             _event(_tls.stack, op, "down", nbytes(self), f"{what} of a {where(self)} tensor")

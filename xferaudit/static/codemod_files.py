@@ -365,6 +365,10 @@ def run_command(args, mode: str) -> int:
             if not re.fullmatch(r"XFA\d{0,3}", code):
                 raise UserError(f"--select: {code!r} is not a rule code or prefix (like XFA202 or XFA2)")
             select += (code,)
+    # --ignore: on top of the config's ignore list, as --select narrows on top of its select.
+    ignore = tuple(c.strip().upper() for chunk in getattr(args, "ignore", None) or () for c in chunk.split(",") if c.strip())
+    if ignore:
+        cfg.ignore = tuple(cfg.ignore) + ignore
     if args.jobs is not None and args.jobs < 1:
         raise UserError("--jobs must be at least 1")
     for p in args.paths:
