@@ -124,7 +124,8 @@ def _code(text: str) -> str:
     text = str(text)
     tick = "``" if "`" in text else "`"
     pad = " " if "`" in text else ""
-    return f"{tick}{pad}{text}{pad}{tick}".replace("|", "\\|")
+    # Python-Markdown's tables do not split a cell at a pipe inside a code span.
+    return f"{tick}{pad}{text}{pad}{tick}"
 
 
 def kinds_table() -> str:
@@ -192,7 +193,7 @@ def packs_tables() -> str:
     from xferaudit.rules import available_packs, load_pack
 
     out = []
-    for name in available_packs():
+    for name in sorted(available_packs(), key=lambda n: (n != "torch", n)):
         pack = load_pack(name)
         on = ("on in every file" if name == "torch"
               else "on in a file that imports " + ", ".join(f"`{m}`" for m in pack.imports)
@@ -202,7 +203,7 @@ def packs_tables() -> str:
         out.append("|---|---|---|---|---|---|---|")
         for r in pack.rules:
             out.append(
-                f"| `{r.id}` | {_code(_call_form(r))} | {_kind(r)} | {_wrapped(r)} | {_cell(_conditions(r))} | "
+                f"| `{r.id}` | {_code(_call_form(r))} | {_kind(r)} | {_wrapped(r)} | {_conditions(r)} | "
                 + "<br>".join(_code(m) for m in r.match) + " | "
                 + "<br>".join(_code(m) for m in r.ignore) + " |"
             )

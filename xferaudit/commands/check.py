@@ -113,8 +113,12 @@ class CheckCommand(Command):
         )
         from ..static.scan import scan
 
+        from ..static.progress import Progress
+
         cfg, rules, paths = load(args)
-        result = scan(paths, cfg, rules, use_cache=not args.no_cache, jobs=args.jobs)
+        progress = Progress(0, sys.stderr, enabled=not args.quiet, label="xferaudit check")
+        result = scan(paths, cfg, rules, use_cache=not args.no_cache, jobs=args.jobs, progress=progress)
+        progress.close()
         diags = collect(result, cfg, rules)
         out = sys.stdout
 

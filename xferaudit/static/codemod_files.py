@@ -17,7 +17,6 @@ import os
 import re
 import stat
 import sys
-import time
 import tokenize
 from collections import Counter
 from dataclasses import dataclass, field
@@ -27,6 +26,7 @@ from typing import Callable, Optional, Sequence, TextIO
 from .._atomic import atomic_write
 from ..config import Config
 from ..rules import KINDS
+from . import progress as _progress
 from .codemod import CodemodError, CodemodResult, unwrap_source, wrap_source
 
 #: Below this many files the run stays in one process (a pool costs ~0.2 s to start).
@@ -147,45 +147,9 @@ def unified_diff(old: bytes, new: bytes, rel: str) -> str:
     return "".join(out)
 
 
-# --- progress ----------------------------------------------------------------------------
+# --- progress (xferaudit.static.progress) --------------------------------------------------
 
-
-class Progress:
-    """A one-line progress bar on a terminal; nothing otherwise."""
-
-    def __init__(self, total: int, stream: TextIO, enabled: bool) -> None:
-        self.total = total
-        self.stream = stream
-        self.enabled = enabled and total > 1 and _isatty(stream)
-        self.done = 0
-        self.last = 0.0
-        self.start = time.monotonic()
-
-    def step(self) -> None:
-        self.done += 1
-        if not self.enabled:
-            return
-        now = time.monotonic()
-        if now - self.last < 0.1 and self.done < self.total:
-            return
-        self.last = now
-        width = 30
-        filled = int(width * self.done / max(self.total, 1))
-        rate = self.done / max(now - self.start, 1e-9)
-        self.stream.write(f"\r[{'#' * filled}{'.' * (width - filled)}] {self.done}/{self.total} files, {rate:.0f}/s")
-        self.stream.flush()
-
-    def close(self) -> None:
-        if self.enabled:
-            self.stream.write("\r" + " " * 72 + "\r")
-            self.stream.flush()
-
-
-def _isatty(stream: TextIO) -> bool:
-    try:
-        return stream.isatty()
-    except (AttributeError, ValueError):
-        return False
+Progress = _progress.Progress
 
 
 # --- the run -------------------------------------------------------------------------------
@@ -246,10 +210,11 @@ def run_codemod(
     err = err or sys.stderr
     dry = diff or check
     summary = Summary(mode=mode, files=len(paths))
-    progress = Progress(len(paths), err, enabled=not quiet)
+    progress = Progress(len(paths), err, enabled=not quiet, label=f"xferaudit {mode}")
     messages: list[str] = []
     for o in _outcomes(list(paths), mode, cfg, tuple(select), diff, jobs):
-        progress.step()
+        r = o.result
+        progress.step(sites=(sum(r.wrapped.values()) + sum(r.unwrapped.values())) if r is not None else 0)
         if on_outcome is not None:
             on_outcome(o)
         res = o.result

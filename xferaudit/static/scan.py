@@ -31,7 +31,7 @@ import hashlib
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Optional, Sequence
+from typing import Any, Callable, Optional, Sequence
 
 from ..config import Config, iter_python_paths
 from ..rules import RuleTable
@@ -132,17 +132,27 @@ def scan(
     use_cache: bool = True,
     cache_dir: Optional[Path] = None,
     jobs: Optional[int] = None,
+    progress: Optional[Any] = None,
 ) -> Scan:
     """Find the sites of every Python file under `paths`.
 
     A path that cannot be read becomes a result with ``error`` set (reported as
-    XFA001); the other files are still scanned.
+    XFA001); the other files are still scanned. `progress`, if given (a
+    :class:`~xferaudit.static.progress.Progress`), is told the number of files,
+    then stepped once per file as it is done, with the sites found in it.
     """
     rules = rules if rules is not None else cfg.table()
     out = Scan()
     cwd = os.getcwd()
     files = list(iter_python_paths([os.fspath(p) for p in paths], cfg))
     out.stats.files = len(files)
+    if progress is not None:
+        progress.total = len(files)
+
+    def tick(sites: int) -> None:
+        if progress is not None:
+            progress.step(sites)
+
     cache = None
     if use_cache and files:
         from .cache import Cache
@@ -163,6 +173,7 @@ def scan(
             res = FileResult(path=display)
             res.error = f"cannot read: {e.strerror or e}"
             out.results.append(res)
+            tick(0)
             continue
         if cache is not None:
             digest = hashlib.blake2b(data, digest_size=16).hexdigest()
@@ -170,13 +181,14 @@ def scan(
             if hit is not None:
                 out.stats.cached += 1
                 out.results.append(hit)
+                tick(len(hit.sites))
                 continue
             digests[i] = digest
         todo.append((i, (data, display, rel)))
         out.results.append(None)  # type: ignore[arg-type]
     if todo:
         out.stats.parsed = len(todo)
-        found, out.stats.workers = _run(todo, rules, jobs)
+        found, out.stats.workers = _run(todo, rules, jobs, tick)
         for (i, _), res in zip(todo, found):
             out.results[i] = res
     if cache is not None:
@@ -186,14 +198,19 @@ def scan(
     return out
 
 
-def _run(todo: list, rules: RuleTable, jobs: Optional[int]) -> tuple[list[FileResult], int]:
+def _run(todo: list, rules: RuleTable, jobs: Optional[int],
+         tick: Callable[[int], None] = lambda sites: None) -> tuple[list[FileResult], int]:
     nbytes = sum(len(item[0]) for _, item in todo)
     workers = jobs if jobs is not None else worker_count()
     if jobs is None and (nbytes < PARALLEL_MIN_BYTES or len(todo) < PARALLEL_MIN_FILES):
         workers = 1
     workers = max(1, min(workers, len(todo)))
     if workers == 1:
-        return [analyze(d, disp, rel, rules) for _, (d, disp, rel) in todo], 1
+        done = []
+        for _, (d, disp, rel) in todo:
+            done.append(analyze(d, disp, rel, rules))
+            tick(len(done[-1].sites))
+        return done, 1
     import multiprocessing
     from concurrent.futures import ProcessPoolExecutor
 
@@ -203,7 +220,10 @@ def _run(todo: list, rules: RuleTable, jobs: Optional[int]) -> tuple[list[FileRe
     ctx = multiprocessing.get_context(_start_method())
     chunk = max(1, min(16, len(items) // (workers * 8)))
     with ProcessPoolExecutor(max_workers=workers, mp_context=ctx, initializer=_init, initargs=(rules,)) as ex:
-        found = list(ex.map(_work, items, chunksize=chunk))
+        found = []
+        for res in ex.map(_work, items, chunksize=chunk):
+            found.append(res)
+            tick(len(res.sites))
     results: list = [None] * len(todo)
     for k, res in zip(order, found):
         results[k] = res
