@@ -40,7 +40,10 @@ What it cannot do (it is a test double, not a device):
   simulated tensor, ``pin_memory``, DLPack and ``__cuda_array_interface__``
   fail. Call ``.cpu()`` first.
 * No ``torch.compile`` of code that computes on it (Inductor has no
-  ``fakegpu`` code generator) and no autocast. Compile on CPU tensors instead.
+  ``fakegpu`` code generator) and no autocast. Dynamo graph-breaks on its
+  tensors or falls back to eager; the first time that happens in a process,
+  a :class:`SimulatedDeviceWarning` says so, and the code runs eagerly.
+  Compile on CPU tensors instead.
 * In-place ops that change a tensor's shape or strides (``resize_`` to a new
   size, ``set_``, ``t_``, ``squeeze_``, ``unsqueeze_``, ``transpose_``,
   ``as_strided_``) raise: the subclass's metadata is fixed when it is made.
