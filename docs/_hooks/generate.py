@@ -17,6 +17,7 @@ The package is imported from the tree being built (its root goes first on
 from __future__ import annotations
 
 import os
+import re
 import sys
 from pathlib import Path
 
@@ -239,3 +240,19 @@ def on_page_markdown(markdown, page, config, files):
         if mark in markdown:
             markdown = markdown.replace(mark, make())
     return markdown
+
+
+# --- docstrings written for Sphinx, shown by mkdocstrings ---------------------------------
+
+_ROLE = re.compile(r":(?:class|func|meth|mod|data|attr|exc|obj):(?=<code>)")
+_TILDE = re.compile(r"<code>~(?:[\w.]+\.)?(\w+)</code>")
+
+
+def on_page_content(html, page, config, files):
+    """Drop reST's leftovers from rendered docstrings: ``:class:`X``` roles and
+    the ``::`` that introduces a literal block (mkdocstrings already shows the
+    block as code)."""
+    html = _ROLE.sub("", html)
+    html = _TILDE.sub(r"<code>\1</code>", html)
+    html = html.replace("<p>::</p>\n", "")
+    return html.replace("::</p>", ":</p>")
