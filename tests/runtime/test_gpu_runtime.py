@@ -177,7 +177,7 @@ def test_cuda_graph_replay_counts_launches_and_nodes():
     assert torch.allclose(static_out, (static_in * 2 + 1).relu())
     launch = xfer.snapshot().launches[0]
     assert (launch.site, launch.launches) == ("replay", 3)
-    from xferaudit.runtime._graphs import _load_cudart
+    from xferaudit.packs.torch.graphs import _load_cudart
 
     print(f"CUDA graph nodes recorded: {launch.nodes} (keep_graph={keep}, "
           f"cudart found: {_load_cudart() is not None})")

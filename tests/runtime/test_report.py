@@ -61,7 +61,9 @@ def test_rows_have_the_contract_keys():
     (row,) = d["rows"]
     assert {k: row[k] for k in ("site", "kind", "direction", "calls", "crossings", "bytes")} == {
         "site": "s", "kind": "move", "direction": "up", "calls": 2, "crossings": 1, "bytes": 8}
-    assert row["by_direction"] == {"up": {"calls": 1, "bytes": 8}, "none": {"calls": 1, "bytes": 0}}
+    assert row["by_direction"] == {"up": {"calls": 1, "bytes": 8, "copies": 1, "pageable": 0},
+                                   "none": {"calls": 1, "bytes": 0, "copies": 0, "pageable": 0}}
+    assert (row["copies"], row["pageable"]) == (1, 0)
     assert d["launches"] == [] and d["unwrapped"] == []
 
 

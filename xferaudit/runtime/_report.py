@@ -18,9 +18,11 @@ import os
 import sys
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import IO, Any, Iterable, Optional, Union
+from typing import IO, Any, ClassVar, Iterable, Optional, Union
 
-from .recorder import DIRECTIONS
+from .rows import DIRECTIONS, Launch, Row, Unwrapped
+
+__all__ = ["FORMAT", "Launch", "Report", "ReportError", "Row", "Unwrapped", "diff", "format_diff"]
 
 FORMAT = "xferaudit.report"
 VERSION = 1
@@ -32,43 +34,6 @@ NORMAL = (
 
 class ReportError(ValueError):
     """A file is not a saved report; the message says what is wrong."""
-
-
-@dataclass
-class Row:
-    """One wrapped site: what the wrapper saw over the counted interval.
-
-    ``crossings`` counts calls that moved data (``calls - crossings`` crossed
-    nothing); ``bytes`` is their exact total; ``by_direction`` splits both by
-    the direction actually taken (``{"up": {"calls": 3, "bytes": 96}}``).
-    """
-
-    site: str
-    kind: str
-    direction: str
-    calls: int = 0
-    crossings: int = 0
-    bytes: int = 0
-    by_direction: dict = field(default_factory=dict)
-
-
-@dataclass
-class Launch:
-    site: str
-    launches: int = 0
-    nodes: Optional[int] = None  # nodes of the last graph launched, where known
-
-
-@dataclass
-class Unwrapped:
-    """A crossing the guard saw outside every wrapper, at the user's line."""
-
-    path: str
-    line: int
-    op: str
-    direction: str
-    count: int = 0
-    bytes: int = 0
 
 
 def _mb(n: int) -> str:
@@ -115,27 +80,22 @@ class Report:
     meta: dict = field(default_factory=dict)
     # The event timeline (recorder.Timeline.to_dict()) when xfer.timeline(True) was on.
     timeline: Optional[dict] = None
+    #: Other report shapes, registered by their modules: a saved report holding
+    #: the key (e.g. "ranks") is read by that class.
+    shapes: ClassVar[dict] = {}
 
     # --- building -------------------------------------------------------------
     @classmethod
     def from_state(cls, state: Any) -> "Report":
         """A snapshot of the live tally (taken under its lock)."""
         with state.lock:
-            rows = []
-            for t in state.sites.values():
-                by = {d: {"calls": v[0], "bytes": v[1]} for d, v in t.by_direction.items()}
-                rows.append(Row(t.site, t.kind, t.direction, t.calls, t.crossings, t.bytes, by))
-            launches = [Launch(t.site, t.launches, t.nodes) for t in state.launches.values()]
-            unwrapped = [
-                Unwrapped(t.path, t.line, t.op, t.direction, t.count, t.bytes)
-                for t in state.unwrapped.values()
-            ]
+            rows = [t.snapshot() for t in state.sites.values()]
+            launches = [t.snapshot() for t in state.launches.values()]
+            unwrapped = [t.snapshot() for t in state.unwrapped.values()]
             meta = {"counting": bool(state.on)}
             tl = getattr(state, "timeline", None)
             timeline = tl.to_dict() if tl is not None else None
-        from .distributed import stamp  # rank and world size, when torch.distributed runs
-
-        return stamp(cls(rows, launches, unwrapped, meta, timeline).sorted())
+        return cls(rows, launches, unwrapped, meta, timeline).sorted()
 
     def sorted(self) -> "Report":
         self.rows.sort(key=lambda r: (-r.crossings, -r.bytes, -r.calls, r.site or ""))
@@ -167,7 +127,7 @@ class Report:
             "format": FORMAT,
             "version": VERSION,
             "meta": dict(self.meta),
-            "rows": [asdict(r) for r in self.rows],
+            "rows": [r.to_dict() for r in self.rows],
             "totals": self.totals(),
             "launches": [asdict(x) for x in self.launches],
             "unwrapped": [asdict(u) for u in self.unwrapped],
@@ -207,8 +167,10 @@ class Report:
             if not isinstance(by, dict):
                 # A hand-written or older row: one direction, all its crossings.
                 by = {direction: {"calls": crossings, "bytes": nbytes}} if crossings else {}
+            copies = _field(r, "copies", int, w, None)  # absent: one per crossing
+            pageable = _field(r, "pageable", int, w, 0)
             rows.append(Row(site, _field(r, "kind", str, w, "move"), direction,
-                            calls, crossings, nbytes, by))
+                            calls, crossings, nbytes, by, copies, pageable))
         launches = []
         raw_l = data.get("launches", [])
         if isinstance(raw_l, dict):  # {site: count} is accepted too
@@ -233,11 +195,10 @@ class Report:
             ))
         meta = data.get("meta") if isinstance(data.get("meta"), dict) else {}
         timeline = _check_timeline(data.get("timeline"), where)
-        if cls is Report and "ranks" in data:
-            # A multi-rank report (xfer.report(all_ranks=True), xferaudit merge).
-            from .distributed import RankedReport
-
-            return RankedReport.from_dict(data, where)
+        if cls is Report:
+            for key, shape in Report.shapes.items():
+                if key in data:  # e.g. a multi-rank report (xferaudit merge)
+                    return shape.from_dict(data, where)
         return cls(rows, launches, unwrapped, dict(meta), timeline).sorted()
 
     @classmethod

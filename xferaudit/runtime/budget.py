@@ -298,9 +298,9 @@ class Expectation:
         self._prev_on = S.on
         if "torch" in sys.modules:
             try:  # bind torch for the wrappers now, outside any compiled region (as xfer.count does)
-                from ._wrappers import _init
+                from .. import packs
 
-                _init()
+                packs.runtime_module("torch")._init()
             except Exception:  # pragma: no cover - the wrappers bind lazily anyway
                 pass
         S.on = True

@@ -96,6 +96,7 @@ import threading
 import warnings
 from typing import Any, Mapping, Optional
 
+from . import guard_ops
 from . import recorder as _recorder
 
 ENV = "XFERAUDIT_GUARD"
@@ -269,158 +270,16 @@ def _event(stack: list, op: str, direction: str, nbytes: int, detail: str) -> No
             )
 
 
-# --- the modes (made on first use: they need torch) -----------------------------
+# --- the thin shell: a dispatch mode and print hooks (made on first use: they need torch)
 
 _modes_cls: Any = None
 
 
-def _build(torch: Any) -> Any:
+def _mode_class(ops: guard_ops.Ops) -> Any:
+    """The dispatch mode: each op goes through :func:`guard_ops.classify`."""
     from torch.utils._python_dispatch import TorchDispatchMode
 
-    _init_skip_dirs(torch)
-    aten = torch.ops.aten
-    Tensor = torch.Tensor
-    compiling = torch.compiler.is_compiling
-
-    GENERIC, SCALAR, TO_COPY, COPY, LIFT, SYNC, SYNC_BOOL_INDEX, REPEAT = range(8)
-    by_packet = {
-        aten._local_scalar_dense: SCALAR,
-        aten.equal: SCALAR,
-        aten.allclose: SCALAR,
-        aten._to_copy: TO_COPY,
-        aten.copy_: COPY,
-        aten.copy: COPY,
-        aten.lift_fresh: LIFT,
-        aten.lift_fresh_copy: LIFT,
-        aten.nonzero: SYNC,
-        aten.masked_select: SYNC,
-        aten.index: SYNC_BOOL_INDEX,
-        aten.index_put_: SYNC_BOOL_INDEX,
-        aten.index_put: SYNC_BOOL_INDEX,
-        aten._index_put_impl_: SYNC_BOOL_INDEX,
-        aten.repeat_interleave: REPEAT,
-    }
-    for name in ("unique", "_unique", "_unique2", "unique_dim", "unique_consecutive",
-                 "unique_dim_consecutive"):
-        packet = getattr(aten, name, None)
-        if packet is not None:
-            by_packet[packet] = SYNC
-    kinds: dict = {}  # OpOverload -> kind
-
-    def on_device(t: Any) -> bool:
-        return not t.is_cpu and not t.is_meta
-
-    def nbytes(t: Any) -> int:
-        return t.numel() * t.element_size()
-
-    def where(t: Any) -> str:
-        return str(t.device)
-
-    def same_device(a: Any, b: Any) -> bool:
-        if a.type != b.type:
-            return False
-        return a.index is None or b.index is None or a.index == b.index
-
-    def mixed(args: tuple, kwargs: dict) -> Any:
-        """(direction, bytes, detail) if tensor args span host and device, else None."""
-        first = None
-        host = dev = 0
-        host_b = dev_b = 0
-        for group in (args, kwargs.values()):
-            for a in group:
-                if isinstance(a, Tensor):
-                    ts: Any = (a,)
-                elif isinstance(a, (list, tuple)) and a and isinstance(a[0], Tensor):
-                    ts = a
-                else:
-                    continue
-                for t in ts:
-                    if not isinstance(t, Tensor):
-                        continue
-                    if first is None:
-                        first = t
-                    if t.is_cpu:
-                        if t.dim():
-                            host += 1
-                            host_b += nbytes(t)
-                    elif not t.is_meta:
-                        dev += 1
-                        dev_b += nbytes(t)
-        if not (host and dev):
-            return None
-        if first is not None and on_device(first):
-            return "up", host_b, f"{host} host tensor argument(s) used with {where(first)} tensors"
-        return "down", dev_b, f"{dev} device tensor argument(s) used with host tensors"
-
-    def has_bool_index(args: tuple) -> Any:
-        if len(args) < 2 or not isinstance(args[1], (list, tuple)):
-            return None
-        for t in args[1]:
-            if isinstance(t, Tensor) and t.dtype is torch.bool and on_device(t):
-                return t
-        return None
-
-    def op_name(func: Any) -> str:
-        name = str(func)
-        return name[: -len(".default")] if name.endswith(".default") else name
-
-    def classify(func: Any, args: tuple, kwargs: dict) -> Any:
-        kind = kinds.get(func)
-        if kind is None:
-            kind = kinds[func] = by_packet.get(func._overloadpacket, GENERIC)
-        if kind == GENERIC:
-            return mixed(args, kwargs)
-        a0 = args[0] if args else None
-        if kind == SCALAR:
-            if isinstance(a0, Tensor) and on_device(a0):
-                return "down", a0.element_size(), f"a scalar read of a {where(a0)} tensor"
-            return None
-        if kind == TO_COPY:
-            d = kwargs.get("device")
-            if d is None or not isinstance(a0, Tensor):
-                return None
-            d = torch.device(d)
-            src = a0.device
-            if same_device(src, d) or d.type == "meta" or src.type == "meta":
-                return None
-            if src.type == "cpu":
-                return "up", nbytes(a0), f"a copy from the host to {d}"
-            if d.type == "cpu":
-                return "down", nbytes(a0), f"a copy from {src} to the host"
-            return "d2d", nbytes(a0), f"a copy from {src} to {d}"
-        if kind == COPY:
-            if len(args) < 2 or not isinstance(args[1], Tensor):
-                return None
-            dst, src = a0, args[1]
-            if same_device(dst.device, src.device) or dst.is_meta or src.is_meta:
-                return None
-            if src.is_cpu:
-                return "up", nbytes(src), f"a copy from the host into a {where(dst)} tensor"
-            if dst.is_cpu:
-                return "down", nbytes(src), f"a copy from {where(src)} into a host tensor"
-            return "d2d", nbytes(src), f"a copy from {where(src)} into a {where(dst)} tensor"
-        if kind == LIFT:
-            if isinstance(a0, Tensor) and on_device(a0):
-                return "up", nbytes(a0), f"torch.tensor(...) data put on {where(a0)}"
-            return None
-        if kind == SYNC:
-            if isinstance(a0, Tensor) and on_device(a0):
-                return "down", 8, f"{func._overloadpacket.__name__} on {where(a0)} reads a size back"
-            return mixed(args, kwargs)
-        if kind == SYNC_BOOL_INDEX:
-            m = mixed(args, kwargs)
-            if m is not None:
-                return m
-            mask = has_bool_index(args)
-            if mask is not None:
-                return "down", 8, f"boolean-mask indexing on {where(mask)} reads a size back"
-            return None
-        if kind == REPEAT:
-            if (isinstance(a0, Tensor) and on_device(a0) and kwargs.get("output_size") is None
-                    and func._overloadname != "self_int"):
-                return "down", 8, f"repeat_interleave on {where(a0)} without output_size reads a size back"
-            return mixed(args, kwargs)
-        return None  # pragma: no cover
+    classify, op_name = guard_ops.classify, guard_ops.op_name
 
     class GuardDispatchMode(TorchDispatchMode):
         """The dispatcher layer of :func:`guard` (one per thread, outermost guard)."""
@@ -435,41 +294,58 @@ def _build(torch: Any) -> Any:
         def __torch_dispatch__(self, func, types, args=(), kwargs=None):
             if kwargs is None:
                 kwargs = {}
-            ev = classify(func, args, kwargs)
+            ev = classify(ops, func, args, kwargs)
             if ev is not None:
                 _event(self.stack, op_name(func), ev[0], ev[1], ev[2])
             return func(*args, **kwargs)
 
+    return GuardDispatchMode
+
+
+_PRINTERS = {"__repr__": "print/repr/str", "__format__": "format"}
+
+
+def _printer(orig: Any, name: str, what: str, compiling: Any) -> Any:
+    """``Tensor.<name>`` hooked: a print of a device tensor is one event."""
     import functools
 
-    originals = {"__repr__": Tensor.__repr__, "__format__": Tensor.__format__}
+    op = f"Tensor.{name}"
+    on_device, nbytes, where = guard_ops.on_device, guard_ops.nbytes, guard_ops.where
 
-    def printer(name: str, what: str) -> Any:
-        orig = originals[name]
-        op = f"Tensor.{name}"
+    @functools.wraps(orig)
+    def hooked(self: Any, *args: Any, **kwargs: Any) -> Any:
+        if not _tls.stack or _tls.quiet or compiling() or not on_device(self):
+            return orig(self, *args, **kwargs)
+        _event(_tls.stack, op, "down", nbytes(self), f"{what} of a {where(self)} tensor")
+        _tls.quiet += 1  # the reads the printer makes are part of this one event
+        try:
+            return orig(self, *args, **kwargs)
+        finally:
+            _tls.quiet -= 1
 
-        @functools.wraps(orig)
-        def hooked(self: Any, *args: Any, **kwargs: Any) -> Any:
-            if not _tls.stack or _tls.quiet or compiling() or not on_device(self):
-                return orig(self, *args, **kwargs)
-            _event(_tls.stack, op, "down", nbytes(self), f"{what} of a {where(self)} tensor")
-            _tls.quiet += 1  # the reads the printer makes are part of this one event
-            try:
-                return orig(self, *args, **kwargs)
-            finally:
-                _tls.quiet -= 1
+    hooked.__xferaudit_original__ = orig  # type: ignore[attr-defined]
+    return hooked
 
-        hooked.__xferaudit_original__ = orig  # type: ignore[attr-defined]
-        return hooked
 
-    hooks = {"__repr__": printer("__repr__", "print/repr/str"),
-             "__format__": printer("__format__", "format")}
+def _print_hooks(torch: Any) -> Any:
+    """``install(on)``: put the print hooks on ``torch.Tensor`` or take them off."""
+    Tensor = torch.Tensor
+    comp = getattr(torch, "compiler", None)
+    compiling = getattr(comp, "is_compiling", None) or (lambda: False)
+    originals = {name: getattr(Tensor, name) for name in _PRINTERS}
+    hooks = {name: _printer(originals[name], name, what, compiling)
+             for name, what in _PRINTERS.items()}
 
     def install(on: bool) -> None:
         for name, fn in (hooks if on else originals).items():
             setattr(Tensor, name, fn)
 
-    return GuardDispatchMode, install
+    return install
+
+
+def _build(torch: Any) -> Any:
+    _init_skip_dirs(torch)
+    return _mode_class(guard_ops.Ops(torch)), _print_hooks(torch)
 
 
 def _modes() -> Any:

@@ -1,6 +1,6 @@
 """Runtime side of the ggml pack, on a real ggml graph (CPU backend).
 
-A two-layer model (tests/packs/ggml_model.py, every call wrapped) runs a
+A two-layer model (tests/packs/ggml/ggml_model.py, every call wrapped) runs a
 warm-up step (weights uploaded once) and then a few counted steps; each counted
 step must show exactly what the code asks for: one set per input, one get per
 output, one launch per compute, with the graph's node count.
@@ -25,7 +25,7 @@ import xferaudit.runtime as xfer  # noqa: E402
 from xferaudit.runtime import recorder  # noqa: E402
 
 MODEL = Path(__file__).with_name("ggml_model.py")
-SITE = "tests/packs/ggml_model.py:TwoLayer.{}:ggml.{}"
+SITE = "tests/packs/ggml/ggml_model.py:TwoLayer.{}:ggml.{}"
 N_IN, HIDDEN, N_OUT, BATCH = 4, 8, 3, 2
 STEPS = 3
 
@@ -143,11 +143,11 @@ def test_site_names_in_the_model_are_the_names_the_finder_gives_the_unwrapped_ca
     # Undo the rewrite: xfer.ggml_X(args, site="...") -> ggml.ggml_X(args)
     unwrapped = re.sub(r'xfer\.(ggml_\w+)\((.*), site="[^"]+"\)', r"ggml.\1(\2)", wrapped)
     assert "site=" not in unwrapped
-    found = find_in_source(unwrapped, str(MODEL), relpath="tests/packs/ggml_model.py").sites
+    found = find_in_source(unwrapped, str(MODEL), relpath="tests/packs/ggml/ggml_model.py").sites
     assert [s.site for s in found] == written
     assert all(not s.wrapped for s in found)
     # and the wrapped file itself has nothing left to wrap
-    after = find_in_source(wrapped, str(MODEL), relpath="tests/packs/ggml_model.py").sites
+    after = find_in_source(wrapped, str(MODEL), relpath="tests/packs/ggml/ggml_model.py").sites
     assert [(s.site, s.wrapped) for s in after] == [(w, True) for w in written]
 
 
