@@ -45,7 +45,7 @@ from .recorder import STATE
 _OWN = [
     "STATE", "BudgetError", "BudgetExceeded", "Launch", "Report", "ReportError", "Row",
     "UnexpectedTransfer", "UnexpectedTransferWarning", "Unwrapped", "count", "counting",
-    "expect", "guard", "is_counting", "launches", "load_budget", "report", "reset", "snapshot",
+    "expect", "features", "guard", "is_counting", "launches", "load_budget", "report", "reset", "snapshot",
     "timeline",
 ]
 
@@ -64,6 +64,17 @@ def __getattr__(name: str):
 
 def __dir__() -> list:
     return sorted(set(globals()) | set(_packs.exported()))
+
+
+def features() -> dict:
+    """What this torch offers the runtime, found by feature (imports torch):
+    the torch wrappers' (see ``xferaudit.packs.torch.runtime.features``) and
+    the guard's (``guard_dispatch_mode``, ``guard_compile_internals``)."""
+    from .guard import features as guard_features
+
+    out = dict(_packs.runtime_module("torch").features())
+    out.update({"guard_" + k: v for k, v in guard_features().items()})
+    return out
 
 
 def _bind_torch() -> None:

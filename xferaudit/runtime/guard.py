@@ -109,8 +109,8 @@ _DIR_ALIASES = {
 }
 
 __all__ = [
-    "DIRECTIONS", "ENV", "LEVELS", "GuardConfigError", "UnexpectedTransfer",
-    "UnexpectedTransferWarning", "clear_log_history", "guard", "parse_levels",
+    "DIRECTIONS", "ENV", "LEVELS", "GuardConfigError", "GuardUnavailable", "UnexpectedTransfer",
+    "UnexpectedTransferWarning", "clear_log_history", "features", "guard", "parse_levels",
 ]
 
 
@@ -275,9 +275,36 @@ def _event(stack: list, op: str, direction: str, nbytes: int, detail: str) -> No
 _modes_cls: Any = None
 
 
+class GuardUnavailable(RuntimeError):
+    """This torch lacks what the guard is built on (``TorchDispatchMode``)."""
+
+
+def features() -> dict:
+    """What this torch offers the guard, found by feature (not by version):
+
+    ``dispatch_mode``: ``TorchDispatchMode`` exists (without it the guard
+    cannot run: entering it raises :class:`GuardUnavailable`);
+    ``compile_internals``: the mode can tell Dynamo to compile as it would
+    without it (``ignore_compile_internals``). Without that, on an older torch,
+    a function first compiled while the guard is on is run eagerly by Dynamo
+    (its crossings are then seen by the guard, at a cost in speed).
+    """
+    try:
+        from torch.utils._python_dispatch import TorchDispatchMode
+    except ImportError:
+        return {"dispatch_mode": False, "compile_internals": False}
+    return {"dispatch_mode": True,
+            "compile_internals": hasattr(TorchDispatchMode, "ignore_compile_internals")}
+
+
 def _mode_class(ops: guard_ops.Ops) -> Any:
     """The dispatch mode: each op goes through :func:`guard_ops.classify`."""
-    from torch.utils._python_dispatch import TorchDispatchMode
+    try:
+        from torch.utils._python_dispatch import TorchDispatchMode
+    except ImportError as e:
+        raise GuardUnavailable(
+            "xferaudit guard: this torch has no torch.utils._python_dispatch.TorchDispatchMode; "
+            "the guard needs torch>=2.11 (counting wrappers and reports still work)") from e
 
     classify, op_name = guard_ops.classify, guard_ops.op_name
 

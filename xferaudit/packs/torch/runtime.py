@@ -447,8 +447,8 @@ def item(x: Any, *args: Any, site: Optional[str] = None) -> Any:
 
 def tolist(x: Any, *args: Any, site: Optional[str] = None) -> Any:
     """``x.tolist()``: ``down`` with the bytes of `x` when it is on a device."""
-    if not _S.active:
-        return x.tolist(*args) if args else x.tolist()
+    if not _S.active:  # (through the class with arguments: the bare call's error message)
+        return type(x).tolist(x, *args) if args else x.tolist()
     return _read(x, "tolist", args, _EMPTY, site)
 
 
