@@ -56,3 +56,16 @@ def test_wrappers_and_guard_agree_meta_is_no_crossing():
     for site in ("to_meta", "copy_meta"):
         r = rows[site]
         assert (r.calls, r.crossings, r.bytes, r.direction) == (1, 0, 0, "none"), site
+
+
+def test_the_torch_wrappers_fast_paths_agree_with_the_rule():
+    from xferaudit.packs.torch import runtime as tr
+    from xferaudit.testing import simulated_device
+
+    tr._init(import_it=True)
+    dev = simulated_device()
+    places = {"cpu": torch.ones(2), "meta": torch.ones(2, device="meta"), "dev": torch.ones(2).to(dev)}
+    for a, x in places.items():
+        for b, y in places.items():
+            want = crossing.direction(x.device.type, y.device.type, x.device == y.device)
+            assert tr._moved(x, y)[0] == want, (a, b)

@@ -323,7 +323,7 @@ def test_report_dict_lists_unwrapped_events_with_path_and_line(dev):
             line = here() - 1
     d = xfer.snapshot().to_dict()
     assert d["unwrapped"] == [{"path": HERE, "line": line, "op": "aten._local_scalar_dense",
-                               "direction": "down", "count": 3, "bytes": 12}]
+                               "direction": "down", "count": 3, "bytes": 12, "via": ""}]
 
 
 # --- levels ------------------------------------------------------------------------

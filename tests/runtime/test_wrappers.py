@@ -227,8 +227,8 @@ def test_down_directions_with_fake_device(fake_cuda):
     assert r["stay"].direction == "none"
     assert (r["d2d"].direction, r["d2d"].bytes) == ("d2d", 64)
     tot = xfer.snapshot().totals()
-    assert tot["down"] == {"crossings": 3, "bytes": 136}
-    assert tot["d2d"] == {"crossings": 1, "bytes": 64}
+    assert tot["down"] == {"crossings": 3, "copies": 3, "bytes": 136, "pageable": 0}
+    assert tot["d2d"] == {"crossings": 1, "copies": 1, "bytes": 64, "pageable": 0}
 
 
 def test_copy_device_to_host_with_fake_device(fake_cuda):

@@ -105,16 +105,24 @@ class Report:
 
     # --- figures --------------------------------------------------------------
     def totals(self) -> dict:
-        """Crossings and bytes per direction, and for all directions together."""
-        out = {d: {"crossings": 0, "bytes": 0} for d in DIRECTIONS if d != "none"}
+        """Crossings, copies, bytes and pageable copies per direction, and for
+        all directions together (``copies`` per direction is what a profiler
+        counts as memcpys of that kind)."""
+        out = {d: {"crossings": 0, "copies": 0, "bytes": 0, "pageable": 0}
+               for d in DIRECTIONS if d != "none"}
         for r in self.rows:
             for d, v in r.by_direction.items():
                 if d in out:
-                    out[d]["crossings"] += v["calls"]
-                    out[d]["bytes"] += v["bytes"]
+                    o = out[d]
+                    o["crossings"] += v["calls"]
+                    o["copies"] += v.get("copies", v["calls"])
+                    o["bytes"] += v["bytes"]
+                    o["pageable"] += v.get("pageable", 0)
         out["all"] = {
             "crossings": sum(r.crossings for r in self.rows),
+            "copies": sum(r.copies for r in self.rows),
             "bytes": sum(r.bytes for r in self.rows),
+            "pageable": sum(r.pageable for r in self.rows),
         }
         return out
 
@@ -191,7 +199,7 @@ class Report:
             unwrapped.append(Unwrapped(
                 _field(u, "path", str, w), _field(u, "line", int, w), _field(u, "op", str, w),
                 _field(u, "direction", str, w), _field(u, "count", int, w, 0),
-                _field(u, "bytes", int, w, 0),
+                _field(u, "bytes", int, w, 0), _field(u, "via", str, w, ""),
             ))
         meta = data.get("meta") if isinstance(data.get("meta"), dict) else {}
         timeline = _check_timeline(data.get("timeline"), where)
@@ -228,19 +236,26 @@ class Report:
             lines.append("nothing counted" + hint)
             return "\n".join(lines) + "\n"
         if self.rows:
-            lines.append(f"{'direction':<10} {'calls':>8} {'crossings':>10} {'MB':>14}  site")
+            lines.append(f"{'direction':<10} {'calls':>8} {'crossings':>10} {'copies':>8} "
+                         f"{'MB':>14}  site")
             for r in self.rows:
-                lines.append(
-                    f"{r.direction:<10} {r.calls:>8} {r.crossings:>10} {_mb(r.bytes):>14}  {r.site}"
-                )
+                pg = f"  [pageable {r.pageable}]" if r.pageable else ""
+                lines.append(f"{r.direction:<10} {r.calls:>8} {r.crossings:>10} {r.copies:>8} "
+                             f"{_mb(r.bytes):>14}  {r.site}{pg}")
             tot = self.totals()
             calls = sum(r.calls for r in self.rows)
             for label, key, c in (("up", "up", ""), ("down", "down", ""), ("all", "all", calls)):
-                if key == "all" and tot["d2d"]["crossings"]:
-                    lines.append(f"{'total d2d':<10} {'':>8} {tot['d2d']['crossings']:>10} "
-                                 f"{_mb(tot['d2d']['bytes']):>14}")
-                lines.append(f"{'total ' + label:<10} {c!s:>8} {tot[key]['crossings']:>10} "
-                             f"{_mb(tot[key]['bytes']):>14}")
+                if key == "all" and tot["d2d"]["copies"]:
+                    # device-to-device copies apart: not host<->device traffic
+                    t = tot["d2d"]
+                    lines.append(f"{'total d2d':<10} {'':>8} {t['crossings']:>10} {t['copies']:>8} "
+                                 f"{_mb(t['bytes']):>14}")
+                t = tot[key]
+                lines.append(f"{'total ' + label:<10} {c!s:>8} {t['crossings']:>10} {t['copies']:>8} "
+                             f"{_mb(t['bytes']):>14}")
+            if tot["all"]["pageable"]:
+                lines.append(f"pageable: {tot['all']['pageable']} non_blocking copies had a pageable "
+                             "host side, so they ran synchronously (pin the host memory)")
         else:
             lines.append("no wrapped transfer counted")
         if self.launches:
@@ -255,8 +270,9 @@ class Report:
             lines.append("unwrapped transfers (seen by the guard outside every wrapper)")
             lines.append(f"{'direction':<10} {'count':>8} {'MB':>14}  {'op':<28} where")
             for u in self.unwrapped:
+                via = f"  (via {u.via})" if u.via else ""
                 lines.append(f"{u.direction:<10} {u.count:>8} {_mb(u.bytes):>14}  {u.op:<28} "
-                             f"{u.path}:{u.line}")
+                             f"{u.path}:{u.line}{via}")
         return "\n".join(lines) + "\n"
 
     __str__ = format
@@ -276,6 +292,7 @@ class SiteChange:
     crossings: tuple = (0, 0)
     bytes: tuple = (0, 0)
     direction: tuple = ("", "")
+    copies: tuple = (0, 0)
 
 
 def _signed(n: int) -> str:
@@ -297,9 +314,10 @@ def diff(a: Report, b: Report) -> dict:
         z = Row(site, "", "")
         x, y = x or z, y or z
         ch = SiteChange(site, status, (x.calls, y.calls), (x.crossings, y.crossings),
-                        (x.bytes, y.bytes), (x.direction, y.direction))
+                        (x.bytes, y.bytes), (x.direction, y.direction), (x.copies, y.copies))
         if status == "same" and (ch.calls[0] != ch.calls[1] or ch.crossings[0] != ch.crossings[1]
-                                 or ch.bytes[0] != ch.bytes[1] or ch.direction[0] != ch.direction[1]):
+                                 or ch.bytes[0] != ch.bytes[1] or ch.direction[0] != ch.direction[1]
+                                 or ch.copies[0] != ch.copies[1]):
             ch.status = "changed"
         changes.append(ch)
     order = {"added": 0, "removed": 1, "changed": 2, "same": 3}
@@ -335,25 +353,31 @@ def format_diff(d: dict, a_name: str = "A", b_name: str = "B", show_same: bool =
     shown = [c for c in changes if show_same or c.status != "same"]
     same = sum(1 for c in changes if c.status == "same")
     if shown:
-        lines.append(f"{'status':<8} {'calls':>14} {'crossings':>14} {'MB':>17}  site")
+        lines.append(f"{'status':<8} {'calls':>14} {'crossings':>14} {'copies':>14} {'MB':>17}  site")
         for c in shown:
             calls = f"{c.calls[0]}->{c.calls[1]}"
             cr = f"{c.crossings[0]}->{c.crossings[1]}"
+            cp = f"{c.copies[0]}->{c.copies[1]}"
             mb = _signed_mb(c.bytes[1] - c.bytes[0])
             extra = ""
             if c.status == "changed" and c.direction[0] != c.direction[1]:
                 extra = f"  (direction {c.direction[0]} -> {c.direction[1]})"
-            lines.append(f"{c.status:<8} {calls:>14} {cr:>14} {mb:>17}  {c.site}{extra}")
+            lines.append(f"{c.status:<8} {calls:>14} {cr:>14} {cp:>14} {mb:>17}  {c.site}{extra}")
     else:
         lines.append("no per-site change")
     if same and not show_same:
         lines.append(f"({same} site(s) unchanged)")
     ta, tb = d["totals"]
-    for key in ("up", "down", "all"):
-        dc = tb[key]["crossings"] - ta[key]["crossings"]
-        db = tb[key]["bytes"] - ta[key]["bytes"]
-        lines.append(f"total {key:<5} crossings {ta[key]['crossings']} -> {tb[key]['crossings']} "
-                     f"({_signed(dc)}), MB {_mb(ta[key]['bytes'])} -> {_mb(tb[key]['bytes'])} "
+    for key in ("up", "down", "d2d", "all"):
+        a, b = ta.get(key, {}), tb.get(key, {})
+        if key == "d2d" and not (a.get("copies") or b.get("copies")):
+            continue  # shown apart, and only when there were any
+        dc = b.get("crossings", 0) - a.get("crossings", 0)
+        dk = b.get("copies", 0) - a.get("copies", 0)
+        db = b.get("bytes", 0) - a.get("bytes", 0)
+        lines.append(f"total {key:<5} crossings {a.get('crossings', 0)} -> {b.get('crossings', 0)} "
+                     f"({_signed(dc)}), copies {a.get('copies', 0)} -> {b.get('copies', 0)} "
+                     f"({_signed(dk)}), MB {_mb(a.get('bytes', 0))} -> {_mb(b.get('bytes', 0))} "
                      f"({_signed_mb(db)})")
     moved = [x for x in d["launches"] if x["status"] != "same"]
     if moved:
@@ -376,11 +400,13 @@ def diff_to_dict(d: dict) -> dict:
                 "status": c.status,
                 "calls": list(c.calls),
                 "crossings": list(c.crossings),
+                "copies": list(c.copies),
                 "bytes": list(c.bytes),
                 "direction": list(c.direction),
                 "delta": {
                     "calls": c.calls[1] - c.calls[0],
                     "crossings": c.crossings[1] - c.crossings[0],
+                    "copies": c.copies[1] - c.copies[0],
                     "bytes": c.bytes[1] - c.bytes[0],
                 },
             }

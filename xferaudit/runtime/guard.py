@@ -53,7 +53,10 @@ lives) is on the device, else ``down``. Bytes: what crossed where it is known
 a sync op (the size it reads back), the whole tensor for a print.
 
 Each event is attributed to the user's source line: the innermost frame
-outside torch and xferaudit. Crossings made inside a counting wrapper
+outside xferaudit, torch, the standard library and site-packages (configurable:
+:func:`set_frames`), with the innermost library frame kept as ``via``
+(``model.to(dev)`` on a transformers model is placed at your line, via
+``transformers/modeling_utils.py``). Crossings made inside a counting wrapper
 (``xfer.item(x, site=...)``) are the wrapper's and are not seen twice.
 
 Levels, per direction:
@@ -111,6 +114,7 @@ _DIR_ALIASES = {
 __all__ = [
     "DIRECTIONS", "ENV", "LEVELS", "GuardConfigError", "GuardUnavailable", "UnexpectedTransfer",
     "UnexpectedTransferWarning", "clear_log_history", "features", "guard", "parse_levels",
+    "set_frames", "user_frame",
 ]
 
 
@@ -187,14 +191,59 @@ def _resolve(level: Optional[str], per: Mapping[str, Optional[str]]) -> dict:
 # --- where an event happened ---------------------------------------------------
 
 _PKG_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
-_skip_dirs: tuple = (_PKG_DIR,)
+_skip_dirs: tuple = (_PKG_DIR,)  # never the place of an event: xferaudit, torch
+_library_dirs: tuple = ()  # the standard library and site-packages: not the user's code
+_user_dirs: tuple = ()  # the user's code even where it lies under a library folder
 _path_cache: dict = {}
+LIBRARY_ENV = "XFERAUDIT_LIBRARY_PATHS"
+USER_ENV = "XFERAUDIT_USER_PATHS"
+
+
+def _dirs(paths: Any) -> tuple:
+    return tuple(sorted({os.path.abspath(p).rstrip(os.sep) + os.sep for p in paths if p}))
+
+
+def _env_paths(name: str) -> list:
+    return [p for p in os.environ.get(name, "").split(os.pathsep) if p.strip()]
+
+
+def _default_library_dirs() -> list:
+    import site
+    import sysconfig
+
+    paths = [sysconfig.get_paths().get(k) for k in ("stdlib", "platstdlib", "purelib", "platlib")]
+    try:
+        paths += list(site.getsitepackages()) + [site.getusersitepackages()]
+    except AttributeError:  # pragma: no cover - a virtualenv's old site module
+        pass
+    return paths
+
+
+def set_frames(library: Optional[Any] = None, user: Optional[Any] = None) -> None:
+    """Where the guard looks for the user's line of an event.
+
+    An event is placed at the innermost frame outside xferaudit, torch and the
+    `library` folders (default: the standard library and site-packages, plus
+    ``$XFERAUDIT_LIBRARY_PATHS``, os.pathsep-separated), unless it lies under
+    one of the `user` folders (``$XFERAUDIT_USER_PATHS``; e.g. your package
+    installed in site-packages). The innermost frame outside xferaudit and
+    torch is kept as ``via`` when it is not the user's (``super().to`` in
+    ``transformers/modeling_utils.py``). With no user frame on the stack, the
+    event is placed at that library frame.
+    """
+    global _library_dirs, _user_dirs
+    lib = list(_default_library_dirs()) if library is None else list(library)
+    _library_dirs = _dirs(lib + _env_paths(LIBRARY_ENV))
+    _user_dirs = _dirs((list(user) if user is not None else []) + _env_paths(USER_ENV))
+    _path_cache.clear()
 
 
 def _init_skip_dirs(torch: Any) -> None:
     global _skip_dirs
     tdir = os.path.dirname(os.path.abspath(torch.__file__)) + os.sep
     _skip_dirs = (_PKG_DIR, tdir)
+    if not _library_dirs:
+        set_frames()
 
 
 def _shown_path(filename: str) -> str:
@@ -212,16 +261,32 @@ def _shown_path(filename: str) -> str:
     return p
 
 
+def _users(filename: str) -> bool:
+    if not filename.startswith(_library_dirs):
+        return True
+    return bool(_user_dirs) and filename.startswith(_user_dirs)
+
+
 def user_frame(depth: int = 1) -> tuple:
-    """(path, line) of the innermost frame outside torch and xferaudit."""
+    """(path, line, via) of the event's place: the innermost frame of the user's
+    code (see :func:`set_frames`); `via` is ``"path:line"`` of the innermost
+    library frame below it, or "" when the user's frame is the innermost."""
     f: Any = sys._getframe(depth)
     skip = _skip_dirs
+    first: Any = None
     while f is not None:
         fn = f.f_code.co_filename
         if not fn.startswith(skip) and not fn.startswith("<frozen"):
-            return _shown_path(fn), f.f_lineno
+            if first is None:
+                first = f
+            if _users(fn):
+                via = "" if f is first else (
+                    f"{_shown_path(first.f_code.co_filename)}:{first.f_lineno}")
+                return _shown_path(fn), f.f_lineno, via
         f = f.f_back
-    return "<unknown>", 0
+    if first is not None:
+        return _shown_path(first.f_code.co_filename), first.f_lineno, ""
+    return "<unknown>", 0, ""
 
 
 # --- thread state ---------------------------------------------------------------
@@ -256,10 +321,12 @@ def _event(stack: list, op: str, direction: str, nbytes: int, detail: str) -> No
     level = stack[-1][direction]
     if level == "off":
         return
-    path, line = user_frame(2)
+    path, line, via = user_frame(2)
+    if via:
+        detail = f"{detail}; via {via}"
     if level == "raise":
         raise UnexpectedTransfer(path, line, op, direction, nbytes, detail)
-    _recorder.record_unwrapped(path, line, op, direction, int(nbytes))
+    _recorder.record_unwrapped(path, line, op, direction, int(nbytes), via)
     if level == "log":
         key = (path, line, op)
         if key not in _seen:

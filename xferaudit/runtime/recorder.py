@@ -128,9 +128,11 @@ class UnwrappedTally:
     direction: str
     count: int = 0
     bytes: int = 0
+    via: str = ""  # the library frame below the user's line (the first seen)
 
     def snapshot(self) -> Unwrapped:
-        return Unwrapped(self.path, self.line, self.op, self.direction, self.count, self.bytes)
+        return Unwrapped(self.path, self.line, self.op, self.direction, self.count, self.bytes,
+                         self.via)
 
 
 class Timeline:
@@ -240,13 +242,15 @@ def record_launch(site: str, nodes: Optional[int] = None) -> None:
         _release()
 
 
-def record_unwrapped(path: str, line: int, op: str, direction: str, nbytes: int) -> None:
-    """A crossing the guard saw outside every wrapper, at the user's source line."""
+def record_unwrapped(path: str, line: int, op: str, direction: str, nbytes: int,
+                     via: str = "") -> None:
+    """A crossing the guard saw outside every wrapper, at the user's source line
+    (`via`: the library frame it happened in, if not the user's)."""
     key = (path, line, op, direction)
     with STATE.lock:
         t = STATE.unwrapped.get(key)
         if t is None:
-            t = STATE.unwrapped[key] = UnwrappedTally(path, line, op, direction)
+            t = STATE.unwrapped[key] = UnwrappedTally(path, line, op, direction, via=via)
         t.count += 1
         t.bytes += nbytes
         tl = STATE.timeline

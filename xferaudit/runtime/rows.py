@@ -86,7 +86,8 @@ class Launch:
 
 @dataclass
 class Unwrapped:
-    """A crossing the guard saw outside every wrapper, at the user's line."""
+    """A crossing the guard saw outside every wrapper, at the user's line;
+    `via` is the library frame it happened in ("path:line"), if not the user's."""
 
     path: str
     line: int
@@ -94,3 +95,4 @@ class Unwrapped:
     direction: str
     count: int = 0
     bytes: int = 0
+    via: str = ""

@@ -55,6 +55,8 @@ __all__ = [
     "tensor", "to", "tolist",
 ]
 
+_META_ONLY = NO_DATA == frozenset({"meta"})  # then Tensor.is_meta answers, cheaply
+
 # Filled by _init() once torch is importable and imported.
 _torch: Any = None
 _Tensor: Any = None
@@ -209,8 +211,17 @@ def _moved(x: Any, out: Any) -> tuple:
     """Direction and bytes of a tensor -> tensor call such as ``x.to(...)``."""
     if out is x or not isinstance(out, _Tensor):
         return "none", 0
-    if x.is_cpu and out.is_cpu:  # (cheaper than building two torch.device objects)
-        return "none", 0
+    # The host cases first, by flags (cheaper than building two torch.device
+    # objects); the same answers as runtime.crossing (tests hold them equal).
+    if x.is_cpu:
+        if out.is_cpu or (_META_ONLY and out.is_meta):
+            return "none", 0
+        if _META_ONLY:
+            return "up", out.numel() * out.element_size()
+    elif out.is_cpu and _META_ONLY:
+        if x.is_meta:
+            return "none", 0
+        return "down", out.numel() * out.element_size()
     d = _dir(x.device, out.device)
     return d, (0 if d == "none" else _nbytes(out))
 
@@ -224,12 +235,45 @@ def _read_back(x: Any, out: Any) -> tuple:
 
 
 def _copied(pair: tuple, out: Any) -> tuple:
-    """Direction and bytes of ``dst.copy_(src)``: bytes are what lands in `dst`."""
+    """Direction and bytes of ``dst.copy_(src)``: bytes are what lands in `dst`.
+    A copy between two tensors of one device is ``d2d`` (it runs on that
+    device's wire), shown apart from host<->device traffic."""
     dst, src = pair
     if not (isinstance(dst, _Tensor) and isinstance(src, _Tensor)):
         return "none", 0
-    d = _dir(src.device, dst.device)
+    d = _dir(src.device, dst.device, copy=True)
     return d, (0 if d == "none" else _nbytes(dst))
+
+
+def _passed(args: tuple, kwargs: dict, out: Any) -> tuple:
+    """Direction, bytes and copies of a call whose receiver holds no tensor (a
+    module function ``init.copy_(w, src)``, a method called unbound
+    ``Tensor.cpu(x)``), from the tensors actually passed and returned.
+
+    When the result is one of the tensors passed (or None), the call worked in
+    place: the first tensor passed is the destination, the next the source.
+    Otherwise the first tensor passed is the source of each tensor returned.
+    """
+    ins = [a for a in (*args, *kwargs.values()) if isinstance(a, _Tensor)]
+    if not ins:
+        return "none", 0, 0
+    outs = list(_tensors(out).values()) if out is not None else []
+    if not outs or any(o is i for o in outs for i in ins):
+        dst = ins[0]
+        if len(ins) < 2:
+            return "none", 0, 0
+        d = _dir(ins[1].device, dst.device, copy=True)
+        return (d, 0, 0) if d == "none" else (d, _nbytes(dst), 1)
+    per: dict = {}
+    copies = 0
+    src = ins[0].device
+    for o in outs:
+        d = _dir(src, o.device)
+        if d != "none":
+            per[d] = per.get(d, 0) + _nbytes(o)
+            copies += 1
+    d, n = largest(per)
+    return d, n, copies
 
 
 def _source_device(data: Any) -> Any:
@@ -281,9 +325,12 @@ def _devices(obj: Any) -> dict:
 
 
 def _compare(before: dict, after_obj: Any) -> tuple:
-    """Direction (the one that moved most bytes) and total bytes of the tensors
-    whose device changed between `before` (a `_devices` snapshot) and `after_obj`."""
+    """Direction (the one that moved most bytes), total bytes and copies (one
+    per tensor) of the tensors whose device changed between `before` (a
+    `_devices` snapshot) and `after_obj`: a module moved in one call is one
+    crossing and a copy per parameter or buffer that crossed."""
     per: dict = {}
+    copies = 0
     for k, t in _tensors(after_obj).items():
         b = before.get(k)
         if b is None:
@@ -291,19 +338,39 @@ def _compare(before: dict, after_obj: Any) -> tuple:
         d = _dir(b, t.device)
         if d != "none":
             per[d] = per.get(d, 0) + _nbytes(t)
-    return largest(per)
+            copies += 1
+    d, n = largest(per)
+    return d, n, copies
 
 
 # --- the one skeleton of a counted call -----------------------------------------------
+
+
+def _pageable(d: str, subject: Any, out: Any) -> int:
+    """1 when a ``non_blocking`` up/down copy had a pageable host side (it then
+    ran synchronously), else 0. The host side is the source of an upload and
+    the destination of a download (`subject` is the tensor moved, or
+    ``(dst, src)`` of a ``copy_``)."""
+    if isinstance(subject, tuple):
+        dst, src = subject
+        host = src if d == "up" else dst
+    else:
+        host = subject if d == "up" else out
+    try:
+        return 0 if host.is_pinned() else 1
+    except Exception:  # pragma: no cover - a tensor that cannot say
+        return 0
 
 
 def _counted(site: Optional[str], key: str, fn: Any, args: tuple, kwargs: dict,
              measure: Any, subject: Any) -> Any:
     """``fn(*args, **kwargs)`` counted at `site` under the row `key`.
 
-    ``measure(subject, out)`` gives (direction, bytes). Under compile tracing the
-    record is the traced operator; under the guard the call is marked as the
-    wrapper's own (not an unwrapped crossing); otherwise the plain call.
+    ``measure(subject, out)`` gives (direction, bytes) of one copy. Under
+    compile tracing the record is the traced operator; under the guard the
+    call is marked as the wrapper's own (not an unwrapped crossing); otherwise
+    the plain call. A ``non_blocking=True`` up/down copy also notes whether its
+    host side was pageable.
     """
     if _compiling():
         out = fn(*args, **kwargs)
@@ -317,23 +384,30 @@ def _counted(site: Optional[str], key: str, fn: Any, args: tuple, kwargs: dict,
         out = fn(*args, **kwargs)
     if _S._on:
         d, n = measure(subject, out)
-        record(site, key, d, n)
+        if kwargs and kwargs.get("non_blocking") and (d == "up" or d == "down"):
+            record(site, key, d, n, 1, _pageable(d, subject, out))
+        else:
+            record(site, key, d, n)
     return out
 
 
 def _counted_other(site: Optional[str], key: str, fn: Any, args: tuple, kwargs: dict,
                    subject: Any) -> Any:
-    """A call whose receiver is not a tensor (a module, a batch container): the
-    devices of `subject`'s tensors are compared before and after."""
+    """A call whose receiver is not a tensor: the devices of `subject`'s
+    tensors (a module, a batch container) are compared before and after; a
+    receiver holding none (a module of functions, a class whose method is
+    called unbound) is measured by the tensors passed and returned."""
     on = _S._on
     before = _devices(subject) if on and _Tensor is not None else None
     out = call_inside(fn, args, kwargs)
     if on and _S._on:
         if before is None:
-            d, n = "none", 0
+            d, n, c = "none", 0, 0
+        elif before:
+            d, n, c = _compare(before, subject if (out is subject or out is None) else out)
         else:
-            d, n = _compare(before, subject if (out is subject or out is None) else out)
-        record(site, key, d, n)
+            d, n, c = _passed(args, kwargs, out)
+        record(site, key, d, n, c)
     return out
 
 
@@ -406,10 +480,10 @@ def call(fn: Any, /, *args: Any, site: Optional[str] = None, **kwargs: Any) -> A
     out = call_inside(fn, args, kwargs)
     if on and _S._on:
         if before is None:
-            d, n = "none", 0
+            d, n, c = "none", 0, 0
         else:
-            d, n = _compare(before, subject if out is None else out)
-        record(site, "call:" + _qualname(fn), d, n)
+            d, n, c = _compare(before, subject if out is None else out)
+        record(site, "call:" + _qualname(fn), d, n, c)
     return out
 
 
@@ -469,6 +543,9 @@ def copy_(dst: Any, /, *args: Any, site: Optional[str] = None, **kwargs: Any) ->
         return dst.copy_(*args, **kwargs) if kwargs else dst.copy_(*args)
     if _torch is None:
         _init()
+    if _Tensor is None or not isinstance(dst, _Tensor):
+        # (`init.copy_(w, src)`: measured by the tensors passed and returned)
+        return _counted_other(site, "copy_", dst.copy_, args, kwargs, dst)
     src = args[0] if args else kwargs.get("src")
     return _counted(site, "copy_", dst.copy_, args, kwargs, _copied, (dst, src))
 
