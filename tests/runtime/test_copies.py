@@ -141,3 +141,63 @@ def test_guard_events_name_the_users_line_and_keep_the_library_frame(tmp_path, m
     assert (u.path, u.line) == ("tests/runtime/test_copies.py", line)
     assert u.via.endswith("somelib/mover.py:2")
     assert "(via " in xfer.snapshot().format()
+
+
+def test_budgets_can_bound_copies_and_forbid_pageable_copies():
+    from xferaudit.runtime import BudgetExceeded, load_budget
+
+    net = torch.nn.Linear(3, 2)  # 2 tensors
+    b = load_budget({"m.to": {"crossings": 1, "copies": 1}, "x.to": {"crossings": 1, "pageable": 0}})
+    assert b.to_dict() == {"m.to": {"crossings": 1, "copies": 1}, "x.to": {"crossings": 1, "pageable": 0}}
+    with pytest.raises(BudgetExceeded) as ei:
+        with xfer.expect(b, guard=None):
+            xfer.to(net, DEV, site="m.to")
+            xfer.to(torch.ones(2), DEV, non_blocking=True, site="x.to")
+    kinds = sorted((p.kind, p.site, p.what) for p in ei.value.problems)
+    assert kinds == [("over", "m.to", "copies"), ("pageable", "x.to", "crossings")]
+    assert "pin the host memory" in str(ei.value)
+    with pytest.raises(BudgetExceeded, match="all sites"):
+        with xfer.expect({"y.to": 1}, guard=None, pageable=0):
+            xfer.to(torch.ones(2), DEV, non_blocking=True, site="y.to")
+    with xfer.expect({"y.to": 1}, guard=None, pageable=0):
+        xfer.to(torch.ones(2), DEV, site="y.to")  # blocking: fine
+
+
+def test_bad_budget_tables_are_refused():
+    from xferaudit.runtime import BudgetError, load_budget
+
+    for bad in ({"s": {"copies": 1}}, {"s": {"launches": 1, "copies": 2}}, {"s": {}},
+                {"s": {"crossings": 1, "bogus": 1}}, {"s": {"crossings": 1, "pageable": -1}}):
+        with pytest.raises(BudgetError):
+            load_budget(bad)
+
+
+def test_diff_merge_budget_and_plot_carry_copies(tmp_path, capsys):
+    from xferaudit.cli import main
+    from xferaudit.runtime import load_budget
+    from xferaudit.runtime.distributed import merge
+
+    net = torch.nn.Linear(3, 2)
+    with xfer.counting():
+        xfer.to(net, DEV, site="m.to")
+    a = xfer.snapshot()
+    a.meta["rank"] = 0
+    a_path = a.save(tmp_path / "a.json")
+    with xfer.counting():
+        xfer.to(net, "cpu", site="m.to")
+        xfer.to(net, DEV, site="m.to")
+    b_path = xfer.snapshot().save(tmp_path / "b.json")
+    assert main(["diff", str(a_path), str(b_path)]) == 0
+    out = capsys.readouterr().out
+    assert "copies 2 -> 4 (+2)" in out
+    b = Report.load(b_path)
+    b.meta["rank"] = 1
+    m = merge([a, b], ["a", "b"])
+    assert m.rows[0].copies == 6 and m.totals()["all"]["copies"] == 6
+    assert main(["budget", "--from", str(a_path), "-o", str(tmp_path / "b.toml")]) == 0
+    capsys.readouterr()
+    assert load_budget(tmp_path / "b.toml").copies == {"m.to": 2}
+    pytest.importorskip("matplotlib")
+    from xferaudit.plot import _items, _title
+
+    assert _items(a)[0]["copies"] == 2 and "2 copies" in _title(a, 1, 1)
