@@ -201,3 +201,28 @@ def test_diff_merge_budget_and_plot_carry_copies(tmp_path, capsys):
     from xferaudit.plot import _items, _title
 
     assert _items(a)[0]["copies"] == 2 and "2 copies" in _title(a, 1, 1)
+
+
+def test_a_print_is_one_event_with_the_copies_and_bytes_the_printer_makes():
+    # A 0-dim float32: the printer reads it back 8 times, 17 bytes in all (an
+    # int32 count of masked_select, the element, and bool/float checks): the
+    # figure the profiler shows on an H200 (bench/results/gpu_copies.json).
+    s = torch.tensor(1.5).to(DEV)
+    with xfer.guard("count"):
+        text = repr(s)
+        str(s)
+    assert "1.5" in text
+    ev = sorted((u.op, u.count, u.copies, u.bytes) for u in xfer.snapshot().unwrapped)
+    assert ev == [("Tensor.__repr__", 1, 8, 17)] * 2  # (two lines: two events)
+
+
+def test_count_read_backs_carry_the_wire_bytes():
+    d = torch.tensor([1.0, 0.0, 2.0]).to(DEV)
+    with xfer.guard("count"):
+        d.nonzero()
+        d[d > 0]
+        torch.masked_select(d, d > 0)
+        torch.unique(d)
+    got = {u.op: u.bytes for u in xfer.snapshot().unwrapped}
+    assert got["aten.nonzero"] == 4 and got["aten.masked_select"] == 4
+    assert got["aten.index.Tensor"] == 4 and got["aten._unique2"] == 8

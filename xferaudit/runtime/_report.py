@@ -200,6 +200,7 @@ class Report:
                 _field(u, "path", str, w), _field(u, "line", int, w), _field(u, "op", str, w),
                 _field(u, "direction", str, w), _field(u, "count", int, w, 0),
                 _field(u, "bytes", int, w, 0), _field(u, "via", str, w, ""),
+                _field(u, "copies", int, w, None),
             ))
         meta = data.get("meta") if isinstance(data.get("meta"), dict) else {}
         timeline = _check_timeline(data.get("timeline"), where)
@@ -268,11 +269,11 @@ class Report:
         if self.unwrapped:
             lines.append("")
             lines.append("unwrapped transfers (seen by the guard outside every wrapper)")
-            lines.append(f"{'direction':<10} {'count':>8} {'MB':>14}  {'op':<28} where")
+            lines.append(f"{'direction':<10} {'count':>8} {'copies':>8} {'MB':>14}  {'op':<28} where")
             for u in self.unwrapped:
                 via = f"  (via {u.via})" if u.via else ""
-                lines.append(f"{u.direction:<10} {u.count:>8} {_mb(u.bytes):>14}  {u.op:<28} "
-                             f"{u.path}:{u.line}{via}")
+                lines.append(f"{u.direction:<10} {u.count:>8} {u.copies:>8} {_mb(u.bytes):>14}  "
+                             f"{u.op:<28} {u.path}:{u.line}{via}")
         return "\n".join(lines) + "\n"
 
     __str__ = format

@@ -348,9 +348,11 @@ def merge(
     unwrapped: dict = {}
     for rep in per_rank:
         for u in rep.unwrapped:
-            t = unwrapped.setdefault(_uw_key(u), Unwrapped(u.path, u.line, u.op, u.direction))
+            t = unwrapped.setdefault(_uw_key(u), Unwrapped(u.path, u.line, u.op, u.direction,
+                                                           via=u.via, copies=0))
             t.count += u.count
             t.bytes += u.bytes
+            t.copies += u.copies
 
     present = [rep.meta["rank"] for rep in per_rank]
     missing = [r for r in range(ws) if r not in seen]

@@ -37,7 +37,9 @@ What is caught, at PyTorch's dispatcher (a ``TorchDispatchMode``):
 
 and by a print layer, since PyTorch prints with dispatch modes switched off:
 ``print``, ``repr``, ``str`` and ``format`` (f-strings) of a device tensor (one
-print = one event; the reads the printer makes inside are not counted again).
+print = one event, carrying the copies and bytes the printer really made: they
+are counted inside the printer, which switches the guard's mode off, by a
+small mode the print layer puts back there).
 The print layer is a hook on ``torch.Tensor.__repr__``/``__format__``,
 installed while any guard is active and inert on threads without one, rather
 than a ``TorchFunctionMode``: Dynamo guards compiled code on the types of the
@@ -49,8 +51,10 @@ Direction: ``up`` host -> device, ``down`` device -> host (scalar reads, sync
 ops and prints included), ``d2d`` between two devices. An op mixing host and
 device arguments is ``up`` when its first tensor argument (where the result
 lives) is on the device, else ``down``. Bytes: what crossed where it is known
-(the tensor copied, the host arguments of a mixed op, the element read), 8 for
-a sync op (the size it reads back), the whole tensor for a print.
+(the tensor copied, the host arguments of a mixed op, the element read), the
+size a sync op reads back as the wire carries it (``guard_ops.COUNT_BYTES``: 4
+for the nonzero family, 8 for unique), and for a print the copies and bytes
+the printer made.
 
 Each event is attributed to the user's source line: the innermost frame
 outside xferaudit, torch, the standard library and site-packages (configurable:
@@ -296,6 +300,7 @@ class _Local(threading.local):
         self.stack: list = []  # level dicts; [-1] is in force
         self.mode: Any = None  # the dispatch mode pushed on this thread (outermost guard)
         self.quiet = 0  # > 0 while a print is being handled: its inner reads are not new events
+        self.print_acc: Any = None  # [copies, bytes] of the print being handled, counted inside
 
 
 _tls = _Local()
@@ -309,14 +314,20 @@ def clear_log_history() -> None:
     _seen.clear()
 
 
-def _event(stack: list, op: str, direction: str, nbytes: int, detail: str) -> None:
+def _event(stack: list, op: str, direction: str, nbytes: int, detail: str, copies: int = 1) -> None:
     """One unwrapped crossing seen by the mode or the print hook.
 
     `stack` is the level stack of the thread that entered the guard: the mode
     carries it, so ops run for that thread elsewhere (autograd's device
     threads, which inherit the mode) are judged by the same levels.
     """
-    if _tls.quiet or not stack or _recorder.in_wrapper():
+    if _tls.quiet:
+        acc = _tls.print_acc
+        if acc is not None:  # a read the printer makes (e.g. format's .item()): part of the print
+            acc[0] += copies
+            acc[1] += int(nbytes)
+        return
+    if not stack or _recorder.in_wrapper():
         return
     level = stack[-1][direction]
     if level == "off":
@@ -326,7 +337,7 @@ def _event(stack: list, op: str, direction: str, nbytes: int, detail: str) -> No
         detail = f"{detail}; via {via}"
     if level == "raise":
         raise UnexpectedTransfer(path, line, op, direction, nbytes, detail)
-    _recorder.record_unwrapped(path, line, op, direction, int(nbytes), via)
+    _recorder.record_unwrapped(path, line, op, direction, int(nbytes), via, copies)
     if level == "log":
         key = (path, line, op)
         if key not in _seen:
@@ -399,8 +410,50 @@ def _mode_class(ops: guard_ops.Ops) -> Any:
 _PRINTERS = {"__repr__": "print/repr/str", "__format__": "format"}
 
 
-def _printer(orig: Any, name: str, what: str, compiling: Any) -> Any:
-    """``Tensor.<name>`` hooked: a print of a device tensor is one event."""
+def _print_counter_class() -> Any:
+    """A dispatch mode that adds up the crossings a print makes inside
+    (``torch._tensor_str`` runs with the guard's mode switched off; this one is
+    pushed back inside it, see :func:`_counting_disable`)."""
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    class PrintCounter(TorchDispatchMode):
+        ops: Any = None
+
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            if kwargs is None:
+                kwargs = {}
+            acc = _tls.print_acc
+            if acc is not None:
+                ev = guard_ops.classify(self.ops, func, args, kwargs)
+                if ev is not None:
+                    acc[0] += 1
+                    acc[1] += ev[1]
+            return func(*args, **kwargs)
+
+    return PrintCounter
+
+
+def _counting_disable(original: Any, counter_cls: Any) -> Any:
+    """``_disable_current_modes`` as the printer calls it, which also counts the
+    printer's own crossings while a print is handled on this thread."""
+    import contextlib
+
+    @contextlib.contextmanager
+    def disable_current_modes():
+        with original() as old:
+            if _tls.print_acc is None:
+                yield old
+            else:
+                with counter_cls():
+                    yield old
+
+    return disable_current_modes
+
+
+def _printer(orig: Any, name: str, what: str, compiling: Any, counts_inside: bool) -> Any:
+    """``Tensor.<name>`` hooked: a print of a device tensor is one event, with
+    the copies and bytes the printer really made (counted inside it, where this
+    torch lets us: ``counts_inside``; else one copy of the whole tensor)."""
     import functools
 
     op = f"Tensor.{name}"
@@ -410,36 +463,58 @@ def _printer(orig: Any, name: str, what: str, compiling: Any) -> Any:
     def hooked(self: Any, *args: Any, **kwargs: Any) -> Any:
         if not _tls.stack or _tls.quiet or compiling() or not on_device(self):
             return orig(self, *args, **kwargs)
-        _event(_tls.stack, op, "down", nbytes(self), f"{what} of a {where(self)} tensor")
+        detail = f"{what} of a {where(self)} tensor"
+        if not counts_inside or _tls.stack[-1]["down"] == "raise" or _recorder.in_wrapper():
+            _event(_tls.stack, op, "down", nbytes(self), detail)  # (raises before it prints)
+            acc = None
+        else:
+            acc = [0, 0]
         _tls.quiet += 1  # the reads the printer makes are part of this one event
+        prev, _tls.print_acc = _tls.print_acc, acc
         try:
-            return orig(self, *args, **kwargs)
+            out = orig(self, *args, **kwargs)
         finally:
             _tls.quiet -= 1
+            _tls.print_acc = prev
+        if acc is not None:
+            _event(_tls.stack, op, "down", acc[1], detail, copies=acc[0])
+        return out
 
     hooked.__xferaudit_original__ = orig  # type: ignore[attr-defined]
     return hooked
 
 
-def _print_hooks(torch: Any) -> Any:
-    """``install(on)``: put the print hooks on ``torch.Tensor`` or take them off."""
+def _print_hooks(torch: Any, ops: guard_ops.Ops) -> Any:
+    """``install(on)``: put the print hooks on ``torch.Tensor`` (and the
+    printer's mode switch that lets them count inside) or take them off."""
     Tensor = torch.Tensor
     comp = getattr(torch, "compiler", None)
     compiling = getattr(comp, "is_compiling", None) or (lambda: False)
+    pd = torch.utils._python_dispatch
+    disable = getattr(pd, "_disable_current_modes", None)
+    counts_inside = disable is not None  # (by feature: a torch without it prints as one copy)
+    patched = None
+    if counts_inside:
+        counter = _print_counter_class()
+        counter.ops = ops
+        patched = _counting_disable(disable, counter)
     originals = {name: getattr(Tensor, name) for name in _PRINTERS}
-    hooks = {name: _printer(originals[name], name, what, compiling)
+    hooks = {name: _printer(originals[name], name, what, compiling, counts_inside)
              for name, what in _PRINTERS.items()}
 
     def install(on: bool) -> None:
         for name, fn in (hooks if on else originals).items():
             setattr(Tensor, name, fn)
+        if counts_inside:
+            pd._disable_current_modes = patched if on else disable
 
     return install
 
 
 def _build(torch: Any) -> Any:
     _init_skip_dirs(torch)
-    return _mode_class(guard_ops.Ops(torch)), _print_hooks(torch)
+    ops = guard_ops.Ops(torch)
+    return _mode_class(ops), _print_hooks(torch, ops)
 
 
 def _modes() -> Any:

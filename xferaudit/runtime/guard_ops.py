@@ -22,16 +22,30 @@ GENERIC, SCALAR, TO_COPY, COPY, LIFT, SYNC, SYNC_BOOL_INDEX, REPEAT = range(8)
 #: Ops that read a size back (their output's length) before they return.
 SYNC_OPS = ("nonzero", "masked_select", "unique", "_unique", "_unique2", "unique_dim",
             "unique_consecutive", "unique_dim_consecutive")
-#: Bytes a sync op reads back (the size): see :func:`set_count_bytes`.
-COUNT_BYTES = {"bytes": 8}
+#: Bytes a sync op reads back (its output's size), per op family, as the wire
+#: carries them: measured on an H200 with torch 2.11 (bench/gpu_copies.py,
+#: results in bench/results/): an int32 count for the nonzero family (nonzero,
+#: masked_select, boolean-mask indexing), an int64 one for unique and
+#: repeat_interleave. :func:`set_count_bytes` sets another measure.
+COUNT_BYTES = {"nonzero": 4, "masked_select": 4, "index": 4, "unique": 8, "repeat_interleave": 8}
 
 Event = Optional[tuple]  # (direction, bytes, detail) or None
 
 
-def set_count_bytes(n: int) -> None:
-    """The bytes one count read-back carries on the wire (measured per torch
-    build on a GPU; 8, an int64, until measured)."""
-    COUNT_BYTES["bytes"] = int(n)
+def set_count_bytes(family: str, n: int) -> None:
+    """The bytes one count read-back of `family` (``nonzero``,
+    ``masked_select``, ``index``, ``unique``, ``repeat_interleave``) carries."""
+    COUNT_BYTES[family] = int(n)
+
+
+def count_bytes(func: Any) -> int:
+    """Bytes of the size `func` (a sync op) reads back."""
+    name = func._overloadpacket.__name__.lstrip("_")
+    if name.startswith("unique"):
+        name = "unique"
+    elif name.startswith("index"):
+        name = "index"
+    return COUNT_BYTES.get(name, 8)
 
 
 _META_ONLY = NO_DATA == frozenset({"meta"})  # then Tensor.is_meta answers, cheaply
@@ -184,7 +198,7 @@ def classify(ops: Ops, func: Any, args: tuple, kwargs: dict) -> Event:
         return copy(Tensor, args)
     if kind == LIFT:
         return ("up", nbytes(a0), f"torch.tensor(...) data put on {where(a0)}") if dev0 else None
-    n = COUNT_BYTES["bytes"]
+    n = count_bytes(func)
     if kind == SYNC:
         if dev0:
             return "down", n, f"{func._overloadpacket.__name__} on {where(a0)} reads a size back"

@@ -129,10 +129,11 @@ class UnwrappedTally:
     count: int = 0
     bytes: int = 0
     via: str = ""  # the library frame below the user's line (the first seen)
+    copies: int = 0  # copies on the wire (a print makes several)
 
     def snapshot(self) -> Unwrapped:
         return Unwrapped(self.path, self.line, self.op, self.direction, self.count, self.bytes,
-                         self.via)
+                         self.via, self.copies)
 
 
 class Timeline:
@@ -243,7 +244,7 @@ def record_launch(site: str, nodes: Optional[int] = None) -> None:
 
 
 def record_unwrapped(path: str, line: int, op: str, direction: str, nbytes: int,
-                     via: str = "") -> None:
+                     via: str = "", copies: int = 1) -> None:
     """A crossing the guard saw outside every wrapper, at the user's source line
     (`via`: the library frame it happened in, if not the user's)."""
     key = (path, line, op, direction)
@@ -253,6 +254,7 @@ def record_unwrapped(path: str, line: int, op: str, direction: str, nbytes: int,
             t = STATE.unwrapped[key] = UnwrappedTally(path, line, op, direction, via=via)
         t.count += 1
         t.bytes += nbytes
+        t.copies += copies
         tl = STATE.timeline
         if tl is not None:
             tl.seen += 1

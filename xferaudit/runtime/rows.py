@@ -96,3 +96,8 @@ class Unwrapped:
     count: int = 0
     bytes: int = 0
     via: str = ""
+    copies: Optional[int] = None  # copies on the wire; None: one per event
+
+    def __post_init__(self) -> None:
+        if self.copies is None:
+            self.copies = self.count
