@@ -18,6 +18,8 @@ timeout 240 python3 -m pytest -q -rs -p no:cacheprovider \
 timeout 150 python3 bench/gpu_truth.py --steps 20 --out "$out/gpu_truth.json" 2>&1 | tee "$out/gpu_truth.txt" | tail -22
 timeout 150 python3 bench/gpu_truth.py --steps 20 --plant --out "$out/gpu_truth_plant.json" 2>&1 | tee "$out/gpu_truth_plant.txt" | tail -14
 timeout 300 python3 bench/gpu_overhead.py --rounds 7 --out "$out/gpu_overhead.json" 2>&1 | tee "$out/gpu_overhead.txt" | tail -8
+timeout 150 python3 bench/gpu_overhead.py --small --rounds 7 --steps 50 --out "$out/gpu_overhead_small.json" 2>&1 | tee "$out/gpu_overhead_small.txt" | tail -8
+timeout 150 python3 bench/gpu_copies.py --steps 5 --out "$out/gpu_copies.json" 2>&1 | tee "$out/gpu_copies.txt" | tail -24
 # Issue 9's run (DDP, one rank per GPU): 2 ranks where 2 GPUs exist, else 1 to prove the script.
 n=$(python3 -c "import torch; print(min(2, torch.cuda.device_count()))")
 timeout 300 python3 bench/gpu_truth_ddp.py --nproc "$n" --steps 20 --out "$out/gpu_truth_ddp_${n}rank.json" 2>&1 | tee "$out/gpu_truth_ddp_${n}rank.txt" | tail -12
