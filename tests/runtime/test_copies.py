@@ -205,8 +205,8 @@ def test_diff_merge_budget_and_plot_carry_copies(tmp_path, capsys):
 
 def test_a_print_is_one_event_with_the_copies_and_bytes_the_printer_makes():
     # A 0-dim float32: the printer reads it back 8 times, 17 bytes in all (an
-    # int32 count of masked_select, the element, and bool/float checks): the
-    # figure the profiler shows on an H200 (bench/results/gpu_copies.json).
+    # int32 count of masked_select, the element, and bool/float checks): what a
+    # profile of such a print shows on an H200 with torch 2.11.
     s = torch.tensor(1.5).to(DEV)
     with xfer.guard("count"):
         text = repr(s)
@@ -226,3 +226,29 @@ def test_count_read_backs_carry_the_wire_bytes():
     got = {u.op: u.bytes for u in xfer.snapshot().unwrapped}
     assert got["aten.nonzero"] == 4 and got["aten.masked_select"] == 4
     assert got["aten.index.Tensor"] == 4 and got["aten._unique2"] == 8
+
+
+def test_the_guard_can_flag_pageable_non_blocking_copies():
+    from xferaudit.runtime.guard import parse_levels
+
+    x = torch.ones(4)  # pageable
+    with xfer.guard("count", pageable="count"):
+        xfer.to(x, DEV, non_blocking=True, site="wrapped")  # wrapped: still a hazard
+        x.to(DEV, non_blocking=True)  # unwrapped: an up event and a pageable one
+        x.to(DEV)  # blocking: no pageable event
+        torch.zeros(4).to(DEV).copy_(x, non_blocking=True)
+    ops: dict = {}
+    for u in xfer.snapshot().unwrapped:
+        ops[u.op] = ops.get(u.op, 0) + u.count
+    assert ops["pageable aten._to_copy"] == 2 and ops["pageable aten.copy_"] == 1
+    assert ops["aten._to_copy"] == 3  # the unwrapped uploads themselves
+    xfer.reset()
+    with xfer.guard("count"):  # off unless asked for
+        x.to(DEV, non_blocking=True)
+    assert [u.op for u in xfer.snapshot().unwrapped] == ["aten._to_copy"]
+    assert parse_levels("log,pageable:raise")["pageable"] == "raise"
+    assert "pageable" not in parse_levels("raise")
+    xfer.reset()
+    with pytest.raises(xfer.UnexpectedTransfer, match="pageable"):
+        with xfer.guard("off", pageable="raise"):
+            x.to(DEV, non_blocking=True)

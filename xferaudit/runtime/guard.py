@@ -79,6 +79,12 @@ Levels, per direction:
 ``log``, ``raise``, ``up:raise,down:log``, ``count,d2d:off`` (a bare level
 sets every direction; ``dir:level`` items then override).
 
+Pageable copies: ``guard(pageable="log")`` (or ``pageable:log`` in
+``$XFERAUDIT_GUARD``; off unless named) also flags each ``non_blocking=True``
+host<->device copy whose host side is pageable memory, wrapped or not: it runs
+synchronously, so the ``non_blocking`` buys nothing (pin the host memory). Its
+event's op reads ``pageable aten._to_copy`` / ``pageable aten.copy_``.
+
 torch.compile: Dynamo skips compiling a frame for good when it is first called
 under a dispatch mode. The guard's mode declares ``ignore_compile_internals``,
 so Dynamo compiles as it would without the guard, and the guard stays out of
@@ -170,6 +176,9 @@ def parse_levels(spec: str, where: str = ENV) -> dict:
             d, _, lv = item.partition(":")
             d = d.strip().lower()
             d = _DIR_ALIASES.get(d, d)
+            if d == "pageable":
+                named[d] = _level(lv, where)
+                continue
             if d not in DIRECTIONS:
                 raise GuardConfigError(
                     f"{where}: unknown direction {d!r} in {spec!r}; use {', '.join(DIRECTIONS)}"
@@ -177,7 +186,10 @@ def parse_levels(spec: str, where: str = ENV) -> dict:
             named[d] = _level(lv, where)
         else:
             base = _level(item, where)
-    return {d: named.get(d, base) for d in DIRECTIONS}
+    out = {d: named.get(d, base) for d in DIRECTIONS}
+    if "pageable" in named:  # (off unless named: never set by a bare level)
+        out["pageable"] = named["pageable"]
+    return out
 
 
 def _resolve(level: Optional[str], per: Mapping[str, Optional[str]]) -> dict:
@@ -314,7 +326,8 @@ def clear_log_history() -> None:
     _seen.clear()
 
 
-def _event(stack: list, op: str, direction: str, nbytes: int, detail: str, copies: int = 1) -> None:
+def _event(stack: list, op: str, direction: str, nbytes: int, detail: str, copies: int = 1,
+           pageable: bool = False) -> None:
     """One unwrapped crossing seen by the mode or the print hook.
 
     `stack` is the level stack of the thread that entered the guard: the mode
@@ -327,9 +340,14 @@ def _event(stack: list, op: str, direction: str, nbytes: int, detail: str, copie
             acc[0] += copies
             acc[1] += int(nbytes)
         return
-    if not stack or _recorder.in_wrapper():
+    if not stack:
         return
-    level = stack[-1][direction]
+    if pageable:  # a hazard wrapped or not: judged by the "pageable" level
+        level = stack[-1].get("pageable", "off")
+    elif _recorder.in_wrapper():
+        return
+    else:
+        level = stack[-1][direction]
     if level == "off":
         return
     path, line, via = user_frame(2)
@@ -384,7 +402,7 @@ def _mode_class(ops: guard_ops.Ops) -> Any:
             "xferaudit guard: this torch has no torch.utils._python_dispatch.TorchDispatchMode; "
             "the guard needs torch>=2.11 (counting wrappers and reports still work)") from e
 
-    classify, op_name = guard_ops.classify, guard_ops.op_name
+    classify, op_name, pageable_copy = guard_ops.classify, guard_ops.op_name, guard_ops.pageable_copy
 
     class GuardDispatchMode(TorchDispatchMode):
         """The dispatcher layer of :func:`guard` (one per thread, outermost guard)."""
@@ -402,6 +420,11 @@ def _mode_class(ops: guard_ops.Ops) -> Any:
             ev = classify(ops, func, args, kwargs)
             if ev is not None:
                 _event(self.stack, op_name(func), ev[0], ev[1], ev[2])
+                if self.stack and "pageable" in self.stack[-1]:
+                    pg = pageable_copy(ops, func, args, kwargs)
+                    if pg is not None:
+                        _event(self.stack, "pageable " + op_name(func), pg[0], pg[1], pg[2],
+                               pageable=True)
             return func(*args, **kwargs)
 
     return GuardDispatchMode
@@ -536,8 +559,11 @@ class guard:
     """
 
     def __init__(self, level: Optional[str] = None, *, up: Optional[str] = None,
-                 down: Optional[str] = None, d2d: Optional[str] = None) -> None:
+                 down: Optional[str] = None, d2d: Optional[str] = None,
+                 pageable: Optional[str] = None) -> None:
         self.levels = _resolve(level, {"up": up, "down": down, "d2d": d2d})
+        if pageable is not None:
+            self.levels["pageable"] = _level(pageable, "guard(pageable=...)")
 
     def __repr__(self) -> str:
         return "guard(" + ", ".join(f"{d}={lv!r}" for d, lv in self.levels.items()) + ")"

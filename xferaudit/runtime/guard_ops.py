@@ -23,10 +23,11 @@ GENERIC, SCALAR, TO_COPY, COPY, LIFT, SYNC, SYNC_BOOL_INDEX, REPEAT = range(8)
 SYNC_OPS = ("nonzero", "masked_select", "unique", "_unique", "_unique2", "unique_dim",
             "unique_consecutive", "unique_dim_consecutive")
 #: Bytes a sync op reads back (its output's size), per op family, as the wire
-#: carries them: measured on an H200 with torch 2.11 (bench/gpu_copies.py,
-#: results in bench/results/): an int32 count for the nonzero family (nonzero,
-#: masked_select, boolean-mask indexing), an int64 one for unique and
-#: repeat_interleave. :func:`set_count_bytes` sets another measure.
+#: carries them on an H200 with torch 2.11 (a profile of the team's programs):
+#: an int32 count for the nonzero family (nonzero, masked_select, boolean-mask
+#: indexing), an int64 one for unique. repeat_interleave's is assumed 8 until
+#: measured. ``bench/gpu_copies.py`` measures each on the build at hand (its
+#: "alone" table); :func:`set_count_bytes` sets another measure.
 COUNT_BYTES = {"nonzero": 4, "masked_select": 4, "index": 4, "unique": 8, "repeat_interleave": 8}
 
 Event = Optional[tuple]  # (direction, bytes, detail) or None
@@ -172,6 +173,40 @@ def copy(Tensor: Any, args: tuple) -> Event:
     return way, nbytes(src), what
 
 
+def _pinned(t: Any) -> bool:
+    try:
+        return bool(t.is_pinned())
+    except Exception:  # pragma: no cover - a tensor that cannot say
+        return True
+
+
+def pageable_copy(ops: Ops, func: Any, args: tuple, kwargs: dict) -> Event:
+    """(direction, bytes, detail) of a ``non_blocking`` host<->device copy whose
+    host side is pageable memory (it runs synchronously: the ``non_blocking``
+    buys nothing), else None."""
+    kind = ops.kind(func)
+    Tensor = ops.Tensor
+    if kind == TO_COPY:
+        a0 = args[0] if args else None
+        if not kwargs.get("non_blocking") or not isinstance(a0, Tensor) or not a0.is_cpu:
+            return None
+        d = kwargs.get("device")
+        if d is None or _crossing(HOST, ops.torch.device(d).type) != "up" or _pinned(a0):
+            return None
+        return "up", nbytes(a0), "a non_blocking copy from pageable host memory runs synchronously"
+    if kind == COPY:
+        nb = args[2] if len(args) > 2 else kwargs.get("non_blocking", False)
+        if not nb or len(args) < 2 or not isinstance(args[1], Tensor):
+            return None
+        dst, src = args[0], args[1]
+        way = _crossing(src.device.type, dst.device.type)
+        host = src if way == "up" else dst if way == "down" else None
+        if host is None or _pinned(host):
+            return None
+        return way, nbytes(src), f"a non_blocking {way} copy with pageable host memory runs synchronously"
+    return None
+
+
 def bool_index(torch: Any, args: tuple) -> Any:
     """The device boolean mask among an index op's indices, or None."""
     if len(args) < 2 or not isinstance(args[1], (list, tuple)):
@@ -218,4 +253,5 @@ def classify(ops: Ops, func: Any, args: tuple, kwargs: dict) -> Event:
     return None  # pragma: no cover
 
 
-__all__ = ["HOST", "Ops", "classify", "mixed", "on_device", "op_name", "set_count_bytes"]
+__all__ = ["HOST", "Ops", "classify", "mixed", "on_device", "op_name", "pageable_copy",
+           "set_count_bytes"]
