@@ -12,7 +12,7 @@ export PYTHONPATH=${PYTHONPATH:+$PYTHONPATH:}$PWD
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
 { nvidia-smi -L; python3 -c "import torch, sys; print('torch', torch.__version__, 'python', sys.version.split()[0])"; } | tee "$out/gpu_env.txt"
 timeout 240 python3 -m pytest -q -rs -p no:cacheprovider \
-  tests/runtime/test_gpu_runtime.py tests/runtime/test_guard_gpu.py tests/runtime/test_distributed_gpu.py \
+  tests/packs/torch/test_gpu_runtime.py tests/runtime/test_guard_gpu.py tests/runtime/test_distributed_gpu.py \
   tests/packs/cupy/test_cupy_runtime.py tests/packs/jax/test_jax_runtime.py tests/static/test_codemod_runtime.py \
   2>&1 | tee "$out/gpu_tests.txt" | tail -25
 timeout 150 python3 bench/gpu_truth.py --steps 20 --out "$out/gpu_truth.json" 2>&1 | tee "$out/gpu_truth.txt" | tail -22

@@ -9,21 +9,20 @@ A pack is a folder ``xferaudit/packs/<name>/`` holding
 * ``README.md``: what the pack covers and what "normal" looks like;
 
 and its tests live under ``tests/packs/<name>/``. Nothing else names a pack:
-``xferaudit.runtime`` finds a wrapper through :func:`runtime_attr`, which
-imports the pack's ``runtime.py`` on first use (never at ``import
-xferaudit.runtime``, so torch, JAX or ggml are imported only when called).
+``xferaudit.runtime`` takes every pack's wrappers from
+:func:`runtime_modules` (a pack's ``runtime.py`` imports no library at import:
+torch, JAX, ggml or CuPy is imported on a wrapper's first call).
 """
 
 from __future__ import annotations
 
 import importlib
-from functools import lru_cache
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any
 
 PACK_DIR = Path(__file__).parent
 
-__all__ = ["PACK_DIR", "exported", "names", "runtime_attr", "runtime_module"]
+__all__ = ["PACK_DIR", "names", "runtime_module", "runtime_modules"]
 
 
 def names() -> list:
@@ -37,48 +36,10 @@ def runtime_module(name: str) -> Any:
     return importlib.import_module(f"{__name__}.{name}.runtime")
 
 
-@lru_cache(maxsize=None)
-def _wrapper_packs() -> dict:
-    """``{wrapper name: pack}`` from the rows of every pack."""
-    from ..rules import load_pack
-
-    out: dict = {}
-    for name in names():
-        for r in load_pack(name).rules:
-            out.setdefault(r.wrapper, name)
-    return out
-
-
 def _has_runtime(name: str) -> bool:
     return (PACK_DIR / name / "runtime.py").is_file()
 
 
-def runtime_attr(attr: str) -> Optional[Any]:
-    """The object `attr` of the pack runtime that exports it, or None.
-
-    A row's wrapper name points straight at its pack; other exported names
-    (``TorchMissingError``, ``Launched``, the generic ``method``/``call``)
-    are looked up in each pack's ``__all__``, the torch pack first.
-    """
-    if attr.startswith("_"):
-        return None
-    pack = _wrapper_packs().get(attr)
-    if pack is not None and _has_runtime(pack):
-        mod = runtime_module(pack)
-        if attr in getattr(mod, "__all__", ()):
-            return getattr(mod, attr)
-    for name in names():
-        if _has_runtime(name):
-            mod = runtime_module(name)
-            if attr in getattr(mod, "__all__", ()):
-                return getattr(mod, attr)
-    return None
-
-
-def exported() -> list:
-    """Every name the packs' runtimes export (imports each runtime module)."""
-    out: list = []
-    for name in names():
-        if _has_runtime(name):
-            out.extend(getattr(runtime_module(name), "__all__", ()))
-    return sorted(set(out))
+def runtime_modules() -> list:
+    """The runtime module of every pack that has one (torch first), imported now."""
+    return [runtime_module(name) for name in names() if _has_runtime(name)]

@@ -50,20 +50,24 @@ _OWN = [
 ]
 
 
-def __getattr__(name: str):
-    """A pack's wrapper (``xfer.cpu``, ``xfer.jax_jit``...), found in the packs'
-    registry and kept here, so the next lookup is a plain attribute read."""
-    if name == "__all__":
-        return sorted(set(_OWN) | set(_packs.exported()))
-    obj = _packs.runtime_attr(name)
-    if obj is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    globals()[name] = obj
-    return obj
+def _register_packs() -> list:
+    """Every pack's wrappers, from the packs' registry, as attributes here.
+
+    Done at import (the pack modules import no library: torch, JAX, ggml and
+    CuPy are imported on a wrapper's first call), so ``xfer.cpu`` is a plain
+    module attribute: a module ``__getattr__`` would keep CPython from
+    specialising the lookup, about 30 ns on every wrapped call.
+    """
+    names = []
+    for mod in _packs.runtime_modules():
+        for name in getattr(mod, "__all__", ()):
+            if name not in globals():
+                globals()[name] = getattr(mod, name)
+            names.append(name)
+    return names
 
 
-def __dir__() -> list:
-    return sorted(set(globals()) | set(_packs.exported()))
+__all__ = sorted(set(_OWN) | set(_register_packs()))
 
 
 def features() -> dict:

@@ -108,33 +108,33 @@ class Ops:
         return k
 
 
-def _tensors_of(Tensor: Any, args: tuple, kwargs: dict):
-    for group in (args, kwargs.values()):
-        for a in group:
-            if isinstance(a, Tensor):
-                yield a
-            elif isinstance(a, (list, tuple)) and a and isinstance(a[0], Tensor):
-                for t in a:
-                    if isinstance(t, Tensor):
-                        yield t
-
-
 def mixed(Tensor: Any, args: tuple, kwargs: dict) -> Event:
     """An op whose tensor args span host and device (0-dim host tensors, passed
     as scalars, excepted): ``up`` when the first tensor (where the result
-    lives) is on the device, else ``down``."""
+    lives) is on the device, else ``down``. (Loops written out: this runs for
+    every op the guard sees.)"""
     first = None
     host = dev = host_b = dev_b = 0
-    for t in _tensors_of(Tensor, args, kwargs):
-        if first is None:
-            first = t
-        if t.is_cpu:
-            if t.dim():
-                host += 1
-                host_b += nbytes(t)
-        elif on_device(t):
-            dev += 1
-            dev_b += nbytes(t)
+    for group in (args, kwargs.values()) if kwargs else (args,):
+        for a in group:
+            if isinstance(a, Tensor):
+                ts: Any = (a,)
+            elif isinstance(a, (list, tuple)) and a and isinstance(a[0], Tensor):
+                ts = a
+            else:
+                continue
+            for t in ts:
+                if not isinstance(t, Tensor):
+                    continue
+                if first is None:
+                    first = t
+                if t.is_cpu:
+                    if t.dim():
+                        host += 1
+                        host_b += t.numel() * t.element_size()
+                elif on_device(t):
+                    dev += 1
+                    dev_b += t.numel() * t.element_size()
     if not (host and dev):
         return None
     if first is not None and on_device(first):
@@ -219,7 +219,9 @@ def bool_index(torch: Any, args: tuple) -> Any:
 
 def classify(ops: Ops, func: Any, args: tuple, kwargs: dict) -> Event:
     """(direction, bytes, detail) when this op call crosses, else None."""
-    kind = ops.kind(func)
+    kind = ops.kinds.get(func)
+    if kind is None:
+        kind = ops.kind(func)
     Tensor = ops.Tensor
     if kind == GENERIC:
         return mixed(Tensor, args, kwargs)

@@ -2,7 +2,7 @@
 launches of a compiled function and of a CUDA graph replay, and the demo.
 
 Skipped without CUDA. Runs where libcst is not installed:
-``python -m pytest tests/runtime/test_gpu_runtime.py -v``.
+``python -m pytest tests/packs/torch/test_gpu_runtime.py -v``.
 """
 
 from __future__ import annotations
