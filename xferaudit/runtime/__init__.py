@@ -21,8 +21,9 @@ call. Launches are counted always. torch is imported lazily, never by
 ``import xferaudit.runtime``.
 
 The wrappers (``xfer.cpu``, ``xfer.jax_jit``, ``xfer.ggml_backend_tensor_set``...)
-belong to the packs (``xferaudit/packs/<name>/runtime.py``); this module finds
-each one through the packs' registry (:mod:`xferaudit.packs`) on first use.
+belong to the packs (``xferaudit/packs/<name>/runtime.py``); this module takes
+every pack's from the packs' registry (:mod:`xferaudit.packs`), so a new pack
+is a folder and nothing here changes.
 """
 
 from __future__ import annotations
@@ -63,11 +64,8 @@ def _register_packs() -> list:
         for name in getattr(mod, "__all__", ()):
             if name not in globals():
                 globals()[name] = getattr(mod, name)
-            names.append(name)
+                names.append(name)
     return names
-
-
-__all__ = sorted(set(_OWN) | set(_register_packs()))
 
 
 def features() -> dict:
@@ -174,3 +172,5 @@ def snapshot() -> Report:
     return _distributed.stamp(Report.from_state(STATE))
 
 
+# Last, so a pack's name never hides one of this module's own.
+__all__ = sorted(set(_OWN) | set(_register_packs()))
