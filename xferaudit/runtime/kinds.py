@@ -41,7 +41,12 @@ def _table() -> Any:
             from ..config import load_config
 
             _rules = load_config().table()
-        except Exception:  # no readable pyproject (or a broken one): the packs alone
+        except Exception as e:  # a broken pyproject: the packs alone, and say so once
+            import warnings
+
+            warnings.warn(f"xferaudit.runtime: the rule rows of this project could not be read "
+                          f"({e}); wrapped calls of your own rows are recorded as kind 'move'",
+                          RuntimeWarning, stacklevel=2)
             _rules = table(("torch",))
     return _rules
 
