@@ -12,8 +12,15 @@ Each round times ``--steps`` steps of each mode (rotating the order); the
 figures are medians over ``--rounds`` rounds, and ratios to bare.
 
     python bench/gpu_overhead.py [--rounds 9 --steps 10 --dim 768 --layers 8]
+    python bench/gpu_overhead.py --small [--rounds 9 --steps 50]
 
-Goals: off <= 1.01x, on <= 1.02x, guard <= 1.15x.
+``--small``: a small eager training step instead (an MLP, a batch uploaded and
+the loss read back each step: a few ms per step, where a Python dispatch mode
+costs most), bare against the same step hand-wrapped (``xfer.to`` /
+``xfer.item``).
+
+Goals: off <= 1.01x, on <= 1.02x, guard <= 1.15x (GPT step); guard <= 1.10x
+on small steps.
 """
 
 from __future__ import annotations
@@ -44,6 +51,33 @@ def load(path: Path, name: str):
     return mod
 
 
+class SmallStep:
+    """A small eager training step: upload a batch, forward, backward, step, read the loss."""
+
+    def __init__(self, dev, wrapped: bool, dim: int = 256, layers: int = 4, batch: int = 64) -> None:
+        torch.manual_seed(0)
+        mods = []
+        for _ in range(layers):
+            mods += [torch.nn.Linear(dim, dim), torch.nn.GELU()]
+        self.net = torch.nn.Sequential(*mods, torch.nn.Linear(dim, 1)).to(dev)
+        self.opt = torch.optim.SGD(self.net.parameters(), lr=1e-3)
+        self.x = torch.randn(batch, dim)
+        self.y = torch.randn(batch, 1)
+        self.dev, self.wrapped = dev, wrapped
+
+    def step(self) -> float:
+        if self.wrapped:
+            x = xfer.to(self.x, self.dev, site="small:x.to")
+            y = xfer.to(self.y, self.dev, site="small:y.to")
+        else:
+            x, y = self.x.to(self.dev), self.y.to(self.dev)
+        loss = torch.nn.functional.mse_loss(self.net(x), y)
+        self.opt.zero_grad(set_to_none=True)
+        loss.backward()
+        self.opt.step()
+        return xfer.item(loss, site="small:loss.item") if self.wrapped else loss.item()
+
+
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--rounds", type=int, default=9)
@@ -52,25 +86,35 @@ def main() -> int:
     p.add_argument("--layers", type=int, default=8)
     p.add_argument("--block", type=int, default=256)
     p.add_argument("--batch", type=int, default=32)
-    p.add_argument("--out", default=str(HERE / "results" / "gpu_overhead.json"))
+    p.add_argument("--small", action="store_true", help="a small eager step (see above)")
+    p.add_argument("--out", default=None)
     a = p.parse_args()
+    if a.out is None:
+        a.out = str(HERE / "results" / ("gpu_overhead_small.json" if a.small else "gpu_overhead.json"))
     if not torch.cuda.is_available():
         print("gpu_overhead: needs CUDA; nothing to measure on this machine")
         return 0
-    plain = load(HERE.parent / "examples" / "gpt_train.py", "gpt_plain")
-    wrapped = load(HERE.parent / "examples" / "wrapped" / "gpt_train.py", "gpt_wrapped")
     dev = torch.device("cuda")
-
-    def build(mod):
-        cfg = mod.Config(dim=a.dim, layers=a.layers, block=a.block, batch=a.batch, heads=max(1, a.dim // 64))
-        return mod.Trainer(cfg, dev, compile=True)
-
     quiet = io.StringIO()
-    with contextlib.redirect_stdout(quiet):
-        tp, tw = build(plain), build(wrapped)
-        for _ in range(12):  # compile, capture, warm the allocator
+    if a.small:
+        tp, tw = SmallStep(dev, wrapped=False), SmallStep(dev, wrapped=True)
+        for _ in range(12):
             tp.step()
             tw.step()
+    else:
+        plain = load(HERE.parent / "examples" / "gpt_train.py", "gpt_plain")
+        wrapped = load(HERE.parent / "examples" / "wrapped" / "gpt_train.py", "gpt_wrapped")
+
+        def build(mod):
+            cfg = mod.Config(dim=a.dim, layers=a.layers, block=a.block, batch=a.batch,
+                             heads=max(1, a.dim // 64))
+            return mod.Trainer(cfg, dev, compile=True)
+
+        with contextlib.redirect_stdout(quiet):
+            tp, tw = build(plain), build(wrapped)
+            for _ in range(12):  # compile, capture, warm the allocator
+                tp.step()
+                tw.step()
     torch.cuda.synchronize()
 
     def run(trainer, counting: bool, guard: bool) -> float:
@@ -106,6 +150,7 @@ def main() -> int:
         print(f"{m:<6} {med[m] * 1e3:>15.3f} {med[m] / med['bare']:>8.4f}")
     result = {
         "device": torch.cuda.get_device_name(), "torch": torch.__version__,
+        "program": "small eager MLP step" if a.small else "GPT step (examples/gpt_train.py)",
         "config": vars(a), "median_s_per_step": med,
         "ratio_to_bare": {m: med[m] / med["bare"] for m in names},
         "all_s_per_step": times,

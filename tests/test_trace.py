@@ -17,6 +17,11 @@ import time
 import pytest
 
 import xferaudit.runtime as xfer
+from xferaudit.testing import NAME as DEVTYPE  # noqa: E402
+from xferaudit.testing import simulated_device  # noqa: E402
+
+# A device on a CPU-only machine (meta holds no data: moving there crosses nothing).
+DEV = simulated_device()
 from xferaudit.cli import main
 from xferaudit.runtime import recorder
 from xferaudit.runtime._report import Report, ReportError
@@ -45,7 +50,7 @@ def _run(n_up=3, n_read=2):
     x = torch.ones(4, 4)  # 64 bytes
     s = torch.tensor(2.0)
     for _ in range(n_up):
-        xfer.to(x, "meta", site=UP)
+        xfer.to(x, DEV, site=UP)
     for _ in range(n_read):
         xfer.item(s, site=READ)  # on the host: a call that crossed nothing
 
@@ -160,7 +165,7 @@ def test_trace_lines_up_with_a_real_torch_profiler_trace(tmp_path):
     xfer.count(True, timeline=True)
     with profile(activities=[ProfilerActivity.CPU]) as prof:
         for _ in range(3):
-            xfer.to(x, "meta", site=UP)
+            xfer.to(x, DEV, site=UP)
             time.sleep(0.02)
     prof_path = tmp_path / "prof.json"
     prof.export_chrome_trace(str(prof_path))

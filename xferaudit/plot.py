@@ -77,7 +77,7 @@ def _items(rep: Any) -> list:
         counts = {k: c["crossings"] for k, c in cells.items()}
         items.append({
             "label": r.site, "direction": r.direction.split(",")[0], "crossings": r.crossings,
-            "bytes": r.bytes, "calls": r.calls,
+            "bytes": r.bytes, "calls": r.calls, "copies": r.copies,
             "per_rank": {k: (c["crossings"], c["bytes"]) for k, c in cells.items()},
             "flagged": _flag(counts)[1] if ranked else [],
         })
@@ -86,7 +86,7 @@ def _items(rep: Any) -> list:
         counts = {k: c["count"] for k, c in cells.items()}
         items.append({
             "label": f"unwrapped: {u.path}:{u.line} {u.op}", "direction": u.direction,
-            "crossings": u.count, "bytes": u.bytes, "calls": u.count,
+            "crossings": u.count, "bytes": u.bytes, "calls": u.count, "copies": u.count,
             "per_rank": {k: (c["count"], c["bytes"]) for k, c in cells.items()},
             "flagged": _flag(counts)[1] if ranked else [], "unwrapped": True,
         })
@@ -103,7 +103,11 @@ def _title(rep: Any, shown: int, total: int) -> str:
     head = f"xferaudit: {cross:,} crossings, {human_bytes(nbytes)} over {total} site(s)"
     if isinstance(rep, RankedReport):
         head += f", {len(rep.ranks)} rank(s) of {rep.world_size}"
-    parts = [f"{d} {tot[d]['crossings']:,} ({human_bytes(tot[d]['bytes'])})"
+    def copies(t: dict) -> str:
+        n = t.get("copies", t["crossings"])
+        return f", {n:,} copies" if n != t["crossings"] else ""
+
+    parts = [f"{d} {tot[d]['crossings']:,} ({human_bytes(tot[d]['bytes'])}{copies(tot[d])})"
              for d in ("up", "down", "d2d") if tot[d]["crossings"]]
     if rep.unwrapped:
         parts.append(f"unwrapped {sum(u.count for u in rep.unwrapped):,} "
@@ -193,6 +197,8 @@ def plot_report(rep: Any, path: Union[str, "os.PathLike[str]"], top: Optional[in
     bmax = max((it["bytes"] for it in items), default=0) or 1
     for y, it in zip(ys, items):
         note = f"{it['crossings']:,}"
+        if it.get("copies", it["crossings"]) != it["crossings"]:
+            note += f" ({it['copies']:,} copies)"
         if it["flagged"]:
             note += "  \u25b2 rank " + ",".join(map(str, it["flagged"])) + " above median"
         ax_c.text(it["crossings"] + cmax * 0.01, y, note, va="center", fontsize=7.5,

@@ -107,6 +107,7 @@ class _Measure:
 
     def finish(self) -> dict:
         sites, launches, unwrapped = self._budget._delta(self._start, self._budget._snapshot())
+        sites = {k: v[0] for k, v in sites.items()}  # crossings (copies and pageable beside)
         self._state.on = self._prev_on
         b0, b1 = self._bytes0, self._bytes()
         return {

@@ -1,6 +1,6 @@
 """The one rule table.
 
-Every pack (``xferaudit/packs/*.toml``) and every row a user adds under
+Every pack (``xferaudit/packs/<name>/rules.toml``) and every row a user adds under
 ``[[tool.xferaudit.rule]]`` in pyproject.toml becomes a :class:`Rule`. The
 finder decides what is a site from these rows, the codemod picks the wrapper
 from them, and the runtime looks up each wrapper's static kind here, so a new
@@ -158,7 +158,7 @@ class Pack:
 
 @lru_cache(maxsize=None)
 def load_pack(name: str) -> Pack:
-    path = PACK_DIR / f"{name}.toml"
+    path = PACK_DIR / name / "rules.toml"
     if not path.is_file():
         known = ", ".join(available_packs())
         raise RuleError(f"unknown pack {name!r}; known packs: {known}")
@@ -168,7 +168,7 @@ def load_pack(name: str) -> Pack:
 
 
 def available_packs() -> list[str]:
-    return sorted(p.stem for p in PACK_DIR.glob("*.toml"))
+    return sorted(p.parent.name for p in PACK_DIR.glob("*/rules.toml"))
 
 
 def user_rules(rows: Iterable[Mapping[str, Any]], where: str = "[tool.xferaudit]") -> tuple[Rule, ...]:

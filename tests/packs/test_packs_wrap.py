@@ -1,5 +1,5 @@
 """`xferaudit wrap` on the packs' example programs writes exactly the wrapper
-calls the runtime tests run (tests/packs/ggml_model.py, jax_model.py): same
+calls the runtime tests run (tests/packs/ggml/ggml_model.py, jax_model.py): same
 wrapper names, same arguments, same site names."""
 
 from __future__ import annotations
@@ -36,11 +36,11 @@ def _wrapper_lines(text: str) -> set:
     return {line.strip() for line in text.splitlines() if "xfer." in line and "import" not in line}
 
 
-@pytest.mark.parametrize("name", ["ggml_model.py", "jax_model.py"])
+@pytest.mark.parametrize("name", ["ggml/ggml_model.py", "jax/jax_model.py"])
 def test_wrap_writes_the_wrapper_calls_the_runtime_tests_run(name, tmp_path, capsys):
     (tmp_path / "pyproject.toml").write_text("[tool.xferaudit]\n")
     target = tmp_path / "tests" / "packs" / name
-    target.parent.mkdir(parents=True)
+    target.parent.mkdir(parents=True, exist_ok=True)
     hand = (HERE / name).read_text()
     target.write_text(_unwrap(hand))
     assert "xfer." not in target.read_text()

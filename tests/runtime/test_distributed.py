@@ -257,7 +257,9 @@ def test_not_initialized_is_a_one_rank_report_with_a_note(capsys):
 
     assert not torch.distributed.is_initialized()
     xfer.count(True)
-    xfer.to(torch.ones(3), "meta", site=UP)
+    from xferaudit.testing import simulated_device
+
+    xfer.to(torch.ones(3), simulated_device(), site=UP)
     rep = xfer.report(all_ranks=True)
     text = capsys.readouterr().out
     assert isinstance(rep, RankedReport)

@@ -267,7 +267,10 @@ def test_one_print_is_one_event(dev, capsys):
         (line + 3, "Tensor.__repr__", 1),
         (line + 4, "Tensor.__repr__", 1),
     ]
-    assert got[0][5] == 6 * 4  # the whole tensor is printed
+    # The event carries what the printer really made: the whole tensor comes
+    # down once (a copy of 24 bytes) beside the scalar reads it makes to format.
+    (first,) = [u for u in xfer.snapshot().unwrapped if u.line == line - 1]
+    assert first.copies > 1 and first.bytes > 6 * 4
 
 
 def test_print_hook_is_removed_when_the_last_guard_exits(dev):
@@ -323,7 +326,8 @@ def test_report_dict_lists_unwrapped_events_with_path_and_line(dev):
             line = here() - 1
     d = xfer.snapshot().to_dict()
     assert d["unwrapped"] == [{"path": HERE, "line": line, "op": "aten._local_scalar_dense",
-                               "direction": "down", "count": 3, "bytes": 12}]
+                               "direction": "down", "count": 3, "bytes": 12, "via": "",
+                               "copies": 3}]
 
 
 # --- levels ------------------------------------------------------------------------

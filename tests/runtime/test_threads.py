@@ -9,6 +9,10 @@ import pytest
 torch = pytest.importorskip("torch")
 
 import xferaudit.runtime as xfer  # noqa: E402
+from xferaudit.testing import simulated_device  # noqa: E402
+
+# A device on a CPU-only machine (meta holds no data: moving there crosses nothing).
+DEV = simulated_device()
 from xferaudit.runtime.recorder import STATE  # noqa: E402
 
 THREADS, CALLS = 8, 10_000
@@ -24,7 +28,7 @@ def test_eight_threads_ten_thousand_calls_each_lose_nothing():
         try:
             start.wait()
             for _ in range(CALLS):
-                xfer.to(x, "meta", site="shared")
+                xfer.to(x, DEV, site="shared")
                 xfer.cpu(x, site=f"own{i}")
                 launch()
             assert getattr(STATE.local, "depth", 0) == 0

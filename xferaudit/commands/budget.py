@@ -98,6 +98,8 @@ class BudgetCommand(Command):
             return per * (1 + pct) + absolute if total else absolute
 
         crossings = {r.site: allowance(r.crossings) for r in rep.rows if r.site}
+        # Copies beside crossings where a call makes several (a module move).
+        copies = {r.site: allowance(r.copies) for r in rep.rows if r.site and r.copies != r.crossings}
         launches = {x.site: allowance(x.launches) for x in rep.launches if x.site}
         both = sorted(set(crossings) & set(launches))
         if both:
@@ -108,7 +110,8 @@ class BudgetCommand(Command):
 
         out = args.output
         if out is not None and Path(out).suffix.lower() == ".json":
-            data = dict(crossings)
+            data = {s: ({"crossings": n, "copies": copies[s]} if s in copies else n)
+                    for s, n in crossings.items()}
             data.update({s: {"launches": n} for s, n in launches.items()})
             text = json.dumps({"budget": data}, indent=2, sort_keys=True) + "\n"
         else:
@@ -119,7 +122,9 @@ class BudgetCommand(Command):
                 "# and @pytest.mark.xfer_budget(<this file>); the table can go into pyproject.toml as is.",
                 "[tool.xferaudit.budget]",
             ]
-            lines += [f"{_toml_key(s)} = {_fmt(n)}" for s, n in sorted(crossings.items())]
+            lines += [f"{_toml_key(s)} = {{ crossings = {_fmt(n)}, copies = {_fmt(copies[s])} }}"
+                      if s in copies else f"{_toml_key(s)} = {_fmt(n)}"
+                      for s, n in sorted(crossings.items())]
             lines += [f"{_toml_key(s)} = {{ launches = {_fmt(n)} }}" for s, n in sorted(launches.items())]
             text = "\n".join(lines) + "\n"
 

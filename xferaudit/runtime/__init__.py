@@ -19,6 +19,11 @@ a copy nobody asked for, and the report names the site that made it.
 Counting is off by default: a wrapper then costs one flag read over the bare
 call. Launches are counted always. torch is imported lazily, never by
 ``import xferaudit.runtime``.
+
+The wrappers (``xfer.cpu``, ``xfer.jax_jit``, ``xfer.ggml_backend_tensor_set``...)
+belong to the packs (``xferaudit/packs/<name>/runtime.py``); this module takes
+every pack's from the packs' registry (:mod:`xferaudit.packs`), so a new pack
+is a folder and nothing here changes.
 """
 
 from __future__ import annotations
@@ -28,34 +33,57 @@ import os
 import sys
 from typing import IO, Iterator, Optional, Union
 
+from .. import packs as _packs
+from . import distributed as _distributed  # noqa: F401 - registers the multi-rank report
 from . import recorder as _recorder
-from ._graphs import cuda_graph_nodes, graph, replay
-from ._report import Launch, Report, ReportError, Row, Unwrapped
-from ._wrappers import (
-    WRAPPER_KINDS,
-    TorchMissingError,
-    as_tensor,
-    asarray,
-    call,
-    copy_,
-    cpu,
-    cuda,
-    item,
-    load,
-    method,
-    numpy,
-    tensor,
-    to,
-    tolist,
-)
+
+# Re-exported (see _OWN; the full __all__ adds the packs' wrappers).
+from ._report import Launch, Report, ReportError, Row, Unwrapped  # noqa: F401
+from .budget import BudgetError, BudgetExceeded, expect, load_budget  # noqa: F401
+from .guard import UnexpectedTransfer, UnexpectedTransferWarning, guard  # noqa: F401
 from .recorder import STATE
 
-__all__ = [
-    "STATE", "WRAPPER_KINDS", "Launch", "Report", "ReportError", "Row", "TorchMissingError",
-    "Unwrapped", "as_tensor", "asarray", "call", "copy_", "count", "counting", "cpu", "cuda",
-    "cuda_graph_nodes", "graph", "is_counting", "item", "launches", "load", "method", "numpy",
-    "replay", "report", "reset", "tensor", "to", "tolist",
+_OWN = [
+    "STATE", "BudgetError", "BudgetExceeded", "Launch", "Report", "ReportError", "Row",
+    "UnexpectedTransfer", "UnexpectedTransferWarning", "Unwrapped", "count", "counting",
+    "expect", "features", "guard", "is_counting", "launches", "load_budget", "report", "reset", "snapshot",
+    "timeline",
 ]
+
+
+def _register_packs() -> list:
+    """Every pack's wrappers, from the packs' registry, as attributes here.
+
+    Done at import (the pack modules import no library: torch, JAX, ggml and
+    CuPy are imported on a wrapper's first call), so ``xfer.cpu`` is a plain
+    module attribute: a module ``__getattr__`` would keep CPython from
+    specialising the lookup, about 30 ns on every wrapped call.
+    """
+    names = []
+    for mod in _packs.runtime_modules():
+        for name in getattr(mod, "__all__", ()):
+            if name not in globals():
+                globals()[name] = getattr(mod, name)
+                names.append(name)
+    return names
+
+
+def features() -> dict:
+    """What this torch offers the runtime, found by feature (imports torch):
+    the torch wrappers' (see ``xferaudit.packs.torch.runtime.features``) and
+    the guard's (``guard_dispatch_mode``, ``guard_compile_internals``)."""
+    from .guard import features as guard_features
+
+    out = dict(_packs.runtime_module("torch").features())
+    out.update({"guard_" + k: v for k, v in guard_features().items()})
+    return out
+
+
+def _bind_torch() -> None:
+    """Bind torch (and register the op compiled code records through) now,
+    outside any compiled region, if the program imported it."""
+    if "torch" in sys.modules:
+        _packs.runtime_module("torch")._init()
 
 
 def count(on: bool = True, timeline: Optional[bool] = None) -> bool:
@@ -69,12 +97,7 @@ def count(on: bool = True, timeline: Optional[bool] = None) -> bool:
         _recorder.set_timeline(timeline)
     if on:
         _recorder.reset()
-        if "torch" in sys.modules:
-            # Bind torch (and register the op compiled code records through)
-            # now, outside any compiled region.
-            from ._wrappers import _init
-
-            _init()
+        _bind_torch()
     STATE.on = bool(on)
     return prev
 
@@ -126,11 +149,9 @@ def report(
     ranks above the median flagged); other ranks print nothing and return
     their own report. Not distributed: a one-rank report with a note.
     """
-    rep = Report.from_state(STATE)
+    rep = snapshot()
     if all_ranks:
-        from .distributed import gather
-
-        merged = gather(rep)
+        merged = _distributed.gather(rep)
         if merged is None:
             return rep
         rep = merged
@@ -146,56 +167,10 @@ def report(
 
 
 def snapshot() -> Report:
-    """The current tally as a Report, without printing."""
-    return Report.from_state(STATE)
+    """The current tally as a Report, without printing (rank-stamped under
+    torch.distributed)."""
+    return _distributed.stamp(Report.from_state(STATE))
 
 
-__all__.append("snapshot")
-__all__.append("timeline")
-
-
-# --- pack wrappers (issue 7): ggml, CuPy and JAX -------------------------------
-# Named like the rows' `wrapper` fields in xferaudit/packs/{ggml,cupy,jax}.toml.
-# Each library is imported on a wrapper's first call, never here.
-from .cupy import WRAPPER_KINDS as _CUPY_KINDS  # noqa: E402
-from .cupy import cupy_array, cupy_asarray, cupy_asnumpy, cupy_get, cupy_set  # noqa: E402
-from .ggml import WRAPPER_KINDS as _GGML_KINDS  # noqa: E402
-from .ggml import (  # noqa: E402
-    ggml_backend_graph_compute,
-    ggml_backend_graph_compute_async,
-    ggml_backend_sched_graph_compute,
-    ggml_backend_sched_graph_compute_async,
-    ggml_backend_tensor_get,
-    ggml_backend_tensor_get_2d,
-    ggml_backend_tensor_get_2d_async,
-    ggml_backend_tensor_get_async,
-    ggml_backend_tensor_set,
-    ggml_backend_tensor_set_2d,
-    ggml_backend_tensor_set_2d_async,
-    ggml_backend_tensor_set_async,
-)
-from .jax import WRAPPER_KINDS as _JAX_KINDS  # noqa: E402
-from .jax import jax_device_get, jax_device_put, jax_jit, jax_np_array, jax_np_asarray  # noqa: E402
-
-__all__ += [
-    "cupy_array", "cupy_asarray", "cupy_asnumpy", "cupy_get", "cupy_set",
-    "ggml_backend_graph_compute", "ggml_backend_graph_compute_async",
-    "ggml_backend_sched_graph_compute", "ggml_backend_sched_graph_compute_async",
-    "ggml_backend_tensor_get", "ggml_backend_tensor_get_2d", "ggml_backend_tensor_get_2d_async",
-    "ggml_backend_tensor_get_async", "ggml_backend_tensor_set", "ggml_backend_tensor_set_2d",
-    "ggml_backend_tensor_set_2d_async", "ggml_backend_tensor_set_async",
-    "jax_device_get", "jax_device_put", "jax_jit", "jax_np_array", "jax_np_asarray",
-]
-for _kinds in (_GGML_KINDS, _CUPY_KINDS, _JAX_KINDS):
-    WRAPPER_KINDS.update(_kinds)
-del _kinds
-
-# --- the guard and budgets (issue 5) -------------------------------------------
-# Neither imports torch here: the guard builds its modes on first entry.
-from .budget import BudgetError, BudgetExceeded, expect, load_budget  # noqa: E402
-from .guard import UnexpectedTransfer, UnexpectedTransferWarning, guard  # noqa: E402
-
-__all__ += [
-    "BudgetError", "BudgetExceeded", "UnexpectedTransfer", "UnexpectedTransferWarning",
-    "expect", "guard", "load_budget",
-]
+# Last, so a pack's name never hides one of this module's own.
+__all__ = sorted(set(_OWN) | set(_register_packs()))

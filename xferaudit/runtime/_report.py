@@ -18,9 +18,11 @@ import os
 import sys
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import IO, Any, Iterable, Optional, Union
+from typing import IO, Any, ClassVar, Iterable, Optional, Union
 
-from .recorder import DIRECTIONS
+from .rows import DIRECTIONS, Launch, Row, Unwrapped
+
+__all__ = ["FORMAT", "Launch", "Report", "ReportError", "Row", "Unwrapped", "diff", "format_diff"]
 
 FORMAT = "xferaudit.report"
 VERSION = 1
@@ -32,43 +34,6 @@ NORMAL = (
 
 class ReportError(ValueError):
     """A file is not a saved report; the message says what is wrong."""
-
-
-@dataclass
-class Row:
-    """One wrapped site: what the wrapper saw over the counted interval.
-
-    ``crossings`` counts calls that moved data (``calls - crossings`` crossed
-    nothing); ``bytes`` is their exact total; ``by_direction`` splits both by
-    the direction actually taken (``{"up": {"calls": 3, "bytes": 96}}``).
-    """
-
-    site: str
-    kind: str
-    direction: str
-    calls: int = 0
-    crossings: int = 0
-    bytes: int = 0
-    by_direction: dict = field(default_factory=dict)
-
-
-@dataclass
-class Launch:
-    site: str
-    launches: int = 0
-    nodes: Optional[int] = None  # nodes of the last graph launched, where known
-
-
-@dataclass
-class Unwrapped:
-    """A crossing the guard saw outside every wrapper, at the user's line."""
-
-    path: str
-    line: int
-    op: str
-    direction: str
-    count: int = 0
-    bytes: int = 0
 
 
 def _mb(n: int) -> str:
@@ -115,27 +80,22 @@ class Report:
     meta: dict = field(default_factory=dict)
     # The event timeline (recorder.Timeline.to_dict()) when xfer.timeline(True) was on.
     timeline: Optional[dict] = None
+    #: Other report shapes, registered by their modules: a saved report holding
+    #: the key (e.g. "ranks") is read by that class.
+    shapes: ClassVar[dict] = {}
 
     # --- building -------------------------------------------------------------
     @classmethod
     def from_state(cls, state: Any) -> "Report":
         """A snapshot of the live tally (taken under its lock)."""
         with state.lock:
-            rows = []
-            for t in state.sites.values():
-                by = {d: {"calls": v[0], "bytes": v[1]} for d, v in t.by_direction.items()}
-                rows.append(Row(t.site, t.kind, t.direction, t.calls, t.crossings, t.bytes, by))
-            launches = [Launch(t.site, t.launches, t.nodes) for t in state.launches.values()]
-            unwrapped = [
-                Unwrapped(t.path, t.line, t.op, t.direction, t.count, t.bytes)
-                for t in state.unwrapped.values()
-            ]
+            rows = [t.snapshot() for t in state.sites.values()]
+            launches = [t.snapshot() for t in state.launches.values()]
+            unwrapped = [t.snapshot() for t in state.unwrapped.values()]
             meta = {"counting": bool(state.on)}
             tl = getattr(state, "timeline", None)
             timeline = tl.to_dict() if tl is not None else None
-        from .distributed import stamp  # rank and world size, when torch.distributed runs
-
-        return stamp(cls(rows, launches, unwrapped, meta, timeline).sorted())
+        return cls(rows, launches, unwrapped, meta, timeline).sorted()
 
     def sorted(self) -> "Report":
         self.rows.sort(key=lambda r: (-r.crossings, -r.bytes, -r.calls, r.site or ""))
@@ -145,16 +105,24 @@ class Report:
 
     # --- figures --------------------------------------------------------------
     def totals(self) -> dict:
-        """Crossings and bytes per direction, and for all directions together."""
-        out = {d: {"crossings": 0, "bytes": 0} for d in DIRECTIONS if d != "none"}
+        """Crossings, copies, bytes and pageable copies per direction, and for
+        all directions together (``copies`` per direction is what a profiler
+        counts as memcpys of that kind)."""
+        out = {d: {"crossings": 0, "copies": 0, "bytes": 0, "pageable": 0}
+               for d in DIRECTIONS if d != "none"}
         for r in self.rows:
             for d, v in r.by_direction.items():
                 if d in out:
-                    out[d]["crossings"] += v["calls"]
-                    out[d]["bytes"] += v["bytes"]
+                    o = out[d]
+                    o["crossings"] += v["calls"]
+                    o["copies"] += v.get("copies", v["calls"])
+                    o["bytes"] += v["bytes"]
+                    o["pageable"] += v.get("pageable", 0)
         out["all"] = {
             "crossings": sum(r.crossings for r in self.rows),
+            "copies": sum(r.copies for r in self.rows),
             "bytes": sum(r.bytes for r in self.rows),
+            "pageable": sum(r.pageable for r in self.rows),
         }
         return out
 
@@ -167,7 +135,7 @@ class Report:
             "format": FORMAT,
             "version": VERSION,
             "meta": dict(self.meta),
-            "rows": [asdict(r) for r in self.rows],
+            "rows": [r.to_dict() for r in self.rows],
             "totals": self.totals(),
             "launches": [asdict(x) for x in self.launches],
             "unwrapped": [asdict(u) for u in self.unwrapped],
@@ -207,8 +175,10 @@ class Report:
             if not isinstance(by, dict):
                 # A hand-written or older row: one direction, all its crossings.
                 by = {direction: {"calls": crossings, "bytes": nbytes}} if crossings else {}
+            copies = _field(r, "copies", int, w, None)  # absent: one per crossing
+            pageable = _field(r, "pageable", int, w, 0)
             rows.append(Row(site, _field(r, "kind", str, w, "move"), direction,
-                            calls, crossings, nbytes, by))
+                            calls, crossings, nbytes, by, copies, pageable))
         launches = []
         raw_l = data.get("launches", [])
         if isinstance(raw_l, dict):  # {site: count} is accepted too
@@ -229,15 +199,15 @@ class Report:
             unwrapped.append(Unwrapped(
                 _field(u, "path", str, w), _field(u, "line", int, w), _field(u, "op", str, w),
                 _field(u, "direction", str, w), _field(u, "count", int, w, 0),
-                _field(u, "bytes", int, w, 0),
+                _field(u, "bytes", int, w, 0), _field(u, "via", str, w, ""),
+                _field(u, "copies", int, w, None),
             ))
         meta = data.get("meta") if isinstance(data.get("meta"), dict) else {}
         timeline = _check_timeline(data.get("timeline"), where)
-        if cls is Report and "ranks" in data:
-            # A multi-rank report (xfer.report(all_ranks=True), xferaudit merge).
-            from .distributed import RankedReport
-
-            return RankedReport.from_dict(data, where)
+        if cls is Report:
+            for key, shape in Report.shapes.items():
+                if key in data:  # e.g. a multi-rank report (xferaudit merge)
+                    return shape.from_dict(data, where)
         return cls(rows, launches, unwrapped, dict(meta), timeline).sorted()
 
     @classmethod
@@ -267,19 +237,26 @@ class Report:
             lines.append("nothing counted" + hint)
             return "\n".join(lines) + "\n"
         if self.rows:
-            lines.append(f"{'direction':<10} {'calls':>8} {'crossings':>10} {'MB':>14}  site")
+            lines.append(f"{'direction':<10} {'calls':>8} {'crossings':>10} {'copies':>8} "
+                         f"{'MB':>14}  site")
             for r in self.rows:
-                lines.append(
-                    f"{r.direction:<10} {r.calls:>8} {r.crossings:>10} {_mb(r.bytes):>14}  {r.site}"
-                )
+                pg = f"  [pageable {r.pageable}]" if r.pageable else ""
+                lines.append(f"{r.direction:<10} {r.calls:>8} {r.crossings:>10} {r.copies:>8} "
+                             f"{_mb(r.bytes):>14}  {r.site}{pg}")
             tot = self.totals()
             calls = sum(r.calls for r in self.rows)
             for label, key, c in (("up", "up", ""), ("down", "down", ""), ("all", "all", calls)):
-                if key == "all" and tot["d2d"]["crossings"]:
-                    lines.append(f"{'total d2d':<10} {'':>8} {tot['d2d']['crossings']:>10} "
-                                 f"{_mb(tot['d2d']['bytes']):>14}")
-                lines.append(f"{'total ' + label:<10} {c!s:>8} {tot[key]['crossings']:>10} "
-                             f"{_mb(tot[key]['bytes']):>14}")
+                if key == "all" and tot["d2d"]["copies"]:
+                    # device-to-device copies apart: not host<->device traffic
+                    t = tot["d2d"]
+                    lines.append(f"{'total d2d':<10} {'':>8} {t['crossings']:>10} {t['copies']:>8} "
+                                 f"{_mb(t['bytes']):>14}")
+                t = tot[key]
+                lines.append(f"{'total ' + label:<10} {c!s:>8} {t['crossings']:>10} {t['copies']:>8} "
+                             f"{_mb(t['bytes']):>14}")
+            if tot["all"]["pageable"]:
+                lines.append(f"pageable: {tot['all']['pageable']} non_blocking copies had a pageable "
+                             "host side, so they ran synchronously (pin the host memory)")
         else:
             lines.append("no wrapped transfer counted")
         if self.launches:
@@ -292,10 +269,11 @@ class Report:
         if self.unwrapped:
             lines.append("")
             lines.append("unwrapped transfers (seen by the guard outside every wrapper)")
-            lines.append(f"{'direction':<10} {'count':>8} {'MB':>14}  {'op':<28} where")
+            lines.append(f"{'direction':<10} {'count':>8} {'copies':>8} {'MB':>14}  {'op':<28} where")
             for u in self.unwrapped:
-                lines.append(f"{u.direction:<10} {u.count:>8} {_mb(u.bytes):>14}  {u.op:<28} "
-                             f"{u.path}:{u.line}")
+                via = f"  (via {u.via})" if u.via else ""
+                lines.append(f"{u.direction:<10} {u.count:>8} {u.copies:>8} {_mb(u.bytes):>14}  "
+                             f"{u.op:<28} {u.path}:{u.line}{via}")
         return "\n".join(lines) + "\n"
 
     __str__ = format
@@ -315,6 +293,7 @@ class SiteChange:
     crossings: tuple = (0, 0)
     bytes: tuple = (0, 0)
     direction: tuple = ("", "")
+    copies: tuple = (0, 0)
 
 
 def _signed(n: int) -> str:
@@ -336,9 +315,10 @@ def diff(a: Report, b: Report) -> dict:
         z = Row(site, "", "")
         x, y = x or z, y or z
         ch = SiteChange(site, status, (x.calls, y.calls), (x.crossings, y.crossings),
-                        (x.bytes, y.bytes), (x.direction, y.direction))
+                        (x.bytes, y.bytes), (x.direction, y.direction), (x.copies, y.copies))
         if status == "same" and (ch.calls[0] != ch.calls[1] or ch.crossings[0] != ch.crossings[1]
-                                 or ch.bytes[0] != ch.bytes[1] or ch.direction[0] != ch.direction[1]):
+                                 or ch.bytes[0] != ch.bytes[1] or ch.direction[0] != ch.direction[1]
+                                 or ch.copies[0] != ch.copies[1]):
             ch.status = "changed"
         changes.append(ch)
     order = {"added": 0, "removed": 1, "changed": 2, "same": 3}
@@ -374,25 +354,31 @@ def format_diff(d: dict, a_name: str = "A", b_name: str = "B", show_same: bool =
     shown = [c for c in changes if show_same or c.status != "same"]
     same = sum(1 for c in changes if c.status == "same")
     if shown:
-        lines.append(f"{'status':<8} {'calls':>14} {'crossings':>14} {'MB':>17}  site")
+        lines.append(f"{'status':<8} {'calls':>14} {'crossings':>14} {'copies':>14} {'MB':>17}  site")
         for c in shown:
             calls = f"{c.calls[0]}->{c.calls[1]}"
             cr = f"{c.crossings[0]}->{c.crossings[1]}"
+            cp = f"{c.copies[0]}->{c.copies[1]}"
             mb = _signed_mb(c.bytes[1] - c.bytes[0])
             extra = ""
             if c.status == "changed" and c.direction[0] != c.direction[1]:
                 extra = f"  (direction {c.direction[0]} -> {c.direction[1]})"
-            lines.append(f"{c.status:<8} {calls:>14} {cr:>14} {mb:>17}  {c.site}{extra}")
+            lines.append(f"{c.status:<8} {calls:>14} {cr:>14} {cp:>14} {mb:>17}  {c.site}{extra}")
     else:
         lines.append("no per-site change")
     if same and not show_same:
         lines.append(f"({same} site(s) unchanged)")
     ta, tb = d["totals"]
-    for key in ("up", "down", "all"):
-        dc = tb[key]["crossings"] - ta[key]["crossings"]
-        db = tb[key]["bytes"] - ta[key]["bytes"]
-        lines.append(f"total {key:<5} crossings {ta[key]['crossings']} -> {tb[key]['crossings']} "
-                     f"({_signed(dc)}), MB {_mb(ta[key]['bytes'])} -> {_mb(tb[key]['bytes'])} "
+    for key in ("up", "down", "d2d", "all"):
+        a, b = ta.get(key, {}), tb.get(key, {})
+        if key == "d2d" and not (a.get("copies") or b.get("copies")):
+            continue  # shown apart, and only when there were any
+        dc = b.get("crossings", 0) - a.get("crossings", 0)
+        dk = b.get("copies", 0) - a.get("copies", 0)
+        db = b.get("bytes", 0) - a.get("bytes", 0)
+        lines.append(f"total {key:<5} crossings {a.get('crossings', 0)} -> {b.get('crossings', 0)} "
+                     f"({_signed(dc)}), copies {a.get('copies', 0)} -> {b.get('copies', 0)} "
+                     f"({_signed(dk)}), MB {_mb(a.get('bytes', 0))} -> {_mb(b.get('bytes', 0))} "
                      f"({_signed_mb(db)})")
     moved = [x for x in d["launches"] if x["status"] != "same"]
     if moved:
@@ -415,11 +401,13 @@ def diff_to_dict(d: dict) -> dict:
                 "status": c.status,
                 "calls": list(c.calls),
                 "crossings": list(c.crossings),
+                "copies": list(c.copies),
                 "bytes": list(c.bytes),
                 "direction": list(c.direction),
                 "delta": {
                     "calls": c.calls[1] - c.calls[0],
                     "crossings": c.crossings[1] - c.crossings[0],
+                    "copies": c.copies[1] - c.copies[0],
                     "bytes": c.bytes[1] - c.bytes[0],
                 },
             }

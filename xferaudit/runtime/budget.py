@@ -25,7 +25,11 @@ when:
 A budget is ``{site: n}``: n crossings per step (an int or a float: 0.1 is one
 crossing every ten steps). ``{site: {launches = n}}`` budgets the launches of a
 graph site (a compiled callable or a replayed CUDA graph) per step instead;
-``{crossings = n}`` is the long form of a plain number. Sources, for
+``{crossings = n}`` is the long form of a plain number; it may also hold
+``copies = n`` (copies on the wire per step: a module move is one crossing
+and a copy per tensor) and ``pageable = n`` (``non_blocking`` copies with a
+pageable host side, which run synchronously: ``pageable = 0`` forbids them at
+that site; ``expect(..., pageable=0)`` forbids them everywhere). Sources, for
 :func:`load_budget` and ``expect``:
 
 * a dict;
@@ -47,7 +51,7 @@ import json
 import math
 import os
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any, Mapping, Optional, Union
 
@@ -73,7 +77,7 @@ class BudgetError(ValueError):
 class Problem:
     """One way a run broke its budget."""
 
-    kind: str  # "over" | "unexpected" | "unwrapped"
+    kind: str  # "over" | "unexpected" | "unwrapped" | "pageable"
     site: str  # the site, or "path:line" for an unwrapped transfer
     measured: float  # per step
     budget: Optional[float]  # per step; None for unexpected/unwrapped
@@ -87,6 +91,10 @@ class Problem:
                     f"budget {_num(self.budget or 0)}")
         if self.kind == "unexpected":
             return f"unexpected site: {self.site}: {m} crossings per step, and it is not in the budget"
+        if self.kind == "pageable":
+            return (f"pageable copies: {self.site}: {m} non_blocking copies per step from or to "
+                    f"pageable host memory (they ran synchronously), allowed "
+                    f"{_num(self.budget or 0)}: pin the host memory")
         return f"unwrapped transfer: {self.site}: {self.what}, {m} per step"
 
 
@@ -116,6 +124,8 @@ class Budget:
     crossings: dict
     launches: dict
     source: str = "budget"
+    copies: dict = field(default_factory=dict)  # site -> copies per step, where given
+    pageable: dict = field(default_factory=dict)  # site -> pageable copies per step, where given
 
     def __contains__(self, site: str) -> bool:
         return site in self.crossings or site in self.launches
@@ -124,7 +134,11 @@ class Budget:
         return len(self.crossings) + len(self.launches)
 
     def to_dict(self) -> dict:
-        out: dict = dict(self.crossings)
+        out: dict = {}
+        for site, n in self.crossings.items():
+            extra = {k: d[site] for k, d in (("copies", self.copies), ("pageable", self.pageable))
+                     if site in d}
+            out[site] = dict(crossings=n, **extra) if extra else n
         out.update({s: {"launches": n} for s, n in self.launches.items()})
         return out
 
@@ -140,22 +154,28 @@ def budget_from_mapping(data: Mapping[str, Any], where: str = "budget") -> Budge
         raise BudgetError(f"{where}: a budget is a table of site = crossings per step")
     crossings: dict = {}
     launches: dict = {}
+    copies: dict = {}
+    pageable: dict = {}
     for site, v in data.items():
         w = f"{where}: {site!r}"
         if not isinstance(site, str) or not site:
             raise BudgetError(f"{where}: site names must be non-empty strings, not {site!r}")
         if isinstance(v, Mapping):
-            unknown = set(v) - {"crossings", "launches"}
-            if unknown or len(v) != 1:
+            unknown = set(v) - {"crossings", "launches", "copies", "pageable"}
+            if unknown or not v or ("launches" in v and len(v) != 1) or (
+                    "launches" not in v and "crossings" not in v):
                 raise BudgetError(
-                    f"{w}: a table must hold exactly one of 'crossings' or 'launches'"
+                    f"{w}: a table must hold 'launches' alone, or 'crossings' (with "
+                    "'copies' and 'pageable' if wanted)"
                     + (f" (unknown: {', '.join(sorted(map(str, unknown)))})" if unknown else "")
                 )
-            ((key, n),) = v.items()
-            (crossings if key == "crossings" else launches)[site] = _value(n, f"{w}.{key}")
+            for key, n in v.items():
+                table = {"crossings": crossings, "launches": launches, "copies": copies,
+                         "pageable": pageable}[key]
+                table[site] = _value(n, f"{w}.{key}")
         else:
             crossings[site] = _value(v, w)
-    return Budget(crossings, launches, where)
+    return Budget(crossings, launches, where, copies, pageable)
 
 
 def _table_of(data: Any, where: str) -> Any:
@@ -213,33 +233,46 @@ def load_budget(source: BudgetSource = None) -> Budget:
 def _snapshot() -> tuple:
     S = _recorder.STATE
     with S.lock:
-        sites = {k: (t.crossings, t.calls) for k, t in S.sites.items()}
+        sites = {k: (t.crossings, t.copies, t.pageable) for k, t in S.sites.items()}
         launches = {k: t.launches for k, t in S.launches.items()}
         unwrapped = {k: (t.count, t.op) for k, t in S.unwrapped.items()}
     return sites, launches, unwrapped
 
 
 def _delta(a: tuple, b: tuple) -> tuple:
-    sites = {k: v[0] - a[0].get(k, (0, 0))[0] for k, v in b[0].items()}
+    sites = {k: tuple(x - y for x, y in zip(v, a[0].get(k, (0, 0, 0)))) for k, v in b[0].items()}
     launches = {k: v - a[1].get(k, 0) for k, v in b[1].items()}
     unwrapped = {k: (v[0] - a[2].get(k, (0, ""))[0], v[1]) for k, v in b[2].items()}
     return sites, launches, unwrapped
 
 
-def check(budget: Budget, sites: Mapping[str, float], launches: Mapping[str, float],
-          unwrapped: Mapping[tuple, tuple], steps: float, unwrapped_allowed: float = 0) -> list:
-    """Problems of `steps` steps' totals against `budget` (totals are divided by `steps`)."""
+def check(budget: Budget, sites: Mapping[str, Any], launches: Mapping[str, float],
+          unwrapped: Mapping[tuple, tuple], steps: float, unwrapped_allowed: float = 0,
+          pageable_allowed: Optional[float] = None) -> list:
+    """Problems of `steps` steps' totals against `budget` (totals are divided by
+    `steps`). `sites` maps a site to its crossings, or to (crossings, copies,
+    pageable); `pageable_allowed`: pageable copies allowed per step over all
+    sites (None: not checked beyond the sites' own ``pageable``)."""
     problems = []
     steps = max(steps, 1e-12)
-    for site, n in sorted(sites.items()):
+    total_pageable = 0
+    for site, v in sorted(sites.items()):
+        n, copies, pageable = v if isinstance(v, tuple) else (v, 0, 0)
+        total_pageable += max(pageable, 0)
         if n <= 0:
             continue
         per = n / steps
         if site in budget.crossings:
             if per > budget.crossings[site] + 1e-9:
                 problems.append(Problem("over", site, per, budget.crossings[site]))
+            if site in budget.copies and copies / steps > budget.copies[site] + 1e-9:
+                problems.append(Problem("over", site, copies / steps, budget.copies[site], "copies"))
+            if site in budget.pageable and pageable / steps > budget.pageable[site] + 1e-9:
+                problems.append(Problem("pageable", site, pageable / steps, budget.pageable[site]))
         elif site not in budget.launches:
             problems.append(Problem("unexpected", site, per, None))
+    if pageable_allowed is not None and total_pageable / steps > pageable_allowed + 1e-9:
+        problems.append(Problem("pageable", "all sites", total_pageable / steps, pageable_allowed))
     for site, n in sorted(launches.items()):
         if site in budget.launches and n / steps > budget.launches[site] + 1e-9:
             problems.append(Problem("over", site, n / steps, budget.launches[site], "launches"))
@@ -257,7 +290,7 @@ class Expectation:
 
     def __init__(self, budget: BudgetSource = None, *, steps: Optional[int] = None, warmup: int = 0,
                  on_fail: str = "raise", guard: Optional[str] = "count", unwrapped: float = 0,
-                 file: Optional[IO[str]] = None) -> None:
+                 file: Optional[IO[str]] = None, pageable: Optional[float] = None) -> None:
         if on_fail not in ("raise", "report"):
             raise ValueError(f"expect(on_fail=...) must be 'raise' or 'report', not {on_fail!r}")
         if steps is not None and (isinstance(steps, bool) or not isinstance(steps, int) or steps < 1):
@@ -270,6 +303,7 @@ class Expectation:
         self.on_fail = on_fail
         self.guard_level = guard
         self.unwrapped_allowed = unwrapped
+        self.pageable_allowed = pageable
         self.file = file
         self.problems: list = []
         self.steps: float = 0
@@ -298,9 +332,9 @@ class Expectation:
         self._prev_on = S.on
         if "torch" in sys.modules:
             try:  # bind torch for the wrappers now, outside any compiled region (as xfer.count does)
-                from ._wrappers import _init
+                from .. import packs
 
-                _init()
+                packs.runtime_module("torch")._init()
             except Exception:  # pragma: no cover - the wrappers bind lazily anyway
                 pass
         S.on = True
@@ -348,10 +382,11 @@ class Expectation:
             steps = self.steps_declared or 1
         sites, launches, unwrapped = _delta(self._start, end)
         self.steps = steps
-        self.measured = {k: v / steps for k, v in sites.items() if v}
+        self.measured = {k: v[0] / steps for k, v in sites.items() if v[0]}
         self.launches = {k: v / steps for k, v in launches.items() if v}
         self.unwrapped = {k: v[0] / steps for k, v in unwrapped.items() if v[0]}
-        self.problems = check(self.budget, sites, launches, unwrapped, steps, self.unwrapped_allowed)
+        self.problems = check(self.budget, sites, launches, unwrapped, steps, self.unwrapped_allowed,
+                              self.pageable_allowed)
         self.checked = True
         if not self.problems:
             return
@@ -375,13 +410,15 @@ def _torch_available() -> bool:
 
 def expect(budget: BudgetSource = None, *, steps: Optional[int] = None, warmup: int = 0,
            on_fail: str = "raise", guard: Optional[str] = "count", unwrapped: float = 0,
-           file: Optional[IO[str]] = None) -> Expectation:
+           file: Optional[IO[str]] = None, pageable: Optional[float] = None) -> Expectation:
     """``with expect(budget, steps=N, warmup=K, on_fail="raise"|"report") as ex: ...``
 
     See the module docstring. ``guard``: the level of the guard entered for the
     block when none is active (None: enter none). ``unwrapped``: unwrapped
-    transfers allowed per step (default 0). ``file``: where ``on_fail="report"``
-    prints (default stderr).
+    transfers allowed per step (default 0). ``pageable``: ``non_blocking``
+    copies with a pageable host side allowed per step over all sites (None,
+    the default: not checked; 0 forbids them). ``file``: where
+    ``on_fail="report"`` prints (default stderr).
     """
     return Expectation(budget, steps=steps, warmup=warmup, on_fail=on_fail, guard=guard,
-                       unwrapped=unwrapped, file=file)
+                       unwrapped=unwrapped, file=file, pageable=pageable)

@@ -44,7 +44,6 @@ from dataclasses import dataclass, field
 from typing import Any, Optional, Sequence
 
 from ._report import Launch, Report, ReportError, Row, Unwrapped
-from .recorder import DIRECTIONS
 
 OUTLIER_RULE = (
     "a rank is flagged at a site when its crossings there exceed the median of all ranks' "
@@ -77,11 +76,6 @@ def stamp(rep: Report) -> Report:
     if info is not None:
         rep.meta["rank"], rep.meta["world_size"] = info
     return rep
-
-
-def _direction(by: dict) -> str:
-    taken = [d for d in DIRECTIONS if d in by and d != "none"]
-    return ",".join(taken) if taken else "none"
 
 
 def _uw_key(u: Unwrapped) -> tuple:
@@ -343,15 +337,7 @@ def merge(
             t = rows.get(r.site)
             if t is None:
                 t = rows[r.site] = Row(r.site, r.kind, "none", 0, 0, 0, {})
-            t.calls += r.calls
-            t.crossings += r.crossings
-            t.bytes += r.bytes
-            for d, v in r.by_direction.items():
-                cell = t.by_direction.setdefault(d, {"calls": 0, "bytes": 0})
-                cell["calls"] += v.get("calls", 0)
-                cell["bytes"] += v.get("bytes", 0)
-    for t in rows.values():
-        t.direction = _direction(t.by_direction)
+            t.add(r)
     launches: dict = {}
     for rep in per_rank:
         for x in rep.launches:
@@ -362,9 +348,11 @@ def merge(
     unwrapped: dict = {}
     for rep in per_rank:
         for u in rep.unwrapped:
-            t = unwrapped.setdefault(_uw_key(u), Unwrapped(u.path, u.line, u.op, u.direction))
+            t = unwrapped.setdefault(_uw_key(u), Unwrapped(u.path, u.line, u.op, u.direction,
+                                                           via=u.via, copies=0))
             t.count += u.count
             t.bytes += u.bytes
+            t.copies += u.copies
 
     present = [rep.meta["rank"] for rep in per_rank]
     missing = [r for r in range(ws) if r not in seen]
@@ -408,3 +396,6 @@ def gather(rep: Report, dst: int = 0, group: Any = None) -> Optional[RankedRepor
     reps = [Report.from_dict(d, f"rank {i}") for i, d in enumerate(out)]
     return merge(reps, [f"rank {r.meta.get('rank', i)}" for i, r in enumerate(reps)],
                  world_size=dist.get_world_size())
+
+
+Report.shapes["ranks"] = RankedReport  # a saved report with "ranks" is a RankedReport

@@ -37,7 +37,9 @@ What is caught, at PyTorch's dispatcher (a ``TorchDispatchMode``):
 
 and by a print layer, since PyTorch prints with dispatch modes switched off:
 ``print``, ``repr``, ``str`` and ``format`` (f-strings) of a device tensor (one
-print = one event; the reads the printer makes inside are not counted again).
+print = one event, carrying the copies and bytes the printer really made: they
+are counted inside the printer, which switches the guard's mode off, by a
+small mode the print layer puts back there).
 The print layer is a hook on ``torch.Tensor.__repr__``/``__format__``,
 installed while any guard is active and inert on threads without one, rather
 than a ``TorchFunctionMode``: Dynamo guards compiled code on the types of the
@@ -49,11 +51,16 @@ Direction: ``up`` host -> device, ``down`` device -> host (scalar reads, sync
 ops and prints included), ``d2d`` between two devices. An op mixing host and
 device arguments is ``up`` when its first tensor argument (where the result
 lives) is on the device, else ``down``. Bytes: what crossed where it is known
-(the tensor copied, the host arguments of a mixed op, the element read), 8 for
-a sync op (the size it reads back), the whole tensor for a print.
+(the tensor copied, the host arguments of a mixed op, the element read), the
+size a sync op reads back as the wire carries it (``guard_ops.COUNT_BYTES``: 4
+for the nonzero family, 8 for unique), and for a print the copies and bytes
+the printer made.
 
 Each event is attributed to the user's source line: the innermost frame
-outside torch and xferaudit. Crossings made inside a counting wrapper
+outside xferaudit, torch, the standard library and site-packages (configurable:
+:func:`set_frames`), with the innermost library frame kept as ``via``
+(``model.to(dev)`` on a transformers model is placed at your line, via
+``transformers/modeling_utils.py``). Crossings made inside a counting wrapper
 (``xfer.item(x, site=...)``) are the wrapper's and are not seen twice.
 
 Levels, per direction:
@@ -71,6 +78,12 @@ Levels, per direction:
 ``$XFERAUDIT_GUARD`` gives the levels of ``guard()`` called without any:
 ``log``, ``raise``, ``up:raise,down:log``, ``count,d2d:off`` (a bare level
 sets every direction; ``dir:level`` items then override).
+
+Pageable copies: ``guard(pageable="log")`` (or ``pageable:log`` in
+``$XFERAUDIT_GUARD``; off unless named) also flags each ``non_blocking=True``
+host<->device copy whose host side is pageable memory, wrapped or not: it runs
+synchronously, so the ``non_blocking`` buys nothing (pin the host memory). Its
+event's op reads ``pageable aten._to_copy`` / ``pageable aten.copy_``.
 
 torch.compile: Dynamo skips compiling a frame for good when it is first called
 under a dispatch mode. The guard's mode declares ``ignore_compile_internals``,
@@ -96,6 +109,7 @@ import threading
 import warnings
 from typing import Any, Mapping, Optional
 
+from . import guard_ops
 from . import recorder as _recorder
 
 ENV = "XFERAUDIT_GUARD"
@@ -108,8 +122,9 @@ _DIR_ALIASES = {
 }
 
 __all__ = [
-    "DIRECTIONS", "ENV", "LEVELS", "GuardConfigError", "UnexpectedTransfer",
-    "UnexpectedTransferWarning", "clear_log_history", "guard", "parse_levels",
+    "DIRECTIONS", "ENV", "LEVELS", "GuardConfigError", "GuardUnavailable", "UnexpectedTransfer",
+    "UnexpectedTransferWarning", "clear_log_history", "features", "guard", "parse_levels",
+    "set_frames", "user_frame",
 ]
 
 
@@ -161,6 +176,9 @@ def parse_levels(spec: str, where: str = ENV) -> dict:
             d, _, lv = item.partition(":")
             d = d.strip().lower()
             d = _DIR_ALIASES.get(d, d)
+            if d == "pageable":
+                named[d] = _level(lv, where)
+                continue
             if d not in DIRECTIONS:
                 raise GuardConfigError(
                     f"{where}: unknown direction {d!r} in {spec!r}; use {', '.join(DIRECTIONS)}"
@@ -168,7 +186,10 @@ def parse_levels(spec: str, where: str = ENV) -> dict:
             named[d] = _level(lv, where)
         else:
             base = _level(item, where)
-    return {d: named.get(d, base) for d in DIRECTIONS}
+    out = {d: named.get(d, base) for d in DIRECTIONS}
+    if "pageable" in named:  # (off unless named: never set by a bare level)
+        out["pageable"] = named["pageable"]
+    return out
 
 
 def _resolve(level: Optional[str], per: Mapping[str, Optional[str]]) -> dict:
@@ -186,14 +207,59 @@ def _resolve(level: Optional[str], per: Mapping[str, Optional[str]]) -> dict:
 # --- where an event happened ---------------------------------------------------
 
 _PKG_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
-_skip_dirs: tuple = (_PKG_DIR,)
+_skip_dirs: tuple = (_PKG_DIR,)  # never the place of an event: xferaudit, torch
+_library_dirs: tuple = ()  # the standard library and site-packages: not the user's code
+_user_dirs: tuple = ()  # the user's code even where it lies under a library folder
 _path_cache: dict = {}
+LIBRARY_ENV = "XFERAUDIT_LIBRARY_PATHS"
+USER_ENV = "XFERAUDIT_USER_PATHS"
+
+
+def _dirs(paths: Any) -> tuple:
+    return tuple(sorted({os.path.abspath(p).rstrip(os.sep) + os.sep for p in paths if p}))
+
+
+def _env_paths(name: str) -> list:
+    return [p for p in os.environ.get(name, "").split(os.pathsep) if p.strip()]
+
+
+def _default_library_dirs() -> list:
+    import site
+    import sysconfig
+
+    paths = [sysconfig.get_paths().get(k) for k in ("stdlib", "platstdlib", "purelib", "platlib")]
+    try:
+        paths += list(site.getsitepackages()) + [site.getusersitepackages()]
+    except AttributeError:  # pragma: no cover - a virtualenv's old site module
+        pass
+    return paths
+
+
+def set_frames(library: Optional[Any] = None, user: Optional[Any] = None) -> None:
+    """Where the guard looks for the user's line of an event.
+
+    An event is placed at the innermost frame outside xferaudit, torch and the
+    `library` folders (default: the standard library and site-packages, plus
+    ``$XFERAUDIT_LIBRARY_PATHS``, os.pathsep-separated), unless it lies under
+    one of the `user` folders (``$XFERAUDIT_USER_PATHS``; e.g. your package
+    installed in site-packages). The innermost frame outside xferaudit and
+    torch is kept as ``via`` when it is not the user's (``super().to`` in
+    ``transformers/modeling_utils.py``). With no user frame on the stack, the
+    event is placed at that library frame.
+    """
+    global _library_dirs, _user_dirs
+    lib = list(_default_library_dirs()) if library is None else list(library)
+    _library_dirs = _dirs(lib + _env_paths(LIBRARY_ENV))
+    _user_dirs = _dirs((list(user) if user is not None else []) + _env_paths(USER_ENV))
+    _path_cache.clear()
 
 
 def _init_skip_dirs(torch: Any) -> None:
     global _skip_dirs
     tdir = os.path.dirname(os.path.abspath(torch.__file__)) + os.sep
     _skip_dirs = (_PKG_DIR, tdir)
+    if not _library_dirs:
+        set_frames()
 
 
 def _shown_path(filename: str) -> str:
@@ -211,16 +277,32 @@ def _shown_path(filename: str) -> str:
     return p
 
 
+def _users(filename: str) -> bool:
+    if not filename.startswith(_library_dirs):
+        return True
+    return bool(_user_dirs) and filename.startswith(_user_dirs)
+
+
 def user_frame(depth: int = 1) -> tuple:
-    """(path, line) of the innermost frame outside torch and xferaudit."""
+    """(path, line, via) of the event's place: the innermost frame of the user's
+    code (see :func:`set_frames`); `via` is ``"path:line"`` of the innermost
+    library frame below it, or "" when the user's frame is the innermost."""
     f: Any = sys._getframe(depth)
     skip = _skip_dirs
+    first: Any = None
     while f is not None:
         fn = f.f_code.co_filename
         if not fn.startswith(skip) and not fn.startswith("<frozen"):
-            return _shown_path(fn), f.f_lineno
+            if first is None:
+                first = f
+            if _users(fn):
+                via = "" if f is first else (
+                    f"{_shown_path(first.f_code.co_filename)}:{first.f_lineno}")
+                return _shown_path(fn), f.f_lineno, via
         f = f.f_back
-    return "<unknown>", 0
+    if first is not None:
+        return _shown_path(first.f_code.co_filename), first.f_lineno, ""
+    return "<unknown>", 0, ""
 
 
 # --- thread state ---------------------------------------------------------------
@@ -230,6 +312,7 @@ class _Local(threading.local):
         self.stack: list = []  # level dicts; [-1] is in force
         self.mode: Any = None  # the dispatch mode pushed on this thread (outermost guard)
         self.quiet = 0  # > 0 while a print is being handled: its inner reads are not new events
+        self.print_acc: Any = None  # [copies, bytes] of the print being handled, counted inside
 
 
 _tls = _Local()
@@ -243,7 +326,8 @@ def clear_log_history() -> None:
     _seen.clear()
 
 
-def _event(stack: list, op: str, direction: str, nbytes: int, detail: str) -> None:
+def _event(stack: list, op: str, direction: str, nbytes: int, detail: str, copies: int = 1,
+           pageable: bool = False) -> None:
     """One unwrapped crossing seen by the mode or the print hook.
 
     `stack` is the level stack of the thread that entered the guard: the mode
@@ -251,15 +335,28 @@ def _event(stack: list, op: str, direction: str, nbytes: int, detail: str) -> No
     threads, which inherit the mode) are judged by the same levels.
     """
     __tracebackhide__ = True  # pytest shows the user's line, not this module's source
-    if _tls.quiet or not stack or _recorder.in_wrapper():
+    if _tls.quiet:
+        acc = _tls.print_acc
+        if acc is not None:  # a read the printer makes (e.g. format's .item()): part of the print
+            acc[0] += copies
+            acc[1] += int(nbytes)
         return
-    level = stack[-1][direction]
+    if not stack:
+        return
+    if pageable:  # a hazard wrapped or not: judged by the "pageable" level
+        level = stack[-1].get("pageable", "off")
+    elif _recorder.in_wrapper():
+        return
+    else:
+        level = stack[-1][direction]
     if level == "off":
         return
-    path, line = user_frame(2)
+    path, line, via = user_frame(2)
+    if via:
+        detail = f"{detail}; via {via}"
     if level == "raise":
         raise UnexpectedTransfer(path, line, op, direction, nbytes, detail)
-    _recorder.record_unwrapped(path, line, op, direction, int(nbytes))
+    _recorder.record_unwrapped(path, line, op, direction, int(nbytes), via, copies)
     if level == "log":
         key = (path, line, op)
         if key not in _seen:
@@ -270,158 +367,43 @@ def _event(stack: list, op: str, direction: str, nbytes: int, detail: str) -> No
             )
 
 
-# --- the modes (made on first use: they need torch) -----------------------------
+# --- the thin shell: a dispatch mode and print hooks (made on first use: they need torch)
 
 _modes_cls: Any = None
 
 
-def _build(torch: Any) -> Any:
-    from torch.utils._python_dispatch import TorchDispatchMode
+class GuardUnavailable(RuntimeError):
+    """This torch lacks what the guard is built on (``TorchDispatchMode``)."""
 
-    _init_skip_dirs(torch)
-    aten = torch.ops.aten
-    Tensor = torch.Tensor
-    compiling = torch.compiler.is_compiling
 
-    GENERIC, SCALAR, TO_COPY, COPY, LIFT, SYNC, SYNC_BOOL_INDEX, REPEAT = range(8)
-    by_packet = {
-        aten._local_scalar_dense: SCALAR,
-        aten.equal: SCALAR,
-        aten.allclose: SCALAR,
-        aten._to_copy: TO_COPY,
-        aten.copy_: COPY,
-        aten.copy: COPY,
-        aten.lift_fresh: LIFT,
-        aten.lift_fresh_copy: LIFT,
-        aten.nonzero: SYNC,
-        aten.masked_select: SYNC,
-        aten.index: SYNC_BOOL_INDEX,
-        aten.index_put_: SYNC_BOOL_INDEX,
-        aten.index_put: SYNC_BOOL_INDEX,
-        aten._index_put_impl_: SYNC_BOOL_INDEX,
-        aten.repeat_interleave: REPEAT,
-    }
-    for name in ("unique", "_unique", "_unique2", "unique_dim", "unique_consecutive",
-                 "unique_dim_consecutive"):
-        packet = getattr(aten, name, None)
-        if packet is not None:
-            by_packet[packet] = SYNC
-    kinds: dict = {}  # OpOverload -> kind
+def features() -> dict:
+    """What this torch offers the guard, found by feature (not by version):
 
-    def on_device(t: Any) -> bool:
-        return not t.is_cpu and not t.is_meta
+    ``dispatch_mode``: ``TorchDispatchMode`` exists (without it the guard
+    cannot run: entering it raises :class:`GuardUnavailable`);
+    ``compile_internals``: the mode can tell Dynamo to compile as it would
+    without it (``ignore_compile_internals``). Without that, on an older torch,
+    a function first compiled while the guard is on is run eagerly by Dynamo
+    (its crossings are then seen by the guard, at a cost in speed).
+    """
+    try:
+        from torch.utils._python_dispatch import TorchDispatchMode
+    except ImportError:
+        return {"dispatch_mode": False, "compile_internals": False}
+    return {"dispatch_mode": True,
+            "compile_internals": hasattr(TorchDispatchMode, "ignore_compile_internals")}
 
-    def nbytes(t: Any) -> int:
-        return t.numel() * t.element_size()
 
-    def where(t: Any) -> str:
-        return str(t.device)
+def _mode_class(ops: guard_ops.Ops) -> Any:
+    """The dispatch mode: each op goes through :func:`guard_ops.classify`."""
+    try:
+        from torch.utils._python_dispatch import TorchDispatchMode
+    except ImportError as e:
+        raise GuardUnavailable(
+            "xferaudit guard: this torch has no torch.utils._python_dispatch.TorchDispatchMode; "
+            "the guard needs torch>=2.11 (counting wrappers and reports still work)") from e
 
-    def same_device(a: Any, b: Any) -> bool:
-        if a.type != b.type:
-            return False
-        return a.index is None or b.index is None or a.index == b.index
-
-    def mixed(args: tuple, kwargs: dict) -> Any:
-        """(direction, bytes, detail) if tensor args span host and device, else None."""
-        first = None
-        host = dev = 0
-        host_b = dev_b = 0
-        for group in (args, kwargs.values()):
-            for a in group:
-                if isinstance(a, Tensor):
-                    ts: Any = (a,)
-                elif isinstance(a, (list, tuple)) and a and isinstance(a[0], Tensor):
-                    ts = a
-                else:
-                    continue
-                for t in ts:
-                    if not isinstance(t, Tensor):
-                        continue
-                    if first is None:
-                        first = t
-                    if t.is_cpu:
-                        if t.dim():
-                            host += 1
-                            host_b += nbytes(t)
-                    elif not t.is_meta:
-                        dev += 1
-                        dev_b += nbytes(t)
-        if not (host and dev):
-            return None
-        if first is not None and on_device(first):
-            return "up", host_b, f"{host} host tensor argument(s) used with {where(first)} tensors"
-        return "down", dev_b, f"{dev} device tensor argument(s) used with host tensors"
-
-    def has_bool_index(args: tuple) -> Any:
-        if len(args) < 2 or not isinstance(args[1], (list, tuple)):
-            return None
-        for t in args[1]:
-            if isinstance(t, Tensor) and t.dtype is torch.bool and on_device(t):
-                return t
-        return None
-
-    def op_name(func: Any) -> str:
-        name = str(func)
-        return name[: -len(".default")] if name.endswith(".default") else name
-
-    def classify(func: Any, args: tuple, kwargs: dict) -> Any:
-        kind = kinds.get(func)
-        if kind is None:
-            kind = kinds[func] = by_packet.get(func._overloadpacket, GENERIC)
-        if kind == GENERIC:
-            return mixed(args, kwargs)
-        a0 = args[0] if args else None
-        if kind == SCALAR:
-            if isinstance(a0, Tensor) and on_device(a0):
-                return "down", a0.element_size(), f"a scalar read of a {where(a0)} tensor"
-            return None
-        if kind == TO_COPY:
-            d = kwargs.get("device")
-            if d is None or not isinstance(a0, Tensor):
-                return None
-            d = torch.device(d)
-            src = a0.device
-            if same_device(src, d) or d.type == "meta" or src.type == "meta":
-                return None
-            if src.type == "cpu":
-                return "up", nbytes(a0), f"a copy from the host to {d}"
-            if d.type == "cpu":
-                return "down", nbytes(a0), f"a copy from {src} to the host"
-            return "d2d", nbytes(a0), f"a copy from {src} to {d}"
-        if kind == COPY:
-            if len(args) < 2 or not isinstance(args[1], Tensor):
-                return None
-            dst, src = a0, args[1]
-            if same_device(dst.device, src.device) or dst.is_meta or src.is_meta:
-                return None
-            if src.is_cpu:
-                return "up", nbytes(src), f"a copy from the host into a {where(dst)} tensor"
-            if dst.is_cpu:
-                return "down", nbytes(src), f"a copy from {where(src)} into a host tensor"
-            return "d2d", nbytes(src), f"a copy from {where(src)} into a {where(dst)} tensor"
-        if kind == LIFT:
-            if isinstance(a0, Tensor) and on_device(a0):
-                return "up", nbytes(a0), f"torch.tensor(...) data put on {where(a0)}"
-            return None
-        if kind == SYNC:
-            if isinstance(a0, Tensor) and on_device(a0):
-                return "down", 8, f"{func._overloadpacket.__name__} on {where(a0)} reads a size back"
-            return mixed(args, kwargs)
-        if kind == SYNC_BOOL_INDEX:
-            m = mixed(args, kwargs)
-            if m is not None:
-                return m
-            mask = has_bool_index(args)
-            if mask is not None:
-                return "down", 8, f"boolean-mask indexing on {where(mask)} reads a size back"
-            return None
-        if kind == REPEAT:
-            if (isinstance(a0, Tensor) and on_device(a0) and kwargs.get("output_size") is None
-                    and func._overloadname != "self_int"):
-                return "down", 8, f"repeat_interleave on {where(a0)} without output_size reads a size back"
-            return mixed(args, kwargs)
-        return None  # pragma: no cover
+    classify, op_name, pageable_copy = guard_ops.classify, guard_ops.op_name, guard_ops.pageable_copy
 
     class GuardDispatchMode(TorchDispatchMode):
         """The dispatcher layer of :func:`guard` (one per thread, outermost guard)."""
@@ -437,42 +419,128 @@ def _build(torch: Any) -> Any:
             __tracebackhide__ = True
             if kwargs is None:
                 kwargs = {}
-            ev = classify(func, args, kwargs)
+            ev = classify(ops, func, args, kwargs)
             if ev is not None:
                 _event(self.stack, op_name(func), ev[0], ev[1], ev[2])
+                if self.stack and "pageable" in self.stack[-1]:
+                    pg = pageable_copy(ops, func, args, kwargs)
+                    if pg is not None:
+                        _event(self.stack, "pageable " + op_name(func), pg[0], pg[1], pg[2],
+                               pageable=True)
             return func(*args, **kwargs)
 
+    return GuardDispatchMode
+
+
+_PRINTERS = {"__repr__": "print/repr/str", "__format__": "format"}
+
+
+def _print_counter_class() -> Any:
+    """A dispatch mode that adds up the crossings a print makes inside
+    (``torch._tensor_str`` runs with the guard's mode switched off; this one is
+    pushed back inside it, see :func:`_counting_disable`)."""
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    class PrintCounter(TorchDispatchMode):
+        ops: Any = None
+
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            if kwargs is None:
+                kwargs = {}
+            acc = _tls.print_acc
+            if acc is not None:
+                ev = guard_ops.classify(self.ops, func, args, kwargs)
+                if ev is not None:
+                    acc[0] += 1
+                    acc[1] += ev[1]
+            return func(*args, **kwargs)
+
+    return PrintCounter
+
+
+def _counting_disable(original: Any, counter_cls: Any) -> Any:
+    """``_disable_current_modes`` as the printer calls it, which also counts the
+    printer's own crossings while a print is handled on this thread."""
+    import contextlib
+
+    @contextlib.contextmanager
+    def disable_current_modes():
+        with original() as old:
+            if _tls.print_acc is None:
+                yield old
+            else:
+                with counter_cls():
+                    yield old
+
+    return disable_current_modes
+
+
+def _printer(orig: Any, name: str, what: str, compiling: Any, counts_inside: bool) -> Any:
+    """``Tensor.<name>`` hooked: a print of a device tensor is one event, with
+    the copies and bytes the printer really made (counted inside it, where this
+    torch lets us: ``counts_inside``; else one copy of the whole tensor)."""
     import functools
 
-    originals = {"__repr__": Tensor.__repr__, "__format__": Tensor.__format__}
+    op = f"Tensor.{name}"
+    on_device, nbytes, where = guard_ops.on_device, guard_ops.nbytes, guard_ops.where
 
-    def printer(name: str, what: str) -> Any:
-        orig = originals[name]
-        op = f"Tensor.{name}"
+    @functools.wraps(orig)
+    def hooked(self: Any, *args: Any, **kwargs: Any) -> Any:
+        __tracebackhide__ = True
+        if not _tls.stack or _tls.quiet or compiling() or not on_device(self):
+            return orig(self, *args, **kwargs)
+        detail = f"{what} of a {where(self)} tensor"
+        if not counts_inside or _tls.stack[-1]["down"] == "raise" or _recorder.in_wrapper():
+            _event(_tls.stack, op, "down", nbytes(self), detail)  # (raises before it prints)
+            acc = None
+        else:
+            acc = [0, 0]
+        _tls.quiet += 1  # the reads the printer makes are part of this one event
+        prev, _tls.print_acc = _tls.print_acc, acc
+        try:
+            out = orig(self, *args, **kwargs)
+        finally:
+            _tls.quiet -= 1
+            _tls.print_acc = prev
+        if acc is not None:
+            _event(_tls.stack, op, "down", acc[1], detail, copies=acc[0])
+        return out
 
-        @functools.wraps(orig)
-        def hooked(self: Any, *args: Any, **kwargs: Any) -> Any:
-            __tracebackhide__ = True
-            if not _tls.stack or _tls.quiet or compiling() or not on_device(self):
-                return orig(self, *args, **kwargs)
-            _event(_tls.stack, op, "down", nbytes(self), f"{what} of a {where(self)} tensor")
-            _tls.quiet += 1  # the reads the printer makes are part of this one event
-            try:
-                return orig(self, *args, **kwargs)
-            finally:
-                _tls.quiet -= 1
+    hooked.__xferaudit_original__ = orig  # type: ignore[attr-defined]
+    return hooked
 
-        hooked.__xferaudit_original__ = orig  # type: ignore[attr-defined]
-        return hooked
 
-    hooks = {"__repr__": printer("__repr__", "print/repr/str"),
-             "__format__": printer("__format__", "format")}
+def _print_hooks(torch: Any, ops: guard_ops.Ops) -> Any:
+    """``install(on)``: put the print hooks on ``torch.Tensor`` (and the
+    printer's mode switch that lets them count inside) or take them off."""
+    Tensor = torch.Tensor
+    comp = getattr(torch, "compiler", None)
+    compiling = getattr(comp, "is_compiling", None) or (lambda: False)
+    pd = torch.utils._python_dispatch
+    disable = getattr(pd, "_disable_current_modes", None)
+    counts_inside = disable is not None  # (by feature: a torch without it prints as one copy)
+    patched = None
+    if counts_inside:
+        counter = _print_counter_class()
+        counter.ops = ops
+        patched = _counting_disable(disable, counter)
+    originals = {name: getattr(Tensor, name) for name in _PRINTERS}
+    hooks = {name: _printer(originals[name], name, what, compiling, counts_inside)
+             for name, what in _PRINTERS.items()}
 
     def install(on: bool) -> None:
         for name, fn in (hooks if on else originals).items():
             setattr(Tensor, name, fn)
+        if counts_inside:
+            pd._disable_current_modes = patched if on else disable
 
-    return GuardDispatchMode, install
+    return install
+
+
+def _build(torch: Any) -> Any:
+    _init_skip_dirs(torch)
+    ops = guard_ops.Ops(torch)
+    return _mode_class(ops), _print_hooks(torch, ops)
 
 
 def _modes() -> Any:
@@ -494,8 +562,11 @@ class guard:
     """
 
     def __init__(self, level: Optional[str] = None, *, up: Optional[str] = None,
-                 down: Optional[str] = None, d2d: Optional[str] = None) -> None:
+                 down: Optional[str] = None, d2d: Optional[str] = None,
+                 pageable: Optional[str] = None) -> None:
         self.levels = _resolve(level, {"up": up, "down": down, "d2d": d2d})
+        if pageable is not None:
+            self.levels["pageable"] = _level(pageable, "guard(pageable=...)")
 
     def __repr__(self) -> str:
         return "guard(" + ", ".join(f"{d}={lv!r}" for d, lv in self.levels.items()) + ")"

@@ -32,7 +32,8 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import Optional
 
-DIRECTIONS = ("up", "down", "d2d", "none")
+from .kinds import KINDS
+from .rows import Launch, Row, Unwrapped, direction_of
 
 
 class _State:
@@ -86,20 +87,27 @@ STATE = _State()
 
 @dataclass
 class SiteTally:
+    """The live counts of one wrapped site; :meth:`snapshot` is its report Row."""
+
     site: str
     kind: str
     calls: int = 0
     crossings: int = 0
+    copies: int = 0
     bytes: int = 0
-    # direction -> [crossings-or-calls, bytes]; "none" counts calls that crossed nothing
+    pageable: int = 0
+    # direction -> [calls, bytes, copies, pageable]; "none" counts calls that crossed nothing
     by_direction: dict = field(default_factory=dict)
 
     @property
     def direction(self) -> str:
-        taken = [d for d in DIRECTIONS if d in self.by_direction and d != "none"]
-        if not taken:
-            return "none"
-        return ",".join(taken)
+        return direction_of(self.by_direction)
+
+    def snapshot(self) -> Row:
+        by = {d: {"calls": v[0], "bytes": v[1], "copies": v[2], "pageable": v[3]}
+              for d, v in self.by_direction.items()}
+        return Row(self.site, self.kind, self.direction, self.calls, self.crossings, self.bytes,
+                   by, self.copies, self.pageable)
 
 
 @dataclass
@@ -107,6 +115,9 @@ class LaunchTally:
     site: str
     launches: int = 0
     nodes: Optional[int] = None  # node count of the last graph launched, where known
+
+    def snapshot(self) -> Launch:
+        return Launch(self.site, self.launches, self.nodes)
 
 
 @dataclass
@@ -117,6 +128,12 @@ class UnwrappedTally:
     direction: str
     count: int = 0
     bytes: int = 0
+    via: str = ""  # the library frame below the user's line (the first seen)
+    copies: int = 0  # copies on the wire (a print makes several)
+
+    def snapshot(self) -> Unwrapped:
+        return Unwrapped(self.path, self.line, self.op, self.direction, self.count, self.bytes,
+                         self.via, self.copies)
 
 
 class Timeline:
@@ -171,22 +188,34 @@ _acquire = STATE.lock.acquire
 _release = STATE.lock.release
 
 
-def record(site: str, kind: str, direction: str, nbytes: int) -> None:
-    """One call of a wrapped site that took `direction` and moved `nbytes`."""
+def record(site: str, key: str, direction: str, nbytes: int, copies: int = 1,
+           pageable: int = 0) -> None:
+    """One call of a wrapped site that took `direction` and moved `nbytes` in
+    `copies` copies (`pageable` of them non-blocking from or to pageable host memory).
+
+    `key` names the wrapper (and, for the generic ones, the method or
+    function): the site's kind is looked up from the rule table once, when the
+    site is first seen (see :mod:`xferaudit.runtime.kinds`).
+    """
     _acquire()
     try:
         t = STATE.sites.get(site)
         if t is None:
-            t = STATE.sites[site] = SiteTally(site, kind)
+            t = STATE.sites[site] = SiteTally(site, KINDS[key])
         t.calls += 1
         d = t.by_direction.get(direction)
         if d is None:
-            d = t.by_direction[direction] = [0, 0]
+            d = t.by_direction[direction] = [0, 0, 0, 0]
         d[0] += 1
         if direction != "none":
             t.crossings += 1
             t.bytes += nbytes
+            t.copies += copies
             d[1] += nbytes
+            d[2] += copies
+            if pageable:
+                t.pageable += pageable
+                d[3] += pageable
         tl = STATE.timeline
         if tl is not None:
             tl.seen += 1
@@ -214,15 +243,18 @@ def record_launch(site: str, nodes: Optional[int] = None) -> None:
         _release()
 
 
-def record_unwrapped(path: str, line: int, op: str, direction: str, nbytes: int) -> None:
-    """A crossing the guard saw outside every wrapper, at the user's source line."""
+def record_unwrapped(path: str, line: int, op: str, direction: str, nbytes: int,
+                     via: str = "", copies: int = 1) -> None:
+    """A crossing the guard saw outside every wrapper, at the user's source line
+    (`via`: the library frame it happened in, if not the user's)."""
     key = (path, line, op, direction)
     with STATE.lock:
         t = STATE.unwrapped.get(key)
         if t is None:
-            t = STATE.unwrapped[key] = UnwrappedTally(path, line, op, direction)
+            t = STATE.unwrapped[key] = UnwrappedTally(path, line, op, direction, via=via)
         t.count += 1
         t.bytes += nbytes
+        t.copies += copies
         tl = STATE.timeline
         if tl is not None:
             tl.seen += 1

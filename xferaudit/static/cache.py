@@ -40,7 +40,7 @@ def code_fingerprint() -> str:
     must not be answered from an old cache even if the version string is the same."""
     h = hashlib.blake2b(digest_size=16)
     h.update(f"{__version__}|{FORMAT}|{sys.version_info[:2]}".encode())
-    paths = [_PKG / p for p in _CODE_FILES] + sorted((_PKG / "packs").glob("*.toml"))
+    paths = [_PKG / p for p in _CODE_FILES] + sorted((_PKG / "packs").glob("*/rules.toml"))
     for p in paths:
         try:
             h.update(p.name.encode())

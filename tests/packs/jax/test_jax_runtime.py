@@ -22,11 +22,11 @@ except ImportError as e:  # say why in the test output (-rs)
                 "(pip install 'xferaudit[jax]')", allow_module_level=True)
 
 import xferaudit.runtime as xfer  # noqa: E402
+from xferaudit.packs.jax.runtime import Launched  # noqa: E402
 from xferaudit.runtime import recorder  # noqa: E402
-from xferaudit.runtime.jax import Launched  # noqa: E402
 
 MODEL = Path(__file__).with_name("jax_model.py")
-REL = "tests/packs/jax_model.py"
+REL = "tests/packs/jax/jax_model.py"
 
 
 def _has_gpu() -> bool:
@@ -220,7 +220,7 @@ def test_gpu_model_run_crosses_once_per_batch():
 
 @pytest.mark.parametrize("via", ["trace context", "argument check"])
 def test_a_jitted_call_traced_inside_another_transformation_is_not_a_launch(via, monkeypatch):
-    import xferaudit.runtime.jax as xj
+    import xferaudit.packs.jax.runtime as xj
 
     if via == "argument check":
         monkeypatch.setattr(xj, "_top_level", False)  # as on a jax without trace_ctx

@@ -34,7 +34,7 @@ import sys
 import weakref
 from typing import Any, Optional
 
-from .recorder import record_launch
+from ...runtime.recorder import record_launch
 
 # module -> (site, hook handles): a module wrapped twice keeps one set of hooks.
 _hooked: "weakref.WeakKeyDictionary[Any, Any]" = weakref.WeakKeyDictionary()

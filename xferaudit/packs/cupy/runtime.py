@@ -27,9 +27,10 @@ from __future__ import annotations
 import sys
 from typing import Any, Optional
 
-from ._lazy import library
-from .recorder import STATE as _S
-from .recorder import call_inside, record
+from ...runtime._lazy import library
+from ...runtime.crossing import direction as _crossing
+from ...runtime.recorder import STATE as _S
+from ...runtime.recorder import call_inside, record
 
 
 class CupyMissingError(ImportError):
@@ -37,7 +38,9 @@ class CupyMissingError(ImportError):
 
 
 def _cupy() -> Any:
-    return library("cupy", CupyMissingError, "CuPy is not installed (see https://docs.cupy.dev/en/stable/install.html)")
+    return library("cupy", CupyMissingError,
+                   "CuPy is not installed (see https://docs.cupy.dev/en/stable/install.html)",
+                   probe="asarray")
 
 
 def _device_id(cp: Any, a: Any) -> Optional[int]:
@@ -61,13 +64,12 @@ def _make(name: str, a: Any, args: tuple, kwargs: dict, site: Optional[str]) -> 
     src = _device_id(cp, a) if _S.on else None
     out = call_inside(fn, (a, *args), kwargs)
     if _S.on:
-        if src is None:
-            d = "up"
-        elif src == -1 or not isinstance(out, cp.ndarray) or int(out.device.id) == src:
-            d = "none"
+        if src == -1 or (src is not None and (not isinstance(out, cp.ndarray)
+                                              or int(out.device.id) == src)):
+            d = "none"  # returned as it was (or of a device we cannot name)
         else:
-            d = "d2d"
-        record(site, "up", d, 0 if d == "none" else int(out.nbytes))
+            d = _crossing("cpu" if src is None else "cuda", "cuda")
+        record(site, "cupy_" + name, d, 0 if d == "none" else int(out.nbytes))
     return out
 
 
@@ -81,12 +83,12 @@ def cupy_array(obj: Any, *args: Any, site: Optional[str] = None, **kwargs: Any) 
     return _make("array", obj, args, kwargs, site)
 
 
-def _read(x: Any, fn: Any, args: tuple, kwargs: dict, site: Optional[str]) -> Any:
+def _read(x: Any, fn: Any, args: tuple, kwargs: dict, site: Optional[str], key: str) -> Any:
     cp = sys.modules.get("cupy")
     on_device = _S.on and cp is not None and isinstance(x, cp.ndarray)
     out = call_inside(fn, args, kwargs)
     if _S.on:
-        record(site, "down", "down" if on_device else "none", int(x.nbytes) if on_device else 0)
+        record(site, key, "down" if on_device else "none", int(x.nbytes) if on_device else 0)
     return out
 
 
@@ -95,7 +97,7 @@ def cupy_asnumpy(a: Any, *args: Any, site: Optional[str] = None, **kwargs: Any) 
     fn = _cupy().asnumpy
     if not _S.active:
         return fn(a, *args, **kwargs)
-    return _read(a, fn, (a, *args), kwargs, site)
+    return _read(a, fn, (a, *args), kwargs, site, "cupy_asnumpy")
 
 
 def cupy_get(x: Any, *args: Any, site: Optional[str] = None, **kwargs: Any) -> Any:
@@ -106,7 +108,7 @@ def cupy_get(x: Any, *args: Any, site: Optional[str] = None, **kwargs: Any) -> A
     """
     if not _S.active:
         return x.get(*args, **kwargs)
-    return _read(x, x.get, args, kwargs, site)
+    return _read(x, x.get, args, kwargs, site, "cupy_get")
 
 
 def cupy_set(x: Any, arr: Any, *args: Any, site: Optional[str] = None, **kwargs: Any) -> Any:
@@ -118,17 +120,8 @@ def cupy_set(x: Any, arr: Any, *args: Any, site: Optional[str] = None, **kwargs:
     on_device = _S.on and cp is not None and isinstance(x, cp.ndarray)
     out = call_inside(x.set, (arr, *args), kwargs)
     if _S.on:
-        record(site, "up", "up" if on_device else "none", int(x.nbytes) if on_device else 0)
+        record(site, "cupy_set", "up" if on_device else "none", int(x.nbytes) if on_device else 0)
     return out
 
 
-#: Static kind of each wrapper here (the CuPy pack's rows).
-WRAPPER_KINDS = {
-    "cupy_asarray": "up",
-    "cupy_array": "up",
-    "cupy_asnumpy": "down",
-    "cupy_get": "down",
-    "cupy_set": "up",
-}
-
-__all__ = ["CupyMissingError", "WRAPPER_KINDS", *WRAPPER_KINDS]
+__all__ = ["CupyMissingError", "cupy_array", "cupy_asarray", "cupy_asnumpy", "cupy_get", "cupy_set"]

@@ -33,9 +33,9 @@ from __future__ import annotations
 
 from typing import Any, Callable, Optional
 
-from ._lazy import library
-from .recorder import STATE as _S
-from .recorder import call_inside, record, record_launch
+from ...runtime._lazy import library
+from ...runtime.recorder import STATE as _S
+from ...runtime.recorder import call_inside, record, record_launch
 
 
 class GgmlMissingError(ImportError):
@@ -52,7 +52,7 @@ def _int(v: Any) -> int:
     return int(getattr(v, "value", v))
 
 
-def _transfer(name: str, kind: str, size_at: int, copies_at: Optional[int]) -> Callable[..., Any]:
+def _transfer(name: str, direction: str, size_at: int, copies_at: Optional[int]) -> Callable[..., Any]:
     def wrapper(*args: Any, site: Optional[str] = None) -> Any:
         fn = getattr(_ggml(), name)
         if not _S.active:
@@ -62,13 +62,13 @@ def _transfer(name: str, kind: str, size_at: int, copies_at: Optional[int]) -> C
             n = _int(args[size_at]) if len(args) > size_at else 0
             if copies_at is not None and len(args) > copies_at:
                 n *= _int(args[copies_at])
-            record(site, kind, kind, n)
+            record(site, name, direction, n)
         return out
 
     what = "size * n_copies" if copies_at is not None else "size"
     wrapper.__name__ = wrapper.__qualname__ = name
     wrapper.__doc__ = (
-        f"``ggml.{name}(*args)``, counted at `site`: {kind}, bytes = the {what} argument."
+        f"``ggml.{name}(*args)``, counted at `site`: {direction}, bytes = the {what} argument."
     )
     return wrapper
 
@@ -109,20 +109,10 @@ ggml_backend_graph_compute_async = _compute("ggml_backend_graph_compute_async")
 ggml_backend_sched_graph_compute = _compute("ggml_backend_sched_graph_compute")
 ggml_backend_sched_graph_compute_async = _compute("ggml_backend_sched_graph_compute_async")
 
-#: Static kind of each wrapper here (the ggml pack's rows).
-WRAPPER_KINDS = {
-    "ggml_backend_tensor_set": "up",
-    "ggml_backend_tensor_get": "down",
-    "ggml_backend_tensor_set_async": "up",
-    "ggml_backend_tensor_get_async": "down",
-    "ggml_backend_tensor_set_2d": "up",
-    "ggml_backend_tensor_get_2d": "down",
-    "ggml_backend_tensor_set_2d_async": "up",
-    "ggml_backend_tensor_get_2d_async": "down",
-    "ggml_backend_graph_compute": "graph",
-    "ggml_backend_graph_compute_async": "graph",
-    "ggml_backend_sched_graph_compute": "graph",
-    "ggml_backend_sched_graph_compute_async": "graph",
-}
-
-__all__ = ["GgmlMissingError", "WRAPPER_KINDS", *WRAPPER_KINDS]
+__all__ = [
+    "GgmlMissingError", "ggml_backend_graph_compute", "ggml_backend_graph_compute_async",
+    "ggml_backend_sched_graph_compute", "ggml_backend_sched_graph_compute_async",
+    "ggml_backend_tensor_get", "ggml_backend_tensor_get_2d", "ggml_backend_tensor_get_2d_async",
+    "ggml_backend_tensor_get_async", "ggml_backend_tensor_set", "ggml_backend_tensor_set_2d",
+    "ggml_backend_tensor_set_2d_async", "ggml_backend_tensor_set_async",
+]

@@ -14,8 +14,8 @@ import queue
 import pytest
 
 import xferaudit.runtime as xfer
+from xferaudit.packs.cupy.runtime import CupyMissingError
 from xferaudit.runtime import recorder
-from xferaudit.runtime.cupy import CupyMissingError
 
 
 def _cupy_gpu():

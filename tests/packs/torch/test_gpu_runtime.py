@@ -2,7 +2,7 @@
 launches of a compiled function and of a CUDA graph replay, and the demo.
 
 Skipped without CUDA. Runs where libcst is not installed:
-``python -m pytest tests/runtime/test_gpu_runtime.py -v``.
+``python -m pytest tests/packs/torch/test_gpu_runtime.py -v``.
 """
 
 from __future__ import annotations
@@ -40,17 +40,19 @@ def test_up_down_none_d2d_with_exact_bytes():
         same2 = xfer.cuda(g, site="cuda_none")
         h = xfer.cpu(g, site="cpu_down")
         h2 = xfer.to(g, "cpu", site="to_down")
-        m = xfer.to(g, "meta", site="to_d2d")
+        m = xfer.to(g, "meta", site="to_meta")  # meta holds no data: nothing crosses
+        d2 = xfer.copy_(torch.empty_like(g), g, site="copy_d2d")  # one device: a DtoD copy
         torch.cuda.synchronize()
     assert g.is_cuda and g2.is_cuda and torch.equal(h, x) and torch.equal(h2, x)
     assert g3.dtype == torch.float32 and torch.allclose(g3.cpu(), x.float())
-    assert same is g and same2 is g and m.device.type == "meta"
+    assert same is g and same2 is g and m.device.type == "meta" and torch.equal(d2, g)
     r = rows()
     b = 128 * 64 * 2
     expect = {
         "to_up": ("up", b), "cuda_up": ("up", b), "to_up_cast": ("up", 2 * b),
         "to_none": ("none", 0), "cuda_none": ("none", 0),
-        "cpu_down": ("down", b), "to_down": ("down", b), "to_d2d": ("d2d", b),
+        "cpu_down": ("down", b), "to_down": ("down", b), "to_meta": ("none", 0),
+        "copy_d2d": ("d2d", b),
     }
     for site, (direction, n) in expect.items():
         assert (r[site].direction, r[site].bytes, r[site].calls) == (direction, n, 1), site
@@ -84,8 +86,9 @@ def test_copy_directions():
         torch.cuda.synchronize()
     assert torch.equal(back, host)
     r = rows()
-    assert (r["h2d"].direction, r["h2d"].bytes) == ("up", 1024)
-    assert r["d2d_same"].direction == "none"
+    assert (r["h2d"].direction, r["h2d"].bytes, r["h2d"].pageable) == ("up", 1024, 0)  # pinned
+    # A copy between two tensors of one device is a DtoD copy on its wire.
+    assert (r["d2d_same"].direction, r["d2d_same"].bytes, r["d2d_same"].copies) == ("d2d", 1024, 1)
     assert (r["d2h"].direction, r["d2h"].bytes) == ("down", 1024)
 
 
@@ -177,7 +180,7 @@ def test_cuda_graph_replay_counts_launches_and_nodes():
     assert torch.allclose(static_out, (static_in * 2 + 1).relu())
     launch = xfer.snapshot().launches[0]
     assert (launch.site, launch.launches) == ("replay", 3)
-    from xferaudit.runtime._graphs import _load_cudart
+    from xferaudit.packs.torch.graphs import _load_cudart
 
     print(f"CUDA graph nodes recorded: {launch.nodes} (keep_graph={keep}, "
           f"cudart found: {_load_cudart() is not None})")

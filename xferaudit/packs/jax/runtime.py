@@ -36,9 +36,11 @@ import sys
 import types
 from typing import Any, Optional
 
-from ._lazy import library
-from .recorder import STATE as _S
-from .recorder import call_inside, record, record_launch
+from ...runtime._lazy import library
+from ...runtime.crossing import direction as _crossing
+from ...runtime.crossing import largest
+from ...runtime.recorder import STATE as _S
+from ...runtime.recorder import call_inside, record, record_launch
 
 
 class JaxMissingError(ImportError):
@@ -73,17 +75,12 @@ def _moves(jax: Any, before: list, after: list) -> tuple[str, int]:
     per: dict[str, int] = {}
     for src, leaf in zip(before, after):
         dst = _place(jax, leaf)
-        if src is None:
-            d = "none" if dst is None else "up"
-        elif dst is None:
-            d = "down"
-        else:
-            d = "none" if src == dst else "d2d"
+        if src is not None and src == dst:
+            continue  # left where it was
+        d = _crossing("cpu" if src is None else "device", "cpu" if dst is None else "device")
         if d != "none":
             per[d] = per.get(d, 0) + _nbytes(leaf)
-    if not per:
-        return "none", 0
-    return max(per.items(), key=lambda kv: kv[1])[0], sum(per.values())
+    return largest(per)
 
 
 def jax_device_put(x: Any, *args: Any, site: Optional[str] = None, **kwargs: Any) -> Any:
@@ -102,7 +99,8 @@ def jax_device_put(x: Any, *args: Any, site: Optional[str] = None, **kwargs: Any
     out = call_inside(jax.device_put, (x, *args), kwargs)
     device = args[0] if args else kwargs.get("device")
     d, n = _moves(jax, before, jax.tree_util.tree_leaves(out))
-    record(site, "up" if device is None else "move", d, n)
+    # A call without a device records the row's no_device kind ("up").
+    record(site, "jax_device_put:" if device is None else "jax_device_put", d, n)
     return out
 
 
@@ -116,7 +114,7 @@ def jax_device_get(x: Any, *args: Any, site: Optional[str] = None, **kwargs: Any
     on_device = [leaf for leaf in jax.tree_util.tree_leaves(x) if _place(jax, leaf) is not None]
     out = call_inside(jax.device_get, (x, *args), kwargs)
     n = sum(_nbytes(leaf) for leaf in on_device)
-    record(site, "down", "down" if on_device else "none", n)
+    record(site, "jax_device_get", "down" if on_device else "none", n)
     return out
 
 
@@ -132,7 +130,7 @@ def _np_read(name: str, a: Any, args: tuple, kwargs: dict, site: Optional[str]) 
     jax = sys.modules.get("jax")  # no jax imported: `a` cannot be a jax Array
     on_device = jax is not None and _place(jax, a) is not None
     out = call_inside(fn, (a, *args), kwargs)
-    record(site, "down", "down" if on_device else "none", _nbytes(a) if on_device else 0)
+    record(site, "jax_np_" + name, "down" if on_device else "none", _nbytes(a) if on_device else 0)
     return out
 
 
@@ -242,14 +240,7 @@ def jax_jit(obj: Any, site: Optional[str] = None, decorator: bool = False) -> An
     return Launched(obj, site)
 
 
-#: Static kind of each wrapper here (the JAX pack's rows; device_put is
-#: decided by its arguments, so "move" here).
-WRAPPER_KINDS = {
-    "jax_device_put": "move",
-    "jax_device_get": "down",
-    "jax_np_asarray": "down",
-    "jax_np_array": "down",
-    "jax_jit": "graph",
-}
-
-__all__ = ["JaxMissingError", "Launched", "WRAPPER_KINDS", *WRAPPER_KINDS]
+__all__ = [
+    "JaxMissingError", "Launched", "jax_device_get", "jax_device_put", "jax_jit", "jax_np_array",
+    "jax_np_asarray",
+]

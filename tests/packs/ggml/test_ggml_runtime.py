@@ -1,6 +1,6 @@
 """Runtime side of the ggml pack, on a real ggml graph (CPU backend).
 
-A two-layer model (tests/packs/ggml_model.py, every call wrapped) runs a
+A two-layer model (tests/packs/ggml/ggml_model.py, every call wrapped) runs a
 warm-up step (weights uploaded once) and then a few counted steps; each counted
 step must show exactly what the code asks for: one set per input, one get per
 output, one launch per compute, with the graph's node count.
@@ -25,7 +25,7 @@ import xferaudit.runtime as xfer  # noqa: E402
 from xferaudit.runtime import recorder  # noqa: E402
 
 MODEL = Path(__file__).with_name("ggml_model.py")
-SITE = "tests/packs/ggml_model.py:TwoLayer.{}:ggml.{}"
+SITE = "tests/packs/ggml/ggml_model.py:TwoLayer.{}:ggml.{}"
 N_IN, HIDDEN, N_OUT, BATCH = 4, 8, 3, 2
 STEPS = 3
 
@@ -93,8 +93,8 @@ def test_each_step_sets_each_input_once_gets_each_output_once_and_launches_once(
             assert compute.nodes == 4 == ggml.ggml_graph_n_nodes(model.gf)
             assert len(rows) == 2  # no weight re-upload, nothing else
         rep = xfer.snapshot().to_dict()
-    assert rep["totals"]["up"] == {"crossings": STEPS, "bytes": STEPS * BATCH * N_IN * 4}
-    assert rep["totals"]["down"] == {"crossings": STEPS, "bytes": STEPS * BATCH * N_OUT * 4}
+    assert rep["totals"]["up"] == {"crossings": STEPS, "copies": STEPS, "bytes": STEPS * BATCH * N_IN * 4, "pageable": 0}
+    assert rep["totals"]["down"] == {"crossings": STEPS, "copies": STEPS, "bytes": STEPS * BATCH * N_OUT * 4, "pageable": 0}
 
 
 def test_async_and_2d_variants_count_rows_bytes_and_launches(model, counting):
@@ -130,8 +130,8 @@ def test_the_report_names_each_ggml_site(model, counting):
     with xfer.counting():
         model.forward(_inputs(1)[0])
         text = xfer.snapshot().format()
-    assert re.search(r"up\s+1\s+1\s+0\.000032\s+" + re.escape(SITE.format("forward", "ggml_backend_tensor_set")), text)
-    assert re.search(r"down\s+1\s+1\s+0\.000024\s+" + re.escape(SITE.format("forward", "ggml_backend_tensor_get")), text)
+    assert re.search(r"up\s+1\s+1\s+1\s+0\.000032\s+" + re.escape(SITE.format("forward", "ggml_backend_tensor_set")), text)
+    assert re.search(r"down\s+1\s+1\s+1\s+0\.000024\s+" + re.escape(SITE.format("forward", "ggml_backend_tensor_get")), text)
     assert re.search(r"\s1\s+4\s+" + re.escape(SITE.format("forward", "ggml_backend_graph_compute")), text)
 
 
@@ -143,11 +143,11 @@ def test_site_names_in_the_model_are_the_names_the_finder_gives_the_unwrapped_ca
     # Undo the rewrite: xfer.ggml_X(args, site="...") -> ggml.ggml_X(args)
     unwrapped = re.sub(r'xfer\.(ggml_\w+)\((.*), site="[^"]+"\)', r"ggml.\1(\2)", wrapped)
     assert "site=" not in unwrapped
-    found = find_in_source(unwrapped, str(MODEL), relpath="tests/packs/ggml_model.py").sites
+    found = find_in_source(unwrapped, str(MODEL), relpath="tests/packs/ggml/ggml_model.py").sites
     assert [s.site for s in found] == written
     assert all(not s.wrapped for s in found)
     # and the wrapped file itself has nothing left to wrap
-    after = find_in_source(wrapped, str(MODEL), relpath="tests/packs/ggml_model.py").sites
+    after = find_in_source(wrapped, str(MODEL), relpath="tests/packs/ggml/ggml_model.py").sites
     assert [(s.site, s.wrapped) for s in after] == [(w, True) for w in written]
 
 

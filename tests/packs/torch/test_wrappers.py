@@ -12,7 +12,12 @@ torch = pytest.importorskip("torch")
 np = pytest.importorskip("numpy")
 
 import xferaudit.runtime as xfer  # noqa: E402
-from xferaudit.runtime import _wrappers  # noqa: E402
+from xferaudit.testing import NAME as DEVTYPE  # noqa: E402
+from xferaudit.testing import simulated_device  # noqa: E402
+
+# A device on a CPU-only machine (meta holds no data: moving there crosses nothing).
+DEV = simulated_device()
+from xferaudit.packs.torch import runtime as _wrappers  # noqa: E402
 from xferaudit.runtime.recorder import STATE  # noqa: E402
 
 
@@ -34,8 +39,8 @@ def test_off_by_default_records_nothing_and_returns_the_bare_result():
     assert xfer.to(x, "cpu", site="s") is x
     assert xfer.item(x[2], site="s") == 2.0
     assert xfer.tolist(x, site="s") == x.tolist()
-    m = xfer.to(x, "meta", site="s")
-    assert m.device.type == "meta" and m.shape == x.shape
+    m = xfer.to(x, DEV, site="s")
+    assert m.device.type == DEVTYPE and m.shape == x.shape
     assert xfer.snapshot().rows == []
 
 
@@ -69,12 +74,12 @@ def test_counting_context_restores_previous_state():
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.int64, torch.bool, torch.uint8])
-def test_to_meta_is_up_with_exact_bytes(dtype):
+def test_to_a_device_is_up_with_exact_bytes(dtype):
     x = torch.zeros(3, 5, dtype=dtype)
     with xfer.counting():
-        out = xfer.to(x, "meta", site="up")
+        out = xfer.to(x, DEV, site="up")
         same = xfer.to(x, torch.device("cpu"), site="none")
-    bare = x.to("meta")
+    bare = x.to(DEV)
     assert out.device == bare.device and out.dtype == bare.dtype and out.shape == bare.shape
     assert same is x
     r = rows()
@@ -86,9 +91,9 @@ def test_to_meta_is_up_with_exact_bytes(dtype):
 def test_to_with_dtype_change_counts_result_bytes_and_keeps_kwargs():
     x = torch.ones(4, dtype=torch.float32)
     with xfer.counting():
-        out = xfer.to(x, device="meta", dtype=torch.float64, non_blocking=True, site="s")
+        out = xfer.to(x, device=DEV, dtype=torch.float64, non_blocking=True, site="s")
         cast = xfer.to(x, torch.float16, site="cast")
-    assert out.dtype == torch.float64 and out.device.type == "meta"
+    assert out.dtype == torch.float64 and out.device.type == DEVTYPE
     assert cast.dtype == torch.float16 and torch.equal(cast, x.to(torch.float16))
     r = rows()
     assert r["s"].bytes == 4 * 8
@@ -96,10 +101,10 @@ def test_to_with_dtype_change_counts_result_bytes_and_keeps_kwargs():
 
 
 def test_to_other_tensor_takes_its_device():
-    x, other = torch.ones(2, 3), torch.empty(1, device="meta", dtype=torch.float16)
+    x, other = torch.ones(2, 3), torch.empty(1, device=DEV, dtype=torch.float16)
     with xfer.counting():
         out = xfer.to(x, other, site="s")
-    assert out.device.type == "meta" and out.dtype == torch.float16
+    assert out.device.type == DEVTYPE and out.dtype == torch.float16
     assert rows()["s"].bytes == 6 * 2
 
 
@@ -137,14 +142,14 @@ def test_tensor_as_tensor_asarray():
     data = [[1.0, 2.0], [3.0, 4.0]]
     with xfer.counting():
         t_host = xfer.tensor(data, site="host")
-        t_dev = xfer.tensor(data, device="meta", dtype=torch.float64, site="dev")
+        t_dev = xfer.tensor(data, device=DEV, dtype=torch.float64, site="dev")
         a_same = torch.ones(3)
         a = xfer.as_tensor(a_same, site="as")
-        b = xfer.asarray(np.zeros(5, dtype=np.int16), device="meta", site="arr")
+        b = xfer.asarray(np.zeros(5, dtype=np.int16), device=DEV, site="arr")
     assert torch.equal(t_host, torch.tensor(data))
-    assert t_dev.device.type == "meta" and t_dev.dtype == torch.float64
+    assert t_dev.device.type == DEVTYPE and t_dev.dtype == torch.float64
     assert a is a_same
-    assert b.device.type == "meta" and b.dtype == torch.int16
+    assert b.device.type == DEVTYPE and b.dtype == torch.int16
     r = rows()
     assert r["host"].direction == "none" and r["host"].kind == "up"
     assert (r["dev"].direction, r["dev"].bytes) == ("up", 4 * 8)
@@ -154,7 +159,7 @@ def test_tensor_as_tensor_asarray():
 
 def test_copy_direction_from_src_to_dst():
     src = torch.arange(6, dtype=torch.float32)
-    dst_meta = torch.empty(6, device="meta")
+    dst_meta = torch.empty(6, device=DEV)
     dst_host = torch.zeros(6)
     with xfer.counting():
         out = xfer.copy_(dst_meta, src, site="up")
@@ -166,24 +171,37 @@ def test_copy_direction_from_src_to_dst():
     assert r["none"].direction == "none"
 
 
-def test_load_counts_off_host_storages(tmp_path):
-    # (storages shared by views are counted once: checked on a real GPU, since
-    # loading onto `meta` gives every tensor a storage of its own)
+def test_load_counts_off_host_storages(tmp_path, monkeypatch):
+    # (storages shared by views are counted once: checked on a real GPU. The
+    # simulated device has no storages to load into, and `meta` holds no data,
+    # so here the loaded tensors are made to look off-host.)
     w = torch.randn(4, 4)
     state = {"w": w, "nested": [{"b": torch.zeros(3, dtype=torch.float16)}]}
     f = tmp_path / "ckpt.pt"
     torch.save(state, f)
     with xfer.counting():
         host = xfer.load(f, site="host")
-        dev = xfer.load(f, map_location="meta", site="dev")
+        meta = xfer.load(f, map_location="meta", site="meta")
+    monkeypatch.setattr(_wrappers, "HOST", "nowhere")
+    with xfer.counting():
+        dev = xfer.load(f, map_location="cpu", site="dev")
         buf = io.BytesIO(f.read_bytes())
-        dev2 = xfer.load(buf, "meta", site="pos")
-    assert torch.equal(host["w"], w)
-    assert dev["w"].device.type == "meta" and dev2["nested"][0]["b"].device.type == "meta"
+        xfer.load(buf, "cpu", site="pos")
+    assert torch.equal(host["w"], w) and meta["w"].device.type == "meta"
+    assert dev["w"].device.type == "cpu"
     r = rows()
-    assert r["host"].direction == "none" and r["host"].crossings == 0
-    assert (r["dev"].direction, r["dev"].bytes) == ("up", 16 * 4 + 3 * 2)
+    assert r["dev"].direction == "up" and r["dev"].bytes == 16 * 4 + 3 * 2
     assert r["pos"].bytes == 70
+
+
+def test_load_onto_meta_crosses_nothing(tmp_path):
+    f = tmp_path / "ckpt.pt"
+    torch.save({"w": torch.randn(4, 4)}, f)
+    with xfer.counting():
+        out = xfer.load(f, map_location="meta", site="meta")
+    assert out["w"].device.type == "meta"
+    r = rows()["meta"]
+    assert (r.calls, r.crossings, r.bytes, r.direction) == (1, 0, 0, "none")
 
 
 # --- device -> host and device -> device, on a fake device -----------------------------
@@ -196,12 +214,12 @@ def test_down_directions_with_fake_device(fake_cuda):
         v = xfer.item(x.sum(), site="item")
         h2 = xfer.to(x, "cpu", site="to")
         same = xfer.to(x, torch.float64, site="stay")  # nothing to do: x itself
-        other = xfer.to(x, "meta", site="d2d")  # (naming "cuda:1" would init CUDA)
+        other = xfer.to(x, DEV, site="d2d")  # (naming "cuda:1" would init CUDA)
     assert h.device.type == "cpu" and torch.equal(h, torch.arange(8, dtype=torch.float64))
     assert v == 28.0
     assert torch.equal(h2, h)
     assert same is x
-    assert other.device.type == "meta"
+    assert other.device.type == DEVTYPE
     r = rows()
     assert (r["cpu"].direction, r["cpu"].crossings, r["cpu"].bytes) == ("down", 1, 64)
     assert (r["item"].direction, r["item"].bytes) == ("down", 8)
@@ -209,8 +227,8 @@ def test_down_directions_with_fake_device(fake_cuda):
     assert r["stay"].direction == "none"
     assert (r["d2d"].direction, r["d2d"].bytes) == ("d2d", 64)
     tot = xfer.snapshot().totals()
-    assert tot["down"] == {"crossings": 3, "bytes": 136}
-    assert tot["d2d"] == {"crossings": 1, "bytes": 64}
+    assert tot["down"] == {"crossings": 3, "copies": 3, "bytes": 136, "pageable": 0}
+    assert tot["d2d"] == {"crossings": 1, "copies": 1, "bytes": 64, "pageable": 0}
 
 
 def test_copy_device_to_host_with_fake_device(fake_cuda):
@@ -229,7 +247,8 @@ def test_mixed_directions_at_one_site(fake_cuda):
             xfer.to(t, "cpu", site="s")
     r = rows()["s"]
     assert r.calls == 3 and r.crossings == 2 and r.direction == "down"
-    assert r.by_direction == {"none": {"calls": 1, "bytes": 0}, "down": {"calls": 2, "bytes": 16}}
+    assert r.by_direction == {"none": {"calls": 1, "bytes": 0, "copies": 0, "pageable": 0},
+                              "down": {"calls": 2, "bytes": 16, "copies": 2, "pageable": 0}}
 
 
 # --- modules and containers ---------------------------------------------------------
@@ -239,10 +258,10 @@ def test_module_to_counts_parameters_and_buffers_that_moved():
     m = torch.nn.Sequential(torch.nn.Linear(3, 4), torch.nn.BatchNorm1d(4))
     expect = sum(nbytes(p) for p in m.parameters()) + sum(nbytes(b) for b in m.buffers())
     with xfer.counting():
-        out = xfer.to(m, "meta", site="m")
-        again = xfer.to(m, "meta", site="again")
+        out = xfer.to(m, DEV, site="m")
+        again = xfer.to(m, DEV, site="again")
     assert out is m and again is m
-    assert all(p.device.type == "meta" for p in m.parameters())
+    assert all(p.device.type == DEVTYPE for p in m.parameters())
     r = rows()
     assert (r["m"].direction, r["m"].crossings, r["m"].bytes) == ("up", 1, expect)
     assert r["again"].direction == "none" and r["again"].bytes == 0
@@ -262,10 +281,10 @@ def test_batch_dict_and_object_method_generic():
 
     b = Batch(x=torch.ones(2, 3), y=torch.zeros(2, dtype=torch.int64))
     with xfer.counting():
-        out = xfer.to(b, "meta", site="batch")
-        out2 = xfer.method(b, "to", "meta", site="meth")
-    assert isinstance(out, Batch) and out["x"].device.type == "meta"
-    assert out2["y"].device.type == "meta"
+        out = xfer.to(b, DEV, site="batch")
+        out2 = xfer.method(b, "to", DEV, site="meth")
+    assert isinstance(out, Batch) and out["x"].device.type == DEVTYPE
+    assert out2["y"].device.type == DEVTYPE
     r = rows()
     assert (r["batch"].direction, r["batch"].bytes) == ("up", 24 + 16)
     assert r["meth"].bytes == 40 and r["meth"].kind == "move"
@@ -277,9 +296,9 @@ def test_call_generic_function():
 
     batch = [torch.ones(4), torch.ones(2, dtype=torch.float16)]
     with xfer.counting():
-        out = xfer.call(send_to_device, batch, "meta", site="send")
+        out = xfer.call(send_to_device, batch, DEV, site="send")
         same = xfer.call(send_to_device, batch, device="cpu", site="stay")
-    assert [t.device.type for t in out] == ["meta", "meta"]
+    assert [t.device.type for t in out] == [DEVTYPE, DEVTYPE]
     assert same[0] is batch[0]
     r = rows()
     assert (r["send"].direction, r["send"].bytes) == ("up", 16 + 4)
@@ -352,12 +371,10 @@ def test_depth_marks_wrapper_while_bare_call_runs():
     assert rows()["s"].calls == 1  # the guard alone does not count wrapped sites
 
 
-def test_wrapper_kinds_match_the_torch_pack():
+def test_every_torch_row_has_its_wrapper():
     from xferaudit.rules import load_pack
 
     for rule in load_pack("torch").rules:
-        kind = "move" if rule.kind == "device" else rule.kind
-        assert _wrappers.WRAPPER_KINDS[rule.wrapper] == kind, rule.id
         assert hasattr(xfer, rule.wrapper), rule.wrapper
 
 

@@ -1,0 +1,45 @@
+"""The packs: one folder per library, registering itself by being there.
+
+A pack is a folder ``xferaudit/packs/<name>/`` holding
+
+* ``rules.toml``: its rows (which calls are sites, of which kind, and the
+  wrapper that counts each), read by the finder, the codemod and the runtime;
+* ``runtime.py``: its counting wrappers, named as the rows' ``wrapper`` fields
+  (and listed in the module's ``__all__``);
+* ``README.md``: what the pack covers and what "normal" looks like;
+
+and its tests live under ``tests/packs/<name>/``. Nothing else names a pack:
+``xferaudit.runtime`` takes every pack's wrappers from
+:func:`runtime_modules` (a pack's ``runtime.py`` imports no library at import:
+torch, JAX, ggml or CuPy is imported on a wrapper's first call).
+"""
+
+from __future__ import annotations
+
+import importlib
+from pathlib import Path
+from typing import Any
+
+PACK_DIR = Path(__file__).parent
+
+__all__ = ["PACK_DIR", "names", "runtime_module", "runtime_modules"]
+
+
+def names() -> list:
+    """The packs here: every folder with a ``rules.toml`` (torch first)."""
+    found = sorted(p.parent.name for p in PACK_DIR.glob("*/rules.toml"))
+    return sorted(found, key=lambda n: n != "torch")
+
+
+def runtime_module(name: str) -> Any:
+    """The pack's runtime module (``xferaudit.packs.<name>.runtime``), imported now."""
+    return importlib.import_module(f"{__name__}.{name}.runtime")
+
+
+def _has_runtime(name: str) -> bool:
+    return (PACK_DIR / name / "runtime.py").is_file()
+
+
+def runtime_modules() -> list:
+    """The runtime module of every pack that has one (torch first), imported now."""
+    return [runtime_module(name) for name in names() if _has_runtime(name)]

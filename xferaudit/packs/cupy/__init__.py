@@ -1,0 +1,1 @@
+"""The cupy pack: rows in rules.toml, counting wrappers in runtime.py (see README.md)."""

@@ -1,0 +1,1 @@
+"""The ggml pack: rows in rules.toml, counting wrappers in runtime.py (see README.md)."""

@@ -1,0 +1,1 @@
+"""The jax pack: rows in rules.toml, counting wrappers in runtime.py (see README.md)."""

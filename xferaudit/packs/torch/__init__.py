@@ -1,0 +1,1 @@
+"""The torch pack: rows in rules.toml, counting wrappers in runtime.py (see README.md)."""

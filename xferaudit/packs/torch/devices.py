@@ -1,0 +1,15 @@
+"""torch's device vocabulary: which device types are the host, and which hold no data.
+
+Pure data, no torch import: the runtime's wrappers, its guard and the
+crossing rules (:mod:`xferaudit.runtime.crossing`) all read it from here.
+
+* ``HOST``: the host's device type. A tensor there is in host memory.
+* ``NO_DATA``: device types whose tensors have a shape and a dtype but no
+  storage (``meta``). Moving a tensor to or from one copies nothing, so it is
+  never a crossing (the finder does not report ``x.to('meta')`` either).
+"""
+
+from __future__ import annotations
+
+HOST = "cpu"
+NO_DATA = frozenset({"meta"})

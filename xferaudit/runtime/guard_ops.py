@@ -1,0 +1,259 @@
+"""Which dispatched op is a crossing: the guard's classifier (no mode, no hooks).
+
+:func:`classify` takes one aten op call (the op, its args and kwargs, as a
+``TorchDispatchMode`` sees them) and returns ``(direction, bytes, detail)``
+for a host<->device crossing, or None. Direction follows
+:mod:`xferaudit.runtime.crossing` (``meta`` holds no data: never a crossing).
+
+The op table (:class:`Ops`) is built once from torch (``Ops.of(torch)``);
+everything else here is a plain function of tensors' devices and sizes, so
+tests can call it directly.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Optional
+
+from .crossing import HOST, NO_DATA
+from .crossing import direction as _crossing
+
+GENERIC, SCALAR, TO_COPY, COPY, LIFT, SYNC, SYNC_BOOL_INDEX, REPEAT = range(8)
+
+#: Ops that read a size back (their output's length) before they return.
+SYNC_OPS = ("nonzero", "masked_select", "unique", "_unique", "_unique2", "unique_dim",
+            "unique_consecutive", "unique_dim_consecutive")
+#: Bytes a sync op reads back (its output's size), per op family, as the wire
+#: carries them on an H200 with torch 2.11 (a profile of the team's programs):
+#: an int32 count for the nonzero family (nonzero, masked_select, boolean-mask
+#: indexing), an int64 one for unique. repeat_interleave's is assumed 8 until
+#: measured. ``bench/gpu_copies.py`` measures each on the build at hand (its
+#: "alone" table); :func:`set_count_bytes` sets another measure.
+COUNT_BYTES = {"nonzero": 4, "masked_select": 4, "index": 4, "unique": 8, "repeat_interleave": 8}
+
+Event = Optional[tuple]  # (direction, bytes, detail) or None
+
+
+def set_count_bytes(family: str, n: int) -> None:
+    """The bytes one count read-back of `family` (``nonzero``,
+    ``masked_select``, ``index``, ``unique``, ``repeat_interleave``) carries."""
+    COUNT_BYTES[family] = int(n)
+
+
+def count_bytes(func: Any) -> int:
+    """Bytes of the size `func` (a sync op) reads back."""
+    name = func._overloadpacket.__name__.lstrip("_")
+    if name.startswith("unique"):
+        name = "unique"
+    elif name.startswith("index"):
+        name = "index"
+    return COUNT_BYTES.get(name, 8)
+
+
+_META_ONLY = NO_DATA == frozenset({"meta"})  # then Tensor.is_meta answers, cheaply
+
+
+def on_device(t: Any) -> bool:
+    """A tensor in a device's memory (not the host's, not a no-data device's)."""
+    if t.is_cpu:
+        return False
+    if _META_ONLY:
+        return not t.is_meta
+    return t.device.type not in NO_DATA
+
+
+def nbytes(t: Any) -> int:
+    return t.numel() * t.element_size()
+
+
+def where(t: Any) -> str:
+    return str(t.device)
+
+
+def same_device(a: Any, b: Any) -> bool:
+    if a.type != b.type:
+        return False
+    return a.index is None or b.index is None or a.index == b.index
+
+
+def op_name(func: Any) -> str:
+    name = str(func)
+    return name[: -len(".default")] if name.endswith(".default") else name
+
+
+class Ops:
+    """The op table: each aten overload packet's category."""
+
+    def __init__(self, torch: Any) -> None:
+        aten = torch.ops.aten
+        self.torch = torch
+        self.Tensor = torch.Tensor
+        self.by_packet = {
+            aten._local_scalar_dense: SCALAR, aten.equal: SCALAR, aten.allclose: SCALAR,
+            aten._to_copy: TO_COPY, aten.copy_: COPY, aten.copy: COPY,
+            aten.lift_fresh: LIFT, aten.lift_fresh_copy: LIFT,
+            aten.index: SYNC_BOOL_INDEX, aten.index_put_: SYNC_BOOL_INDEX,
+            aten.index_put: SYNC_BOOL_INDEX, aten._index_put_impl_: SYNC_BOOL_INDEX,
+            aten.repeat_interleave: REPEAT,
+        }
+        for name in SYNC_OPS:
+            packet = getattr(aten, name, None)
+            if packet is not None:
+                self.by_packet[packet] = SYNC
+        self.kinds: dict = {}  # OpOverload -> category
+
+    def kind(self, func: Any) -> int:
+        k = self.kinds.get(func)
+        if k is None:
+            k = self.kinds[func] = self.by_packet.get(func._overloadpacket, GENERIC)
+        return k
+
+
+def mixed(Tensor: Any, args: tuple, kwargs: dict) -> Event:
+    """An op whose tensor args span host and device (0-dim host tensors, passed
+    as scalars, excepted): ``up`` when the first tensor (where the result
+    lives) is on the device, else ``down``. (Loops written out: this runs for
+    every op the guard sees.)"""
+    first = None
+    host = dev = host_b = dev_b = 0
+    for group in (args, kwargs.values()) if kwargs else (args,):
+        for a in group:
+            if isinstance(a, Tensor):
+                ts: Any = (a,)
+            elif isinstance(a, (list, tuple)) and a and isinstance(a[0], Tensor):
+                ts = a
+            else:
+                continue
+            for t in ts:
+                if not isinstance(t, Tensor):
+                    continue
+                if first is None:
+                    first = t
+                if t.is_cpu:
+                    if t.dim():
+                        host += 1
+                        host_b += t.numel() * t.element_size()
+                elif on_device(t):
+                    dev += 1
+                    dev_b += t.numel() * t.element_size()
+    if not (host and dev):
+        return None
+    if first is not None and on_device(first):
+        return "up", host_b, f"{host} host tensor argument(s) used with {where(first)} tensors"
+    return "down", dev_b, f"{dev} device tensor argument(s) used with host tensors"
+
+
+def to_copy(torch: Any, a0: Any, kwargs: dict) -> Event:
+    d = kwargs.get("device")
+    if d is None or not isinstance(a0, torch.Tensor):
+        return None
+    d = torch.device(d)
+    src = a0.device
+    if same_device(src, d):
+        return None
+    way = _crossing(src.type, d.type)
+    if way == "none":
+        return None
+    what = {"up": f"a copy from the host to {d}", "down": f"a copy from {src} to the host",
+            "d2d": f"a copy from {src} to {d}"}[way]
+    return way, nbytes(a0), what
+
+
+def copy(Tensor: Any, args: tuple) -> Event:
+    if len(args) < 2 or not isinstance(args[1], Tensor):
+        return None
+    dst, src = args[0], args[1]
+    if same_device(dst.device, src.device):
+        return None
+    way = _crossing(src.device.type, dst.device.type)
+    if way == "none":
+        return None
+    what = {"up": f"a copy from the host into a {where(dst)} tensor",
+            "down": f"a copy from {where(src)} into a host tensor",
+            "d2d": f"a copy from {where(src)} into a {where(dst)} tensor"}[way]
+    return way, nbytes(src), what
+
+
+def _pinned(t: Any) -> bool:
+    try:
+        return bool(t.is_pinned())
+    except Exception:  # pragma: no cover - a tensor that cannot say
+        return True
+
+
+def pageable_copy(ops: Ops, func: Any, args: tuple, kwargs: dict) -> Event:
+    """(direction, bytes, detail) of a ``non_blocking`` host<->device copy whose
+    host side is pageable memory (it runs synchronously: the ``non_blocking``
+    buys nothing), else None."""
+    kind = ops.kind(func)
+    Tensor = ops.Tensor
+    if kind == TO_COPY:
+        a0 = args[0] if args else None
+        if not kwargs.get("non_blocking") or not isinstance(a0, Tensor) or not a0.is_cpu:
+            return None
+        d = kwargs.get("device")
+        if d is None or _crossing(HOST, ops.torch.device(d).type) != "up" or _pinned(a0):
+            return None
+        return "up", nbytes(a0), "a non_blocking copy from pageable host memory runs synchronously"
+    if kind == COPY:
+        nb = args[2] if len(args) > 2 else kwargs.get("non_blocking", False)
+        if not nb or len(args) < 2 or not isinstance(args[1], Tensor):
+            return None
+        dst, src = args[0], args[1]
+        way = _crossing(src.device.type, dst.device.type)
+        host = src if way == "up" else dst if way == "down" else None
+        if host is None or _pinned(host):
+            return None
+        return way, nbytes(src), f"a non_blocking {way} copy with pageable host memory runs synchronously"
+    return None
+
+
+def bool_index(torch: Any, args: tuple) -> Any:
+    """The device boolean mask among an index op's indices, or None."""
+    if len(args) < 2 or not isinstance(args[1], (list, tuple)):
+        return None
+    for t in args[1]:
+        if isinstance(t, torch.Tensor) and t.dtype is torch.bool and on_device(t):
+            return t
+    return None
+
+
+def classify(ops: Ops, func: Any, args: tuple, kwargs: dict) -> Event:
+    """(direction, bytes, detail) when this op call crosses, else None."""
+    kind = ops.kinds.get(func)
+    if kind is None:
+        kind = ops.kind(func)
+    Tensor = ops.Tensor
+    if kind == GENERIC:
+        return mixed(Tensor, args, kwargs)
+    a0 = args[0] if args else None
+    dev0 = isinstance(a0, Tensor) and on_device(a0)
+    if kind == SCALAR:
+        return ("down", a0.element_size(), f"a scalar read of a {where(a0)} tensor") if dev0 else None
+    if kind == TO_COPY:
+        return to_copy(ops.torch, a0, kwargs)
+    if kind == COPY:
+        return copy(Tensor, args)
+    if kind == LIFT:
+        return ("up", nbytes(a0), f"torch.tensor(...) data put on {where(a0)}") if dev0 else None
+    n = count_bytes(func)
+    if kind == SYNC:
+        if dev0:
+            return "down", n, f"{func._overloadpacket.__name__} on {where(a0)} reads a size back"
+        return mixed(Tensor, args, kwargs)
+    if kind == SYNC_BOOL_INDEX:
+        m = mixed(Tensor, args, kwargs)
+        if m is not None:
+            return m
+        mask = bool_index(ops.torch, args)
+        if mask is not None:
+            return "down", n, f"boolean-mask indexing on {where(mask)} reads a size back"
+        return None
+    if kind == REPEAT:
+        if dev0 and kwargs.get("output_size") is None and func._overloadname != "self_int":
+            return "down", n, f"repeat_interleave on {where(a0)} without output_size reads a size back"
+        return mixed(Tensor, args, kwargs)
+    return None  # pragma: no cover
+
+
+__all__ = ["HOST", "Ops", "classify", "mixed", "on_device", "op_name", "pageable_copy",
+           "set_count_bytes"]

@@ -1,0 +1,103 @@
+"""The rows of a report: plain data, the snapshot of the live tally.
+
+The recorder keeps one live :class:`~xferaudit.runtime.recorder.SiteTally`
+per wrapped site, updated under its lock; :meth:`SiteTally.snapshot` turns it
+into a :class:`Row`, the type the report, ``diff``, ``merge``, budgets and the
+plot read (and what a saved report's ``rows`` hold).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Optional
+
+#: Directions a call can take: up host->device, down device->host, d2d
+#: device->device, none (crossed nothing).
+DIRECTIONS = ("up", "down", "d2d", "none")
+#: The cells of a row's ``by_direction`` entry, in order.
+CELLS = ("calls", "bytes", "copies", "pageable")
+
+
+def direction_of(by_direction: dict) -> str:
+    """A row's direction: the directions it took, comma-joined, or ``none``."""
+    taken = [d for d in DIRECTIONS if d in by_direction and d != "none"]
+    return ",".join(taken) if taken else "none"
+
+
+@dataclass
+class Row:
+    """One wrapped site: what the wrapper saw over the counted interval.
+
+    ``crossings`` counts calls that moved data (``calls - crossings`` crossed
+    nothing); ``copies`` the copies on the wire they made (a module moved in
+    one call is one crossing and a copy per tensor that crossed); ``bytes``
+    their exact total; ``pageable`` the ``non_blocking`` host<->device copies
+    whose host side was pageable (they ran synchronously). ``by_direction``
+    splits them by the direction taken (``{"up": {"calls": 3, "bytes": 96,
+    "copies": 3, "pageable": 0}}``).
+    """
+
+    site: str
+    kind: str
+    direction: str
+    calls: int = 0
+    crossings: int = 0
+    bytes: int = 0
+    by_direction: dict = field(default_factory=dict)
+    copies: Optional[int] = None  # None: one per crossing (a row written without it)
+    pageable: int = 0
+
+    def __post_init__(self) -> None:
+        if self.copies is None:
+            self.copies = self.crossings
+        for d, cell in self.by_direction.items():
+            if isinstance(cell, dict):
+                cell.setdefault("copies", cell.get("calls", 0) if d != "none" else 0)
+                cell.setdefault("pageable", 0)
+
+    def to_dict(self) -> dict:
+        return {
+            "site": self.site, "kind": self.kind, "direction": self.direction,
+            "calls": self.calls, "crossings": self.crossings, "copies": self.copies,
+            "bytes": self.bytes, "pageable": self.pageable,
+            "by_direction": {d: dict(c) for d, c in self.by_direction.items()},
+        }
+
+    def add(self, other: "Row") -> None:
+        """Add `other`'s counts to this row (merging ranks or runs)."""
+        self.calls += other.calls
+        self.crossings += other.crossings
+        self.copies += other.copies
+        self.bytes += other.bytes
+        self.pageable += other.pageable
+        for d, v in other.by_direction.items():
+            cell = self.by_direction.setdefault(d, dict.fromkeys(CELLS, 0))
+            for k in CELLS:
+                cell[k] = cell.get(k, 0) + v.get(k, 0)
+        self.direction = direction_of(self.by_direction)
+
+
+@dataclass
+class Launch:
+    site: str
+    launches: int = 0
+    nodes: Optional[int] = None  # nodes of the last graph launched, where known
+
+
+@dataclass
+class Unwrapped:
+    """A crossing the guard saw outside every wrapper, at the user's line;
+    `via` is the library frame it happened in ("path:line"), if not the user's."""
+
+    path: str
+    line: int
+    op: str
+    direction: str
+    count: int = 0
+    bytes: int = 0
+    via: str = ""
+    copies: Optional[int] = None  # copies on the wire; None: one per event
+
+    def __post_init__(self) -> None:
+        if self.copies is None:
+            self.copies = self.count
