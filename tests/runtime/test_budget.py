@@ -275,3 +275,31 @@ def test_budget_command_errors_exit_2_and_write_nothing(dev, tmp_path, capsys):
             main(["budget", "--from", str(run), *argv])
         assert ei.value.code == 2
     assert main(["budget", "--from", str(run), "-o", str(tmp_path / "no" / "dir.toml")]) == 2
+
+
+# --- steps seen by counting() ----------------------------------------------------------
+def test_counting_records_the_steps_it_saw_and_budget_from_uses_them(dev, tmp_path):
+    x = torch.ones(4)
+    with xfer.counting() as run:
+        for _ in range(3):
+            xfer.to(x, dev, site="t.py:step:x.to")
+            run.step()
+        assert run.steps == 3
+        rep = xfer.snapshot()
+    assert rep.meta["steps"] == 3
+    out = tmp_path / "run.json"
+    rep.save(str(out))
+    budget = tmp_path / "b.toml"
+    assert main(["budget", "--from", str(out), "-o", str(budget)]) == 0
+    assert load_budget(str(budget)).crossings == {"t.py:step:x.to": 1}  # 3 crossings / 3 steps
+
+
+def test_step_outside_counting_is_ignored_and_count_resets_steps():
+    xfer.count(False)
+    xfer.step()
+    with xfer.counting() as run:
+        assert run.steps == 0
+        xfer.step()
+        assert xfer.snapshot().meta["steps"] == 1
+    with xfer.counting():
+        assert "steps" not in xfer.snapshot().meta

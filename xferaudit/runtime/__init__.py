@@ -47,7 +47,7 @@ _OWN = [
     "STATE", "BudgetError", "BudgetExceeded", "Launch", "Report", "ReportError", "Row",
     "UnexpectedTransfer", "UnexpectedTransferWarning", "Unwrapped", "count", "counting",
     "expect", "features", "guard", "is_counting", "launches", "load_budget", "report", "reset", "snapshot",
-    "timeline",
+    "step", "timeline", "Counting",
 ]
 
 
@@ -111,12 +111,41 @@ def reset() -> None:
     _recorder.reset()
 
 
+def step() -> None:
+    """Mark the end of one step while counting.
+
+    The report then carries ``steps`` (in ``meta``), and ``xferaudit budget
+    --from`` divides by it, so a budget made from the run is per step without
+    ``--steps``. Does nothing while counting is off.
+    """
+    if STATE.on:
+        with STATE.lock:
+            STATE.steps += 1
+
+
+class Counting:
+    """What ``with xfer.counting() as run:`` gives: ``run.step()`` marks a step."""
+
+    __slots__ = ()
+
+    step = staticmethod(step)
+
+    @property
+    def steps(self) -> int:
+        """Steps marked so far in this counting window."""
+        return STATE.steps
+
+
 @contextlib.contextmanager
-def counting() -> Iterator[None]:
-    """Count inside the block (starting from zero); the previous state is restored after."""
+def counting() -> Iterator[Counting]:
+    """Count inside the block (starting from zero); the previous state is restored after.
+
+    ``with xfer.counting() as run:`` and ``run.step()`` after each step (or
+    ``xfer.step()``) record how many steps the window saw.
+    """
     prev = count(True)
     try:
-        yield
+        yield Counting()
     finally:
         STATE.on = prev
 

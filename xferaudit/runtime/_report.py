@@ -93,6 +93,8 @@ class Report:
             launches = [t.snapshot() for t in state.launches.values()]
             unwrapped = [t.snapshot() for t in state.unwrapped.values()]
             meta = {"counting": bool(state.on)}
+            if getattr(state, "steps", 0):
+                meta["steps"] = int(state.steps)
             tl = getattr(state, "timeline", None)
             timeline = tl.to_dict() if tl is not None else None
         return cls(rows, launches, unwrapped, meta, timeline).sorted()

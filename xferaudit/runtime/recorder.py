@@ -45,7 +45,7 @@ class _State:
     """
 
     __slots__ = ("_on", "_guard", "active", "lock", "sites", "launches", "unwrapped", "local",
-                 "timeline")
+                 "timeline", "steps")
 
     def __init__(self) -> None:
         self._on = False
@@ -60,6 +60,9 @@ class _State:
         self.local = threading.local()
         # The event timeline (a Timeline) while it is on, else None.
         self.timeline: Optional["Timeline"] = None
+        # Steps marked with xfer.step() (or counting()'s handle) while counting:
+        # the report carries them, so a budget made from it is per step.
+        self.steps = 0
 
     @property
     def on(self) -> bool:
@@ -285,6 +288,7 @@ def reset() -> None:
         STATE.sites.clear()
         STATE.launches.clear()
         STATE.unwrapped.clear()
+        STATE.steps = 0
         if STATE.timeline is not None:
             STATE.timeline.clear()
 
