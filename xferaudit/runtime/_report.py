@@ -250,10 +250,10 @@ class Report:
             raise ReportError(f"{p}: no such file") from None
         except (OSError, UnicodeDecodeError) as e:
             raise ReportError(f"{p}: cannot read: {e}") from None
-        try:
-            data = json.loads(text)
-        except json.JSONDecodeError as e:
-            raise ReportError(f"{p}: not JSON: {e.msg} at line {e.lineno}") from None
+        from .._validate import check_report, parse_json  # counts in range, or exit 2
+
+        data = parse_json(text, str(p), ReportError)
+        check_report(data, str(p), ReportError)
         return cls.from_dict(data, str(p))
 
     # --- text -----------------------------------------------------------------
