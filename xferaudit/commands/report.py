@@ -46,13 +46,18 @@ class ReportCommand(Command):
             rep = Report.load(args.file)
         except ReportError as e:
             raise UserError(str(e)) from None
-        if args.top is not None:
-            rep.rows = rep.rows[: args.top]
-        self._pictures(rep, args)
-        if args.format == "json":
-            sys.stdout.write(json.dumps(rep.to_dict(), indent=2) + "\n")
+        if args.top is not None:  # the picture shows the rows the table shows
+            import copy
+
+            shown = copy.copy(rep)
+            shown.rows = rep.rows[: args.top]
+            self._pictures(shown, args)
         else:
-            sys.stdout.write(rep.format())
+            self._pictures(rep, args)
+        if args.format == "json":
+            sys.stdout.write(json.dumps(rep.to_dict(top=args.top), indent=2) + "\n")
+        else:
+            sys.stdout.write(rep.format(top=args.top))
         return EXIT_OK
 
     @staticmethod

@@ -171,8 +171,8 @@ class RankedReport(Report):
         return found
 
     # --- JSON ----------------------------------------------------------------
-    def to_dict(self) -> dict:
-        d = super().to_dict()
+    def to_dict(self, top: Optional[int] = None) -> dict:
+        d = super().to_dict(top)
         per = self.per_rank()
         for row in d["rows"]:
             cells = per.get(row["site"], {})
@@ -219,8 +219,8 @@ class RankedReport(Report):
         return merge(reps, [where] * len(reps), world_size=ws, note=meta.get("note"))
 
     # --- text ----------------------------------------------------------------
-    def format(self) -> str:
-        lines = [super().format().rstrip("\n"), ""]
+    def format(self, top: Optional[int] = None) -> str:
+        lines = [super().format(top).rstrip("\n"), ""]
         ids = self.rank_ids()
         lines.append(f"ranks: {len(ids)} of world size {self.world_size}"
                      + (f" (missing: {_ranges_text(self.meta['missing_rank_ranges'])})"
@@ -235,7 +235,7 @@ class RankedReport(Report):
             head = [f"{'rank ' + str(r):>8}" for r in ids] if wide else [
                 f"{'min':>8}", f"{'max':>8}", f"{'above':>12}"]
             lines.append(" ".join(head + [f"{'median':>8}"]) + "  site")
-            for row in self.rows:
+            for row in self.rows[:top]:
                 cells = per.get(row.site, {})
                 counts = {r: cells[r]["crossings"] for r in ids if r in cells}
                 med, flagged = _flag(counts)
