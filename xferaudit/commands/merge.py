@@ -21,6 +21,7 @@ import sys
 from pathlib import Path
 
 from . import EXIT_OK, Command, UserError
+from .report import printable_report
 
 
 class MergeCommand(Command):
@@ -63,7 +64,7 @@ class MergeCommand(Command):
             if args.format == "json":
                 sys.stdout.write(json.dumps(merged.to_dict(), indent=2) + "\n")
             else:
-                sys.stdout.write(merged.format())
+                sys.stdout.write(printable_report(merged).format())
                 if args.output is not None:
                     sys.stdout.write(f"wrote {args.output}\n")
         return EXIT_OK

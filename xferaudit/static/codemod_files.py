@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Callable, Optional, Sequence, TextIO
 
 from .._atomic import atomic_write
+from .._text import printable, printable_path
 from ..config import Config
 from ..rules import KINDS
 from .codemod import CodemodError, CodemodResult, unwrap_source, wrap_source
@@ -255,9 +256,10 @@ def run_codemod(
         res = o.result
         if o.error is None and res is not None:
             for s in res.skipped:
-                where = f"{o.rel}:{s.line}:{s.column}:" if s.line else f"{o.rel}:"
+                name = printable_path(o.rel)
+                where = f"{name}:{s.line}:{s.column}:" if s.line else f"{name}:"
                 code = f" {s.code}" if s.code else ""
-                messages.append(f"{where}{code} left as it is: {s.reason} [{s.label}]")
+                messages.append(f"{where}{code} left as it is: {printable(s.reason)} [{printable(s.label)}]")
             summary.left += len(res.skipped) if mode == "wrap" else 0
             summary.suppressed += res.suppressed
             if res.changed:
@@ -271,10 +273,10 @@ def run_codemod(
                     if diff:
                         out.write(unified_diff(o.old, res.new, o.rel))
                     elif check and not quiet:
-                        messages.append(f"would {'wrap' if mode == 'wrap' else 'unwrap'} {o.rel}")
+                        messages.append(f"would {'wrap' if mode == 'wrap' else 'unwrap'} {printable(o.rel)}")
         if o.error is not None:
             summary.skipped[_skip_class(o.error)] += 1
-            messages.append(f"{o.rel}: skipped: {o.error}")
+            messages.append(f"{printable_path(o.rel)}: skipped: {printable(o.error)}")
     progress.close()
     out.flush()
     for m in messages:
