@@ -195,6 +195,22 @@ def check_codes(codes: Iterable[str], key: str, where: str) -> tuple[str, ...]:
     return tuple(out)
 
 
+def _cache_dir(value: Any, root: Path, where: str) -> Path:
+    """The config's cache-dir, relative to the root: it must stay inside the
+    project once ``~``, ``..`` and links are resolved (a repository's config
+    must not make the tool write elsewhere); ``--cache-dir`` may point anywhere."""
+    if not isinstance(value, str) or not value or "\0" in value:
+        raise ConfigError(f"{where}: [tool.xferaudit] cache-dir must be a path (a string)")
+    path = root / os.path.expanduser(value)
+    real, top = os.path.realpath(path), os.path.realpath(root)
+    if real != top and not real.startswith(top.rstrip(os.sep) + os.sep):
+        raise ConfigError(
+            f"{where}: [tool.xferaudit] cache-dir {value!r} lies outside the project ({real}); "
+            "a folder outside it can only be given on the command line, with --cache-dir"
+        )
+    return path
+
+
 def load_config(start: Optional[Path] = None, path: Optional[Path] = None) -> Config:
     """Read the config for the project holding `start` (or the file `path`)."""
     if path is None:
@@ -246,9 +262,7 @@ def load_config(start: Optional[Path] = None, path: Optional[Path] = None) -> Co
         for k, v in pfi.items()
     }
     if "cache-dir" in raw:
-        if not isinstance(raw["cache-dir"], str) or not raw["cache-dir"]:
-            raise ConfigError(f"{where}: [tool.xferaudit] cache-dir must be a path (a string)")
-        cfg.cache_dir = root / os.path.expanduser(raw["cache-dir"])
+        cfg.cache_dir = _cache_dir(raw["cache-dir"], root, where)
     rows = raw.get("rule", [])
     if not isinstance(rows, list) or not all(isinstance(r, dict) for r in rows):
         raise ConfigError(f"{where}: [[tool.xferaudit.rule]] must be an array of tables")

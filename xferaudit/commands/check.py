@@ -74,6 +74,16 @@ def load(args: argparse.Namespace):
     return cfg, rules, paths
 
 
+def scan_or_exit(scan, paths, cfg, rules, args):
+    """Run `scan`; a cache folder that cannot be used is an error (exit 2)."""
+    from ..static.cache import CacheError
+
+    try:
+        return scan(paths, cfg, rules, use_cache=not args.no_cache, jobs=args.jobs)
+    except CacheError as e:
+        raise UserError(str(e)) from None
+
+
 class CheckCommand(Command):
     NAME = "check"
     DESCRIPTION = "Report unwrapped, unsuppressed transfer and graph sites (exit 1 if any)."
@@ -109,7 +119,7 @@ class CheckCommand(Command):
         from ..static.scan import scan
 
         cfg, rules, paths = load(args)
-        result = scan(paths, cfg, rules, use_cache=not args.no_cache, jobs=args.jobs)
+        result = scan_or_exit(scan, paths, cfg, rules, args)
         diags = collect(result, cfg, rules)
         out = sys.stdout
 

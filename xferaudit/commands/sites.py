@@ -19,7 +19,7 @@ import sys
 
 from .._text import printable, printable_path
 from . import EXIT_ERROR, EXIT_OK, Command
-from .check import add_scan_arguments, emit, load
+from .check import add_scan_arguments, emit, load, scan_or_exit
 
 
 class SitesCommand(Command):
@@ -35,7 +35,7 @@ class SitesCommand(Command):
         from ..static.scan import scan
 
         cfg, rules, paths = load(args)
-        result = scan(paths, cfg, rules, use_cache=not args.no_cache, jobs=args.jobs)
+        result = scan_or_exit(scan, paths, cfg, rules, args)
         errors = [r for r in result.results if r.error is not None and not r.repaired]
         repaired = [r for r in result.results if r.repaired]
         sites = [s for r in result.results for s in r.sites]
