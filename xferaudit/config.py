@@ -274,6 +274,30 @@ def load_config(start: Optional[Path] = None, path: Optional[Path] = None) -> Co
     return cfg
 
 
+def _own_path(path: str, root: str) -> str:
+    """`path` under its own name when it lies in the project: a path through a
+    symbolic link (``alias.py``, ``a/link/x.py`` with ``a/link -> ../b``) becomes
+    the real file's path below the root (``real.py``, ``b/x.py``), so a site is
+    named, and a file written, once and by its own path. Outside the project
+    the path is left as given."""
+    try:
+        real = os.path.realpath(path)
+        top = os.path.realpath(root)
+    except (OSError, ValueError):
+        return path
+    if real == os.path.abspath(path):
+        return path
+    if real == top:
+        return root
+    if real.startswith(top.rstrip(os.sep) + os.sep):
+        return os.path.join(root, real[len(top.rstrip(os.sep)) + 1:])
+    return path
+
+
+def _file_id(st: os.stat_result) -> tuple:
+    return (st.st_dev, st.st_ino)
+
+
 def iter_python_paths(paths: Iterable, cfg: Config) -> Iterator[str]:
     """Python files (``*.py``, ``*.pyi``) under `paths`, in a stable order, minus
     excluded ones.
@@ -285,24 +309,44 @@ def iter_python_paths(paths: Iterable, cfg: Config) -> Iterator[str]:
     pattern matches (``xferaudit check .venv/lib/python3.11/site-packages/torch``),
     and the patterns apply to what lies below it. A named path that does not
     exist is yielded as is, for the caller to report.
+
+    Odd trees: every real file is yielded once, under its own path. A walk never
+    follows a symbolic link, to a folder or to a file: a link inside the tree
+    leads to files the walk visits under their own names anyway, and one out of
+    the tree or into a loop (``ln -s .. pkg/up``) must not be entered (a dangling
+    link is yielded, for the caller to report as unreadable). A path *named* on
+    the command line is followed through its links and, inside the project,
+    yielded under the real file's path (``check alias.py`` reads and names
+    ``real.py``). Hard links (two names of one file) are yielded once, under the
+    first name found. Only regular files are read (no FIFOs or devices).
     """
-    seen: set[str] = set()
+    seen: set = set()
     g = cfg.globs
     root = str(cfg.root)
+
+    def first(path: str, st: Optional[os.stat_result]) -> bool:
+        key = _file_id(st) if st is not None else os.path.abspath(path)
+        if key in seen:
+            return False
+        seen.add(key)
+        return True
+
     for p in paths:
-        sp = os.fspath(p)
+        sp = _own_path(os.fspath(p), root)
         ap = os.path.abspath(sp)
         inside = ap == root or ap.startswith(root.rstrip(os.sep) + os.sep)
         is_dir = os.path.isdir(sp)
         if inside and not is_dir and cfg.excluded(cfg.relpath(ap)):
             continue
         if not is_dir:
-            if ap not in seen:
-                seen.add(ap)
+            try:
+                st: Optional[os.stat_result] = os.stat(sp)
+            except (OSError, ValueError):
+                st = None
+            if first(sp, st):
                 yield sp
             continue
         base = cfg.relpath(ap) if inside else ""
-        absolute = os.path.isabs(sp) and os.path.normpath(sp) == sp
         stack = [(sp, base)]
         while stack:
             d, rel = stack.pop()
@@ -319,16 +363,20 @@ def iter_python_paths(paths: Iterable, cfg: Config) -> Iterator[str]:
                 if inside and g.path(erel):
                     continue
                 try:
-                    is_dir = e.is_dir()
+                    if e.is_symlink():
+                        if name.endswith((".py", ".pyi")) and not os.path.exists(e.path):
+                            yield e.path  # dangling: reported by the caller
+                        continue
+                    if e.is_dir(follow_symlinks=False):
+                        subdirs.append((e.path, erel))
+                        continue
+                    if not (name.endswith((".py", ".pyi")) and e.is_file(follow_symlinks=False)):
+                        continue
+                    st = e.stat(follow_symlinks=False)
                 except OSError:
                     continue
-                if is_dir:
-                    subdirs.append((e.path, erel))
-                elif name.endswith((".py", ".pyi")):
-                    fa = e.path if absolute else os.path.abspath(e.path)
-                    if fa not in seen:
-                        seen.add(fa)
-                        yield e.path
+                if first(e.path, st):
+                    yield e.path
             stack.extend(reversed(subdirs))
 
 
