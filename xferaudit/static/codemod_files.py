@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Optional, Sequence, TextIO
 
-from .._atomic import atomic_write
+from .._atomic import HardLinkError, atomic_write
 from .._text import printable, printable_path
 from ..config import Config
 from ..rules import KINDS
@@ -300,7 +300,9 @@ def _write(o: FileOutcome, new: bytes) -> Optional[str]:
         if is_read_only(o.path):
             n = sum(o.result.wrapped.values()) or sum(o.result.unwrapped.values())
             return f"read-only: not rewritten ({n} call{'s' if n != 1 else ''} would change)"
-        atomic_write(o.path, new)
+        atomic_write(o.path, new, hard_links="refuse")
+    except HardLinkError as e:
+        return str(e)
     except OSError as e:
         return f"cannot write: {e.strerror or e}"
     return None
