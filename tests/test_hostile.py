@@ -371,8 +371,9 @@ DRIVER = textwrap.dedent("""
     from xferaudit.config import load_config
     from xferaudit.static import codemod_files
     paths = sys.argv[1:]
-    gen = codemod_files._outcomes(paths, "wrap", load_config(start=paths[0]), (), False, 2)
-    next(gen)
+    pool = codemod_files.pool_of(2, ("wrap", load_config(start=paths[0]), (), False))
+    pool.map_async(time.sleep, [600, 600], chunksize=1)  # both workers busy
+    time.sleep(1)
     print(" ".join(str(p.pid) for p in multiprocessing.active_children()), flush=True)
     time.sleep(600)
 """)
