@@ -44,6 +44,27 @@ def parse_json(text: str, where: str, error: Err) -> Any:
     return data
 
 
+def parse_toml(text: str, where: str, error: Err) -> Any:
+    """``tomllib.loads`` whose every failure is `error` naming `where` (a syntax
+    error, an integer of too many digits, nesting too deep)."""
+    import sys
+
+    if sys.version_info >= (3, 11):
+        import tomllib
+    else:  # pragma: no cover
+        import tomli as tomllib
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as e:
+        raise error(f"{where}: cannot parse: {e}") from None
+    except RecursionError:
+        raise error(f"{where}: cannot parse: nested too deeply") from None
+    except ValueError as e:  # an integer of more digits than Python converts
+        raise error(f"{where}: bad value: {e}") from None
+    check_depth(data, where, error)
+    return data
+
+
 def check_depth(data: Any, where: str, error: Err, limit: int = MAX_DEPTH) -> None:
     """No list or object nested deeper than `limit` (checked without recursion)."""
     stack = [(data, 0)]

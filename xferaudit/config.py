@@ -25,17 +25,11 @@ from __future__ import annotations
 import fnmatch
 import os
 import re
-import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Iterator, Mapping, Optional
 
 from .rules import RuleError, RuleTable, available_packs, table, user_rules
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover
-    import tomli as tomllib
 
 DEFAULT_EXCLUDE = (
     ".git", ".hg", ".svn", ".tox", ".nox", ".venv", "venv", ".eggs", "__pycache__",
@@ -225,12 +219,15 @@ def load_config(start: Optional[Path] = None, path: Optional[Path] = None) -> Co
     if path is None:
         return Config(root=root)
     where = str(path)
+    from ._validate import parse_toml
+
     try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as e:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as e:
         raise ConfigError(f"{where}: cannot parse: {e}") from None
     except OSError as e:
         raise ConfigError(f"{where}: cannot read: {e.strerror or e}") from None
+    data = parse_toml(text, where, ConfigError)
     if path.name != "pyproject.toml" and "tool" not in data:
         raw = data  # a file of its own (`--config xferaudit.toml`): its top level is the table
     else:

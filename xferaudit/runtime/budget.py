@@ -43,7 +43,6 @@ made outside are neither lost nor mixed in.
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 from dataclasses import dataclass
@@ -52,11 +51,6 @@ from typing import IO, Any, Mapping, Optional, Union
 
 from .. import _validate
 from . import recorder as _recorder
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover
-    import tomli as tomllib
 
 __all__ = [
     "Budget", "BudgetError", "BudgetExceeded", "Expectation", "Problem", "expect", "load_budget",
@@ -196,10 +190,7 @@ def load_budget(source: BudgetSource = None) -> Budget:
     if path.suffix.lower() == ".json":
         data = _validate.parse_json(text, where, BudgetError)
     else:
-        try:
-            data = tomllib.loads(text)
-        except (tomllib.TOMLDecodeError, RecursionError) as e:
-            raise BudgetError(f"{where}: not TOML: {e or 'nested too deeply'}") from None
+        data = _validate.parse_toml(text, where, BudgetError)
     return budget_from_mapping(_table_of(data, where), where)
 
 
