@@ -403,3 +403,47 @@ def test_workers_die_with_a_killed_parent(proj):
     finally:
         if p.poll() is None:
             p.kill()
+
+
+# --- one odd tree, end to end -------------------------------------------------------------------------
+
+
+def test_wrap_over_an_odd_tree_leaves_content_owners_and_links_as_expected(proj, capsys, tmp_path):
+    a = write(proj, "pkg/a.py")
+    x = write(proj, "b/x.py")
+    h = write(proj, "hard/h.py")
+    os.link(h, proj / "backup.py")  # a hard-linked twin in the tree
+    (proj / "pkg" / "up").symlink_to("..")  # a loop
+    (proj / "loop").symlink_to(proj)  # a link to the root
+    (proj / "a").mkdir()
+    (proj / "a" / "link").symlink_to("../b")  # an alias of a folder
+    (proj / "pkg" / "alias.py").symlink_to("a.py")  # an alias of a file
+    outside = write(tmp_path, "outside/o.py")
+    (proj / "out").symlink_to(outside.parent)  # a link out of the tree
+    if os.geteuid() == 0:
+        os.chown(a, 1234, 2345)
+    os.chmod(a, 0o640)
+    links = {p: os.readlink(p) for p in (proj / "pkg/up", proj / "loop", proj / "a/link",
+                                         proj / "pkg/alias.py", proj / "out")}
+
+    rc, _, err = run(capsys, "wrap", ".")
+    assert rc == 2, err  # the hard-linked file is refused, said once
+    assert err.count("skipped: hard link") == 1 and "changed on disk" not in err
+    assert "3 files checked" in err  # pkg/a.py, b/x.py and the twins once
+    assert 'site="pkg/a.py:step:' in a.read_text() and a.read_text().count("xfer.item(") == 1
+    assert 'site="b/x.py:step:' in x.read_text() and "a/link" not in x.read_text()
+    assert x.read_text().count("import xferaudit.runtime as xfer") == 1
+    st = os.stat(a)
+    assert st.st_mode & 0o777 == 0o640
+    if os.geteuid() == 0:
+        assert (st.st_uid, st.st_gid) == (1234, 2345)
+    assert h.read_text() == STEP == (proj / "backup.py").read_text()
+    assert os.stat(h).st_ino == os.stat(proj / "backup.py").st_ino
+    assert outside.read_text() == STEP
+    assert {p: os.readlink(p) for p in links} == links
+
+    rc, _, err = run(capsys, "unwrap", ".")
+    assert rc == 0, err
+    assert a.read_text() == STEP == x.read_text()
+    if os.geteuid() == 0:
+        assert (os.stat(a).st_uid, os.stat(a).st_gid) == (1234, 2345)

@@ -176,8 +176,20 @@ KEYS = ["packs", "select", "ignore", "exclude", "extend-exclude", "per-file-igno
         "rule", "bogus"]
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck), database=None)
-@given(cfg=st.dictionaries(st.sampled_from(KEYS), config_values, max_size=3), cache=st.booleans())
+rule_rows = st.lists(st.fixed_dictionaries({}, optional={
+    k: st.one_of(values, st.sampled_from(["torch.Tensor.cpu", "method", "function", "move", "up", "cpu", ""]))
+    for k in ("call", "target", "kind", "name", "receiver", "direction", "example", "bogus")}), max_size=2)
+per_key = {
+    "cache-dir": st.one_of(config_values, st.sampled_from(["../x", "~/x", "/tmp", ".", "c", "clean.py",
+                                                            "a/../../x", "\x00"])),
+    "rule": st.one_of(config_values, rule_rows),
+    "budget": st.one_of(config_values, st.dictionaries(st.text(max_size=5), budget_values, max_size=2)),
+}
+configs = st.fixed_dictionaries({}, optional={k: per_key.get(k, config_values) for k in KEYS})
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=list(HealthCheck), database=None)
+@given(cfg=configs, cache=st.booleans())
 def test_config_never_crashes(cfg, cache):
     with tempfile.TemporaryDirectory() as d:
         root = Path(d) / "p"

@@ -164,6 +164,9 @@ def _check_one(data: dict, where: str, error: Err) -> None:
             n = v.get("calls", 0)
             if isinstance(calls, int) and n > calls:
                 raise error(f"{w}: by_direction[{d!r}]: calls ({n}) cannot exceed the row's calls ({calls})")
+    for key, kinds in (("launches", (list, dict)), ("unwrapped", (list,))):
+        if data.get(key) is not None and not isinstance(data[key], kinds):
+            raise error(f"{where}: {key!r} must be a list, not {_short(data[key])}")
     launches = data.get("launches")
     items = launches.values() if isinstance(launches, dict) else launches if isinstance(launches, list) else ()
     for i, x in enumerate(items):

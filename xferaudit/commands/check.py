@@ -45,7 +45,8 @@ def add_scan_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--no-cache", action="store_true",
                         help="neither read nor write the findings cache")
     parser.add_argument("--cache-dir", metavar="DIR", default=None,
-                        help="where the cache lives (default: .xferaudit_cache under the project root)")
+                        help="where the cache lives (default: .xferaudit_cache under the project root); "
+                             "any path, but a new, empty or cache-only folder (others are refused)")
     parser.add_argument("--jobs", "-j", type=int, default=None, metavar="N",
                         help="parse on N processes (default: every core when there is enough to parse)")
 

@@ -5,6 +5,11 @@ table the run printed (direction, calls, crossings, MB, site; totals; launches;
 the guard's unwrapped transfers), or its JSON. ``--plot OUT.png`` also draws
 crossings and bytes per site (xferaudit/plot.py); ``--trace OUT.json`` writes
 a Chrome/Perfetto trace of the run's timeline (xferaudit/trace.py).
+
+``--top N`` shows the N sites with the most crossings; the totals stay the
+whole run's, and a line (``rows_hidden`` in JSON) says how many sites are not
+shown. Names from the file are printed with control characters escaped
+(xferaudit/_text.py); a file with impossible counts is refused (exit 2).
 """
 
 from __future__ import annotations
@@ -25,7 +30,7 @@ class ReportCommand(Command):
         parser.add_argument("--format", choices=("text", "json"), default="text",
                             help="text table (default) or the JSON form")
         parser.add_argument("--top", type=int, default=None, metavar="N",
-                            help="only the N sites with the most crossings")
+                            help="only the N sites with the most crossings (totals stay the run's)")
         # Pictures (issue 8): xferaudit/plot.py and xferaudit/trace.py.
         parser.add_argument("--plot", metavar="OUT.png", default=None,
                             help="also draw crossings and bytes per site (PNG/SVG/PDF by "
