@@ -44,7 +44,7 @@ def parse_json(text: str, where: str, error: Err) -> Any:
     return data
 
 
-def parse_toml(text: str, where: str, error: Err) -> Any:
+def parse_toml(text: str, where: str, error: Err, what: str = "cannot parse") -> Any:
     """``tomllib.loads`` whose every failure is `error` naming `where` (a syntax
     error, an integer of too many digits, nesting too deep)."""
     import sys
@@ -56,9 +56,9 @@ def parse_toml(text: str, where: str, error: Err) -> Any:
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as e:
-        raise error(f"{where}: cannot parse: {e}") from None
+        raise error(f"{where}: {what}: {e}") from None
     except RecursionError:
-        raise error(f"{where}: cannot parse: nested too deeply") from None
+        raise error(f"{where}: {what}: nested too deeply") from None
     except ValueError as e:  # an integer of more digits than Python converts
         raise error(f"{where}: bad value: {e}") from None
     check_depth(data, where, error)

@@ -190,7 +190,7 @@ def load_budget(source: BudgetSource = None) -> Budget:
     if path.suffix.lower() == ".json":
         data = _validate.parse_json(text, where, BudgetError)
     else:
-        data = _validate.parse_toml(text, where, BudgetError)
+        data = _validate.parse_toml(text, where, BudgetError, "not TOML")
     return budget_from_mapping(_table_of(data, where), where)
 
 
