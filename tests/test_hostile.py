@@ -366,6 +366,33 @@ def test_ctrl_c_during_wrap_says_which_files_were_rewritten(proj):
     assert "xfer" in Path(files[1]).read_text() and "xfer" not in Path(files[2]).read_text()
 
 
+SIGINT_DRIVER = textwrap.dedent("""
+    import os, signal, sys
+    from xferaudit.static import codemod_files
+    real, done = codemod_files._write, []
+    def write(o, new):
+        error = real(o, new)
+        done.append(o.rel)
+        if len(done) == 2:
+            os.kill(os.getpid(), signal.SIGINT)  # Ctrl-C, right after the second rewrite
+        return error
+    codemod_files._write = write
+    from xferaudit.cli import main
+    sys.exit(main(["wrap", "-j", "2", *sys.argv[1:]]))
+""")
+
+
+def test_a_real_ctrl_c_during_a_pooled_wrap_names_the_rewritten_files(proj):
+    files = [write(proj, f"m{i:02}.py") for i in range(20)]
+    p = subprocess.run([sys.executable, "-c", SIGINT_DRIVER, "."], capture_output=True, text=True,
+                       timeout=120, cwd=proj)
+    assert p.returncode == 130, p.stderr[-2000:]
+    assert "Traceback" not in p.stderr and "2 files already rewritten" in p.stderr, p.stderr[-2000:]
+    named = [ln.strip() for ln in p.stderr.splitlines() if ln.startswith("  ")]
+    changed = sorted(f.name for f in files if f.read_text() != STEP)
+    assert sorted(named) == changed and len(changed) == 2
+
+
 DRIVER = textwrap.dedent("""
     import multiprocessing, os, sys, time
     from xferaudit.config import load_config

@@ -264,6 +264,7 @@ def run_codemod(
     progress = Progress(len(paths), err, enabled=not quiet)
     messages: list[str] = []
     written: list[str] = []
+    o = None
     try:
         for o in _outcomes(list(paths), mode, cfg, tuple(select), diff, jobs):
             progress.step()
@@ -297,6 +298,8 @@ def run_codemod(
                 messages.append(f"{printable_path(o.rel)}: skipped: {printable(o.error)}")
     except KeyboardInterrupt:
         progress.close()
+        if o is not None and (not written or written[-1] != o.rel) and _was_written(o, dry):
+            written.append(o.rel)  # interrupted between its rename and the bookkeeping
         err.write(interrupted_message(mode, written) + "\n")
         return EXIT_INTERRUPTED
     progress.close()
@@ -312,6 +315,17 @@ def run_codemod(
     if mode == "wrap" and summary.left:
         return EXIT_FINDINGS
     return EXIT_OK
+
+
+def _was_written(o: FileOutcome, dry: bool) -> bool:
+    """Whether the file of `o` already holds its new content (an interrupt can
+    fall between the write and the list of files written)."""
+    if dry or o.result is None or not o.result.changed:
+        return False
+    try:
+        return _read_bytes(o.path) == o.result.new
+    except OSError:
+        return False
 
 
 def interrupted_message(mode: str, written: Sequence[str]) -> str:
