@@ -474,3 +474,13 @@ def test_wrap_over_an_odd_tree_leaves_content_owners_and_links_as_expected(proj,
     assert a.read_text() == STEP == x.read_text()
     if os.geteuid() == 0:
         assert (os.stat(a).st_uid, os.stat(a).st_gid) == (1234, 2345)
+
+
+def test_a_default_cache_folder_linked_out_of_the_project_is_refused(proj, capsys):
+    write(proj, "a.py")
+    elsewhere = proj.parent / "elsewhere"
+    elsewhere.mkdir()
+    (proj / ".xferaudit_cache").symlink_to(elsewhere)
+    rc, _, err = run(capsys, "check", "a.py")
+    assert rc == 2 and "outside the project" in err
+    assert os.listdir(elsewhere) == []

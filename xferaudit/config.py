@@ -189,6 +189,14 @@ def check_codes(codes: Iterable[str], key: str, where: str) -> tuple[str, ...]:
     return tuple(out)
 
 
+def outside(path: Path, root: Path) -> Optional[str]:
+    """`path`'s real location when ``~``, ``..`` and links take it out of `root`, else None."""
+    real, top = os.path.realpath(path), os.path.realpath(root)
+    if real == top or real.startswith(top.rstrip(os.sep) + os.sep):
+        return None
+    return real
+
+
 def _cache_dir(value: Any, root: Path, where: str) -> Path:
     """The config's cache-dir, relative to the root: it must stay inside the
     project once ``~``, ``..`` and links are resolved (a repository's config
@@ -196,8 +204,8 @@ def _cache_dir(value: Any, root: Path, where: str) -> Path:
     if not isinstance(value, str) or not value or "\0" in value:
         raise ConfigError(f"{where}: [tool.xferaudit] cache-dir must be a path (a string)")
     path = root / os.path.expanduser(value)
-    real, top = os.path.realpath(path), os.path.realpath(root)
-    if real != top and not real.startswith(top.rstrip(os.sep) + os.sep):
+    real = outside(path, root)
+    if real is not None:
         raise ConfigError(
             f"{where}: [tool.xferaudit] cache-dir {value!r} lies outside the project ({real}); "
             "a folder outside it can only be given on the command line, with --cache-dir"

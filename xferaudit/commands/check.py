@@ -53,7 +53,7 @@ def add_scan_arguments(parser: argparse.ArgumentParser) -> None:
 
 def load(args: argparse.Namespace):
     """(config, rule table) for a command's arguments; config errors become exit 2."""
-    from ..config import ConfigError, check_codes, load_config
+    from ..config import ConfigError, check_codes, load_config, outside
 
     paths = args.paths or ["."]
     try:
@@ -66,7 +66,11 @@ def load(args: argparse.Namespace):
             if value is not None:
                 setattr(cfg, opt, check_codes(_codes(value), f"--{opt}", "command line"))
         if getattr(args, "cache_dir", None):
-            cfg.cache_dir = Path(args.cache_dir)
+            cfg.cache_dir = Path(args.cache_dir)  # the command line may name any folder
+        elif not getattr(args, "no_cache", False) and outside(cfg.cache_path(), cfg.root):
+            raise ConfigError(f"cache folder {cfg.cache_path()} lies outside the project "
+                              f"({outside(cfg.cache_path(), cfg.root)}, through a link); "
+                              "name a folder outside it with --cache-dir, or use --no-cache")
         rules = cfg.table()
     except ConfigError as e:
         raise UserError(str(e)) from None
