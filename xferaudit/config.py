@@ -25,17 +25,11 @@ from __future__ import annotations
 import fnmatch
 import os
 import re
-import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Iterator, Mapping, Optional
 
 from .rules import RuleError, RuleTable, available_packs, table, user_rules
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover
-    import tomli as tomllib
 
 DEFAULT_EXCLUDE = (
     ".git", ".hg", ".svn", ".tox", ".nox", ".venv", "venv", ".eggs", "__pycache__",
@@ -195,6 +189,30 @@ def check_codes(codes: Iterable[str], key: str, where: str) -> tuple[str, ...]:
     return tuple(out)
 
 
+def outside(path: Path, root: Path) -> Optional[str]:
+    """`path`'s real location when ``~``, ``..`` and links take it out of `root`, else None."""
+    real, top = os.path.realpath(path), os.path.realpath(root)
+    if real == top or real.startswith(top.rstrip(os.sep) + os.sep):
+        return None
+    return real
+
+
+def _cache_dir(value: Any, root: Path, where: str) -> Path:
+    """The config's cache-dir, relative to the root: it must stay inside the
+    project once ``~``, ``..`` and links are resolved (a repository's config
+    must not make the tool write elsewhere); ``--cache-dir`` may point anywhere."""
+    if not isinstance(value, str) or not value or "\0" in value:
+        raise ConfigError(f"{where}: [tool.xferaudit] cache-dir must be a path (a string)")
+    path = root / os.path.expanduser(value)
+    real = outside(path, root)
+    if real is not None:
+        raise ConfigError(
+            f"{where}: [tool.xferaudit] cache-dir {value!r} lies outside the project ({real}); "
+            "a folder outside it can only be given on the command line, with --cache-dir"
+        )
+    return path
+
+
 def load_config(start: Optional[Path] = None, path: Optional[Path] = None) -> Config:
     """Read the config for the project holding `start` (or the file `path`)."""
     if path is None:
@@ -209,12 +227,15 @@ def load_config(start: Optional[Path] = None, path: Optional[Path] = None) -> Co
     if path is None:
         return Config(root=root)
     where = str(path)
+    from ._validate import parse_toml
+
     try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as e:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as e:
         raise ConfigError(f"{where}: cannot parse: {e}") from None
     except OSError as e:
         raise ConfigError(f"{where}: cannot read: {e.strerror or e}") from None
+    data = parse_toml(text, where, ConfigError)
     if path.name != "pyproject.toml" and "tool" not in data:
         raw = data  # a file of its own (`--config xferaudit.toml`): its top level is the table
     else:
@@ -246,9 +267,7 @@ def load_config(start: Optional[Path] = None, path: Optional[Path] = None) -> Co
         for k, v in pfi.items()
     }
     if "cache-dir" in raw:
-        if not isinstance(raw["cache-dir"], str) or not raw["cache-dir"]:
-            raise ConfigError(f"{where}: [tool.xferaudit] cache-dir must be a path (a string)")
-        cfg.cache_dir = root / os.path.expanduser(raw["cache-dir"])
+        cfg.cache_dir = _cache_dir(raw["cache-dir"], root, where)
     rows = raw.get("rule", [])
     if not isinstance(rows, list) or not all(isinstance(r, dict) for r in rows):
         raise ConfigError(f"{where}: [[tool.xferaudit.rule]] must be an array of tables")
@@ -258,6 +277,30 @@ def load_config(start: Optional[Path] = None, path: Optional[Path] = None) -> Co
         raise ConfigError(f"{where}: [tool.xferaudit.budget] must be a table of site = count")
     cfg.table()  # validate the rows now, with the file's name in the message
     return cfg
+
+
+def _own_path(path: str, root: str) -> str:
+    """`path` under its own name when it lies in the project: a path through a
+    symbolic link (``alias.py``, ``a/link/x.py`` with ``a/link -> ../b``) becomes
+    the real file's path below the root (``real.py``, ``b/x.py``), so a site is
+    named, and a file written, once and by its own path. Outside the project
+    the path is left as given."""
+    try:
+        real = os.path.realpath(path)
+        top = os.path.realpath(root)
+    except (OSError, ValueError):
+        return path
+    if real == os.path.abspath(path):
+        return path
+    if real == top:
+        return root
+    if real.startswith(top.rstrip(os.sep) + os.sep):
+        return os.path.join(root, real[len(top.rstrip(os.sep)) + 1:])
+    return path
+
+
+def _file_id(st: os.stat_result) -> tuple:
+    return (st.st_dev, st.st_ino)
 
 
 def iter_python_paths(paths: Iterable, cfg: Config) -> Iterator[str]:
@@ -271,24 +314,44 @@ def iter_python_paths(paths: Iterable, cfg: Config) -> Iterator[str]:
     pattern matches (``xferaudit check .venv/lib/python3.11/site-packages/torch``),
     and the patterns apply to what lies below it. A named path that does not
     exist is yielded as is, for the caller to report.
+
+    Odd trees: every real file is yielded once, under its own path. A walk never
+    follows a symbolic link, to a folder or to a file: a link inside the tree
+    leads to files the walk visits under their own names anyway, and one out of
+    the tree or into a loop (``ln -s .. pkg/up``) must not be entered (a dangling
+    link is yielded, for the caller to report as unreadable). A path *named* on
+    the command line is followed through its links and, inside the project,
+    yielded under the real file's path (``check alias.py`` reads and names
+    ``real.py``). Hard links (two names of one file) are yielded once, under the
+    first name found. Only regular files are read (no FIFOs or devices).
     """
-    seen: set[str] = set()
+    seen: set = set()
     g = cfg.globs
     root = str(cfg.root)
+
+    def first(path: str, st: Optional[os.stat_result]) -> bool:
+        key = _file_id(st) if st is not None else os.path.abspath(path)
+        if key in seen:
+            return False
+        seen.add(key)
+        return True
+
     for p in paths:
-        sp = os.fspath(p)
+        sp = _own_path(os.fspath(p), root)
         ap = os.path.abspath(sp)
         inside = ap == root or ap.startswith(root.rstrip(os.sep) + os.sep)
         is_dir = os.path.isdir(sp)
         if inside and not is_dir and cfg.excluded(cfg.relpath(ap)):
             continue
         if not is_dir:
-            if ap not in seen:
-                seen.add(ap)
+            try:
+                st: Optional[os.stat_result] = os.stat(sp)
+            except (OSError, ValueError):
+                st = None
+            if first(sp, st):
                 yield sp
             continue
         base = cfg.relpath(ap) if inside else ""
-        absolute = os.path.isabs(sp) and os.path.normpath(sp) == sp
         stack = [(sp, base)]
         while stack:
             d, rel = stack.pop()
@@ -305,16 +368,20 @@ def iter_python_paths(paths: Iterable, cfg: Config) -> Iterator[str]:
                 if inside and g.path(erel):
                     continue
                 try:
-                    is_dir = e.is_dir()
+                    if e.is_symlink():
+                        if name.endswith((".py", ".pyi")) and not os.path.exists(e.path):
+                            yield e.path  # dangling: reported by the caller
+                        continue
+                    if e.is_dir(follow_symlinks=False):
+                        subdirs.append((e.path, erel))
+                        continue
+                    if not (name.endswith((".py", ".pyi")) and e.is_file(follow_symlinks=False)):
+                        continue
+                    st = e.stat(follow_symlinks=False)
                 except OSError:
                     continue
-                if is_dir:
-                    subdirs.append((e.path, erel))
-                elif name.endswith((".py", ".pyi")):
-                    fa = e.path if absolute else os.path.abspath(e.path)
-                    if fa not in seen:
-                        seen.add(fa)
-                        yield e.path
+                if first(e.path, st):
+                    yield e.path
             stack.extend(reversed(subdirs))
 
 

@@ -79,18 +79,18 @@ class BudgetCommand(Command):
     def run(self, args: argparse.Namespace) -> int:
         from ..runtime._report import Report, ReportError
 
+        from .._validate import parse_json, steps_of
+
         src = Path(args.source)
         try:
             rep = Report.load(src)
-            raw = json.loads(src.read_text(encoding="utf-8"))
+            raw = parse_json(src.read_text(encoding="utf-8"), str(src), ReportError)
+            declared = steps_of(raw, str(src), ReportError)
         except ReportError as e:
             raise UserError(str(e)) from None
-        steps = args.steps
-        if steps is None:
-            declared = raw.get("steps", (raw.get("meta") or {}).get("steps", 1))
-            if isinstance(declared, bool) or not isinstance(declared, int) or declared < 1:
-                raise UserError(f"{src}: 'steps' must be a whole number >= 1, not {declared!r}")
-            steps = declared
+        except OSError as e:
+            raise UserError(f"{src}: cannot read: {e.strerror or e}") from None
+        steps = args.steps if args.steps is not None else declared or 1
         pct, absolute = args.slack
 
         def allowance(total: int) -> float:

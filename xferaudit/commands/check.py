@@ -45,14 +45,15 @@ def add_scan_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--no-cache", action="store_true",
                         help="neither read nor write the findings cache")
     parser.add_argument("--cache-dir", metavar="DIR", default=None,
-                        help="where the cache lives (default: .xferaudit_cache under the project root)")
+                        help="where the cache lives (default: .xferaudit_cache under the project root); "
+                             "any path, but a new, empty or cache-only folder (others are refused)")
     parser.add_argument("--jobs", "-j", type=int, default=None, metavar="N",
                         help="parse on N processes (default: every core when there is enough to parse)")
 
 
 def load(args: argparse.Namespace):
     """(config, rule table) for a command's arguments; config errors become exit 2."""
-    from ..config import ConfigError, check_codes, load_config
+    from ..config import ConfigError, check_codes, load_config, outside
 
     from ._args import require_known_codes, require_python_files, split_codes
 
@@ -70,13 +71,27 @@ def load(args: argparse.Namespace):
             if value is not None:
                 setattr(cfg, opt, check_codes(_codes(value), f"--{opt}", "command line"))
         if getattr(args, "cache_dir", None):
-            cfg.cache_dir = Path(args.cache_dir)
+            cfg.cache_dir = Path(args.cache_dir)  # the command line may name any folder
+        elif not getattr(args, "no_cache", False) and outside(cfg.cache_path(), cfg.root):
+            raise ConfigError(f"cache folder {cfg.cache_path()} lies outside the project "
+                              f"({outside(cfg.cache_path(), cfg.root)}, through a link); "
+                              "name a folder outside it with --cache-dir, or use --no-cache")
         rules = cfg.table()
     except ConfigError as e:
         raise UserError(str(e)) from None
     if args.jobs is not None and args.jobs < 1:
         raise UserError("--jobs must be 1 or more")
     return cfg, rules, paths
+
+
+def scan_or_exit(scan, paths, cfg, rules, args, **kw):
+    """Run `scan`; a cache folder that cannot be used is an error (exit 2)."""
+    from ..static.cache import CacheError
+
+    try:
+        return scan(paths, cfg, rules, use_cache=not args.no_cache, jobs=args.jobs, **kw)
+    except CacheError as e:
+        raise UserError(str(e)) from None
 
 
 class CheckCommand(Command):
@@ -117,8 +132,10 @@ class CheckCommand(Command):
 
         cfg, rules, paths = load(args)
         progress = Progress(0, sys.stderr, enabled=not args.quiet, label="xferaudit check")
-        result = scan(paths, cfg, rules, use_cache=not args.no_cache, jobs=args.jobs, progress=progress)
-        progress.close()
+        try:
+            result = scan_or_exit(scan, paths, cfg, rules, args, progress=progress)
+        finally:
+            progress.close()
         diags = collect(result, cfg, rules)
         out = sys.stdout
 

@@ -13,6 +13,7 @@ import argparse
 import json
 import sys
 
+from .._text import printable
 from . import EXIT_OK, Command, UserError
 
 
@@ -38,8 +39,24 @@ class DiffCommand(Command):
         if args.format == "json":
             sys.stdout.write(json.dumps(diff_to_dict(d), indent=2) + "\n")
         else:
-            sys.stdout.write(format_diff(d, args.a, args.b, show_same=args.all))
+            sys.stdout.write(format_diff(_printable(d), printable(args.a), printable(args.b),
+                                         show_same=args.all))
         return EXIT_OK
+
+
+def _printable(d: dict) -> dict:
+    """The diff with its names escaped for a terminal (xferaudit._text.printable)."""
+    import dataclasses
+
+    p = printable
+    return dict(
+        d,
+        sites=[dataclasses.replace(c, site=p(c.site), direction=tuple(map(p, c.direction)))
+               for c in d["sites"]],
+        launches=[dict(x, site=p(x["site"])) for x in d["launches"]],
+        unwrapped=[dict(u, path=p(u["path"]), op=p(u["op"]), direction=p(u["direction"]))
+                   for u in d["unwrapped"]],
+    )
 
 
 COMMAND = DiffCommand

@@ -9,8 +9,13 @@ median of the ranks there. A merged report may be merged again with more ranks.
 
 Exit codes: 0 merged (outliers are shown, not failed on), 2 a file is missing,
 unreadable, not a report, or the files disagree (two files of one rank,
-different world sizes, some with a rank and some without). On error nothing is
-written.
+different world sizes, some with a rank and some without), or a count in one is
+impossible (negative, over 2**63-1, more crossings than calls). On error
+nothing is written.
+
+Missing ranks are bounded by the input, not by the world size it declares: the
+merged ``meta`` has ``missing_rank_count``, ``missing_rank_ranges`` (``[first,
+last]`` pairs) and ``missing_ranks`` (the first 1,000 of them one by one).
 """
 
 from __future__ import annotations
@@ -21,6 +26,7 @@ import sys
 from pathlib import Path
 
 from . import EXIT_OK, Command, UserError
+from .report import printable_report
 
 
 class MergeCommand(Command):
@@ -63,7 +69,7 @@ class MergeCommand(Command):
             if args.format == "json":
                 sys.stdout.write(json.dumps(merged.to_dict(), indent=2) + "\n")
             else:
-                sys.stdout.write(merged.format())
+                sys.stdout.write(printable_report(merged).format())
                 if args.output is not None:
                     sys.stdout.write(f"wrote {args.output}\n")
         return EXIT_OK

@@ -5,6 +5,11 @@ table the run printed (direction, calls, crossings, MB, site; totals; launches;
 the guard's unwrapped transfers), or its JSON. ``--plot OUT.png`` also draws
 crossings and bytes per site (xferaudit/plot.py); ``--trace OUT.json`` writes
 a Chrome/Perfetto trace of the run's timeline (xferaudit/trace.py).
+
+``--top N`` shows the N sites with the most crossings; the totals stay the
+whole run's, and a line (``rows_hidden`` in JSON) says how many sites are not
+shown. Names from the file are printed with control characters escaped
+(xferaudit/_text.py); a file with impossible counts is refused (exit 2).
 """
 
 from __future__ import annotations
@@ -25,7 +30,7 @@ class ReportCommand(Command):
         parser.add_argument("--format", choices=("text", "json"), default="text",
                             help="text table (default) or the JSON form")
         parser.add_argument("--top", type=int, default=None, metavar="N",
-                            help="only the N sites with the most crossings")
+                            help="only the N sites with the most crossings (totals stay the run's)")
         # Pictures (issue 8): xferaudit/plot.py and xferaudit/trace.py.
         parser.add_argument("--plot", metavar="OUT.png", default=None,
                             help="also draw crossings and bytes per site (PNG/SVG/PDF by "
@@ -46,13 +51,18 @@ class ReportCommand(Command):
             rep = Report.load(args.file)
         except ReportError as e:
             raise UserError(str(e)) from None
-        if args.top is not None:
-            rep.rows = rep.rows[: args.top]
-        self._pictures(rep, args)
-        if args.format == "json":
-            sys.stdout.write(json.dumps(rep.to_dict(), indent=2) + "\n")
+        if args.top is not None:  # the picture shows the rows the table shows
+            import copy
+
+            shown = copy.copy(rep)
+            shown.rows = rep.rows[: args.top]
+            self._pictures(shown, args)
         else:
-            sys.stdout.write(rep.format())
+            self._pictures(rep, args)
+        if args.format == "json":
+            sys.stdout.write(json.dumps(rep.to_dict(top=args.top), indent=2) + "\n")
+        else:
+            sys.stdout.write(printable_report(rep).format(top=args.top))
         return EXIT_OK
 
     @staticmethod
@@ -80,6 +90,28 @@ class ReportCommand(Command):
                 print(f"xferaudit: wrote {args.trace}", file=sys.stderr)
         except (PlotError, TraceError) as e:
             raise UserError(str(e)) from None
+
+
+def printable_report(rep: object) -> object:
+    """A copy of `rep` (a Report or RankedReport) whose names are safe to print:
+    sites, paths, ops, directions and the note with control characters escaped
+    (:func:`xferaudit._text.printable`). Figures are unchanged; JSON output uses
+    the report itself, since JSON escapes on its own."""
+    import copy
+    import dataclasses
+
+    from .._text import printable
+
+    c = copy.copy(rep)
+    c.rows = [dataclasses.replace(r, site=printable(r.site), kind=printable(r.kind),
+                                  direction=printable(r.direction)) for r in rep.rows]
+    c.launches = [dataclasses.replace(x, site=printable(x.site)) for x in rep.launches]
+    c.unwrapped = [dataclasses.replace(u, path=printable(u.path), op=printable(u.op),
+                                       direction=printable(u.direction)) for u in rep.unwrapped]
+    c.meta = {k: printable(v) if isinstance(v, str) else v for k, v in rep.meta.items()}
+    if isinstance(getattr(rep, "ranks", None), list):
+        c.ranks = [printable_report(r) for r in rep.ranks]
+    return c
 
 
 COMMAND = ReportCommand

@@ -17,8 +17,9 @@ import argparse
 import json
 import sys
 
+from .._text import printable, printable_path
 from . import EXIT_ERROR, EXIT_OK, Command
-from .check import add_scan_arguments, emit, load
+from .check import add_scan_arguments, emit, load, scan_or_exit
 
 
 class SitesCommand(Command):
@@ -34,7 +35,7 @@ class SitesCommand(Command):
         from ..static.scan import scan
 
         cfg, rules, paths = load(args)
-        result = scan(paths, cfg, rules, use_cache=not args.no_cache, jobs=args.jobs)
+        result = scan_or_exit(scan, paths, cfg, rules, args)
         errors = [r for r in result.results if r.error is not None and not r.repaired]
         repaired = [r for r in result.results if r.repaired]
         sites = [s for r in result.results for s in r.sites]
@@ -47,14 +48,16 @@ class SitesCommand(Command):
                 call = " ".join(s.call.split())
                 if len(call) > 70:
                     call = call[:67] + "..."
-                lines.append(f"{s.path}:{s.line}:{s.column}: {s.kind:<5} {s.rule} {state:<10} {call}  [{s.site}]")
+                lines.append(f"{printable_path(s.path)}:{s.line}:{s.column}: {s.kind:<5} {s.rule} "
+                             f"{state:<10} {printable(call)}  [{printable(s.site)}]")
             if lines:
                 emit("\n".join(lines))
         for r in repaired:
-            print(f"xferaudit: warning: {r.path}:{r.error_line}:{r.error_column}: {r.error}; "
+            print(f"xferaudit: warning: {printable(r.path)}:{r.error_line}:{r.error_column}: {r.error}; "
                   "its sites were found reading it as old Python (print statements, async=...)", file=sys.stderr)
         for r in errors:
-            print(f"{r.path}:{r.error_line}:{r.error_column}: XFA001 {r.error}", file=sys.stderr)
+            print(f"{printable_path(r.path)}:{r.error_line}:{r.error_column}: XFA001 {printable(r.error)}",
+                  file=sys.stderr)
         return EXIT_ERROR if errors else EXIT_OK
 
 

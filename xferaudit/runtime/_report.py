@@ -132,16 +132,20 @@ class Report:
         return {x.site: x.launches for x in self.launches}
 
     # --- JSON -----------------------------------------------------------------
-    def to_dict(self) -> dict:
+    def to_dict(self, top: Optional[int] = None) -> dict:
+        """The JSON form; with `top`, only the first `top` rows, ``rows_hidden``
+        saying how many were left out, and the totals still the whole run's."""
         out = {
             "format": FORMAT,
             "version": VERSION,
             "meta": dict(self.meta),
-            "rows": [r.to_dict() for r in self.rows],
+            "rows": [r.to_dict() for r in self.rows[:top]],
             "totals": self.totals(),
             "launches": [asdict(x) for x in self.launches],
             "unwrapped": [asdict(u) for u in self.unwrapped],
         }
+        if top is not None:
+            out["rows_hidden"] = len(self.rows[top:])
         if self.timeline is not None:
             out["timeline"] = self.timeline
         return out
@@ -222,15 +226,16 @@ class Report:
             raise ReportError(f"{p}: no such file") from None
         except (OSError, UnicodeDecodeError) as e:
             raise ReportError(f"{p}: cannot read: {e}") from None
-        try:
-            data = json.loads(text)
-        except json.JSONDecodeError as e:
-            raise ReportError(f"{p}: not JSON: {e.msg} at line {e.lineno}") from None
+        from .._validate import check_report, parse_json  # counts in range, or exit 2
+
+        data = parse_json(text, str(p), ReportError)
+        check_report(data, str(p), ReportError)
         return cls.from_dict(data, str(p))
 
     # --- text -----------------------------------------------------------------
-    def format(self) -> str:
-        """The printed table (what ``print(report)`` and ``xfer.report()`` show)."""
+    def format(self, top: Optional[int] = None) -> str:
+        """The printed table (what ``print(report)`` and ``xfer.report()`` show);
+        with `top`, only the first `top` site rows, the totals still the run's."""
         lines = ["xferaudit: host<->device transfers per wrapped site", NORMAL]
         if not self.rows and not self.launches and not self.unwrapped:
             hint = "" if self.meta.get("counting", True) else (
@@ -241,10 +246,14 @@ class Report:
         if self.rows:
             lines.append(f"{'direction':<10} {'calls':>8} {'crossings':>10} {'copies':>8} "
                          f"{'MB':>14}  site")
-            for r in self.rows:
+            for r in self.rows[:top]:
                 pg = f"  [pageable {r.pageable}]" if r.pageable else ""
                 lines.append(f"{r.direction:<10} {r.calls:>8} {r.crossings:>10} {r.copies:>8} "
                              f"{_mb(r.bytes):>14}  {r.site}{pg}")
+            hidden = len(self.rows[top:]) if top is not None else 0
+            if hidden:
+                lines.append(f"({hidden} more site{'s' if hidden != 1 else ''} not shown; "
+                             "the totals are the whole run's)")
             tot = self.totals()
             calls = sum(r.calls for r in self.rows)
             for label, key, c in (("up", "up", ""), ("down", "down", ""), ("all", "all", calls)):

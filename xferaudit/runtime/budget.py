@@ -47,20 +47,14 @@ made outside are neither lost nor mixed in.
 
 from __future__ import annotations
 
-import json
-import math
 import os
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any, Mapping, Optional, Union
 
+from .. import _validate
 from . import recorder as _recorder
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover
-    import tomli as tomllib
 
 __all__ = [
     "Budget", "BudgetError", "BudgetExceeded", "Expectation", "Problem", "expect", "load_budget",
@@ -144,9 +138,7 @@ class Budget:
 
 
 def _value(v: Any, where: str) -> float:
-    if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v < 0:
-        raise BudgetError(f"{where}: must be a number of crossings per step >= 0, not {v!r}")
-    return v
+    return _validate.number(v, where, BudgetError, "number of crossings per step")
 
 
 def budget_from_mapping(data: Mapping[str, Any], where: str = "budget") -> Budget:
@@ -216,15 +208,9 @@ def load_budget(source: BudgetSource = None) -> Budget:
     except (OSError, UnicodeDecodeError) as e:
         raise BudgetError(f"{where}: cannot read: {e}") from None
     if path.suffix.lower() == ".json":
-        try:
-            data = json.loads(text)
-        except json.JSONDecodeError as e:
-            raise BudgetError(f"{where}: not JSON: {e.msg} at line {e.lineno}") from None
+        data = _validate.parse_json(text, where, BudgetError)
     else:
-        try:
-            data = tomllib.loads(text)
-        except tomllib.TOMLDecodeError as e:
-            raise BudgetError(f"{where}: not TOML: {e}") from None
+        data = _validate.parse_toml(text, where, BudgetError, "not TOML")
     return budget_from_mapping(_table_of(data, where), where)
 
 

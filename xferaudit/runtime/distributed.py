@@ -165,8 +165,8 @@ class RankedReport(Report):
         return found
 
     # --- JSON ----------------------------------------------------------------
-    def to_dict(self) -> dict:
-        d = super().to_dict()
+    def to_dict(self, top: Optional[int] = None) -> dict:
+        d = super().to_dict(top)
         per = self.per_rank()
         for row in d["rows"]:
             cells = per.get(row["site"], {})
@@ -213,12 +213,12 @@ class RankedReport(Report):
         return merge(reps, [where] * len(reps), world_size=ws, note=meta.get("note"))
 
     # --- text ----------------------------------------------------------------
-    def format(self) -> str:
-        lines = [super().format().rstrip("\n"), ""]
+    def format(self, top: Optional[int] = None) -> str:
+        lines = [super().format(top).rstrip("\n"), ""]
         ids = self.rank_ids()
         lines.append(f"ranks: {len(ids)} of world size {self.world_size}"
-                     + (f" (missing: {', '.join(map(str, self.meta['missing_ranks']))})"
-                        if self.meta.get("missing_ranks") else ""))
+                     + (f" (missing: {_ranges_text(self.meta['missing_rank_ranges'])})"
+                        if self.meta.get("missing_rank_ranges") else ""))
         if self.meta.get("note"):
             lines.append(f"note: {self.meta['note']}")
         per = self.per_rank()
@@ -229,7 +229,7 @@ class RankedReport(Report):
             head = [f"{'rank ' + str(r):>8}" for r in ids] if wide else [
                 f"{'min':>8}", f"{'max':>8}", f"{'above':>12}"]
             lines.append(" ".join(head + [f"{'median':>8}"]) + "  site")
-            for row in self.rows:
+            for row in self.rows[:top]:
                 cells = per.get(row.site, {})
                 counts = {r: cells[r]["crossings"] for r in ids if r in cells}
                 med, flagged = _flag(counts)
@@ -263,6 +263,35 @@ def _rank_of(rep: Report) -> Optional[int]:
     if isinstance(rk, bool) or not isinstance(rk, int) or rk < 0:
         raise ReportError(f"meta.rank must be an integer >= 0, not {rk!r}")
     return rk
+
+
+#: At most this many missing ranks are listed one by one in ``meta["missing_ranks"]``.
+MAX_LISTED_MISSING = 1000
+
+
+def _missing(present: list, ws: int) -> dict:
+    """The ranks of `ws` not in `present` (sorted), bounded by the input's size, not
+    the world size: ``missing_ranks`` lists up to :data:`MAX_LISTED_MISSING`,
+    ``missing_rank_ranges`` gives them all as ``[first, last]`` pairs (at most one
+    more pair than ranks present), ``missing_rank_count`` how many."""
+    ranges, start = [], 0
+    for r in present + [ws]:
+        if r > start:
+            ranges.append([start, r - 1])
+        start = r + 1
+    if not ranges:
+        return {}
+    n = sum(b - a + 1 for a, b in ranges)
+    listed: list = []
+    for a, b in ranges:
+        listed += range(a, min(b + 1, a + MAX_LISTED_MISSING - len(listed)))
+        if len(listed) >= MAX_LISTED_MISSING:
+            break
+    return {"missing_ranks": listed, "missing_rank_ranges": ranges, "missing_rank_count": n}
+
+
+def _ranges_text(ranges: list) -> str:
+    return ", ".join(str(a) if a == b else f"{a}, {b}" if b == a + 1 else f"{a}-{b}" for a, b in ranges)
 
 
 def merge(
@@ -355,14 +384,12 @@ def merge(
             t.copies += u.copies
 
     present = [rep.meta["rank"] for rep in per_rank]
-    missing = [r for r in range(ws) if r not in seen]
     meta: dict = {
         "counting": any(rep.meta.get("counting", True) for rep in per_rank),
         "world_size": ws,
         "ranks_present": present,
     }
-    if missing:
-        meta["missing_ranks"] = missing
+    meta.update(_missing(present, ws))
     if notes:
         meta["note"] = "; ".join(notes)
     return RankedReport(list(rows.values()), list(launches.values()), list(unwrapped.values()),

@@ -64,23 +64,31 @@ def write(path: Path, diags: Iterable[Diagnostic]) -> int:
 
 
 def load(path: Path) -> Counter:
+    """The counts of a baseline file; :class:`BaselineError` (naming the file and
+    the entry) for anything else: a count that is not a whole number from 0 to
+    2**63-1, an entry without its four keys, JSON nested too deeply."""
+    from .._validate import MAX_COUNT, count, parse_json
+
     path = Path(path)
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
         raise BaselineError(f"{path}: no such baseline file (write one with --write-baseline)") from None
     except (OSError, ValueError) as e:
         raise BaselineError(f"{path}: cannot read the baseline: {e}") from None
+    data = parse_json(text, str(path), BaselineError)
     if not isinstance(data, dict) or data.get("xferaudit-baseline") != FORMAT:
         raise BaselineError(f"{path}: not an xferaudit baseline (format {FORMAT})")
+    entries = data.get("entries", [])
+    if not isinstance(entries, list):
+        raise BaselineError(f"{path}: \"entries\" must be a list")
     out: Counter = Counter()
-    for i, e in enumerate(data.get("entries", [])):
-        try:
-            key = (str(e["file"]), str(e["code"]), str(e["function"]))
-            n = int(e["count"])
-        except (KeyError, TypeError, ValueError):
-            raise BaselineError(f"{path}: entry {i} needs file, code, function and count") from None
-        out[key] += n
+    for i, e in enumerate(entries):
+        if not isinstance(e, dict) or not all(isinstance(e.get(k), str) for k in ("file", "code", "function")):
+            raise BaselineError(f"{path}: entry {i} needs file, code and function (strings) and count")
+        n = count(e.get("count"), f"{path}: entry {i}", "count", BaselineError)
+        key = (e["file"], e["code"], e["function"])
+        out[key] = min(out[key] + n, MAX_COUNT)
     return out
 
 

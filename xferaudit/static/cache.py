@@ -12,12 +12,24 @@ output formats are applied after the cache, so changing them costs nothing.
 Writes are atomic (a temporary file renamed over the old one); a cache that
 cannot be read is ignored and one that cannot be written is skipped, silently:
 the cache only ever saves time.
+
+The cache folder is the tool's alone. When the tool creates it, it also writes
+a ``.gitignore`` (``*``, so git never sees the cache) and a ``CACHEDIR.TAG``
+(so backup tools skip it); it writes them nowhere else. A folder that already
+exists is used only when it holds nothing but the cache's own files (an empty
+folder is used as it is, without markers); one that holds anything else is
+refused with :class:`CacheError` (``--cache-dir .`` must not turn the project
+into a cache). The config's ``cache-dir`` must lie inside the project
+(checked in :func:`xferaudit.config.load_config`); ``--cache-dir`` may point
+anywhere.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import os
+import re
 import sys
 from dataclasses import fields
 from pathlib import Path
@@ -33,6 +45,35 @@ KEEP_FILES = 4  # findings files of other keys kept (older tool versions, other 
 _SITE_FIELDS = tuple(f.name for f in fields(Site) if f.name != "path")
 _PKG = Path(__file__).resolve().parent.parent
 _CODE_FILES = ("static/finder.py", "static/repair.py", "static/scan.py", "static/cache.py", "rules.py", "config.py")
+
+
+#: The names a cache folder may hold: findings files, the markers, temporaries.
+_OWN = re.compile(r"findings-[0-9a-f]+\.json|\.gitignore|CACHEDIR\.TAG|\.findings-.*\.xferaudit-tmp", re.S)
+
+
+class CacheError(ValueError):
+    """The cache folder cannot be used (it holds other files, or is not a folder)."""
+
+
+def check_folder(directory: Path) -> None:
+    """Raise :class:`CacheError` unless `directory` is missing, empty, or holds
+    only the cache's own files. An unreadable folder passes (the cache is then
+    skipped, as any cache that cannot be read)."""
+    try:
+        names = os.listdir(directory)
+    except FileNotFoundError:
+        return
+    except NotADirectoryError:
+        raise CacheError(f"cache folder {directory}: not a folder") from None
+    except OSError:
+        return
+    foreign = sorted(n for n in names if not _OWN.fullmatch(n))
+    if foreign:
+        shown = ", ".join(repr(n) for n in foreign[:3]) + (", ..." if len(foreign) > 3 else "")
+        raise CacheError(
+            f"cache folder {directory} holds other files ({shown}); xferaudit keeps its cache "
+            "in a folder of its own: give a new or empty one with --cache-dir (or use --no-cache)"
+        )
 
 
 def code_fingerprint() -> str:
@@ -93,6 +134,9 @@ class Cache:
 
     @classmethod
     def open(cls, directory: Path, cfg: Config) -> "Cache":
+        """The cache in `directory` for `cfg`; :class:`CacheError` when the folder
+        holds files that are not the cache's."""
+        check_folder(Path(directory))
         return cls(directory, cache_key(cfg))
 
     def _load(self) -> None:
@@ -126,10 +170,13 @@ class Cache:
         if not self.new:
             return True
         try:
-            self.directory.mkdir(parents=True, exist_ok=True)
-            gi = self.directory / ".gitignore"
-            if not gi.exists():
-                gi.write_text("# Created by xferaudit automatically.\n*\n", encoding="utf-8")
+            try:
+                self.directory.mkdir(parents=True)
+                created = True
+            except FileExistsError:
+                created = False
+            if created:  # markers only in a folder this run made
+                (self.directory / ".gitignore").write_text("# Created by xferaudit automatically.\n*\n", encoding="utf-8")
                 (self.directory / "CACHEDIR.TAG").write_text(
                     "Signature: 8a477f597d28d172789f06886806bc55\n"
                     "# This file is a cache directory tag created by xferaudit.\n",

@@ -23,7 +23,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Optional, Sequence, TextIO
 
-from .._atomic import atomic_write
+from .._atomic import HardLinkError, atomic_write
+from .._text import printable, printable_path
 from ..config import Config
 from ..rules import KINDS
 from . import progress as _progress
@@ -33,6 +34,7 @@ from .codemod import CodemodError, CodemodResult, unwrap_source, wrap_source
 PARALLEL_MIN_FILES = 16
 
 EXIT_OK, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
+EXIT_INTERRUPTED = 130  # 128 + SIGINT, as a shell reports Ctrl-C
 
 
 @dataclass
@@ -167,8 +169,21 @@ def _outcomes(paths: Sequence[str], mode: str, cfg: Config, select: tuple[str, .
             yield process_file(p)
         return
     chunk = max(1, min(16, n // (workers * 8)))
-    with _pool_context().Pool(workers, _init, (mode, cfg, select, want_old)) as pool:
+    with pool_of(workers, (mode, cfg, select, want_old)) as pool:
         yield from pool.imap(process_file, paths, chunksize=chunk)
+
+
+def _worker_init(run_pid: int, *args) -> None:
+    from .._workers import die_with_parent
+
+    die_with_parent(run_pid)
+    _init(*args)
+
+
+def pool_of(workers: int, initargs: tuple):
+    """The process pool of a run: workers that end with the run (see
+    :mod:`xferaudit._workers`) and leave Ctrl-C to it."""
+    return _pool_context().Pool(workers, _worker_init, (os.getpid(), *initargs))
 
 
 def _pool_context():
@@ -212,34 +227,46 @@ def run_codemod(
     summary = Summary(mode=mode, files=len(paths))
     progress = Progress(len(paths), err, enabled=not quiet, label=f"xferaudit {mode}")
     messages: list[str] = []
-    for o in _outcomes(list(paths), mode, cfg, tuple(select), diff, jobs):
-        r = o.result
-        progress.step(sites=(sum(r.wrapped.values()) + sum(r.unwrapped.values())) if r is not None else 0)
-        if on_outcome is not None:
-            on_outcome(o)
-        res = o.result
-        if o.error is None and res is not None:
-            for s in res.skipped:
-                where = f"{o.rel}:{s.line}:{s.column}:" if s.line else f"{o.rel}:"
-                code = f" {s.code}" if s.code else ""
-                messages.append(f"{where}{code} left as it is: {s.reason} [{s.label}]")
-            summary.left += len(res.skipped) if mode == "wrap" else 0
-            summary.suppressed += res.suppressed
-            if res.changed:
-                if not dry:
-                    o.error = _write(o, res.new)
-                if o.error is None:
-                    summary.changed += 1
-                    summary.written += 0 if dry else 1
-                    summary.kinds.update(res.wrapped)
-                    summary.restored += sum(res.unwrapped.values())
-                    if diff:
-                        out.write(unified_diff(o.old, res.new, o.rel))
-                    elif check and not quiet:
-                        messages.append(f"would {'wrap' if mode == 'wrap' else 'unwrap'} {o.rel}")
-        if o.error is not None:
-            summary.skipped[_skip_class(o.error)] += 1
-            messages.append(f"{o.rel}: skipped: {o.error}")
+    written: list[str] = []
+    o = None
+    try:
+        for o in _outcomes(list(paths), mode, cfg, tuple(select), diff, jobs):
+            r = o.result
+            progress.step(sites=(sum(r.wrapped.values()) + sum(r.unwrapped.values())) if r is not None else 0)
+            if on_outcome is not None:
+                on_outcome(o)
+            res = o.result
+            if o.error is None and res is not None:
+                for s in res.skipped:
+                    name = printable_path(o.rel)
+                    where = f"{name}:{s.line}:{s.column}:" if s.line else f"{name}:"
+                    code = f" {s.code}" if s.code else ""
+                    messages.append(f"{where}{code} left as it is: {printable(s.reason)} [{printable(s.label)}]")
+                summary.left += len(res.skipped) if mode == "wrap" else 0
+                summary.suppressed += res.suppressed
+                if res.changed:
+                    if not dry:
+                        o.error = _write(o, res.new)
+                    if o.error is None:
+                        summary.changed += 1
+                        summary.written += 0 if dry else 1
+                        if not dry:
+                            written.append(o.rel)
+                        summary.kinds.update(res.wrapped)
+                        summary.restored += sum(res.unwrapped.values())
+                        if diff:
+                            out.write(unified_diff(o.old, res.new, o.rel))
+                        elif check and not quiet:
+                            messages.append(f"would {'wrap' if mode == 'wrap' else 'unwrap'} {printable(o.rel)}")
+            if o.error is not None:
+                summary.skipped[_skip_class(o.error)] += 1
+                messages.append(f"{printable_path(o.rel)}: skipped: {printable(o.error)}")
+    except KeyboardInterrupt:
+        progress.close()
+        if o is not None and (not written or written[-1] != o.rel) and _was_written(o, dry):
+            written.append(o.rel)  # interrupted between its rename and the bookkeeping
+        err.write(interrupted_message(mode, written) + "\n")
+        return EXIT_INTERRUPTED
     progress.close()
     out.flush()
     for m in messages:
@@ -255,6 +282,27 @@ def run_codemod(
     return EXIT_OK
 
 
+def _was_written(o: FileOutcome, dry: bool) -> bool:
+    """Whether the file of `o` already holds its new content (an interrupt can
+    fall between the write and the list of files written)."""
+    if dry or o.result is None or not o.result.changed:
+        return False
+    try:
+        return _read_bytes(o.path) == o.result.new
+    except OSError:
+        return False
+
+
+def interrupted_message(mode: str, written: Sequence[str]) -> str:
+    """What an interrupted run (Ctrl-C) says: which files it had already
+    rewritten (each one whole: the others are untouched)."""
+    verb = "rewritten" if mode == "wrap" else "restored"
+    head = f"xferaudit {mode}: interrupted; {_plural(len(written), 'file')} already {verb}"
+    if not written:
+        return head + "; no file was changed"
+    return head + " (every other file is as it was):\n" + "\n".join(f"  {printable(r)}" for r in written)
+
+
 def _write(o: FileOutcome, new: bytes) -> Optional[str]:
     try:
         st = os.stat(o.path)
@@ -263,7 +311,9 @@ def _write(o: FileOutcome, new: bytes) -> Optional[str]:
         if is_read_only(o.path):
             n = sum(o.result.wrapped.values()) or sum(o.result.unwrapped.values())
             return f"read-only: not rewritten ({n} call{'s' if n != 1 else ''} would change)"
-        atomic_write(o.path, new)
+        atomic_write(o.path, new, hard_links="refuse")
+    except HardLinkError as e:
+        return str(e)
     except OSError as e:
         return f"cannot write: {e.strerror or e}"
     return None

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from typing import Iterable, Optional
 
 from .. import __version__
+from .._text import printable, printable_path
 from ..config import Config
 from ..rules import KIND_CODES, Rule, RuleTable
 from .codes import CODES
@@ -263,9 +264,10 @@ def format_text(diags: list[Diagnostic], show_suppressed: bool = False) -> str:
     lines = []
     for d in diags:
         if d.suppressed is None:
-            lines.append(f"{d.path}:{d.line}:{d.column}: {d.code} {d.message}")
+            lines.append(f"{printable_path(d.path)}:{d.line}:{d.column}: {d.code} {printable(d.message)}")
         elif show_suppressed:
-            lines.append(f"{d.path}:{d.line}:{d.column}: {d.code} [suppressed by {d.suppressed}] {d.message}")
+            lines.append(f"{printable_path(d.path)}:{d.line}:{d.column}: {d.code} "
+                         f"[suppressed by {d.suppressed}] {printable(d.message)}")
     return "\n".join(lines)
 
 
@@ -292,6 +294,7 @@ def format_json(diags: list[Diagnostic], show_suppressed: bool = False) -> str:
 
 def _gh_escape(s: str, prop: bool = False) -> str:
     s = s.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+    s = printable(s)  # what is left: terminal escapes and other control characters
     if prop:
         s = s.replace(":", "%3A").replace(",", "%2C")
     return s

@@ -47,7 +47,10 @@ PARALLEL_MIN_FILES = 8
 _STATE: list = []  # the worker's rule table, set by _init (fork or spawn alike)
 
 
-def _init(table: RuleTable) -> None:
+def _init(table: RuleTable, run_pid: int = 0) -> None:
+    from .._workers import die_with_parent  # end with the run, leave Ctrl-C to it
+
+    die_with_parent(run_pid)
     _STATE[:] = [table]
 
 
@@ -219,7 +222,8 @@ def _run(todo: list, rules: RuleTable, jobs: Optional[int],
     items = [todo[k][1] for k in order]
     ctx = multiprocessing.get_context(_start_method())
     chunk = max(1, min(16, len(items) // (workers * 8)))
-    with ProcessPoolExecutor(max_workers=workers, mp_context=ctx, initializer=_init, initargs=(rules,)) as ex:
+    with ProcessPoolExecutor(max_workers=workers, mp_context=ctx, initializer=_init,
+                             initargs=(rules, os.getpid())) as ex:
         found = []
         for res in ex.map(_work, items, chunksize=chunk):
             found.append(res)
