@@ -24,7 +24,7 @@ else:  # pragma: no cover - exercised on old Pythons only
 PACK_DIR = Path(__file__).parent / "packs"
 
 KINDS = ("up", "down", "move", "graph")
-#: Codes of unwrapped sites, one per kind, in the order TRANSFERS.md lists them.
+#: Codes of unwrapped sites, one per kind.
 KIND_CODES = {"up": "XFA201", "down": "XFA202", "move": "XFA203", "graph": "XFA204"}
 CALL_FORMS = ("method", "function")
 WRAP_STYLES = ("receiver", "function", "result")
@@ -57,8 +57,7 @@ class Rule:
     truthy: str | None = None
     match: tuple[str, ...] = ()
     ignore: tuple[str, ...] = ()
-    doc: str = ""
-    # Narrowing fields (packs whose method names are common words, issue 7):
+    # Narrowing fields (for packs whose method names are common words):
     min_args: int | None = None  # fewest positional args (receiver excluded)
     max_args: int | None = None  # most positional args: `x.get()` but not `d.get(k)`
     keywords: tuple[str, ...] | None = None  # the only keywords allowed; others: not a site
@@ -71,9 +70,6 @@ class Rule:
     def method(self) -> str:
         """The attribute name this row matches (for functions, the last part)."""
         return self.target.rsplit(".", 1)[-1]
-
-    def code(self, kind: str) -> str:
-        return KIND_CODES[kind]
 
 
 def _rule_from_row(row: Mapping[str, Any], pack: str, where: str) -> Rule:
@@ -137,7 +133,6 @@ def _rule_from_row(row: Mapping[str, Any], pack: str, where: str) -> Rule:
         truthy=row.get("truthy"),
         match=tuple(row.get("match", ())),
         ignore=tuple(row.get("ignore", ())),
-        doc=str(row.get("doc", "")),
         min_args=row.get("min_args"),
         max_args=row.get("max_args"),
         keywords=tuple(row["keywords"]) if row.get("keywords") is not None else None,
@@ -165,6 +160,11 @@ def load_pack(name: str) -> Pack:
     data = tomllib.loads(path.read_text(encoding="utf-8"))
     rules = tuple(_rule_from_row(r, name, str(path)) for r in data.get("rule", []))
     return Pack(name=name, imports=tuple(data.get("imports", ())), rules=rules, prelude=str(data.get("prelude", "")))
+
+
+def pack_files() -> list[Path]:
+    """Every data file of every pack (the findings cache hashes them)."""
+    return sorted(p for p in PACK_DIR.rglob("*.toml") if p.is_file())
 
 
 def available_packs() -> list[str]:

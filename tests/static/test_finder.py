@@ -1,4 +1,4 @@
-"""The finder's decisions and positions, case by case (TRANSFERS.md)."""
+"""The finder's decisions and positions, case by case."""
 
 from __future__ import annotations
 

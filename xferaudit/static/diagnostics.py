@@ -24,7 +24,7 @@ from typing import Iterable, Optional
 
 from .. import __version__
 from ..config import Config
-from ..rules import KIND_CODES, Rule, RuleTable
+from ..rules import Rule, RuleTable
 from .codes import CODES
 from .finder import Site, decode_source, short_receiver, split_lines
 from .scan import Scan
@@ -380,6 +380,3 @@ def format_statistics(diags: list[Diagnostic]) -> str:
     rows = sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))
     return "\n".join(f"{n:>{width}}\t{code}\t{CODES[code].name if code in CODES else ''}" for code, n in rows)
 
-
-def kind_code(kind: str) -> str:
-    return KIND_CODES[kind]
