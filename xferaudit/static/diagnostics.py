@@ -25,6 +25,8 @@ from typing import Iterable, Optional
 from .. import __version__
 from ..config import Config
 from ..rules import Rule, RuleTable
+from ..wrapform import CALLEE, INNER, METHOD, RECEIVER, form_of
+from ..wrapform import suggestion as wf_suggestion
 from .codes import CODES
 from .finder import Site, decode_source, short_receiver, split_lines
 from .scan import Scan
@@ -105,28 +107,25 @@ def _squash(text: str) -> str:
 
 
 def suggestion(s: Site, rule: Optional[Rule]) -> str:
-    """What to write instead: the wrapper call, receiver first, original args unchanged."""
+    """What to write instead: the wrapper call as ``xferaudit wrap`` writes it
+    (its shape from :mod:`xferaudit.wrapform`), original arguments unchanged."""
     if rule is None:
         return "xfer.<wrapper>(..., site=...)"
+    form = form_of(rule)
     w = rule.wrapper
-    if rule.wrap == "result":
-        inner = call_text(s)
-        return f"xfer.graph({inner}, site=...{', decorator=True' if s.decorator else ''})"
+    if INNER in form.head:
+        return wf_suggestion(form, w, {INNER: call_text(s)}, None, s.decorator)
     parts = _split_call(s, rule)
     if parts is None:
         return f"xfer.{w}(..., site=...)"
     head, method, args = parts
     args = _squash(_COMMENT.sub("", args) if "#" in args else args)
-    if rule.wrap == "receiver" and method:
-        lead = [head, repr(method)] if w == "method" else [head]
-    elif w == "call":
-        lead = [head]
-    else:
-        lead = []
-    lead = [_squash(x) for x in lead]
-    text = f"xfer.{w}({', '.join(lead + ([args] if args else []) + ['site=...'])})"
+    heads = {RECEIVER: _squash(head), CALLEE: _squash(head), METHOD: method}
+    if METHOD in form.head and not method:
+        return f"xfer.{w}(..., site=...)"
+    text = wf_suggestion(form, w, heads, args, s.decorator)
     if len(text) > 90:
-        text = f"xfer.{w}({', '.join(lead + (['...'] if args else []) + ['site=...'])})"
+        text = wf_suggestion(form, w, heads, "..." if args else None, s.decorator)
     return text
 
 
