@@ -149,7 +149,7 @@ def suggestion(form_: Form, wrapper: str, head: Mapping[str, str], args: Optiona
     """
     parts = []
     for h in form_.head:
-        parts.append(repr(head[h]) if h == METHOD else head[h])
+        parts.append(f"\"{head[h]}\"" if h == METHOD else head[h])  # a method name needs no escape
     if args:
         parts.append(args)
     parts.append(f"{SITE}={site}")

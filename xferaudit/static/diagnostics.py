@@ -100,9 +100,11 @@ def _split_call(s: Site, rule: Rule) -> Optional[tuple[str, str, str]]:
 def _squash(text: str) -> str:
     """Source text on one line, for a message: comments dropped by the caller,
     runs of blanks made one, none inside brackets or before a dot."""
+    # A trailing comma at a line's end goes (`f(\n  a,\n)`); one inside a line
+    # stays: `(x,)` is a tuple.
+    text = re.sub(r",[ \t]*(?:#[^\n]*)?\r?\n\s*([)\]}])", r"\1", text)
     text = _WS.sub(" ", text).strip()
     text = re.sub(r"([(\[{]) ", r"\1", re.sub(r" ([)\]}])", r"\1", text))
-    text = re.sub(r",([)\]}])", r"\1", text)
     return re.sub(r" \.(?=[A-Za-z_])", ".", text).rstrip(",").strip()
 
 
