@@ -31,7 +31,7 @@ pre-commit hook may import it).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Iterable, Mapping, Optional, Sequence
+from typing import TYPE_CHECKING, Mapping, Optional, Sequence
 
 if TYPE_CHECKING:  # pragma: no cover
     from .rules import Rule, RuleTable
@@ -129,7 +129,7 @@ def wrapper_infos(rules: "RuleTable") -> dict[str, WrapperInfo]:
     return out
 
 
-def split(form_: Form, args: Sequence, keywords: Iterable[Optional[str]] = ()) -> Optional[tuple[list, list]]:
+def split(form_: Form, args: Sequence) -> Optional[tuple[list, list]]:
     """(head, own) positional arguments of a wrapper call, or None when it has
     too few for its head."""
     n = len(form_.head)

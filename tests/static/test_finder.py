@@ -322,3 +322,17 @@ def test_deeply_nested_expression_is_analysed_or_reported_never_a_crash():
     src = "import torch\ny = (" + " + ".join(["a.cpu()"] * 20000) + ")\n"
     res = find_in_source(src, "deeper.py")
     assert res.sites == [] and res.error.startswith("RecursionError")
+
+
+def test_the_device_vocabulary_is_the_torch_packs_data():
+    from xferaudit.rules import Devices, RuleTable, load_pack, no_data_devices, table
+
+    pack = load_pack("torch")
+    assert pack.devices.no_data == {"meta"} and no_data_devices() == {"meta"}
+    assert "fakegpu" in pack.devices.accelerators and "torch.device" in pack.devices.constructors
+    assert pack.devices.is_not_device("torch.float16") and "torch" in pack.assumed_imports
+    src = "import torch\na = x.to(torch.device('meta'))\nb = x.to('fakegpu')\nc = x.to(torch.float16)\n"
+    assert [(s.line, s.kind) for s in find_in_source(src, "m.py", table()).sites] == [(3, "up")]
+    # The same rows with another vocabulary decide otherwise: nothing is hard-coded.
+    bare = RuleTable.of(pack.rules, devices=Devices(host=frozenset({"cpu"}), constructors=frozenset({"torch.device"})))
+    assert [(s.line, s.kind) for s in find_in_source(src, "m.py", bare).sites] == [(2, "move")]

@@ -79,7 +79,7 @@ class Classifier:
         s = const_str(node)
         if s is not None:
             return self._device_type(s) == "down"
-        if isinstance(node, ast.Call) and self.qualname(node.func) == "torch.device" and node.args:
+        if isinstance(node, ast.Call) and self.qualname(node.func) in self.devices.constructors and node.args:
             s = const_str(node.args[0])
             return s is not None and self._device_type(s) == "down"
         return False

@@ -28,7 +28,9 @@ from ..rules import Rule, RuleTable
 from ..wrapform import CALLEE, INNER, METHOD, RECEIVER, form_of
 from ..wrapform import suggestion as wf_suggestion
 from .codes import CODES
-from .finder import Site, decode_source, short_receiver, split_lines
+from .finder import Site
+from .naming import short_receiver
+from .source import decode_source, split_lines
 from .scan import Scan
 
 DOCS_URL = "https://github.com/xferaudit/xferaudit#rule-codes"

@@ -102,6 +102,3 @@ def name_sites(sites: list["Site"], relpath: str) -> None:
         seen[base] = n
         taken.add(name)
         s.site = name
-
-
-_DEFAULT_RULES: list[RuleTable] = []

@@ -358,15 +358,16 @@ class Resolver:
                 used.add(node.rest)
         return used
 
-    def star_import_statements(self) -> list[int]:
-        """Indexes of the module's top-level statements holding a star import
-        (one may bind any name, the runtime's alias too)."""
+    def runtime_prefixes(self) -> list[str]:
+        """Dotted prefixes under which the module's top-level imports bind the
+        runtime (``xfer`` for ``import xferaudit.runtime as xfer``)."""
         out = []
-        for i, st in enumerate(self.tree.body):
-            for node in ast.walk(st):
-                if isinstance(node, ast.ImportFrom) and any(a.name == "*" for a in node.names):
-                    out.append(i)
-                    break
+        for st in self.tree.body:
+            for name, qual in import_pairs(st):
+                if qual == RUNTIME_MODULE:
+                    out.append(name)
+                elif name == qual == RUNTIME_MODULE.split(".", 1)[0]:
+                    out.append(RUNTIME_MODULE)  # `import xferaudit.runtime` / `import xferaudit`
         return out
 
 

@@ -60,7 +60,7 @@ from ...wrapform import ALIAS, wrapper_infos
 from ..finder import Site, analyse
 from ..source import char_col, decode_source
 from .imports import (
-    _alias_import, _insert_import, _remove_import, _runtime_prefixes, choose_alias, import_bindings, import_index,
+    _alias_import, _insert_import, _remove_import, choose_alias, import_bindings, import_index,
     spell,
 )
 from .layout import _ast, _count_lines, _Layout, _layout, _LayoutError  # noqa: F401 - tests and bench patch these
@@ -232,7 +232,7 @@ def unwrap_source(
         return res
     module = _parse(data, path)
     _reproduces(module, data)
-    prefixes = _runtime_prefixes(module)
+    prefixes = ctx.resolver.runtime_prefixes()
     shapes = _Shapes(rules, ctx.resolver.import_bindings)
     tree = ctx.tree
     tr = _UnwrapTransformer(prefixes, shapes, layout=_layout(module, tree, text, [s.line for s in wrapped]))

@@ -50,29 +50,6 @@ def spell(target: str, bindings: Sequence[tuple[str, str]]) -> str:
     return cands[0]
 
 
-def _runtime_prefixes(module: cst.Module) -> list[str]:
-    """Dotted prefixes under which the runtime is bound at module level
-    (``xfer`` for ``import xferaudit.runtime as xfer``)."""
-    out = []
-    for stmt in module.body:
-        if not isinstance(stmt, cst.SimpleStatementLine):
-            continue
-        for small in stmt.body:
-            if isinstance(small, cst.Import):
-                for a in small.names:
-                    name = _dotted(a.name)
-                    if name == RUNTIME_MODULE:
-                        out.append(a.asname.name.value if a.asname else RUNTIME_MODULE)
-                    elif name == "xferaudit" and not a.asname:
-                        out.append(RUNTIME_MODULE)
-            elif isinstance(small, cst.ImportFrom) and not small.relative and small.module is not None:
-                if _dotted(small.module) == "xferaudit" and not isinstance(small.names, cst.ImportStar):
-                    for a in small.names:
-                        if isinstance(a.name, cst.Name) and a.name.value == "runtime":
-                            out.append(a.asname.name.value if a.asname else "runtime")
-    return out
-
-
 def _alias_import(stmt: cst.CSTNode) -> Optional[str]:
     """The alias, when `stmt` is exactly ``import xferaudit.runtime as ALIAS``."""
     if not isinstance(stmt, cst.SimpleStatementLine) or len(stmt.body) != 1:
