@@ -42,7 +42,10 @@ class Rule:
 
     ``kind`` is one of :data:`KINDS`, or ``"device"`` when the direction is read
     from the call's device argument (``x.to(dev)``), located by ``device_pos``
-    (positional index after the receiver) and ``device_kw``.
+    (positional index after the receiver) and ``device_kw``. How the row's
+    calls are wrapped (``wrap``, ``wrapper``) is spelled out by
+    :mod:`xferaudit.wrapform`. A row may carry a ``doc`` string for its
+    readers; the tool does not read it.
     """
 
     id: str

@@ -336,3 +336,23 @@ def test_the_device_vocabulary_is_the_torch_packs_data():
     # The same rows with another vocabulary decide otherwise: nothing is hard-coded.
     bare = RuleTable.of(pack.rules, devices=Devices(host=frozenset({"cpu"}), constructors=frozenset({"torch.device"})))
     assert [(s.line, s.kind) for s in find_in_source(src, "m.py", bare).sites] == [(2, "move")]
+
+
+def test_an_analysis_plugs_in_with_a_couple_of_lines(monkeypatch):
+    import ast
+
+    from xferaudit.static import finder
+
+    seen = []
+
+    def numpy_calls(ctx):
+        for node in ast.walk(ctx.tree):
+            if isinstance(node, ast.FunctionDef):
+                with ctx.resolver.entered(node):
+                    seen.extend(ctx.resolver.qualname(c.func) for c in ast.walk(node) if isinstance(c, ast.Call))
+        return []
+
+    monkeypatch.setattr(finder, "ANALYSES", [numpy_calls])
+    src = "import numpy as np\nimport torch as T\ndef f():\n    np.linspace(0, 1)\n    T.tensor(1)\n"
+    finder.find_in_source(src, "m.py")
+    assert seen == ["numpy.linspace", "torch.tensor"]

@@ -21,14 +21,20 @@ Positions are 1-based lines and 1-based character columns of the called name
 (``ast`` counts UTF-8 bytes; :func:`~.source.char_col` converts).
 
 Adding a per-file analysis (the seam): write a function taking the
-:class:`FileContext` of a parsed file (its ``tree``, its ``resolver`` with
-``qualname(node)``, its ``source`` and ``rules``, the ``sites`` found so far)
-and returning more :class:`Site` objects, and append it to :data:`ANALYSES`::
+:class:`FileContext` of a parsed file (its ``tree``, the ``ast.Module``; its
+``resolver``, whose ``qualname(node)`` gives the fully qualified import name
+of a Name/Attribute, ``"torch.tensor"``, ``"numpy.linspace"``; its ``source``
+for positions and text; the ``rules``; the ``sites`` found so far) and
+returning more :class:`Site` objects, and append it to :data:`ANALYSES`::
 
     from xferaudit.static import finder
     finder.ANALYSES.append(my_analysis)   # def my_analysis(ctx) -> list[Site]
 
-Its sites are sorted, named and matched against suppressions with the rest.
+The resolver answers in the scope it is in: walk functions with
+``with ctx.resolver.entered(def_node): ...``. The analysis's sites are
+sorted, named and matched against suppressions with the finder's own. (The
+finder itself, during its pass, offers ``_FileFinder.qualname`` and
+``_FileFinder.tree`` the same way.)
 """
 
 from __future__ import annotations
@@ -477,8 +483,13 @@ def analyse(
         sys.setrecursionlimit(max(limit, 50_000))
         f.run(tree)
         ctx = FileContext(path, f.source, tree, rules, f.resolver, f.sites)
-        for extra in ANALYSES:
-            f.sites.extend(extra(ctx))
+        if ANALYSES:
+            # The finder bound names only around its candidate lines; an analysis
+            # may look anywhere, so it gets every scope.
+            ctx.resolver = Resolver(tree, rules)
+            ctx.resolver.bind(walrus=f.source.lines_with(":="))
+            for extra in ANALYSES:
+                f.sites.extend(extra(ctx))
     except RecursionError:
         res.error = "RecursionError: an expression too deeply nested to analyse"
         return res, None

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import ast
 import bisect
+import contextlib
 from typing import TYPE_CHECKING, Iterator, Optional
 
 from ..wrapform import RUNTIME_MODULE
@@ -259,6 +260,16 @@ class Resolver:
 
     def scope_of(self, node: ast.AST, default: Optional[_Scope]) -> Optional[_Scope]:
         return self.binder.scope_of.get(id(node), default) if self.binder else default
+
+    @contextlib.contextmanager
+    def entered(self, node: ast.AST) -> Iterator[None]:
+        """Resolve inside `node` (a def or class) for the duration of the block."""
+        outer = self.scope
+        self.scope = self.scope_of(node, outer)
+        try:
+            yield
+        finally:
+            self.scope = outer
 
     def child(self, line: int, names=()) -> _Scope:
         """A new scope under the current one (lambda, comprehension), entered."""

@@ -6,7 +6,23 @@ and ONE transformer pass per file that rewrites the calls whose called-name
 position matches a site. Files without a site (wrap) or a wrapper call (unwrap)
 are never parsed by libcst.
 
-The wrapped form, per wrap style of the rule row::
+One module per job::
+
+    __init__.py   wrap_source / unwrap_source: the per-file flow
+    imports.py    the runtime's alias, where its import goes, how the file spells a name
+    layout.py     which statements hold a site (positions over a skeleton)
+    shapes.py     the wrapped form in libcst nodes, written and undone
+    wrap.py       the wrap transformer
+    unwrap.py     the unwrap transformer
+    nodes.py      small libcst helpers; results.py: what a file's run reports
+
+The finder's parse serves the codemod too (:func:`~xferaudit.static.finder.analyse`
+returns the ``ast`` tree and the resolver with the sites): a file is parsed
+once by ``ast`` and once by libcst, and the rewritten text is compiled once
+as a check.
+
+The wrapped form, per wrap style of the rule row (the table is
+:mod:`xferaudit.wrapform`'s; this is what it says)::
 
     receiver   recv.m(args)        ->  xfer.m(recv, args, site="...")
                recv.m(args)        ->  xfer.method(recv, "m", args, site="...")   (user rows)
