@@ -113,8 +113,23 @@ class WrapperInfo:
         return self.rows[0] if self.rows else None
 
 
+_INFOS: dict[int, tuple] = {}  # id(table) -> (table, infos): one computation per table
+
+
 def wrapper_infos(rules: "RuleTable") -> dict[str, WrapperInfo]:
-    """Every wrapper name a wrapped call of this table may use, with its shape."""
+    """Every wrapper name a wrapped call of this table may use, with its shape
+    (computed once per table; do not modify the answer)."""
+    hit = _INFOS.get(id(rules))
+    if hit is not None and hit[0] is rules:
+        return hit[1]
+    if len(_INFOS) > 64:
+        _INFOS.clear()
+    out = _wrapper_infos(rules)
+    _INFOS[id(rules)] = (rules, out)
+    return out
+
+
+def _wrapper_infos(rules: "RuleTable") -> dict[str, WrapperInfo]:
     out: dict[str, WrapperInfo] = {}
     for name, rows in rules.wrappers.items():
         styles = {r.wrap for r in rows}

@@ -148,7 +148,7 @@ class _FileFinder(ast.NodeVisitor):
         self.tree = tree
         self.resolver = Resolver(tree if tree is not None else ast.Module(body=[], type_ignores=[]), rules)
         self.infos = wrapper_infos(rules)
-        self.cls = Classifier(rules, self.qualname, self.source.segment)
+        self.cls = Classifier(rules, self.resolver.qualname, self.source.segment)
         self.sites: list[Site] = []
         self.qual: list[str] = []
         self.functions = 0  # > 0 inside a function body (local annotations are never evaluated)

@@ -10,10 +10,13 @@ offsets; :func:`char_col` converts).
 from __future__ import annotations
 
 import ast
+import contextlib
+import gc
 import io
 import re
 import tokenize
 import warnings
+from typing import Iterator
 
 _LINE_END = re.compile(r"(?<=\n)|(?<=\r)(?!\n)")
 
@@ -51,10 +54,29 @@ def char_col(lines: list[str], line: int, byte_col: int) -> int:
 
 def parse(text: str, path: str = "<string>") -> ast.Module:
     """``ast.parse``, without the file's own warnings (invalid escapes and the
-    like are the file's business, not this report's). Raises SyntaxError."""
-    with warnings.catch_warnings():
+    like are the file's business, not this report's). Raises SyntaxError.
+
+    The cycle collector is paused while the parser runs: a tree has no cycles
+    (refcounting frees it), but its many allocations trigger collections that
+    walk every object alive; measured over torch's 2,300 files that was half
+    the finder's time.
+    """
+    with collector_paused(), warnings.catch_warnings():
         warnings.simplefilter("ignore")
         return ast.parse(text, filename=path)
+
+
+@contextlib.contextmanager
+def collector_paused() -> Iterator[None]:
+    """Pause the cycle collector for a burst of allocations that make no cyclic
+    garbage (a parse): nothing is lost, the next collection after it runs as usual."""
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was:
+            gc.enable()
 
 
 class Source:

@@ -74,7 +74,7 @@ from libcst.metadata import MetadataWrapper, PositionProvider
 from ...rules import RuleTable
 from ...wrapform import ALIAS, wrapper_infos
 from ..finder import Site, analyse
-from ..source import char_col, decode_source
+from ..source import char_col, collector_paused, decode_source
 from .imports import (
     _alias_import, _insert_import, _remove_import, choose_alias, import_bindings, import_index,
     spell,
@@ -99,7 +99,8 @@ def _decode(data: bytes, path: str) -> str:
 
 def _parse(data: bytes, path: str) -> cst.Module:
     try:
-        return cst.parse_module(data)
+        with collector_paused():
+            return cst.parse_module(data)
     except cst.ParserSyntaxError as e:
         raise CodemodError(f"libcst cannot parse it: {str(e).splitlines()[0]} (line {e.raw_line})") from None
     except (ValueError, UnicodeDecodeError, RecursionError) as e:  # pragma: no cover
