@@ -99,15 +99,24 @@ def _split_call(s: Site, rule: Rule) -> Optional[tuple[str, str, str]]:
     return head, method, rest[i + 1 : j]
 
 
+_EOL_COMMA = re.compile(r",[ \t]*(?:#[^\n]*)?\r?\n\s*([)\]}])")
+_AFTER_OPEN = re.compile(r"([(\[{]) ")
+_BEFORE_CLOSE = re.compile(r" ([)\]}])")
+_BEFORE_DOT = re.compile(r" \.(?=[A-Za-z_])")
+
+
 def _squash(text: str) -> str:
     """Source text on one line, for a message: comments dropped by the caller,
     runs of blanks made one, none inside brackets or before a dot."""
-    # A trailing comma at a line's end goes (`f(\n  a,\n)`); one inside a line
-    # stays: `(x,)` is a tuple.
-    text = re.sub(r",[ \t]*(?:#[^\n]*)?\r?\n\s*([)\]}])", r"\1", text)
+    if "\n" in text:
+        # A trailing comma at a line's end goes (`f(\n  a,\n)`); one inside a
+        # line stays: `(x,)` is a tuple.
+        text = _EOL_COMMA.sub(r"\1", text)
     text = _WS.sub(" ", text).strip()
-    text = re.sub(r"([(\[{]) ", r"\1", re.sub(r" ([)\]}])", r"\1", text))
-    return re.sub(r" \.(?=[A-Za-z_])", ".", text).rstrip(",").strip()
+    if " " in text:
+        text = _AFTER_OPEN.sub(r"\1", _BEFORE_CLOSE.sub(r"\1", text))
+        text = _BEFORE_DOT.sub(".", text)
+    return text.rstrip(",").strip()
 
 
 def suggestion(s: Site, rule: Optional[Rule]) -> str:
@@ -124,7 +133,8 @@ def suggestion(s: Site, rule: Optional[Rule]) -> str:
         return f"xfer.{w}(..., site=...)"
     head, method, args = parts
     args = _squash(_COMMENT.sub("", args) if "#" in args else args)
-    heads = {RECEIVER: _squash(head), CALLEE: _squash(head), METHOD: method}
+    head = _squash(head)
+    heads = {RECEIVER: head, CALLEE: head, METHOD: method}
     if METHOD in form.head and not method:
         return f"xfer.{w}(..., site=...)"
     text = wf_suggestion(form, w, heads, args, s.decorator)
