@@ -1,4 +1,4 @@
-"""What a counting wrapper costs over the bare call (issue 2's acceptance figures).
+"""What a counting wrapper costs over the bare call.
 
     python bench/runtime_overhead.py            # all sections
     python bench/runtime_overhead.py --quick    # section 1 only

@@ -13,7 +13,7 @@ start-up:
 - TorchFix (``torchfix TORCH``) when it is installed and ``--torchfix`` is given
   (it took over 10 minutes on this tree).
 
-Goals (issue 3): cold <= 3x ruff's wall time; warm <= 1 s; 10 files <= 0.5 s.
+Goals: cold <= 3x ruff's wall time; warm <= 1 s; 10 files <= 0.5 s.
 
     python bench/scan_speed.py [--repeat 3] [--torch DIR] [--torchfix]
 """

@@ -1,4 +1,4 @@
-"""What the event timeline costs (issue 8): counting with the timeline off must
+"""What the event timeline costs: counting with the timeline off must
 cost what it cost before the timeline existed.
 
     python bench/timeline_overhead.py

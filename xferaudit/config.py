@@ -103,14 +103,6 @@ class Config:
         # other pack turns on in a file that imports its library.
         return table(("torch", *self.packs), extra=extra)
 
-    def fingerprint(self) -> str:
-        """What a cache key needs to know of the config: everything that changes findings."""
-        import json
-
-        return json.dumps(
-            {k: v for k, v in sorted(self.raw.items()) if k != "budget"}, sort_keys=True, default=str
-        )
-
     def relpath(self, path) -> str:
         """Path relative to the project root, with forward slashes (for site
         names, baselines and the cache); a path outside the root stays absolute."""

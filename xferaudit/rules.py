@@ -16,6 +16,8 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
+from .wrapform import DEFAULT_WRAPPER, STYLES
+
 if sys.version_info >= (3, 11):
     import tomllib
 else:  # pragma: no cover - exercised on old Pythons only
@@ -24,10 +26,10 @@ else:  # pragma: no cover - exercised on old Pythons only
 PACK_DIR = Path(__file__).parent / "packs"
 
 KINDS = ("up", "down", "move", "graph")
-#: Codes of unwrapped sites, one per kind, in the order TRANSFERS.md lists them.
+#: Codes of unwrapped sites, one per kind.
 KIND_CODES = {"up": "XFA201", "down": "XFA202", "move": "XFA203", "graph": "XFA204"}
 CALL_FORMS = ("method", "function")
-WRAP_STYLES = ("receiver", "function", "result")
+WRAP_STYLES = STYLES
 
 
 class RuleError(ValueError):
@@ -40,7 +42,10 @@ class Rule:
 
     ``kind`` is one of :data:`KINDS`, or ``"device"`` when the direction is read
     from the call's device argument (``x.to(dev)``), located by ``device_pos``
-    (positional index after the receiver) and ``device_kw``.
+    (positional index after the receiver) and ``device_kw``. How the row's
+    calls are wrapped (``wrap``, ``wrapper``) is spelled out by
+    :mod:`xferaudit.wrapform`. A row may carry a ``doc`` string for its
+    readers; the tool does not read it.
     """
 
     id: str
@@ -57,8 +62,7 @@ class Rule:
     truthy: str | None = None
     match: tuple[str, ...] = ()
     ignore: tuple[str, ...] = ()
-    doc: str = ""
-    # Narrowing fields (packs whose method names are common words, issue 7):
+    # Narrowing fields (for packs whose method names are common words):
     min_args: int | None = None  # fewest positional args (receiver excluded)
     max_args: int | None = None  # most positional args: `x.get()` but not `d.get(k)`
     keywords: tuple[str, ...] | None = None  # the only keywords allowed; others: not a site
@@ -71,9 +75,6 @@ class Rule:
     def method(self) -> str:
         """The attribute name this row matches (for functions, the last part)."""
         return self.target.rsplit(".", 1)[-1]
-
-    def code(self, kind: str) -> str:
-        return KIND_CODES[kind]
 
 
 def _rule_from_row(row: Mapping[str, Any], pack: str, where: str) -> Rule:
@@ -105,7 +106,7 @@ def _rule_from_row(row: Mapping[str, Any], pack: str, where: str) -> Rule:
     wrap = row.get("wrap", default_wrap)
     if wrap not in WRAP_STYLES:
         raise RuleError(f"{where}: rule {rid!r}: wrap must be one of {WRAP_STYLES}, not {wrap!r}")
-    default_wrapper = {"receiver": "method", "function": "call", "result": "graph"}[wrap]
+    default_wrapper = DEFAULT_WRAPPER[wrap]
     no_device = row.get("no_device")
     if no_device is not None and no_device not in KINDS:
         raise RuleError(f"{where}: rule {rid!r}: no_device must be one of {KINDS}, not {no_device!r}")
@@ -137,7 +138,6 @@ def _rule_from_row(row: Mapping[str, Any], pack: str, where: str) -> Rule:
         truthy=row.get("truthy"),
         match=tuple(row.get("match", ())),
         ignore=tuple(row.get("ignore", ())),
-        doc=str(row.get("doc", "")),
         min_args=row.get("min_args"),
         max_args=row.get("max_args"),
         keywords=tuple(row["keywords"]) if row.get("keywords") is not None else None,
@@ -149,22 +149,102 @@ def _rule_from_row(row: Mapping[str, Any], pack: str, where: str) -> Rule:
 
 
 @dataclass(frozen=True)
+class Devices:
+    """A pack's device vocabulary (its ``[devices]`` table): how the finder
+    reads a device argument, and which devices the runtime counts.
+
+    ``host`` and ``accelerators`` are device types (the part before ``:``) that
+    mean the host or an accelerator; ``no_data`` devices hold no data, so a copy
+    to one moves nothing (``x.to("meta")`` is no site, and the runtime counts
+    none); ``constructors`` are calls that build a device from a type string
+    (``torch.device("cuda", 0)``); ``not_device`` maps a module to its names
+    that are dtypes or layouts, never devices (``torch.float16``).
+    """
+
+    host: frozenset = frozenset()
+    accelerators: frozenset = frozenset()
+    no_data: frozenset = frozenset()
+    constructors: frozenset = frozenset()
+    not_device: Mapping[str, frozenset] = field(default_factory=dict)
+
+    def merged(self, other: "Devices") -> "Devices":
+        nd = dict(self.not_device)
+        for k, v in other.not_device.items():
+            nd[k] = nd.get(k, frozenset()) | v
+        return Devices(self.host | other.host, self.accelerators | other.accelerators,
+                       self.no_data | other.no_data, self.constructors | other.constructors, nd)
+
+    def is_not_device(self, qualname: str) -> bool:
+        """``torch.float16``: a dtype or layout of a pack's module, never a device."""
+        module, _, name = qualname.rpartition(".")
+        return name in self.not_device.get(module, ())
+
+
+def _devices(data: Any, where: str) -> Devices:
+    if not isinstance(data, Mapping):
+        raise RuleError(f"{where}: [devices] must be a table")
+    known = {"host", "accelerators", "simulated", "no_data", "constructors", "not_device"}
+    unknown = set(data) - known
+    if unknown:
+        raise RuleError(f"{where}: [devices]: unknown field(s) {', '.join(sorted(unknown))}")
+    for k in known - {"not_device"}:
+        v = data.get(k, [])
+        if not isinstance(v, list) or not all(isinstance(x, str) for x in v):
+            raise RuleError(f"{where}: [devices]: {k} must be a list of strings")
+    nd = data.get("not_device", {})
+    if not isinstance(nd, Mapping) or not all(isinstance(v, list) for v in nd.values()):
+        raise RuleError(f"{where}: [devices]: not_device must map a module to a list of names")
+    return Devices(
+        host=frozenset(data.get("host", ())),
+        accelerators=frozenset(data.get("accelerators", ())) | frozenset(data.get("simulated", ())),
+        no_data=frozenset(data.get("no_data", ())),
+        constructors=frozenset(data.get("constructors", ())),
+        not_device={k: frozenset(v) for k, v in nd.items()},
+    )
+
+
+@dataclass(frozen=True)
 class Pack:
     name: str
     imports: tuple[str, ...]  # a file importing one of these turns the pack on
     rules: tuple[Rule, ...]
     prelude: str = ""  # imports the rows' match/ignore examples are read under
+    devices: Devices = Devices()
+    #: Names that mean their module even where no import binds them (a star
+    #: import, a notebook cell): ``torch`` used bare is still torch.
+    assumed_imports: tuple[str, ...] = ()
+
+
+def _pack_path(name: str) -> Path:
+    """A pack is a folder: ``packs/<name>/rules.toml`` holds its rows."""
+    return PACK_DIR / name / "rules.toml"
 
 
 @lru_cache(maxsize=None)
 def load_pack(name: str) -> Pack:
-    path = PACK_DIR / name / "rules.toml"
+    path = _pack_path(name)
     if not path.is_file():
         known = ", ".join(available_packs())
         raise RuleError(f"unknown pack {name!r}; known packs: {known}")
     data = tomllib.loads(path.read_text(encoding="utf-8"))
     rules = tuple(_rule_from_row(r, name, str(path)) for r in data.get("rule", []))
-    return Pack(name=name, imports=tuple(data.get("imports", ())), rules=rules, prelude=str(data.get("prelude", "")))
+    return Pack(name=name, imports=tuple(data.get("imports", ())), rules=rules, prelude=str(data.get("prelude", "")),
+                devices=_devices(data.get("devices", {}), str(path)),
+                assumed_imports=tuple(data.get("assumed_imports", ())))
+
+
+def no_data_devices() -> frozenset:
+    """Device types that hold no data, from every pack (``meta``): a copy to or
+    from one moves nothing, for the finder and the runtime alike."""
+    out: frozenset = frozenset()
+    for name in available_packs():
+        out |= load_pack(name).devices.no_data
+    return out
+
+
+def pack_files() -> list[Path]:
+    """Every data file of every pack (the findings cache hashes them)."""
+    return sorted(p for p in PACK_DIR.rglob("*.toml") if p.is_file())
 
 
 def available_packs() -> list[str]:
@@ -187,6 +267,10 @@ class RuleTable:
     always: frozenset | None = None
     #: The other packs: on in a file that imports one of these top-level modules.
     pack_imports: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    #: The device vocabulary of the packs in the table, merged.
+    devices: Devices = Devices()
+    #: Names meaning their module with no import in sight (see :class:`Pack`).
+    assumed_imports: frozenset = frozenset()
 
     @classmethod
     def of(
@@ -194,6 +278,8 @@ class RuleTable:
         rules: Iterable[Rule],
         always: Iterable[str] | None = None,
         pack_imports: Mapping[str, Iterable[str]] | None = None,
+        devices: Devices | None = None,
+        assumed_imports: Iterable[str] = (),
     ) -> "RuleTable":
         rules = tuple(rules)
         methods: dict[str, list[Rule]] = {}
@@ -214,6 +300,8 @@ class RuleTable:
             wrappers={k: tuple(v) for k, v in wrappers.items()},
             always=None if always is None else frozenset(always) | {"user"},
             pack_imports={k: tuple(v) for k, v in (pack_imports or {}).items()},
+            devices=devices if devices is not None else Devices(),
+            assumed_imports=frozenset(assumed_imports),
         )
 
     def active_packs(self, imported: Iterable[str]) -> frozenset | None:
@@ -253,8 +341,13 @@ def table(packs: Iterable[str] = ("torch",), extra: Iterable[Rule] = (), by_impo
     """
     always = list(dict.fromkeys(packs))
     rules: list[Rule] = []
+    devices = Devices()
+    assumed: list[str] = []
     for name in always:
-        rules.extend(load_pack(name).rules)
+        pack = load_pack(name)
+        rules.extend(pack.rules)
+        devices = devices.merged(pack.devices)
+        assumed.extend(pack.assumed_imports)
     pack_imports: dict[str, tuple[str, ...]] = {}
     if by_import:
         for name in available_packs():
@@ -262,5 +355,6 @@ def table(packs: Iterable[str] = ("torch",), extra: Iterable[Rule] = (), by_impo
                 pack = load_pack(name)
                 rules.extend(pack.rules)
                 pack_imports[name] = pack.imports
+                devices = devices.merged(pack.devices)
     rules.extend(extra)
-    return RuleTable.of(rules, always=always, pack_imports=pack_imports)
+    return RuleTable.of(rules, always=always, pack_imports=pack_imports, devices=devices, assumed_imports=assumed)

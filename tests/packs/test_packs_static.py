@@ -1,4 +1,4 @@
-"""Static side of the ggml, CuPy and JAX packs (issue 7).
+"""Static side of the ggml, CuPy and JAX packs.
 
 The rows' own match/ignore examples are the first cases (read from the TOML,
 under each pack's prelude of imports); the rest pin the behaviour the rows rely

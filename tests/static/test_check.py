@@ -429,3 +429,18 @@ def test_readme_has_the_rule_codes_section_the_json_and_sarif_urls_point_at():
     assert DOCS_URL.endswith("#rule-codes")
     section = readme.split("## Rule codes", 1)[1].split("\n## ", 1)[0]
     assert "xferaudit rule CODE" in section and "xferaudit rule --all" in section
+
+
+def test_the_cache_key_covers_every_module_of_the_static_package_and_every_pack():
+    from pathlib import Path
+
+    import xferaudit
+    from xferaudit.rules import pack_files
+    from xferaudit.static import cache
+
+    pkg = Path(xferaudit.__file__).parent
+    hashed = set(cache._code_files())
+    static = {p for p in (pkg / "static").rglob("*.py") if "__pycache__" not in p.parts}
+    assert static <= hashed  # found, not listed by hand: a new module is covered too
+    assert (pkg / "static" / "codemod" / "shapes.py") in hashed and (pkg / "wrapform.py") in hashed
+    assert set(pack_files()) <= hashed and pack_files()

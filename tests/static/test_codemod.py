@@ -76,8 +76,8 @@ def test_fixture(name):
     assert_round_trip(src)
 
 
-def test_issue_examples_exact_forms():
-    out = (FIXTURES / "issue_examples.out.py").read_text()
+def test_wrapper_forms_exact():
+    out = (FIXTURES / "wrapper_forms.out.py").read_text()
     assert 'xfer.item(loss, site="train.py:train_step:loss.item")' in out
     assert 'xfer.to(x, dev, non_blocking=True, site="train.py:train_step:x.to")' in out
     assert 'xfer.graph(torch.compile(model), site="train.py:train_step:torch.compile")' in out
@@ -90,7 +90,7 @@ def test_issue_examples_exact_forms():
 
 
 def test_summary_counts_per_kind():
-    res = wrap_source((FIXTURES / "issue_examples.in.py").read_bytes(), "train.py", None, "train.py")
+    res = wrap_source((FIXTURES / "wrapper_forms.in.py").read_bytes(), "train.py", None, "train.py")
     assert dict(res.wrapped) == {"move": 1, "graph": 3, "up": 1, "down": 1}
 
 

@@ -1,9 +1,9 @@
 """The finder against the hand-labelled corpus (TorchFix's habit: each
 `tests/corpus/x.py` beside an `x.txt` of expected `line:col: kind` lines).
 
-The files are realistic training and evaluation scripts holding every row of
-TRANSFERS.md and its look-alikes; the labels were written by hand from the
-spec, not from the finder's output. The comparison is exact, both ways.
+The files are realistic training and evaluation scripts holding every kind of
+site and its look-alikes; the labels were written by hand from the
+specification of a site, not from the finder's output. The comparison is exact, both ways.
 """
 
 from __future__ import annotations

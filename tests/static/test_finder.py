@@ -1,4 +1,4 @@
-"""The finder's decisions and positions, case by case (TRANSFERS.md)."""
+"""The finder's decisions and positions, case by case."""
 
 from __future__ import annotations
 
@@ -322,3 +322,37 @@ def test_deeply_nested_expression_is_analysed_or_reported_never_a_crash():
     src = "import torch\ny = (" + " + ".join(["a.cpu()"] * 20000) + ")\n"
     res = find_in_source(src, "deeper.py")
     assert res.sites == [] and res.error.startswith("RecursionError")
+
+
+def test_the_device_vocabulary_is_the_torch_packs_data():
+    from xferaudit.rules import Devices, RuleTable, load_pack, no_data_devices, table
+
+    pack = load_pack("torch")
+    assert pack.devices.no_data == {"meta"} and no_data_devices() == {"meta"}
+    assert "fakegpu" in pack.devices.accelerators and "torch.device" in pack.devices.constructors
+    assert pack.devices.is_not_device("torch.float16") and "torch" in pack.assumed_imports
+    src = "import torch\na = x.to(torch.device('meta'))\nb = x.to('fakegpu')\nc = x.to(torch.float16)\n"
+    assert [(s.line, s.kind) for s in find_in_source(src, "m.py", table()).sites] == [(3, "up")]
+    # The same rows with another vocabulary decide otherwise: nothing is hard-coded.
+    bare = RuleTable.of(pack.rules, devices=Devices(host=frozenset({"cpu"}), constructors=frozenset({"torch.device"})))
+    assert [(s.line, s.kind) for s in find_in_source(src, "m.py", bare).sites] == [(2, "move")]
+
+
+def test_an_analysis_plugs_in_with_a_couple_of_lines(monkeypatch):
+    import ast
+
+    from xferaudit.static import finder
+
+    seen = []
+
+    def numpy_calls(ctx):
+        for node in ast.walk(ctx.tree):
+            if isinstance(node, ast.FunctionDef):
+                with ctx.resolver.entered(node):
+                    seen.extend(ctx.resolver.qualname(c.func) for c in ast.walk(node) if isinstance(c, ast.Call))
+        return []
+
+    monkeypatch.setattr(finder, "ANALYSES", [numpy_calls])
+    src = "import numpy as np\nimport torch as T\ndef f():\n    np.linspace(0, 1)\n    T.tensor(1)\n"
+    finder.find_in_source(src, "m.py")
+    assert seen == ["numpy.linspace", "torch.tensor"]

@@ -14,7 +14,11 @@ from __future__ import annotations
 import abc
 import argparse
 
+from ..errors import UserError
+
 EXIT_OK, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
+
+__all__ = ["EXIT_ERROR", "EXIT_FINDINGS", "EXIT_OK", "Command", "UserError"]
 
 
 class Command(abc.ABC):
@@ -27,7 +31,3 @@ class Command(abc.ABC):
     @abc.abstractmethod
     def run(self, args: argparse.Namespace) -> int:
         """Do the work; return the exit code."""
-
-
-class UserError(Exception):
-    """Bad input the user can act on: printed as `xferaudit: error: ...`, exit 2."""

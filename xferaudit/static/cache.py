@@ -44,7 +44,17 @@ FORMAT = 1
 KEEP_FILES = 4  # findings files of other keys kept (older tool versions, other configs)
 _SITE_FIELDS = tuple(f.name for f in fields(Site) if f.name != "path")
 _PKG = Path(__file__).resolve().parent.parent
-_CODE_FILES = ("static/finder.py", "static/repair.py", "static/scan.py", "static/cache.py", "rules.py", "config.py")
+#: Modules outside static/ whose code decides what the finder reports.
+_OTHER_CODE = ("rules.py", "config.py", "wrapform.py")
+
+
+def _code_files() -> list[Path]:
+    """Every file whose content can change a finding: the whole static package
+    (found, not listed by hand), the rule table's modules, and every pack's data."""
+    from ..rules import pack_files
+
+    static = sorted(p for p in (_PKG / "static").rglob("*.py") if "__pycache__" not in p.parts)
+    return static + [_PKG / p for p in _OTHER_CODE] + list(pack_files())
 
 
 #: The names a cache folder may hold: findings files, the markers, temporaries.
@@ -81,10 +91,9 @@ def code_fingerprint() -> str:
     must not be answered from an old cache even if the version string is the same."""
     h = hashlib.blake2b(digest_size=16)
     h.update(f"{__version__}|{FORMAT}|{sys.version_info[:2]}".encode())
-    paths = [_PKG / p for p in _CODE_FILES] + sorted((_PKG / "packs").glob("*/rules.toml"))
-    for p in paths:
+    for p in _code_files():
         try:
-            h.update(p.name.encode())
+            h.update(p.relative_to(_PKG).as_posix().encode() if p.is_relative_to(_PKG) else p.name.encode())
             h.update(p.read_bytes())
         except OSError:
             pass

@@ -360,7 +360,7 @@ def add_common_arguments(parser, mode: str) -> None:
 
 
 def run_command(args, mode: str) -> int:
-    from ..commands import UserError
+    from ..errors import UserError
     from ..config import ConfigError, iter_python_files, load_config
 
     try:

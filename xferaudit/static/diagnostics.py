@@ -25,9 +25,13 @@ from typing import Iterable, Optional
 from .. import __version__
 from .._text import printable, printable_path
 from ..config import Config
-from ..rules import KIND_CODES, Rule, RuleTable
+from ..rules import Rule, RuleTable
+from ..wrapform import CALLEE, INNER, METHOD, RECEIVER, form_of
+from ..wrapform import suggestion as wf_suggestion
 from .codes import CODES
-from .finder import Site, decode_source, short_receiver, split_lines
+from .finder import Site
+from .naming import short_receiver
+from .source import decode_source, split_lines
 from .scan import Scan
 
 DOCS_URL = "https://github.com/xferaudit/xferaudit#rule-codes"
@@ -96,38 +100,47 @@ def _split_call(s: Site, rule: Rule) -> Optional[tuple[str, str, str]]:
     return head, method, rest[i + 1 : j]
 
 
+_EOL_COMMA = re.compile(r",[ \t]*(?:#[^\n]*)?\r?\n\s*([)\]}])")
+_AFTER_OPEN = re.compile(r"([(\[{]) ")
+_BEFORE_CLOSE = re.compile(r" ([)\]}])")
+_BEFORE_DOT = re.compile(r" \.(?=[A-Za-z_])")
+
+
 def _squash(text: str) -> str:
     """Source text on one line, for a message: comments dropped by the caller,
     runs of blanks made one, none inside brackets or before a dot."""
+    if "\n" in text:
+        # A trailing comma at a line's end goes (`f(\n  a,\n)`); one inside a
+        # line stays: `(x,)` is a tuple.
+        text = _EOL_COMMA.sub(r"\1", text)
     text = _WS.sub(" ", text).strip()
-    text = re.sub(r"([(\[{]) ", r"\1", re.sub(r" ([)\]}])", r"\1", text))
-    text = re.sub(r",([)\]}])", r"\1", text)
-    return re.sub(r" \.(?=[A-Za-z_])", ".", text).rstrip(",").strip()
+    if " " in text:
+        text = _AFTER_OPEN.sub(r"\1", _BEFORE_CLOSE.sub(r"\1", text))
+        text = _BEFORE_DOT.sub(".", text)
+    return text.rstrip(",").strip()
 
 
 def suggestion(s: Site, rule: Optional[Rule]) -> str:
-    """What to write instead: the wrapper call, receiver first, original args unchanged."""
+    """What to write instead: the wrapper call as ``xferaudit wrap`` writes it
+    (its shape from :mod:`xferaudit.wrapform`), original arguments unchanged."""
     if rule is None:
         return "xfer.<wrapper>(..., site=...)"
+    form = form_of(rule)
     w = rule.wrapper
-    if rule.wrap == "result":
-        inner = call_text(s)
-        return f"xfer.graph({inner}, site=...{', decorator=True' if s.decorator else ''})"
+    if INNER in form.head:
+        return wf_suggestion(form, w, {INNER: call_text(s)}, None, s.decorator)
     parts = _split_call(s, rule)
     if parts is None:
         return f"xfer.{w}(..., site=...)"
     head, method, args = parts
     args = _squash(_COMMENT.sub("", args) if "#" in args else args)
-    if rule.wrap == "receiver" and method:
-        lead = [head, repr(method)] if w == "method" else [head]
-    elif w == "call":
-        lead = [head]
-    else:
-        lead = []
-    lead = [_squash(x) for x in lead]
-    text = f"xfer.{w}({', '.join(lead + ([args] if args else []) + ['site=...'])})"
+    head = _squash(head)
+    heads = {RECEIVER: head, CALLEE: head, METHOD: method}
+    if METHOD in form.head and not method:
+        return f"xfer.{w}(..., site=...)"
+    text = wf_suggestion(form, w, heads, args, s.decorator)
     if len(text) > 90:
-        text = f"xfer.{w}({', '.join(lead + (['...'] if args else []) + ['site=...'])})"
+        text = wf_suggestion(form, w, heads, "..." if args else None, s.decorator)
     return text
 
 
@@ -383,6 +396,3 @@ def format_statistics(diags: list[Diagnostic]) -> str:
     rows = sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))
     return "\n".join(f"{n:>{width}}\t{code}\t{CODES[code].name if code in CODES else ''}" for code, n in rows)
 
-
-def kind_code(kind: str) -> str:
-    return KIND_CODES[kind]

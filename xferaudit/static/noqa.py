@@ -23,6 +23,8 @@ from typing import Iterable
 
 from .._atomic import atomic_write
 from .diagnostics import Diagnostic
+from .source import comments as comment_tokens
+from .source import split_lines, tokens
 
 #: Codes --add-noqa adds (XFA001 cannot be suppressed, XFA101 is about noqa itself).
 ADDABLE_PREFIXES = ("XFA2", "XFA3")
@@ -57,7 +59,7 @@ def _uncommentable(text: str) -> set[int]:
     fstart = getattr(tokenize, "FSTRING_START", -1)  # 3.12+: f-strings are token runs
     fend = getattr(tokenize, "FSTRING_END", -1)
     opened: list[int] = []
-    for tok in tokenize.generate_tokens(io.StringIO(text).readline):
+    for tok in tokens(text):
         if tok.type == tokenize.STRING and tok.end[0] > tok.start[0]:
             bad.update(range(tok.start[0], tok.end[0]))
         elif tok.type == fstart:
@@ -66,14 +68,6 @@ def _uncommentable(text: str) -> set[int]:
             start = opened.pop()
             bad.update(range(start, tok.end[0]))
     return bad
-
-
-def _comments(text: str) -> dict[int, tuple[int, str]]:
-    out = {}
-    for tok in tokenize.generate_tokens(io.StringIO(text).readline):
-        if tok.type == tokenize.COMMENT:
-            out[tok.start[0]] = (tok.start[1], tok.string)
-    return out
 
 
 def _eol(line: str) -> tuple[str, str]:
@@ -85,8 +79,6 @@ def _eol(line: str) -> tuple[str, str]:
 
 
 def add_noqa(diags: Iterable[Diagnostic]) -> NoqaResult:
-    from .finder import split_lines
-
     result = NoqaResult()
     per_file: dict[str, dict[int, set]] = {}
     for d in diags:
@@ -96,7 +88,7 @@ def add_noqa(diags: Iterable[Diagnostic]) -> NoqaResult:
         try:
             data, enc, text = _read(path)
             bad = _uncommentable(text)
-            comments = _comments(text)
+            comments = comment_tokens(text)
         except (OSError, SyntaxError, UnicodeDecodeError, tokenize.TokenError) as e:
             result.skipped.append(f"{path}: cannot rewrite: {e}")
             continue

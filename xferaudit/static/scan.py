@@ -8,7 +8,7 @@ of it; the finder's own pass is a fraction, because of three layers:
 1. **Cache** (:mod:`.cache`): each file's findings, keyed on its content hash,
    the tool's own code and the rows in force. A warm run reads and hashes the
    files and parses none.
-2. **Prefilter**, inside the finder (``finder._candidate_lines``): one regex
+2. **Prefilter**, inside the finder (``prefilter.candidate_lines``): one regex
    pass over the text lists the lines where a rule's name is called
    (``cpu(``, ``to(``, ``tensor(``, an import alias of one, a graph decorator);
    the finder visits only the statements that span such a line and binds names
@@ -35,7 +35,8 @@ from typing import Any, Callable, Optional, Sequence
 
 from ..config import Config, iter_python_paths
 from ..rules import RuleTable
-from .finder import FileResult, decode_source, find_in_source
+from .finder import FileResult, find_in_source
+from .source import decode_source
 
 #: Below this many bytes to parse, a process pool costs more than it saves.
 PARALLEL_MIN_BYTES = 1_500_000

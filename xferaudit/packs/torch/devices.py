@@ -1,7 +1,9 @@
 """torch's device vocabulary: which device types are the host, and which hold no data.
 
-Pure data, no torch import: the runtime's wrappers, its guard and the
-crossing rules (:mod:`xferaudit.runtime.crossing`) all read it from here.
+Read from the pack's own rows (``rules.toml``, its ``[devices]`` table), the
+same data the finder reads, so the two halves cannot disagree about a device;
+no torch import. The runtime's wrappers, its guard and the crossing rules
+(:mod:`xferaudit.runtime.crossing`) all read it from here.
 
 * ``HOST``: the host's device type. A tensor there is in host memory.
 * ``NO_DATA``: device types whose tensors have a shape and a dtype but no
@@ -11,5 +13,8 @@ crossing rules (:mod:`xferaudit.runtime.crossing`) all read it from here.
 
 from __future__ import annotations
 
-HOST = "cpu"
-NO_DATA = frozenset({"meta"})
+from ...rules import load_pack
+
+_DEVICES = load_pack("torch").devices
+HOST = min(_DEVICES.host) if _DEVICES.host else "cpu"
+NO_DATA = frozenset(_DEVICES.no_data)

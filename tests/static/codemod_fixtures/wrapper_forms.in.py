@@ -1,4 +1,4 @@
-"""The examples of issue 4, one per wrapper form."""
+"""One example per wrapper form."""
 import torch
 
 

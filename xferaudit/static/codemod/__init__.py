@@ -1,0 +1,286 @@
+"""``xferaudit wrap`` / ``unwrap``: rewrite sites into counting wrappers and back.
+
+Data flow: file bytes -> the ast finder (:mod:`xferaudit.static.finder`), which
+decides what is a site, its kind, its rule row and its name -> one libcst parse
+and ONE transformer pass per file that rewrites the calls whose called-name
+position matches a site. Files without a site (wrap) or a wrapper call (unwrap)
+are never parsed by libcst.
+
+One module per job::
+
+    __init__.py   wrap_source / unwrap_source: the per-file flow
+    imports.py    the runtime's alias, where its import goes, how the file spells a name
+    layout.py     which statements hold a site (positions over a skeleton)
+    shapes.py     the wrapped form in libcst nodes, written and undone
+    wrap.py       the wrap transformer
+    unwrap.py     the unwrap transformer
+    nodes.py      small libcst helpers; results.py: what a file's run reports
+
+The finder's parse serves the codemod too (:func:`~xferaudit.static.finder.analyse`
+returns the ``ast`` tree and the resolver with the sites): a file is parsed
+once by ``ast`` and once by libcst, and the rewritten text is compiled once
+as a check.
+
+The wrapped form, per wrap style of the rule row (the table is
+:mod:`xferaudit.wrapform`'s; this is what it says)::
+
+    receiver   recv.m(args)        ->  xfer.m(recv, args, site="...")
+               recv.m(args)        ->  xfer.method(recv, "m", args, site="...")   (user rows)
+    function   torch.tensor(args)  ->  xfer.tensor(args, site="...")
+               mylib.put(args)     ->  xfer.call(mylib.put, args, site="...")     (user rows)
+    result     torch.compile(m)    ->  xfer.graph(torch.compile(m), site="...")
+               @torch.compile(...) ->  @xfer.graph(torch.compile(...), site="...", decorator=True)
+
+Reversibility: ``unwrap(wrap(src)) == src`` byte for byte. Everything inside
+the rewritten call keeps its own whitespace and comments; what the wrapped form
+cannot hold directly is encoded in whitespace it does have, so ``unwrap`` can
+put it back:
+
+* whitespace before the ``.`` (``x  # note\\n  .cpu()``) -> before the comma
+  after the receiver (``xfer.cpu(x  # note\\n  , site=...)``);
+* whitespace after the ``.`` and before ``(`` -> the same places in ``xfer.m (``;
+* whitespace before ``)`` -> after the ``site=`` argument; a trailing comma ->
+  a trailing comma after ``site=`` (its whitespace after it);
+* parentheses around the whole call -> around the wrapper call;
+* the dropped callee of a function row (``torch.tensor``) is re-spelled from the
+  file's imports; a call spelled differently (``tensor(...)`` beside
+  ``import torch``) is reported rather than wrapped.
+
+Every rewrite is checked at the time it is made: unwrapping the new call must
+give back the old call's exact text, or the site is left alone and reported.
+
+Positions: a site is the call whose called name sits at the finder's (line,
+character column); libcst's PositionProvider (through MetadataWrapper) gives
+the libcst side, in characters, like the finder's columns (tabs count one).
+PositionProvider costs more than the parse, so it runs over a skeleton of the
+module: the statements holding a site line as they are, every other one a
+placeholder of the same height (heights from ast line numbers), so the kept
+nodes get exactly the positions they have in the whole module. Any doubt (ast
+and libcst disagree on statements, a site not placed) falls back to the whole
+module.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections import Counter
+from typing import Iterable, Optional
+
+import re
+
+import libcst as cst
+from libcst.metadata import MetadataWrapper, PositionProvider
+
+from ...rules import RuleTable
+from ...wrapform import ALIAS, wrapper_infos
+from ..finder import Site, analyse
+from ..source import char_col, collector_paused, decode_source
+from .imports import (
+    _alias_import, _insert_import, _remove_import, choose_alias, import_bindings, import_index,
+    spell,
+)
+from .layout import _ast, _count_lines, _Layout, _layout, _LayoutError  # noqa: F401 - tests and bench patch these
+from .nodes import _code, string_literal
+from .results import CodemodError, CodemodResult, Skipped
+from .shapes import _Shapes
+from .unwrap import _UnwrapTransformer
+from .wrap import _WrapTransformer
+
+
+_IDENT_AT = re.compile(r"\w+")
+
+
+def _decode(data: bytes, path: str) -> str:
+    try:
+        return decode_source(data)
+    except (SyntaxError, UnicodeDecodeError, LookupError) as e:
+        raise CodemodError(f"cannot decode: {e}") from None
+
+
+def _parse(data: bytes, path: str) -> cst.Module:
+    try:
+        with collector_paused():
+            return cst.parse_module(data)
+    except cst.ParserSyntaxError as e:
+        raise CodemodError(f"libcst cannot parse it: {str(e).splitlines()[0]} (line {e.raw_line})") from None
+    except (ValueError, UnicodeDecodeError, RecursionError) as e:  # pragma: no cover
+        raise CodemodError(f"libcst cannot parse it: {type(e).__name__}: {e}") from None
+
+
+def _render(module: cst.Module, data: bytes) -> bytes:
+    """The module's bytes. libcst drops a final lone ``\r`` (old Mac newlines);
+    put it back."""
+    out = module.bytes
+    if data.endswith(b"\r") and not out.endswith(b"\r") and module.default_newline == "\r":
+        out += b"\r"
+    return out
+
+
+def _reproduces(module: cst.Module, data: bytes) -> None:
+    """libcst must give back the unmodified file exactly, or nothing is rewritten."""
+    if _render(module, data) != data:
+        raise CodemodError("libcst does not reproduce this file byte for byte; left as it is")
+
+
+def _eligible(sites: Iterable[Site], codes_ok) -> tuple[list[Site], int, int]:
+    out, suppressed, not_selected = [], 0, 0
+    for s in sites:
+        if s.wrapped:
+            continue
+        if s.suppressed:
+            suppressed += 1
+        elif not codes_ok(s.rule):
+            not_selected += 1
+        else:
+            out.append(s)
+    return out, suppressed, not_selected
+
+
+def wrap_source(
+    data: bytes,
+    path: str = "<string>",
+    rules: Optional[RuleTable] = None,
+    relpath: Optional[str] = None,
+    codes_ok=None,
+) -> CodemodResult:
+    """Wrap every eligible unwrapped site of one file's bytes.
+
+    `codes_ok(code) -> bool` filters sites by rule code (``--select`` and the
+    config's select/ignore/per-file-ignores); suppressed sites are never wrapped
+    (wrapping them would leave their suppression unused). Raises
+    :class:`CodemodError` for a file that cannot be decoded or parsed.
+    """
+    from ...rules import table as default_table
+
+    rules = rules or default_table()
+    res = CodemodResult(path=path)
+    text = _decode(data, path)
+    found, ctx = analyse(text, path, rules, relpath if relpath is not None else path)
+    if found.error or ctx is None:
+        raise CodemodError(f"cannot parse: {found.error} (line {found.error_line})")
+    sites, res.suppressed, res.not_selected = _eligible(found.sites, codes_ok or (lambda code: True))
+    if not sites:
+        return res
+    module = _parse(data, path)
+    _reproduces(module, data)
+    lines = ctx.source.lines
+    keyed: dict[tuple[int, int], Site] = {}
+    names: dict[tuple[int, int], str] = {}
+    for s in sites:
+        key = (s.line, char_col(lines, s.line, s.byte_col))
+        keyed[key] = s
+        m = _IDENT_AT.match(lines[s.line - 1], key[1]) if 0 < s.line <= len(lines) else None
+        names[key] = m.group(0) if m else ""
+    alias, existing = choose_alias(text, module, ctx.resolver)
+    have_import = existing is not None
+    index = import_index(module)
+    shapes = _Shapes(rules, ctx.resolver.import_bindings)
+    taken = {s.site for s in found.sites if s.site}
+    layout = _layout(module, ctx.tree, text, [s.line for s in sites])
+    tr = None
+    if layout is not None:
+        # Code run at import time above the runtime import cannot use its alias.
+        tops = layout.top_first
+        at = existing if have_import else index
+        first_line = tops[at] if at < len(tops) else _count_lines(text) + 1
+        tr = _WrapTransformer(keyed, rules, shapes, alias, module.encoding, first_line, taken,
+                              layout.positions(), layout, names)
+        new_module = module.visit(tr)
+        if len(tr.done) < len(keyed):
+            tr = None  # a site the skeleton did not place: redo with whole-module positions
+    if tr is None:
+        positions = MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
+        first_line = 0
+        if have_import:
+            first_line = positions[module.body[existing]].start.line
+        elif index > 0:
+            first_line = positions[module.body[index - 1]].end.line + 1
+        tr = _WrapTransformer(keyed, rules, shapes, alias, module.encoding, first_line, taken, positions, None,
+                              names)
+        new_module = module.visit(tr)
+    for s, reason in tr.skipped:
+        res.skipped.append(Skipped(s.line, s.column, s.rule, s.label or s.call, reason))
+    missed = [s for k, s in keyed.items() if k not in tr.done]
+    for s in missed:
+        res.skipped.append(
+            Skipped(s.line, s.column, s.rule, s.label or s.call,
+                    "libcst has no call whose name sits at this position (not safely wrappable)")
+        )
+    res.skipped.sort(key=lambda k: (k.line, k.column))
+    if not tr.wrapped:
+        return res
+    if not have_import:
+        new_module = _insert_import(new_module, alias, index)
+    new = _render(new_module, data)
+    _must_compile(new, path)
+    res.new = new
+    res.wrapped = Counter(s.kind for s in tr.wrapped)
+    res.generic = tr.generic
+    return res
+
+
+def _must_compile(new: bytes, path: str) -> None:
+    try:
+        compile(new, path, "exec", flags=ast.PyCF_ONLY_AST, dont_inherit=True)
+    except (SyntaxError, ValueError) as e:  # pragma: no cover - a bug, never a user error
+        raise CodemodError(f"internal error: the rewritten file would not parse ({e}); left as it is") from None
+
+
+
+def unwrap_source(
+    data: bytes,
+    path: str = "<string>",
+    rules: Optional[RuleTable] = None,
+) -> CodemodResult:
+    """Restore the bare calls of every wrapper call of one file, and drop the
+    runtime import when nothing else uses it."""
+    from ...rules import table as default_table
+
+    rules = rules or default_table()
+    res = CodemodResult(path=path)
+    text = _decode(data, path)
+    if "xferaudit" not in text:
+        return res
+    found, ctx = analyse(text, path, rules, path)
+    if found.error or ctx is None:
+        raise CodemodError(f"cannot parse: {found.error} (line {found.error_line})")
+    wrapped = [s for s in found.sites if s.wrapped]
+    if not wrapped:
+        return res
+    module = _parse(data, path)
+    _reproduces(module, data)
+    prefixes = ctx.resolver.runtime_prefixes()
+    shapes = _Shapes(rules, ctx.resolver.import_bindings)
+    tree = ctx.tree
+    tr = _UnwrapTransformer(prefixes, shapes, layout=_layout(module, tree, text, [s.line for s in wrapped]))
+    new_module = module.visit(tr)
+    if Counter(tr.found) != Counter(s.site for s in wrapped):
+        # The file binds the runtime's name somewhere else too: trust positions.
+        lines = ctx.source.lines
+        keys = {(s.line, char_col(lines, s.line, s.byte_col)) for s in wrapped}
+        mw = MetadataWrapper(module, unsafe_skip_copy=True)
+        tr = _UnwrapTransformer(prefixes, shapes, mw.resolve(PositionProvider), keys)
+        new_module = module.visit(tr)
+    for call, w in tr.failed:
+        res.skipped.append(Skipped(0, 0, "", _code(call)[:60], f"`{w}(...)` is not in a form unwrap can restore"))
+    if not tr.done:
+        return res
+    # Drop `import xferaudit.runtime as NAME` once nothing uses NAME.
+    for i, stmt in enumerate(new_module.body):
+        a = _alias_import(stmt)
+        if a is not None:
+            refs = sum(1 for n in ast.walk(tree) if type(n) is ast.Name and n.id == a) if tree else 1 << 30
+            if refs - tr.by_prefix[a] <= 0:
+                new_module = _remove_import(new_module, i)
+            break
+    new = _render(new_module, data)
+    _must_compile(new, path)
+    res.new = new
+    res.unwrapped = tr.done
+    return res
+
+
+__all__ = [
+    "ALIAS", "CodemodError", "CodemodResult", "Skipped", "choose_alias", "import_bindings",
+    "import_index", "spell", "string_literal", "unwrap_source", "wrap_source", "wrapper_infos",
+]

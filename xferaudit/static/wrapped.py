@@ -1,0 +1,122 @@
+"""Reading wrapped calls back: ``xfer.cpu(x, site="...")`` is the site ``x.cpu()``.
+
+Both readers go through the wrap grammar (:mod:`xferaudit.wrapform`), so they
+read exactly the shapes the codemod writes: :func:`read_wrapped` turns a
+wrapper call into a wrapped :class:`~.finder.Site` (its row, its kind, its
+name); :class:`Unwrapper` rewrites wrapper calls back into bare calls on a
+copy of a receiver, so a site keeps its name whether the calls inside its
+receiver were wrapped first or not.
+"""
+
+from __future__ import annotations
+
+import ast
+from typing import TYPE_CHECKING
+
+from ..wrapform import INNER, METHOD, RUNTIME_MODULE, SITE, split
+from .classify import const_str, fallback_kind
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .finder import _FileFinder
+
+_RUNTIME_DOT = RUNTIME_MODULE + "."
+
+
+def read_wrapped(f: "_FileFinder", node: ast.Call, wrapper: str) -> None:
+    """A call of the runtime's wrapper `wrapper` with ``site=``: a wrapped site.
+
+    ``xfer.cpu(x, site=...)`` names its row by the wrapper; the generic
+    wrappers name it by their head: ``xfer.method(recv, "name", ...)``,
+    ``xfer.call(fn, ...)``; a result wrapper by its inner call
+    (``xfer.graph(torch.compile(m), ...)``, or the bare decorator
+    ``xfer.graph(torch.compile, ..., decorator=True)``).
+    """
+    site_kw = next((k.value for k in node.keywords if k.arg == SITE), None)
+    if site_kw is None:
+        return
+    info = f.infos.get(wrapper)
+    if info is None:
+        return
+    form = info.form
+    site = const_str(site_kw)
+    kwargs = {k.arg: k.value for k in node.keywords if k.arg not in form.extras}
+    parts = split(form, node.args)
+    if form.style == "result":
+        _read_result(f, node, info, parts[0][0] if parts else None, site)
+        return
+    if parts is None:
+        return
+    head, own = parts
+    if form.style == "receiver":
+        name = const_str(head[form.head.index(METHOD)]) if METHOD in form.head else None
+        rule = info.method_rule(name, f.rules)
+    elif form.generic:
+        q = f.qualname(head[0])
+        rule = f.rules.functions.get(q) if q else None
+    else:
+        rule = info.rows[0] if info.rows else None
+    if rule is None:
+        return
+    kind = f.cls.kind_of(rule, own, kwargs)
+    f._add(node, node.func, rule, kind or fallback_kind(rule), wrapped=True, site=site)
+
+
+def _read_result(f: "_FileFinder", node: ast.Call, info, inner, site) -> None:
+    """The site of a result wrapper is its inner call (or the bare decorator)."""
+    decorator = id(node) in f.decorators
+    target = inner.func if isinstance(inner, ast.Call) else inner
+    if isinstance(target, (ast.Name, ast.Attribute)):
+        q = f.qualname(target)
+        r2 = f.rules.functions.get(q) if q else None
+        if r2 is not None and r2.wrap == "result":
+            if isinstance(inner, ast.Call):
+                f.covered.add(id(inner))
+            f._add(inner, target, r2, r2.kind, wrapped=True, site=site, decorator=decorator)
+            return
+    rule = next((r for r in info.rows if r.wrap == "result"), None)
+    if rule is not None:
+        f._add(node, node.func, rule, rule.kind, wrapped=True, site=site, decorator=decorator)
+
+
+class Unwrapper(ast.NodeTransformer):
+    """Rewrites `xfer.m(recv, a, site=...)` back to `recv.m(a)` (on a copy), for names."""
+
+    def __init__(self, finder: "_FileFinder") -> None:
+        self.f = finder
+
+    def visit_Call(self, node: ast.Call) -> ast.AST:
+        self.generic_visit(node)
+        q = self.f.qualname(node.func)
+        if q is None or not q.startswith(_RUNTIME_DOT) or not node.args:
+            return node
+        info = self.f.infos.get(q[len(_RUNTIME_DOT):])
+        if info is None:
+            return node
+        form = info.form
+        parts = split(form, node.args)
+        if parts is None:
+            return node
+        head, own = parts
+        kws = [k for k in node.keywords if k.arg not in form.extras]
+        if form.style == "result":
+            return head[form.head.index(INNER)]
+        if form.style == "receiver":
+            method = const_str(head[form.head.index(METHOD)]) if METHOD in form.head else (
+                info.rows[0].method if info.rows else None)
+            if not method:
+                return node
+            return ast.Call(ast.Attribute(head[0], method, ast.Load()), own, kws)
+        if form.generic:
+            return ast.Call(head[0], own, kws)
+        if not info.rows:
+            return node
+        return ast.Call(_dotted_name(info.rows[0].target), own, kws)
+
+
+def _dotted_name(target: str) -> ast.AST:
+    parts = target.split(".")
+    node: ast.AST = ast.Name(parts[0], ast.Load())
+    for p in parts[1:]:
+        node = ast.Attribute(node, p, ast.Load())
+    return node
+

@@ -1,0 +1,180 @@
+"""The wrapped form of a site, as data: one grammar that writes, reads and suggests it.
+
+A rule row says *how* its calls are wrapped (its ``wrap`` style) and *by what*
+(its ``wrapper``). This module turns that into the shape of the wrapper call,
+and everything that handles wrapped calls asks it: the codemod writes and
+undoes the shape (``wrap`` / ``unwrap``), the finder reads wrapped calls back
+as sites and names them, and ``check`` prints the shape as its suggestion. So
+the three cannot disagree: there is one table.
+
+Each row of :data:`FORMS` is one shape::
+
+    style     wrapper   bare call           wrapped call                                   head
+    receiver  (row's)   recv.m(args)        xfer.W(recv, args, site="...")                 receiver
+    receiver  method    recv.m(args)        xfer.method(recv, "m", args, site="...")       receiver, method
+    function  (row's)   mod.f(args)         xfer.W(args, site="...")                       -
+    function  call      mod.f(args)         xfer.call(mod.f, args, site="...")             callee
+    result    (row's)   make(args)          xfer.W(make(args), site="...")                 inner
+                        @make               @xfer.W(make, site="...", decorator=True)
+
+*head* are the arguments the wrapper takes before the call's own; *extras*
+the keywords it takes after them. A row without a wrapper of its own gets
+:data:`DEFAULT_WRAPPER` of its style (``method``, ``call``, or ``graph`` for
+results). ``method`` and ``call`` are *generic*: they serve any row of their
+style, and the codemod also falls back to ``call`` for a function row whose
+callee it cannot re-spell on unwrap.
+
+This module imports nothing beyond the standard library (the runtime and the
+pre-commit hook may import it).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Mapping, Optional, Sequence
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .rules import Rule, RuleTable
+
+#: The module the wrappers live in, and the name `wrap` binds it to.
+RUNTIME_MODULE = "xferaudit.runtime"
+ALIAS = "xfer"
+
+#: Head argument kinds.
+RECEIVER, METHOD, CALLEE, INNER = "receiver", "method", "callee", "inner"
+SITE, DECORATOR = "site", "decorator"
+
+
+@dataclass(frozen=True)
+class Form:
+    """One shape of a wrapper call (a row of :data:`FORMS`)."""
+
+    style: str  # the rows' wrap style it serves: receiver | function | result
+    wrapper: Optional[str]  # a fixed wrapper name (generic forms), or None: the row's own
+    head: tuple[str, ...]  # arguments before the call's own (RECEIVER, METHOD, CALLEE, INNER)
+    extras: tuple[str, ...]  # keywords after them (SITE, DECORATOR)
+
+    @property
+    def generic(self) -> bool:
+        return self.wrapper is not None
+
+
+FORMS: tuple[Form, ...] = (
+    Form("receiver", None, (RECEIVER,), (SITE,)),
+    Form("receiver", "method", (RECEIVER, METHOD), (SITE,)),
+    Form("function", None, (), (SITE,)),
+    Form("function", "call", (CALLEE,), (SITE,)),
+    Form("result", None, (INNER,), (SITE, DECORATOR)),
+)
+STYLES = ("receiver", "function", "result")
+#: The wrapper of a row that names none, per style.
+DEFAULT_WRAPPER = {"receiver": "method", "function": "call", "result": "graph"}
+#: The generic wrappers (fixed names), which exist whatever the table holds.
+GENERIC = {f.wrapper: f for f in FORMS if f.wrapper is not None}
+
+
+def form(style: str, wrapper: str) -> Form:
+    """The shape of `wrapper` serving rows of `style`."""
+    g = GENERIC.get(wrapper)
+    if g is not None and g.style == style:
+        return g
+    return next(f for f in FORMS if f.style == style and f.wrapper is None)
+
+
+def form_of(rule: "Rule", wrapper: Optional[str] = None) -> Form:
+    """The shape `rule`'s calls take under `wrapper` (default: the row's own)."""
+    return form(rule.wrap, wrapper or rule.wrapper)
+
+
+@dataclass(frozen=True)
+class WrapperInfo:
+    """One wrapper name of a table: its shape and the rows it serves."""
+
+    name: str
+    form: Form
+    rows: tuple = ()  # the rows naming this wrapper
+    methods: tuple[str, ...] = ()  # receiver style: the method names its rows match
+    targets: tuple[str, ...] = ()  # function/result style: the qualified names its rows match
+
+    @property
+    def style(self) -> str:
+        return self.form.style
+
+    @property
+    def generic(self) -> bool:
+        return self.form.generic
+
+    def method_rule(self, name: Optional[str], table: "RuleTable") -> Optional["Rule"]:
+        """The row a receiver-style wrapper call stands for (`name`: the method
+        named by a generic call's literal)."""
+        if self.generic:
+            rows = [r for r in table.methods.get(name or "", ()) if r.wrap == "receiver"]
+            return rows[0] if rows else None
+        return self.rows[0] if self.rows else None
+
+
+_INFOS: dict[int, tuple] = {}  # id(table) -> (table, infos): one computation per table
+
+
+def wrapper_infos(rules: "RuleTable") -> dict[str, WrapperInfo]:
+    """Every wrapper name a wrapped call of this table may use, with its shape
+    (computed once per table; do not modify the answer)."""
+    hit = _INFOS.get(id(rules))
+    if hit is not None and hit[0] is rules:
+        return hit[1]
+    if len(_INFOS) > 64:
+        _INFOS.clear()
+    out = _wrapper_infos(rules)
+    _INFOS[id(rules)] = (rules, out)
+    return out
+
+
+def _wrapper_infos(rules: "RuleTable") -> dict[str, WrapperInfo]:
+    out: dict[str, WrapperInfo] = {}
+    for name, rows in rules.wrappers.items():
+        styles = {r.wrap for r in rows}
+        style = "result" if "result" in styles else ("receiver" if "receiver" in styles else "function")
+        out[name] = WrapperInfo(
+            name, form(style, name), tuple(rows),
+            tuple(dict.fromkeys(r.method for r in rows if r.wrap == "receiver")),
+            tuple(dict.fromkeys(r.target for r in rows if r.wrap != "receiver")),
+        )
+    for name, f in GENERIC.items():
+        out.setdefault(name, WrapperInfo(name, f))
+    return out
+
+
+def split(form_: Form, args: Sequence) -> Optional[tuple[list, list]]:
+    """(head, own) positional arguments of a wrapper call, or None when it has
+    too few for its head."""
+    n = len(form_.head)
+    if len(args) < n:
+        return None
+    return list(args[:n]), list(args[n:])
+
+
+def suggestion(form_: Form, wrapper: str, head: Mapping[str, str], args: Optional[str],
+               decorator: bool = False, alias: str = ALIAS, site: str = "...") -> str:
+    """The wrapped call as text: ``xfer.W(<head>, <args>, site=...)``.
+
+    `head` gives the source text of each head argument kind (``receiver``:
+    ``loss``; ``method``: ``item``; ``callee``: ``mylib.put``; ``inner``: the
+    bare call); `args` the call's own argument text (None or "" when it has
+    none, ``...`` to elide them).
+    """
+    parts = []
+    for h in form_.head:
+        parts.append(f"\"{head[h]}\"" if h == METHOD else head[h])  # a method name needs no escape
+    if args:
+        parts.append(args)
+    parts.append(f"{SITE}={site}")
+    if decorator and DECORATOR in form_.extras:
+        parts.append(f"{DECORATOR}=True")
+    return f"{alias}.{wrapper}({', '.join(parts)})"
+
+
+__all__ = [
+    "ALIAS", "CALLEE", "DECORATOR", "DEFAULT_WRAPPER", "FORMS", "Form", "GENERIC", "INNER", "METHOD",
+    "RECEIVER", "RUNTIME_MODULE", "SITE", "STYLES", "WrapperInfo", "form", "form_of", "split",
+    "suggestion", "wrapper_infos",
+]
