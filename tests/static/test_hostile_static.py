@@ -88,8 +88,8 @@ def test_defaults_are_sites_under_postponed_annotations_and_annotations_are_not(
 
 
 def test_local_variable_annotations_are_never_evaluated():
-    src = "import torch\nx: W.cpu() = 1\ndef f():\n    y: W.item() = 2\n"
-    assert _kinds(src) == [(2, "torch.cpu")]
+    src = "import torch\nx: W.cpu() = 1\ndef f():\n    y: W.item() = 2\n    class C:\n        z: W.tolist()\n"
+    assert _kinds(src) == [(2, "torch.cpu"), (6, "torch.tolist")]
 
 
 def test_wrap_leaves_postponed_annotations_alone():

@@ -303,7 +303,9 @@ class _FileFinder(ast.NodeVisitor):
         for d in node.bases + [k.value for k in node.keywords]:
             self.visit(d)
         outer = self._enter(node, node.name)
+        functions, self.functions = self.functions, 0  # a class body's annotations run, even in a function
         self._body(node.body)
+        self.functions = functions
         self.qual.pop()
         self.resolver.scope = outer
 
