@@ -20,6 +20,6 @@ timeout 150 python3 bench/gpu_truth.py --steps 20 --plant --out "$out/gpu_truth_
 timeout 300 python3 bench/gpu_overhead.py --rounds 7 --out "$out/gpu_overhead.json" 2>&1 | tee "$out/gpu_overhead.txt" | tail -8
 timeout 150 python3 bench/gpu_overhead.py --small --rounds 7 --steps 50 --out "$out/gpu_overhead_small.json" 2>&1 | tee "$out/gpu_overhead_small.txt" | tail -8
 timeout 150 python3 bench/gpu_copies.py --steps 5 --out "$out/gpu_copies.json" 2>&1 | tee "$out/gpu_copies.txt" | tail -24
-# Issue 9's run (DDP, one rank per GPU): 2 ranks where 2 GPUs exist, else 1 to prove the script.
+# The DDP run (one rank per GPU): 2 ranks where 2 GPUs exist, else 1 to prove the script.
 n=$(python3 -c "import torch; print(min(2, torch.cuda.device_count()))")
 timeout 300 python3 bench/gpu_truth_ddp.py --nproc "$n" --steps 20 --out "$out/gpu_truth_ddp_${n}rank.json" 2>&1 | tee "$out/gpu_truth_ddp_${n}rank.txt" | tail -12

@@ -31,7 +31,7 @@ class ReportCommand(Command):
                             help="text table (default) or the JSON form")
         parser.add_argument("--top", type=int, default=None, metavar="N",
                             help="only the N sites with the most crossings (totals stay the run's)")
-        # Pictures (issue 8): xferaudit/plot.py and xferaudit/trace.py.
+        # Pictures: xferaudit/plot.py and xferaudit/trace.py.
         parser.add_argument("--plot", metavar="OUT.png", default=None,
                             help="also draw crossings and bytes per site (PNG/SVG/PDF by "
                                  "suffix; needs matplotlib: pip install 'xferaudit[plot]')")
