@@ -4,8 +4,8 @@
 # (default bench/results). The GPU image has torch but no libcst: the runtime
 # needs none, and the codemod-runtime test reads a pre-wrapped fixture.
 #   bash bench/gpu_session.sh [OUTDIR] [--guard]
-# --guard: only the guard's and the copies' part (its tests, gpu_truth on the
-# example and on gpu_copies.py's program in both guard modes, the overheads,
+# --guard: only the guard's and the copies' part (its GPU tests, gpu_truth on
+# the example and on gpu_copies.py's program in the cheap mode, the overheads,
 # gpu_copies), for a session with little device time.
 set -uo pipefail
 out=${1:-bench/results}
@@ -16,7 +16,7 @@ export PYTHONPATH=${PYTHONPATH:+$PYTHONPATH:}$PWD
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
 { nvidia-smi -L; python3 -c "import torch, sys; print('torch', torch.__version__, 'python', sys.version.split()[0])"; } | tee "$out/gpu_env.txt"
 if [ "$only" = "--guard" ]; then
-  tests="tests/packs/torch/test_gpu_runtime.py tests/runtime/test_guard_gpu.py"
+  tests="tests/runtime/test_guard_gpu.py"
 else
   tests="tests/packs/torch/test_gpu_runtime.py tests/runtime/test_guard_gpu.py tests/runtime/test_distributed_gpu.py
   tests/packs/cupy/test_cupy_runtime.py tests/packs/jax/test_jax_runtime.py tests/static/test_codemod_runtime.py"
@@ -25,7 +25,9 @@ fi
 timeout 240 python3 -m pytest -q -rs -p no:cacheprovider $tests 2>&1 | tee "$out/gpu_tests.txt" | tail -25
 timeout 150 python3 bench/gpu_truth.py --steps 20 --out "$out/gpu_truth.json" 2>&1 | tee "$out/gpu_truth.txt" | tail -22
 timeout 150 python3 bench/gpu_truth.py --steps 20 --plant --out "$out/gpu_truth_plant.json" 2>&1 | tee "$out/gpu_truth_plant.txt" | tail -14
-for m in lite full; do
+modes="lite full"
+[ "$only" = "--guard" ] && modes=lite
+for m in $modes; do
   timeout 150 python3 bench/gpu_truth.py --program copies --mode $m --steps 5 --out "$out/gpu_truth_copies_$m.json" 2>&1 \
     | tee "$out/gpu_truth_copies_$m.txt" | tail -14
 done
