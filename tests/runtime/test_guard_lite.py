@@ -181,3 +181,23 @@ def test_the_decorator_keeps_the_mode(dev):
 
     assert f() == 3.0
     assert [e[2] for e in events()] == ["aten._local_scalar_dense"]
+
+
+def test_compiled_code_is_not_recompiled_or_split_by_the_hooks():
+    from torch._dynamo.utils import counters
+
+    def f(x):
+        return (x[1:].to(torch.float64) * 2).sum() + x[0]
+
+    torch._dynamo.reset()
+    counters.clear()
+    g = torch.compile(f, backend="eager")
+    x = torch.randn(8)
+    g(x)  # compiled before the guard
+    with guard("count", mode="lite"):
+        g(x)
+        h = torch.compile(lambda x: x[1:].to(torch.float64).sum(), backend="eager")
+        h(x)  # compiled under it: Dynamo traces past the hooks
+    g(x)
+    assert counters["stats"]["unique_graphs"] == 2
+    assert not counters["graph_break"] and not counters["recompiles"]
