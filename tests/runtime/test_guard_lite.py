@@ -201,3 +201,30 @@ def test_compiled_code_is_not_recompiled_or_split_by_the_hooks():
     g(x)
     assert counters["stats"]["unique_graphs"] == 2
     assert not counters["graph_break"] and not counters["recompiles"]
+
+
+def test_index_put_with_host_indices_is_an_upload_in_both_modes(dev):
+    got = []
+    for mode in ("full", "lite"):
+        recorder.reset()
+        d, v = torch.zeros(4).to(dev), torch.tensor(5.0).to(dev)
+        host_i, dev_i = torch.tensor([0, 2]), torch.tensor([0, 2]).to(dev)
+        with guard("count", mode=mode):
+            d.index_put_((host_i,), v)
+            d.index_put_((dev_i,), v)  # no crossing
+        got.append([e[2:] for e in events()])
+    assert got[0] == got[1] and [e[0] for e in got[0]] == ["aten.index_put_"]
+
+
+def test_numpy_and_type_of_a_device_tensor_cross_in_both_modes(dev):
+    got = []
+    for mode in ("full", "lite"):
+        recorder.reset()
+        d = torch.ones(4).to(dev)
+        with guard("count", mode=mode):
+            d.type(torch.DoubleTensor)
+        got.append([e[2:] for e in events()])
+    assert got[0] == got[1] and [e[1] for e in got[0]] == ["down"]
+    p = guard_hooks.predicates(torch)
+    assert p["numpy"]((torch.ones(1).to(dev),), {}) and not p["numpy"]((torch.ones(1),), {})
+    assert not p["type"]((torch.ones(1),), {})

@@ -5,8 +5,9 @@ Python call. On a small eager step (a few ms of GPU work, thousands of ops)
 that alone costs more than the step. Yet only a handful of Python-level
 entry points can make a crossing the guard reports: the scalar reads
 (``item``, ``float``/``int``/``bool``/``index``/``complex``, ``tolist``), the
-copies (``to``, ``cuda``, ``cpu``, ``copy_``), indexing with anything but
-ints and slices (``__getitem__``/``__setitem__``), the count-reading ops
+copies (``to``, ``cuda``, ``cpu``, ``numpy``, ``type``, ``copy_``),
+indexing with anything but ints and slices (``__getitem__``/``__setitem__``,
+``index_put_`` with host or boolean indices), the count-reading ops
 (``nonzero``, ``masked_select``, ``unique``, ``unique_consecutive``,
 ``argwhere``, ``repeat_interleave``, one-argument ``torch.where``), the
 comparisons that return a Python bool (``equal``, ``allclose``), tensors
@@ -108,13 +109,26 @@ def predicates(torch: Any) -> dict:
     def counted(a: tuple, kw: dict) -> bool:
         return any_on_device(Tensor, a) or any_on_device(Tensor, tuple(kw.values()))
 
+    def index_put(a: tuple, kw: dict) -> bool:
+        idx = a[1] if len(a) > 1 else kw.get("indices", ())
+        dev = a[0].device
+        for t in idx if isinstance(idx, (list, tuple)) else ():
+            if isinstance(t, Tensor) and (t.device != dev or t.dtype is torch.bool):
+                return True
+        v = a[2] if len(a) > 2 else kw.get("values")
+        return isinstance(v, Tensor) and v.device != dev
+
+    def retype(a: tuple, kw: dict) -> bool:
+        return len(a) > 1 or bool(kw)
+
     def new_tensor(a: tuple, kw: dict) -> bool:
         d = kw.get("device")
         return on_device(a[0]) if d is None else str(d) != "cpu"
 
     out: dict = dict.fromkeys(SCALAR_READS, read)
-    out.update(cpu=read, cuda=cuda, to=to, copy_=copy_, __getitem__=getitem,
-               __setitem__=setitem, new_tensor=new_tensor)
+    out.update(cpu=read, numpy=read, cuda=cuda, to=to, type=retype, copy_=copy_,
+               __getitem__=getitem, __setitem__=setitem, index_put_=index_put,
+               index_put=index_put, new_tensor=new_tensor)
     out.update(dict.fromkeys(COUNT_METHODS, counted))
     return out
 
