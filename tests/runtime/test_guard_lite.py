@@ -12,10 +12,10 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-import xferaudit.runtime as xfer  # noqa: E402
-from xferaudit.runtime import guard_hooks, recorder  # noqa: E402
-from xferaudit.runtime.guard import GuardConfigError, guard, resolve_mode  # noqa: E402
-from xferaudit.testing import simulated_device  # noqa: E402
+import xferaudit.runtime as xfer
+from xferaudit.runtime import guard_hooks, recorder
+from xferaudit.runtime.guard import GuardConfigError, guard, resolve_mode
+from xferaudit.testing import simulated_device
 
 guard_mod = importlib.import_module("xferaudit.runtime.guard")
 HERE = "tests/runtime/test_guard_lite.py"
