@@ -15,7 +15,7 @@ the profiler sees against the event xferaudit records (the bytes a count
 read-back carries on this torch build are measured here).
 
     python bench/gpu_copies.py [--steps 5] [--out bench/results/gpu_copies.json]
-    python bench/gpu_copies.py --device fakegpu    # a dry run on the simulated device
+    python bench/gpu_copies.py --device fakegpu [--mode lite]   # a dry run on the simulated device
 """
 
 from __future__ import annotations
@@ -35,6 +35,7 @@ sys.path.insert(0, str(HERE.parent))
 import torch  # noqa: E402
 
 import xferaudit.runtime as xfer  # noqa: E402
+from xferaudit.runtime.guard import resolve_mode  # noqa: E402
 
 
 def memcpys(prof) -> dict:
@@ -112,7 +113,7 @@ class Program:
         del s, sel, nz, u, picked
 
 
-def singles(dev) -> list:
+def singles(dev, mode: str = "auto") -> list:
     """Each count-reading op and each print alone: profiler DtoH vs our event."""
     t = torch.tensor([1.0, 0.0, 2.0, -1.0, 3.0], device=dev)
     cases = {
@@ -135,7 +136,7 @@ def singles(dev) -> list:
         if dev.type == "cuda":
             torch.cuda.synchronize()
         xfer.reset()
-        with xfer.guard("count"), torch.profiler.profile(activities=acts) as prof:
+        with xfer.guard("count", mode=mode), torch.profiler.profile(activities=acts) as prof:
             fn()
             if dev.type == "cuda":
                 torch.cuda.synchronize()
@@ -150,6 +151,8 @@ def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--steps", type=int, default=5)
     p.add_argument("--device", default="cuda")
+    p.add_argument("--mode", choices=("auto", "lite", "full"), default="auto",
+                   help="the guard's mode (auto: lite on CUDA, full on the simulated device)")
     p.add_argument("--out", default=str(HERE / "results" / "gpu_copies.json"))
     a = p.parse_args()
     if a.device == "fakegpu":
@@ -173,7 +176,7 @@ def main() -> int:
         torch.cuda.synchronize()
     acts = [torch.profiler.ProfilerActivity.CPU] + ([torch.profiler.ProfilerActivity.CUDA] if cuda else [])
     xfer.count(True)
-    with contextlib.redirect_stdout(quiet), xfer.guard("count"):
+    with contextlib.redirect_stdout(quiet), xfer.guard("count", mode=a.mode):
         with torch.profiler.profile(activities=acts) as prof:
             for _ in range(a.steps):
                 prog.step()
@@ -185,6 +188,7 @@ def main() -> int:
     mine = ours(rep)
     theirs = memcpys(prof) if cuda else {}
     rows = []
+    print(f"guard mode: {resolve_mode(a.mode)}")
     print(f"{'direction':<14} {'profiler memcpys':>16} {'bytes':>12}   {'xferaudit copies':>16} {'bytes':>12}")
     for d in ("up", "down", "d2d", "up_pageable", "down_pageable"):
         pm = theirs.get(d, [0, 0])
@@ -192,13 +196,15 @@ def main() -> int:
         rows.append({"direction": d, "profiler_memcpys": pm[0], "profiler_bytes": pm[1],
                      "xferaudit_copies": xm[0], "xferaudit_bytes": xm[1]})
         print(f"{d:<14} {pm[0]:>16} {pm[1]:>12}   {xm[0]:>16} {xm[1]:>12}")
-    one = singles(dev)
+    print("(pageable rows: the profiler counts every memcpy with a pageable host side, blocking\n"
+          " ones included; xferaudit counts the non_blocking ones, which run synchronously: the hazard)")
+    one = singles(dev, a.mode)
     print(f"\n{'alone':<24} {'profiler DtoH':>14} {'bytes':>8}   {'xferaudit':>10} {'bytes':>8}")
     for s in one:
         print(f"{s['case']:<24} {s['profiler_memcpys']!s:>14} {s['profiler_bytes']!s:>8}   "
               f"{s['xferaudit_copies']:>10} {s['xferaudit_bytes']:>8}")
     result = {"device": torch.cuda.get_device_name() if cuda else str(dev), "torch": torch.__version__,
-              "steps": a.steps, "directions": rows, "singles": one, "report": rep.to_dict(),
+              "steps": a.steps, "guard_mode": resolve_mode(a.mode), "directions": rows, "singles": one, "report": rep.to_dict(),
               "launches": xfer.launches()}
     Path(a.out).parent.mkdir(parents=True, exist_ok=True)
     Path(a.out).write_text(json.dumps(result, indent=1, default=str))

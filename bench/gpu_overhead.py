@@ -6,7 +6,13 @@ that the machine's noise hits all of them alike:
 * bare     examples/gpt_train.py, no wrappers
 * off      examples/wrapped/gpt_train.py, counting off (the default)
 * on       the wrapped program with counting on
-* guard    counting on and ``xfer.guard("count")`` around the step
+* guard    counting on and ``xfer.guard("count")`` around the step (on CUDA
+           the default mode is the cheap layer, ``mode="lite"``)
+* full     the same with ``xfer.guard("count", mode="full")`` (the dispatch mode)
+* empty    the wrapped program, counting off, under an empty
+           ``TorchDispatchMode`` (the floor of any dispatch-mode design)
+* sync     the wrapped program, counting off, under
+           ``torch.cuda.set_sync_debug_mode("warn")`` (warnings ignored)
 
 Each round times ``--steps`` steps of each mode (rotating the order); the
 figures are medians over ``--rounds`` rounds, and ratios to bare.
@@ -19,7 +25,7 @@ the loss read back each step: a few ms per step, where a Python dispatch mode
 costs most), bare against the same step hand-wrapped (``xfer.to`` /
 ``xfer.item``).
 
-Goals: off <= 1.01x, on <= 1.02x, guard <= 1.15x (GPT step); guard <= 1.10x
+Goals: off <= 1.01x, on <= 1.02x, guard <= 1.01x (GPT step); guard <= 1.10x
 on small steps.
 """
 
@@ -41,6 +47,7 @@ sys.path.insert(0, str(HERE.parent))
 import torch  # noqa: E402
 
 import xferaudit.runtime as xfer  # noqa: E402
+from xferaudit.runtime.guard import resolve_mode  # noqa: E402
 
 
 def load(path: Path, name: str):
@@ -117,9 +124,32 @@ def main() -> int:
                 tw.step()
     torch.cuda.synchronize()
 
-    def run(trainer, counting: bool, guard: bool) -> float:
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    class Empty(TorchDispatchMode):
+        @classmethod
+        def ignore_compile_internals(cls) -> bool:
+            return True
+
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            return func(*args, **(kwargs or {}))
+
+    @contextlib.contextmanager
+    def sync_debug():
+        import warnings
+
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            torch.cuda.set_sync_debug_mode("warn")
+            try:
+                yield
+            finally:
+                torch.cuda.set_sync_debug_mode("default")
+
+    def run(trainer, counting: bool, guard) -> float:
         xfer.count(counting)
-        ctx = xfer.guard("count") if guard else contextlib.nullcontext()
+        ctx = (Empty() if guard == "empty" else sync_debug() if guard == "sync"
+               else xfer.guard("count", mode=guard) if guard else contextlib.nullcontext())
         with contextlib.redirect_stdout(quiet), ctx:
             torch.cuda.synchronize()
             t0 = time.perf_counter()
@@ -136,7 +166,10 @@ def main() -> int:
         "bare": lambda: run(tp, False, False),
         "off": lambda: run(tw, False, False),
         "on": lambda: run(tw, True, False),
-        "guard": lambda: run(tw, True, True),
+        "guard": lambda: run(tw, True, "auto"),
+        "full": lambda: run(tw, True, "full"),
+        "empty": lambda: run(tw, False, "empty"),
+        "sync": lambda: run(tw, False, "sync"),
     }
     times: dict[str, list[float]] = {m: [] for m in modes}
     names = list(modes)
@@ -145,13 +178,14 @@ def main() -> int:
         for m in order:
             times[m].append(modes[m]())
     med = {m: statistics.median(v) for m, v in times.items()}
-    print(f"{'mode':<6} {'median ms/step':>15} {'x bare':>8}   (rounds={a.rounds}, steps={a.steps})")
+    print(f"{'mode':<6} {'median ms/step':>15} {'x bare':>8}   (rounds={a.rounds}, steps={a.steps}, "
+          f"guard's default mode here: {resolve_mode('auto')})")
     for m in names:
         print(f"{m:<6} {med[m] * 1e3:>15.3f} {med[m] / med['bare']:>8.4f}")
     result = {
         "device": torch.cuda.get_device_name(), "torch": torch.__version__,
         "program": "small eager MLP step" if a.small else "GPT step (examples/gpt_train.py)",
-        "config": vars(a), "median_s_per_step": med,
+        "config": vars(a), "guard_mode": resolve_mode("auto"), "median_s_per_step": med,
         "ratio_to_bare": {m: med[m] / med["bare"] for m in names},
         "all_s_per_step": times,
     }

@@ -3,23 +3,38 @@
 # single H200 in this project's sessions). Writes logs and JSON into $1
 # (default bench/results). The GPU image has torch but no libcst: the runtime
 # needs none, and the codemod-runtime test reads a pre-wrapped fixture.
-#   bash bench/gpu_session.sh [OUTDIR]
+#   bash bench/gpu_session.sh [OUTDIR] [--guard]
+# --guard: only the guard's and the copies' part (its GPU tests, gpu_truth on
+# the example and on gpu_copies.py's program in the cheap mode, the overheads,
+# gpu_copies), for a session with little device time.
 set -uo pipefail
 out=${1:-bench/results}
+only=${2:-}
 mkdir -p "$out"
 export PYTHONUNBUFFERED=1 XLA_PYTHON_CLIENT_PREALLOCATE=false
 export PYTHONPATH=${PYTHONPATH:+$PYTHONPATH:}$PWD
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
 { nvidia-smi -L; python3 -c "import torch, sys; print('torch', torch.__version__, 'python', sys.version.split()[0])"; } | tee "$out/gpu_env.txt"
-timeout 240 python3 -m pytest -q -rs -p no:cacheprovider \
-  tests/packs/torch/test_gpu_runtime.py tests/runtime/test_guard_gpu.py tests/runtime/test_distributed_gpu.py \
-  tests/packs/cupy/test_cupy_runtime.py tests/packs/jax/test_jax_runtime.py tests/static/test_codemod_runtime.py \
-  2>&1 | tee "$out/gpu_tests.txt" | tail -25
+if [ "$only" = "--guard" ]; then
+  tests="tests/runtime/test_guard_gpu.py"
+else
+  tests="tests/packs/torch/test_gpu_runtime.py tests/runtime/test_guard_gpu.py tests/runtime/test_distributed_gpu.py
+  tests/packs/cupy/test_cupy_runtime.py tests/packs/jax/test_jax_runtime.py tests/static/test_codemod_runtime.py"
+fi
+# shellcheck disable=SC2086
+timeout 240 python3 -m pytest -q -rs -p no:cacheprovider $tests 2>&1 | tee "$out/gpu_tests.txt" | tail -25
 timeout 150 python3 bench/gpu_truth.py --steps 20 --out "$out/gpu_truth.json" 2>&1 | tee "$out/gpu_truth.txt" | tail -22
 timeout 150 python3 bench/gpu_truth.py --steps 20 --plant --out "$out/gpu_truth_plant.json" 2>&1 | tee "$out/gpu_truth_plant.txt" | tail -14
-timeout 300 python3 bench/gpu_overhead.py --rounds 7 --out "$out/gpu_overhead.json" 2>&1 | tee "$out/gpu_overhead.txt" | tail -8
-timeout 150 python3 bench/gpu_overhead.py --small --rounds 7 --steps 50 --out "$out/gpu_overhead_small.json" 2>&1 | tee "$out/gpu_overhead_small.txt" | tail -8
-timeout 150 python3 bench/gpu_copies.py --steps 5 --out "$out/gpu_copies.json" 2>&1 | tee "$out/gpu_copies.txt" | tail -24
+modes="lite full"
+[ "$only" = "--guard" ] && modes=lite
+for m in $modes; do
+  timeout 150 python3 bench/gpu_truth.py --program copies --mode $m --steps 5 --out "$out/gpu_truth_copies_$m.json" 2>&1 \
+    | tee "$out/gpu_truth_copies_$m.txt" | tail -14
+done
+timeout 300 python3 bench/gpu_overhead.py --rounds 5 --out "$out/gpu_overhead.json" 2>&1 | tee "$out/gpu_overhead.txt" | tail -10
+timeout 150 python3 bench/gpu_overhead.py --small --rounds 7 --steps 50 --out "$out/gpu_overhead_small.json" 2>&1 | tee "$out/gpu_overhead_small.txt" | tail -10
+timeout 150 python3 bench/gpu_copies.py --steps 5 --out "$out/gpu_copies.json" 2>&1 | grep -v USDT | tee "$out/gpu_copies.txt" | tail -24
+[ "$only" = "--guard" ] && exit 0
 # The DDP run (one rank per GPU): 2 ranks where 2 GPUs exist, else 1 to prove the script.
 n=$(python3 -c "import torch; print(min(2, torch.cuda.device_count()))")
 timeout 300 python3 bench/gpu_truth_ddp.py --nproc "$n" --steps 20 --out "$out/gpu_truth_ddp_${n}rank.json" 2>&1 | tee "$out/gpu_truth_ddp_${n}rank.txt" | tail -12

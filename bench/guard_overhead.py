@@ -11,7 +11,11 @@ noisy, so repeats are interleaved and medians quoted):
 2. a tight loop of one small op (``a.add(b)`` on 16 floats): ns per op without
    and with the guard;
 3. the same MLP step on the simulated device (xferaudit.testing), which itself
-   runs every op through Python: the guard's share of that.
+   runs every op through Python: the guard's share of that;
+4. the cheap layer (``guard(mode="lite")``, the default on CUDA): the MLP step,
+   and a loop of plain slicing (``a[1:]``, a hooked call that cannot cross).
+
+Sections 1-3 use ``guard(mode="full")``, the dispatch mode.
 
     python bench/guard_overhead.py [--repeats 15] [--steps 20]
 """
@@ -78,7 +82,7 @@ def ops_per_step(step) -> int:
 
 def timed(fn, n: int, guarded: bool, mode=None) -> float:
     if guarded:
-        with (mode() if mode is not None else xfer.guard("count")):
+        with (mode() if mode is not None else xfer.guard("count", mode=guarded_mode)):
             t0 = time.perf_counter()
             for _ in range(n):
                 fn()
@@ -87,6 +91,9 @@ def timed(fn, n: int, guarded: bool, mode=None) -> float:
     for _ in range(n):
         fn()
     return time.perf_counter() - t0
+
+
+guarded_mode = "full"  # the guard's mode for "with guard" (section 4: the cheap layer)
 
 
 def compare(fn, n: int, repeats: int, floor: bool = False) -> tuple:
@@ -142,6 +149,19 @@ def main() -> None:
     print(f"   without guard: {off * 1e6:9.1f} us/step")
     print(f"   with guard:    {on * 1e6:9.1f} us/step   ratio {on / off:5.2f}x")
     print(f"   added per op:  {(on - off) / n_sim * 1e9:9.0f} ns")
+    global guarded_mode
+    guarded_mode = "lite"
+    off, on = compare(step, args.steps, args.repeats)
+    print("\n4. the cheap layer, guard(mode='lite')")
+    print(f"   MLP step on CPU tensors: {off * 1e6:9.1f} -> {on * 1e6:9.1f} us/step   ratio {on / off:5.2f}x")
+
+    def slices():
+        for _ in range(args.loop):
+            a[1:]
+
+    off, on = compare(slices, 1, args.repeats)
+    print(f"   a[1:] in a loop:         {off / args.loop * 1e9:9.0f} -> {on / args.loop * 1e9:9.0f} ns/call"
+          f"   (+{(on - off) / args.loop * 1e9:.0f} ns a hooked call)")
     assert not xfer.snapshot().unwrapped, "a clean step should have no unwrapped transfers"
 
 

@@ -228,11 +228,12 @@ def test_count_read_backs_carry_the_wire_bytes():
     assert got["aten.index.Tensor"] == 4 and got["aten._unique2"] == 8
 
 
-def test_the_guard_can_flag_pageable_non_blocking_copies():
+@pytest.mark.parametrize("mode", ["full", "lite"])
+def test_the_guard_can_flag_pageable_non_blocking_copies(mode):
     from xferaudit.runtime.guard import parse_levels
 
     x = torch.ones(4)  # pageable
-    with xfer.guard("count", pageable="count"):
+    with xfer.guard("count", pageable="count", mode=mode):
         xfer.to(x, DEV, non_blocking=True, site="wrapped")  # wrapped: still a hazard
         x.to(DEV, non_blocking=True)  # unwrapped: an up event and a pageable one
         x.to(DEV)  # blocking: no pageable event
@@ -243,12 +244,12 @@ def test_the_guard_can_flag_pageable_non_blocking_copies():
     assert ops["pageable aten._to_copy"] == 2 and ops["pageable aten.copy_"] == 1
     assert ops["aten._to_copy"] == 3  # the unwrapped uploads themselves
     xfer.reset()
-    with xfer.guard("count"):  # off unless asked for
+    with xfer.guard("count", mode=mode):  # off unless asked for
         x.to(DEV, non_blocking=True)
     assert [u.op for u in xfer.snapshot().unwrapped] == ["aten._to_copy"]
     assert parse_levels("log,pageable:raise")["pageable"] == "raise"
     assert "pageable" not in parse_levels("raise")
     xfer.reset()
     with pytest.raises(xfer.UnexpectedTransfer, match="pageable"):
-        with xfer.guard("off", pageable="raise"):
+        with xfer.guard("off", pageable="raise", mode=mode):
             x.to(DEV, non_blocking=True)

@@ -202,6 +202,31 @@ def test_each_implicit_crossing_is_caught_at_its_line(dev, case, op, direction):
     assert got[0][5] > 0  # bytes
 
 
+LITE_CASES = [c for c in CASES if c[0] is not c_mixed]  # (an op other than the hooked ones)
+
+
+@pytest.mark.parametrize(("case", "op", "direction"), LITE_CASES,
+                         ids=[c[0].__name__[2:] for c in LITE_CASES])
+def test_the_cheap_layer_records_the_same_event_at_the_same_line(dev, case, op, direction):
+    y = torch.tensor([1.0, 0.0, 3.0]).to(dev)
+    s = y.sum()
+    with guard("count", mode="full"):
+        case(y, s)
+    full = events()
+    recorder.reset()
+    with guard("count", mode="lite"):
+        case(y, s)
+    assert events() == full
+    assert [e[:5] for e in full] == [(HERE, body_line(case), op, direction, 1)]
+
+
+def test_only_the_full_mode_sees_a_mixed_op_the_cheap_layer_does_not_hook(dev):
+    y = torch.tensor([1.0, 0.0, 3.0]).to(dev)
+    with guard("count", mode="lite"):
+        c_mixed(y, None)
+    assert events() == []
+
+
 def test_the_same_ops_on_the_host_or_with_host_scalars_are_not_crossings(dev):
     x = torch.tensor([1.0, 0.0, 3.0])
     y = x.to(dev)

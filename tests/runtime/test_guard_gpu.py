@@ -59,19 +59,21 @@ def _clean():
         ("y[torch.tensor([0, 2])]", "aten.index.Tensor", "up"),
     ],
 )
-def test_implicit_crossings_on_cuda(code, op, direction):
+@pytest.mark.parametrize("mode", ["lite", "full"])
+def test_implicit_crossings_on_cuda(code, op, direction, mode):
     y = torch.tensor([1.0, 0.0, 3.0], device="cuda")
     s = y.sum()
     scope = {"torch": torch, "y": y, "s": s}
     compiled = compile(code, HERE, "exec")
-    with guard("count"):
+    with guard("count", mode=mode):
         exec(compiled, scope)
     assert [(e[2], e[3], e[4]) for e in events()] == [(op, direction, 1)]
 
 
-def test_one_print_one_event_on_cuda(capsys):
+@pytest.mark.parametrize("mode", ["lite", "full"])
+def test_one_print_one_event_on_cuda(capsys, mode):
     y = torch.arange(4.0, device="cuda")
-    with guard("count"):
+    with guard("count", mode=mode):
         print(y)
         line = here() - 1
         f"{y.sum():.2f}"
@@ -79,6 +81,8 @@ def test_one_print_one_event_on_cuda(capsys):
     assert [(e[1], e[2], e[4]) for e in events()] == [
         (line, "Tensor.__repr__", 1), (line + 2, "Tensor.__format__", 1),
     ]
+    fmt = next(u for u in recorder.STATE.unwrapped.values() if u.op == "Tensor.__format__")
+    assert (fmt.copies, fmt.bytes) == (1, 4)  # a 0-dim format reads its one float32
 
 
 def test_wrapped_cuda_crossings_are_not_doubled():

@@ -17,7 +17,22 @@ one. Normal, inside a guarded step whose sites are all wrapped: zero events.
     with xfer.guard():                   # levels from $XFERAUDIT_GUARD, else "log"
         step(batch)
 
-What is caught, at PyTorch's dispatcher (a ``TorchDispatchMode``):
+Two modes (``guard(..., mode=...)``, else ``$XFERAUDIT_GUARD_MODE``, else
+``auto``: lite on a CUDA machine, full elsewhere and on the simulated device):
+
+* ``lite``, cheap enough to leave on: hooks on the few Python-level calls
+  that can cross (:mod:`xferaudit.runtime.guard_hooks`); a call that could
+  cross runs under the dispatch mode below, so its event is the full mode's
+  own; every other op runs untouched. On an H200 (torch 2.11) it measured
+  0.99x of the plain program on a small eager step and 1.001x on the example
+  GPT step (``bench/gpu_overhead.py``).
+* ``full``: every op through the dispatch mode; it also sees crossings made
+  inside other ops' C++ or by code calling aten ops directly, mixed host and
+  device arguments to any op, and autograd's device threads. About 2x on a
+  small eager step, 1.01x on the GPT step.
+
+What is caught, at PyTorch's dispatcher (a ``TorchDispatchMode``; in ``lite``
+mode, where the call is one the hooks cover):
 
 * a scalar read of a device tensor (``aten._local_scalar_dense``: ``.item()``,
   ``float(t)``, ``int(t)``, ``bool(t)``, ``if t:``, ``math.exp(t)``), and
@@ -97,8 +112,10 @@ entered on one thread does not watch threads the program starts. Autograd's
 device threads (a CUDA backward) inherit it and use its levels; their events
 carry no user line (``<unknown>:0``), since no user frame is on their stack.
 
-Cost: every dispatched op goes through one Python call while the guard is on
-(``bench/guard_overhead.py`` prints it per op); off, it costs nothing.
+Cost: in ``full`` mode every dispatched op goes through one Python call while
+the guard is on (``bench/guard_overhead.py`` prints it per op); in ``lite``
+mode only the hooked calls do, and only those that could cross enter the mode.
+Off, the guard costs nothing (the hooks are taken off with the last guard).
 """
 
 from __future__ import annotations
@@ -109,6 +126,7 @@ import threading
 import warnings
 from typing import Any, Mapping, Optional
 
+from . import guard_hooks as _guard_hooks
 from . import guard_ops
 from . import recorder as _recorder
 
@@ -122,9 +140,9 @@ _DIR_ALIASES = {
 }
 
 __all__ = [
-    "DIRECTIONS", "ENV", "LEVELS", "GuardConfigError", "GuardUnavailable", "UnexpectedTransfer",
-    "UnexpectedTransferWarning", "clear_log_history", "features", "guard", "parse_levels",
-    "set_frames", "user_frame",
+    "DIRECTIONS", "ENV", "LEVELS", "MODES", "MODE_ENV", "GuardConfigError", "GuardUnavailable",
+    "UnexpectedTransfer", "UnexpectedTransferWarning", "clear_log_history", "features", "guard", "parse_levels",
+    "resolve_mode", "set_frames", "user_frame",
 ]
 
 
@@ -313,6 +331,9 @@ class _Local(threading.local):
         self.mode: Any = None  # the dispatch mode pushed on this thread (outermost guard)
         self.quiet = 0  # > 0 while a print is being handled: its inner reads are not new events
         self.print_acc: Any = None  # [copies, bytes] of the print being handled, counted inside
+        self.hooked = 0  # > 0 inside a hooked call, or while the full mode is pushed here
+        self.pushed: list = []  # per active guard on this thread: did it push the full mode
+        self.lite_mode: Any = None  # the mode a hooked call runs under (the cheap layer)
 
 
 _tls = _Local()
@@ -421,7 +442,8 @@ def _mode_class(ops: guard_ops.Ops) -> Any:
                 kwargs = {}
             ev = classify(ops, func, args, kwargs)
             if ev is not None:
-                _event(self.stack, op_name(func), ev[0], ev[1], ev[2])
+                _event(self.stack, op_name(func), ev[0], ev[1], ev[2],
+                       copies=ev[3] if len(ev) > 3 else 1)
                 if self.stack and "pageable" in self.stack[-1]:
                     pg = pageable_copy(ops, func, args, kwargs)
                     if pg is not None:
@@ -451,7 +473,7 @@ def _print_counter_class() -> Any:
             if acc is not None:
                 ev = guard_ops.classify(self.ops, func, args, kwargs)
                 if ev is not None:
-                    acc[0] += 1
+                    acc[0] += ev[3] if len(ev) > 3 else 1
                     acc[1] += ev[1]
             return func(*args, **kwargs)
 
@@ -469,8 +491,12 @@ def _counting_disable(original: Any, counter_cls: Any) -> Any:
             if _tls.print_acc is None:
                 yield old
             else:
-                with counter_cls():
-                    yield old
+                _tls.hooked += 1  # (the counter sees the printer's reads: the hooks step aside)
+                try:
+                    with counter_cls():
+                        yield old
+                finally:
+                    _tls.hooked -= 1
 
     return disable_current_modes
 
@@ -537,10 +563,36 @@ def _print_hooks(torch: Any, ops: guard_ops.Ops) -> Any:
     return install
 
 
+def _enter_full(fn: Any, args: tuple, kwargs: dict) -> Any:
+    """The cheap layer's way in: one hooked call that could cross runs under
+    this thread's dispatch mode, so its events are the full mode's own."""
+    __tracebackhide__ = True
+    stack = _tls.stack
+    if _recorder.in_wrapper() and stack[-1].get("pageable", "off") == "off":
+        return fn(*args, **kwargs)  # (a wrapper counts it; nothing to flag)
+    mode = _tls.lite_mode
+    if mode is None:
+        mode = _tls.lite_mode = _modes()[0]()
+    mode.stack = stack
+    _tls.hooked += 1
+    try:
+        with mode:
+            return fn(*args, **kwargs)
+    finally:
+        _tls.hooked -= 1
+
+
 def _build(torch: Any) -> Any:
     _init_skip_dirs(torch)
     ops = guard_ops.Ops(torch)
-    return _mode_class(ops), _print_hooks(torch, ops)
+    hooks = _guard_hooks.Hooks(torch, _enter_full, _tls)
+    print_install = _print_hooks(torch, ops)
+
+    def install(on: bool) -> None:
+        print_install(on)
+        hooks.install(on)
+
+    return _mode_class(ops), install
 
 
 def _modes() -> Any:
@@ -552,24 +604,60 @@ def _modes() -> Any:
     return _modes_cls
 
 
+MODES = ("auto", "lite", "full")
+MODE_ENV = "XFERAUDIT_GUARD_MODE"
+
+
+def _mode_name(value: Optional[str]) -> str:
+    v = (os.environ.get(MODE_ENV, "").strip() or "auto") if value is None else value
+    v = str(v).strip().lower()
+    if v not in MODES:
+        raise GuardConfigError(f"guard mode {v!r}: use one of {', '.join(MODES)}")
+    return v
+
+
+def resolve_mode(mode: str, torch: Any = None) -> str:
+    """``auto`` -> ``lite`` on a CUDA machine, ``full`` elsewhere and wherever
+    the simulated device is set up (its ops run in Python anyway; the full mode
+    sees what the cheap layer cannot)."""
+    if mode != "auto":
+        return mode
+    if torch is None:
+        import torch
+    if getattr(getattr(torch, "fakegpu", None), "_xferaudit_simulated", None) is not None:
+        return "full"
+    cuda = getattr(torch, "cuda", None)
+    return "lite" if cuda is not None and cuda.is_available() else "full"
+
+
 class guard:
-    """``with guard("log" | "raise" | "count" | "off", up=..., down=..., d2d=...):``
+    """``with guard("log" | "raise" | "count" | "off", up=..., down=..., d2d=..., mode=...):``
 
     Watches the block for crossings no wrapper names (see the module
     docstring). ``level`` sets every direction; ``up``/``down``/``d2d`` override
     one each. With no level at all, ``$XFERAUDIT_GUARD`` decides (else
     ``"log"``). Usable as a decorator too.
+
+    ``mode``: ``"lite"``, the cheap layer (hooks on the calls that can cross,
+    :mod:`xferaudit.runtime.guard_hooks`: cheap enough to leave on);
+    ``"full"``, the dispatch mode (every op; sees crossings inside other ops'
+    C++ and on autograd's device threads too, at a Python call per op);
+    ``"auto"`` (the default, else ``$XFERAUDIT_GUARD_MODE``): lite on a CUDA
+    machine, full elsewhere and on the simulated device. Both record the same
+    events (op, direction, bytes, copies, line) for what both see.
     """
 
     def __init__(self, level: Optional[str] = None, *, up: Optional[str] = None,
                  down: Optional[str] = None, d2d: Optional[str] = None,
-                 pageable: Optional[str] = None) -> None:
+                 pageable: Optional[str] = None, mode: Optional[str] = None) -> None:
         self.levels = _resolve(level, {"up": up, "down": down, "d2d": d2d})
         if pageable is not None:
             self.levels["pageable"] = _level(pageable, "guard(pageable=...)")
+        self.mode = _mode_name(mode)
 
     def __repr__(self) -> str:
-        return "guard(" + ", ".join(f"{d}={lv!r}" for d, lv in self.levels.items()) + ")"
+        return ("guard(" + ", ".join(f"{d}={lv!r}" for d, lv in self.levels.items())
+                + f", mode={self.mode!r})")
 
     def __enter__(self) -> "guard":
         global _active
@@ -579,7 +667,8 @@ class guard:
                 install(True)
             _active += 1
             _recorder.STATE.guard = True
-        if not _tls.stack:
+        push = _tls.mode is None and resolve_mode(self.mode) == "full"
+        if push:
             try:
                 mode = mode_cls()
                 mode.stack = _tls.stack
@@ -588,14 +677,17 @@ class guard:
                 self._release()
                 raise
             _tls.mode = mode
+            _tls.hooked += 1  # (the hooks step aside: the mode sees everything)
+        _tls.pushed.append(push)
         _tls.stack.append(self.levels)
         return self
 
     def __exit__(self, *exc: Any) -> None:
         _tls.stack.pop()
         try:
-            if not _tls.stack and _tls.mode is not None:
+            if _tls.pushed.pop() and _tls.mode is not None:
                 mode, _tls.mode = _tls.mode, None
+                _tls.hooked -= 1
                 mode.__exit__(None, None, None)
         finally:
             self._release()
@@ -613,12 +705,12 @@ class guard:
     def __call__(self, fn: Any) -> Any:
         import functools
 
-        levels = self.levels
+        levels, mode = self.levels, self.mode
 
         @functools.wraps(fn)
         def guarded(*a: Any, **kw: Any) -> Any:
             g = guard.__new__(guard)
-            g.levels = levels
+            g.levels, g.mode = levels, mode
             with g:
                 return fn(*a, **kw)
 

@@ -23,30 +23,44 @@ GENERIC, SCALAR, TO_COPY, COPY, LIFT, SYNC, SYNC_BOOL_INDEX, REPEAT = range(8)
 SYNC_OPS = ("nonzero", "masked_select", "unique", "_unique", "_unique2", "unique_dim",
             "unique_consecutive", "unique_dim_consecutive")
 #: Bytes a sync op reads back (its output's size), per op family, as the wire
-#: carries them on an H200 with torch 2.11 (a profile of the team's programs):
-#: an int32 count for the nonzero family (nonzero, masked_select, boolean-mask
-#: indexing), an int64 one for unique. repeat_interleave's is assumed 8 until
-#: measured. ``bench/gpu_copies.py`` measures each on the build at hand (its
-#: "alone" table); :func:`set_count_bytes` sets another measure.
-COUNT_BYTES = {"nonzero": 4, "masked_select": 4, "index": 4, "unique": 8, "repeat_interleave": 8}
+#: carries them on an H200 with torch 2.11 (measured with the profiler,
+#: ``bench/gpu_copies.py``'s "alone" table): an int32 count for the nonzero
+#: family (nonzero, masked_select, boolean-mask indexing), an int64 one for
+#: unique; repeat_interleave without ``output_size`` makes two copies, the
+#: int64 total and a 1-byte check that no repeat is negative (9 bytes).
+#: :func:`set_count_bytes` sets another measure.
+COUNT_BYTES = {"nonzero": 4, "masked_select": 4, "index": 4, "unique": 8, "repeat_interleave": 9}
+#: Copies one count read-back makes, where not one.
+COUNT_COPIES = {"repeat_interleave": 2}
 
-Event = Optional[tuple]  # (direction, bytes, detail) or None
+Event = Optional[tuple]  # (direction, bytes, detail[, copies]) or None
 
 
-def set_count_bytes(family: str, n: int) -> None:
+def set_count_bytes(family: str, n: int, copies: int = 1) -> None:
     """The bytes one count read-back of `family` (``nonzero``,
-    ``masked_select``, ``index``, ``unique``, ``repeat_interleave``) carries."""
+    ``masked_select``, ``index``, ``unique``, ``repeat_interleave``) carries,
+    in how many copies."""
     COUNT_BYTES[family] = int(n)
+    COUNT_COPIES[family] = int(copies)
+
+
+def _family(func: Any) -> str:
+    name = func._overloadpacket.__name__.lstrip("_")
+    if name.startswith("unique"):
+        return "unique"
+    if name.startswith("index"):
+        return "index"
+    return name
 
 
 def count_bytes(func: Any) -> int:
     """Bytes of the size `func` (a sync op) reads back."""
-    name = func._overloadpacket.__name__.lstrip("_")
-    if name.startswith("unique"):
-        name = "unique"
-    elif name.startswith("index"):
-        name = "index"
-    return COUNT_BYTES.get(name, 8)
+    return COUNT_BYTES.get(_family(func), 8)
+
+
+def count_copies(func: Any) -> int:
+    """Copies the read-back of `func` (a sync op) makes."""
+    return COUNT_COPIES.get(_family(func), 1)
 
 
 _META_ONLY = NO_DATA == frozenset({"meta"})  # then Tensor.is_meta answers, cheaply
@@ -218,7 +232,8 @@ def bool_index(torch: Any, args: tuple) -> Any:
 
 
 def classify(ops: Ops, func: Any, args: tuple, kwargs: dict) -> Event:
-    """(direction, bytes, detail) when this op call crosses, else None."""
+    """(direction, bytes, detail) when this op call crosses, else None; a
+    fourth item, where present, is the copies it makes (else one)."""
     kind = ops.kinds.get(func)
     if kind is None:
         kind = ops.kind(func)
@@ -250,7 +265,8 @@ def classify(ops: Ops, func: Any, args: tuple, kwargs: dict) -> Event:
         return None
     if kind == REPEAT:
         if dev0 and kwargs.get("output_size") is None and func._overloadname != "self_int":
-            return "down", n, f"repeat_interleave on {where(a0)} without output_size reads a size back"
+            return ("down", n, f"repeat_interleave on {where(a0)} without output_size reads a size back",
+                    count_copies(func))
         return mixed(Tensor, args, kwargs)
     return None  # pragma: no cover
 
