@@ -27,6 +27,7 @@ from ..config import Config
 from ..rules import KIND_CODES, Rule, RuleTable
 from .codes import CODES
 from .finder import Site, decode_source, short_receiver, split_lines
+from .implicit import message as implicit_message
 from .scan import Scan
 
 DOCS_URL = "https://github.com/xferaudit/xferaudit#rule-codes"
@@ -181,7 +182,8 @@ def collect(scan: Scan, cfg: Config, rules: RuleTable) -> list[Diagnostic]:
                 )
             else:
                 code = s.rule
-                msg = site_message(s, by_id.get(s.rule_id))
+                # implicit sites (static/implicit.py) say what crosses and how to count it
+                msg = implicit_message(s.op, call_text(s)) if s.implicit else site_message(s, by_id.get(s.rule_id))
             if not cfg.code_enabled(code, rel):
                 continue
             file_diags.append(Diagnostic(

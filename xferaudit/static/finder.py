@@ -25,6 +25,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Iterable, Iterator, Optional
 
 from ..rules import KIND_CODES, Rule, RuleTable, table as default_table
+from . import implicit as _implicit
 
 RUNTIME_MODULE = "xferaudit.runtime"
 
@@ -74,10 +75,14 @@ class Site:
     decorator: bool = False  # the call is a decorator (`@torch.compile(...)`)
     label: str = ""  # receiver text and method (`loss.item`), or the function's name
     byte_col: int = 0  # 0-based UTF-8 column of the called name (ast's), for the codemod
+    implicit: bool = False  # a crossing with no transfer call of its own (static/implicit.py)
+    op: str = ""  # for an implicit site, its category: conversion, truth, format, ...
 
     def to_json(self) -> dict:
         d = asdict(self)
         del d["byte_col"], d["label"]
+        if not self.implicit:
+            del d["implicit"], d["op"]
         return d
 
 
@@ -735,6 +740,8 @@ class _FileFinder(ast.NodeVisitor):
         self.active: Optional[frozenset] = None  # packs on in this file (None: all)
         self.cand: list[int] = []  # lines where a site may be (see _candidate_lines)
         self.colmap = None  # repair.ColumnMap when the text is a repaired reading
+        self.implicit_on = True  # run the value layer (implicit sites, receivers that are no tensors)
+        self.values: Optional[_implicit.Result] = None
 
     # positions -------------------------------------------------------------
     def _char_col(self, line: int, byte_col: int) -> int:
@@ -818,13 +825,22 @@ class _FileFinder(ast.NodeVisitor):
     def run(self, tree: ast.Module) -> None:
         self.active = self.rules.active_packs(_imported_modules(self.text, self.rules))
         self.cand = _candidate_lines(self.text, self.lines, self.rules, self.active)
-        if not self.cand:
+        # --- value layer hook (static/values.py, static/implicit.py) ---
+        evidence = self.implicit_on and _implicit.EVIDENCE.search(self.text) is not None
+        if not self.cand and not evidence:
             return  # no rule's name is called anywhere: nothing to visit
         b = _Binder(walrus=_lines_with(self.text, self.lines, ":="), hits=self._hits)
         b.run(tree)
         self.binder = b
         self.scope = b.module
-        self._body(tree.body)
+        if self.implicit_on:
+            self.values = _implicit.find(tree, self.text, self.qualname, frozenset(self.rules.methods),
+                                         self._hits if self.cand else None)
+            for fd in self.values.findings:
+                self._add_implicit(fd)
+        # --- end hook ---
+        if self.cand:
+            self._body(tree.body)
 
     def _hits(self, node: ast.AST) -> bool:
         """Whether a statement spans a candidate line (one where a rule's name is
@@ -998,6 +1014,8 @@ class _FileFinder(ast.NodeVisitor):
                     return
         # Method rows: any receiver.
         if isinstance(func, ast.Attribute):
+            if self.values is not None and self.values.not_a_receiver(node) is not None:
+                return  # value layer: a module, class, numpy or Python value is no tensor
             for rule in self.rules.methods.get(func.attr, ()):
                 if q is not None and self._on(self.rules.functions.get(q)) is not None:
                     break
@@ -1064,6 +1082,26 @@ class _FileFinder(ast.NodeVisitor):
         skip = 1 if rule.wrap == "receiver" else 0
         kind = self.cls.kind_of(rule, list(node.args[skip:]), kwargs)
         self._add(node, node.func, rule, kind or _fallback_kind(rule), wrapped=True, site=site)
+
+    def _add_implicit(self, fd) -> None:
+        """An implicit site found by the value layer (static/implicit.py)."""
+        at, node = fd.at, fd.node
+        if isinstance(at, ast.Attribute):
+            line, bcol = at.end_lineno, at.end_col_offset - len(at.attr)
+        else:
+            line, bcol = at.lineno, at.col_offset
+        col = self._char_col(line, bcol)
+        end_line = node.end_lineno
+        end_col = self._char_col(end_line, node.end_col_offset)
+        if self.colmap is not None:
+            col = self.colmap.col(line, col)
+            end_col = self.colmap.col(end_line, end_col)
+        self.sites.append(Site(
+            path=self.path, line=line, column=col + 1, end_line=end_line, end_column=end_col + 1,
+            kind=fd.kind, rule=fd.code, call=self._segment(node), wrapped=False, site=None,
+            rule_id="implicit." + fd.op, function=fd.function or "<module>", label=fd.label,
+            byte_col=bcol, implicit=True, op=fd.op,
+        ))
 
     def _add(self, call: ast.Call, func: ast.AST, rule: Rule, kind: str, wrapped: bool,
              site: Optional[str], decorator: Optional[bool] = None) -> None:

@@ -1,0 +1,953 @@
+"""The value layer: what each expression is, as far as the code shows.
+
+The finder reads calls; some crossings have no call of their own (``float(loss)``,
+``if hits > 0.99:``, ``print(loss)``, ``t[mask]``), and some calls that look
+like sites are on things that are no tensors (``init.copy_(w, v)`` with ``init``
+an imported module, ``np.linspace(0, 1, 5).tolist()``). Both need to know what
+a value is. This module says it, per expression, from evidence in the file:
+
+* imports (modules, classes), factories with and without ``device=`` /
+  ``pin_memory=``, legacy constructors (``torch.LongTensor``), ``from_numpy``;
+* results of ``.to(device)``, ``.cuda()``, ``.cpu()``, ``.numpy()``, ``.item()``,
+  ``.tolist()``;
+* modules moved to a device (``model = Net().to(dev)``, ``model.cuda()``,
+  ``self.net = ...`` in ``__init__``) and what calling them returns; losses
+  (a torch module instance called on device tensors);
+* tensor ops, which keep their operands' device (``a + b``, ``a.sum()``,
+  ``torch.cat([a, b])``, indexing, comparisons, which also make a bool mask);
+* numpy functions, Python literals and builtins;
+* assignments, flow-sensitively within a function (a rebinding changes what a
+  name is; branches are joined), ``self.attr`` set anywhere in the class,
+  parameters annotated as tensors.
+
+It is conservative: a value it cannot place is :data:`UNKNOWN`, and only
+:data:`DEV` (a device tensor, evidently) makes an implicit finding. A value
+that was moved with ``.cuda()`` / ``.to(dev)`` but might be a module (the
+receiver is unknown) is :data:`DEVX`: tensor methods on it give :data:`DEV`,
+calling it gives a module's output, but it is not itself reported.
+
+The walk is driven by :func:`analyse`, which calls a hook on every statement
+with an :class:`Evaluator` holding the environment in force before that
+statement; the implicit rules (:mod:`.implicit`) are such a hook.
+"""
+
+from __future__ import annotations
+
+import ast
+from typing import Callable, Optional
+
+Resolver = Callable[[ast.AST], Optional[str]]
+
+# --- what a value is -------------------------------------------------------------
+
+
+class Val:
+    """A value's kind plus two facts: a bool tensor (a mask), host memory that is
+    pageable (made by torch.tensor, from_numpy, a factory without pin_memory)."""
+
+    __slots__ = ("kind", "boolean", "pageable", "qual")
+
+    def __init__(self, kind: str, boolean: bool = False, pageable: bool = False, qual: Optional[str] = None):
+        self.kind = kind
+        self.boolean = boolean
+        self.pageable = pageable
+        self.qual = qual
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, Val) and (self.kind, self.boolean, self.pageable) == (
+            other.kind, other.boolean, other.pageable)
+
+    def __hash__(self) -> int:
+        return hash((self.kind, self.boolean, self.pageable))
+
+    def __repr__(self) -> str:
+        flags = ("+bool" if self.boolean else "") + ("+pageable" if self.pageable else "")
+        return f"Val({self.kind}{flags})"
+
+    def with_bool(self, b: bool) -> "Val":
+        return self if self.boolean == b else Val(self.kind, b, self.pageable, self.qual)
+
+
+#: Kinds. DEV: a device tensor. DEVX: moved to a device, tensor or module unknown.
+#: DEVOUT: what a module on a device returned (a tensor, tuple, dict or output
+#: object of device tensors). HOST: a host tensor. TENSOR: a tensor, device
+#: unknown. NUMPY, PY (Python scalar/str/list/...), PYMOD (an imported module,
+#: function or constant), CLASS, OBJ (an instance of a class, a module maybe),
+#: DEVMOD (a module moved to a device), DEVSTATE (its state_dict), CPUDEV (the
+#: host as a device), DEVICE (some device object), OTHER, UNKNOWN.
+KINDS = ("dev", "devx", "devout", "host", "tensor", "numpy", "py", "pymod", "class", "obj", "devmod",
+         "devstate", "cpudev", "device", "other", "unknown")
+
+DEV = Val("dev")
+DEV_BOOL = Val("dev", boolean=True)
+DEVX = Val("devx")
+DEVOUT = Val("devout")
+HOST = Val("host")
+HOST_PAGEABLE = Val("host", pageable=True)
+TENSOR = Val("tensor")
+NUMPY = Val("numpy")
+PY = Val("py")
+PYMOD = Val("pymod")
+CLASS = Val("class")
+OBJ = Val("obj")
+DEVMOD = Val("devmod")
+DEVSTATE = Val("devstate")
+CPUDEV = Val("cpudev")
+DEVICE = Val("device")
+OTHER = Val("other")
+UNKNOWN = Val("unknown")
+
+TENSORISH = frozenset({"dev", "devx", "devout", "host", "tensor"})
+ON_DEVICE = frozenset({"dev", "devx", "devout"})
+#: Not a tensor, evidently: a method call on one of these is no transfer site.
+NOT_A_RECEIVER = frozenset({"numpy", "py", "pymod", "class", "cpudev", "device"})
+
+
+def is_dev(v: Val) -> bool:
+    """A device tensor, evidently (the only value implicit rules report)."""
+    return v.kind == "dev"
+
+
+# --- vocabularies ------------------------------------------------------------------
+
+_TENSOR_PY_ATTRS = frozenset("""shape ndim is_cuda requires_grad is_leaf names is_sparse is_quantized
+    is_meta is_mps is_xpu itemsize nbytes is_nested""".split())
+_TENSOR_OTHER_ATTRS = frozenset("device dtype layout grad_fn".split())
+_TENSOR_SAME_ATTRS = frozenset("T mT H mH data grad real imag".split())
+_TENSOR_PY_METHODS = frozenset("""item tolist size dim numel nelement element_size stride data_ptr
+    get_device is_contiguous is_floating_point is_complex __len__ ndimension storage_offset is_pinned
+    is_shared is_set_to untyped_storage storage dim_order""".split())
+_TENSOR_BOOL_METHODS = frozenset("""any all isnan isinf isfinite isneginf isposinf isreal eq ne lt le gt ge
+    greater less greater_equal less_equal not_equal logical_and logical_or logical_not logical_xor
+    bool isclose signbit""".split())
+#: Methods only tensors have (so `x.sum()` on a value moved with .cuda() is a tensor op).
+TENSOR_METHODS = frozenset("""sum mean max min argmax argmin abs sqrt exp log float double half long int
+    bfloat16 view reshape flatten squeeze unsqueeze permute transpose contiguous detach clone nonzero
+    unique masked_select repeat_interleave softmax log_softmax sigmoid tanh relu pow clamp norm std var
+    topk sort argsort cumsum prod round floor ceil eq ne lt le gt ge any all isnan isinf isfinite
+    squeeze_ unsqueeze_ expand expand_as gather scatter index_select masked_fill narrow split chunk
+    unbind sub add mul div matmul mm bmm neg sign t item tolist numpy cpu bool byte char short
+    type_as view_as reshape_as new_zeros new_ones new_empty new_full fill_ zero_ add_ mul_ sub_ div_
+    copy_ where logical_and logical_or logical_not count_nonzero argwhere""".split())
+_MODULE_OUT_METHODS = frozenset("forward generate".split())
+_MODULE_SAME_METHODS = frozenset("eval train half float double bfloat16 requires_grad_ share_memory".split())
+
+_FACTORIES = frozenset("""tensor as_tensor asarray zeros ones empty full rand randn randint randperm arange
+    linspace logspace eye zeros_like ones_like empty_like full_like rand_like randn_like randint_like
+    empty_strided tril_indices triu_indices""".split())
+_HOST_CTORS = frozenset("""from_numpy frombuffer from_file Tensor FloatTensor DoubleTensor HalfTensor
+    BFloat16Tensor LongTensor IntTensor ShortTensor CharTensor ByteTensor BoolTensor""".split())
+_TORCH_NOT_TENSOR = frozenset("""is_tensor is_storage is_floating_point is_complex numel equal allclose
+    is_nonzero device dtype Size finfo iinfo get_default_dtype set_default_dtype manual_seed no_grad
+    enable_grad inference_mode set_grad_enabled is_grad_enabled compile save load jit get_rng_state
+    set_rng_state use_deterministic_algorithms is_inference_mode_enabled typename""".split())
+_TORCH_NOT_TENSOR_PREFIX = ("torch.cuda.", "torch.distributed.", "torch.backends.", "torch.utils.",
+                            "torch.jit.", "torch.library.", "torch.compiler.", "torch.autograd.profiler",
+                            "torch.profiler.", "torch.multiprocessing.", "torch.optim.", "torch.onnx.",
+                            "torch.fx.", "torch._dynamo.", "torch.testing.", "torch.hub.", "torch.overrides.",
+                            "torch.accelerator.", "torch.mps.", "torch.xpu.", "torch.npu.")
+_PY_BUILTINS = frozenset("""len int float bool str repr range list tuple dict set frozenset isinstance
+    hasattr getattr callable format ord chr hash id sorted enumerate zip print type issubclass
+    open iter vars dir hex oct bin""".split())
+_SAME_BUILTINS = frozenset("abs round".split())
+_ANNOT_TENSOR = frozenset({"Tensor", "torch.Tensor", "FloatTensor", "LongTensor", "torch.FloatTensor",
+                           "torch.LongTensor", "BoolTensor", "torch.BoolTensor"})
+
+
+def _camel(name: str) -> bool:
+    return name[:1].isupper() and not name.isupper()
+
+
+def _const_str(node: ast.AST) -> Optional[str]:
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        return node.value
+    return None
+
+
+def _kw(call: ast.Call, name: str) -> Optional[ast.AST]:
+    for k in call.keywords:
+        if k.arg == name:
+            return k.value
+    return None
+
+
+def join(a: Val, b: Val) -> Val:
+    """What a name is after two paths meet (if/else, a loop run or not)."""
+    if a == b:
+        return a
+    ka, kb = a.kind, b.kind
+    if ka == kb:
+        return Val(ka, a.boolean and b.boolean, a.pageable and b.pageable)
+    s = {ka, kb}
+    if s == {"dev", "py"}:  # total = 0; total += loss: an accumulator of device values
+        return DEV
+    if s == {"dev", "devx"}:
+        return DEVX
+    if s <= TENSORISH:
+        return TENSOR
+    return UNKNOWN
+
+
+def combine(a: Val, b: Val) -> Val:
+    """The value of a binary tensor op on `a` and `b` (a device operand wins)."""
+    ka, kb = a.kind, b.kind
+    if ka in ("dev", "devout") or kb in ("dev", "devout"):
+        return DEV
+    if ka == "devx" or kb == "devx":
+        # `x.cuda() + 1`: arithmetic makes it a tensor (a module cannot be added to).
+        return DEV if {ka, kb} <= {"devx", "py", "dev", "host", "tensor"} else UNKNOWN
+    if ka == "host" and kb in ("host", "py") or kb == "host" and ka == "py":
+        return HOST
+    if ka == "py" and kb == "py":
+        return PY
+    if (ka == "numpy" and kb in ("numpy", "py")) or (kb == "numpy" and ka == "py"):
+        return NUMPY
+    if ka == "tensor" or kb == "tensor":
+        return TENSOR if {ka, kb} <= {"tensor", "host", "py"} else UNKNOWN
+    return UNKNOWN
+
+
+# --- the evaluator -------------------------------------------------------------------
+
+
+class Evaluator:
+    """Values of expressions under one environment (name -> Val, and
+    ("self", attr) -> Val for attributes of the instance)."""
+
+    def __init__(self, qualname: Resolver, imports: dict, globals_env: Optional[dict] = None,
+                 class_attrs: Optional[dict] = None) -> None:
+        self.qualname = qualname
+        self.imports = imports  # module-level names bound by import -> Val
+        self.globals = globals_env or {}
+        self.class_attrs = class_attrs or {}
+        self.env: dict = {}
+        self.local_names: frozenset = frozenset()  # names bound anywhere in the function
+        self.where = "<module>"  # qualified name of the function walked
+
+    # qualified names, through imports done in the function too
+    def qual(self, node: ast.AST) -> Optional[str]:
+        parts = []
+        n = node
+        while isinstance(n, ast.Attribute):
+            parts.append(n.attr)
+            n = n.value
+        if isinstance(n, ast.Name):
+            v = self.env.get(n.id)
+            if v is not None:
+                if v.qual is None:
+                    return None
+                return ".".join([v.qual] + parts[::-1])
+            if n.id in self.local_names:
+                return None
+        return self.qualname(node)
+
+    def name(self, node: ast.Name) -> Val:
+        v = self.env.get(node.id)
+        if v is not None:
+            return v
+        if node.id in self.local_names:
+            return UNKNOWN  # bound in this function, but not on the path seen so far
+        v = self.globals.get(node.id)
+        if v is not None:
+            return v
+        v = self.imports.get(node.id)
+        if v is not None:
+            return v
+        q = self.qualname(node)
+        if q is not None:
+            return _import_val(q)
+        return UNKNOWN
+
+    def value(self, node: ast.AST) -> Val:
+        t = type(node)
+        if t is ast.Name:
+            return self.name(node)
+        if t is ast.Constant or t is ast.JoinedStr:
+            return PY
+        if t is ast.Attribute:
+            return self._attribute(node)
+        if t is ast.Call:
+            return self._call(node)
+        if t is ast.Subscript:
+            return self._subscript(node)
+        if t is ast.BinOp:
+            return combine(self.value(node.left), self.value(node.right))
+        if t is ast.Compare:
+            if len(node.ops) == 1 and not isinstance(node.ops[0], (ast.Is, ast.IsNot, ast.In, ast.NotIn)):
+                v = combine(self.value(node.left), self.value(node.comparators[0]))
+                return v.with_bool(True) if v.kind in TENSORISH or v.kind == "numpy" else v
+            return PY if all(isinstance(o, (ast.Is, ast.IsNot, ast.In, ast.NotIn)) for o in node.ops) else UNKNOWN
+        if t is ast.UnaryOp:
+            if isinstance(node.op, ast.Not):
+                return PY
+            v = self.value(node.operand)
+            if v.kind == "devx" or v.kind == "devout":
+                return DEV
+            return v
+        if t is ast.BoolOp:
+            vals = [self.value(v) for v in node.values]
+            out = vals[0]
+            for v in vals[1:]:
+                out = out if out == v else UNKNOWN
+            return out
+        if t is ast.IfExp:
+            return join(self.value(node.body), self.value(node.orelse))
+        if t in (ast.List, ast.Tuple, ast.Set, ast.Dict, ast.ListComp, ast.SetComp, ast.DictComp):
+            return PY
+        if t is ast.NamedExpr:
+            v = self.value(node.value)
+            if isinstance(node.target, ast.Name):
+                self.env[node.target.id] = v
+            return v
+        return UNKNOWN
+
+    # attributes ------------------------------------------------------------------
+    def _attribute(self, node: ast.Attribute) -> Val:
+        base = node.value
+        if isinstance(base, ast.Name) and base.id == "self" and self.env.get("self") is SELF:
+            v = self.env.get(("self", node.attr))
+            if v is not None:
+                return v
+            return self.class_attrs.get(node.attr, UNKNOWN)
+        q = self.qual(node)
+        if q is not None:
+            return _import_val(q)
+        bv = self.value(base)
+        k = bv.kind
+        a = node.attr
+        if k in TENSORISH:
+            if a in _TENSOR_PY_ATTRS:
+                return PY
+            if a in _TENSOR_OTHER_ATTRS:
+                return DEVICE if a == "device" else OTHER
+            if a in _TENSOR_SAME_ATTRS:
+                return DEV if k in ("devx", "devout") else bv.with_bool(bv.boolean and a != "grad")
+            if k == "devout":
+                return DEV  # outputs.logits, outputs.loss
+            return UNKNOWN
+        if k == "numpy":
+            return PY if a in ("shape", "ndim", "size", "dtype", "nbytes", "itemsize") else (
+                NUMPY if a in ("T", "real", "imag", "flat") else UNKNOWN)
+        if k in ("cpudev", "device"):
+            return PY
+        return UNKNOWN
+
+    # subscripts ------------------------------------------------------------------
+    def _subscript(self, node: ast.Subscript) -> Val:
+        bv = self.value(node.value)
+        k = bv.kind
+        if k in ("dev", "devout", "devx"):
+            return DEV if k != "dev" else bv
+        if k in ("host", "numpy", "tensor"):
+            return bv
+        if k == "devstate":
+            return DEV
+        return UNKNOWN
+
+    # calls -----------------------------------------------------------------------------
+    def _call(self, node: ast.Call) -> Val:
+        func = node.func
+        q = self.qual(func)
+        if q is not None:
+            v = self._function(q, node)
+            if v is not None:
+                return v
+        if isinstance(func, ast.Name):
+            fid = func.id
+            if fid not in self.env and fid not in self.local_names and self.globals.get(fid) is None \
+                    and fid not in self.imports and q is None:
+                if fid in _PY_BUILTINS:
+                    return PY
+                if fid in _SAME_BUILTINS and node.args:
+                    return combine(self.value(node.args[0]), PY)
+                if fid in ("max", "min", "sum") and node.args and len(node.args) > 1:
+                    out = self.value(node.args[0])
+                    for a in node.args[1:]:
+                        out = combine(out, self.value(a))
+                    return out if out.kind in ("dev", "py") else UNKNOWN
+            fv = self.name(func)
+            if fv.kind == "class" or (fv.kind == "unknown" and _camel(fid)):
+                return OBJ
+            return self._call_value(fv, node)
+        if isinstance(func, ast.Attribute):
+            return self._method(node, func)
+        return UNKNOWN
+
+    def _call_value(self, fv: Val, node: ast.Call) -> Val:
+        """Calling a value: a module on a device, a loss, a class."""
+        k = fv.kind
+        if k in ("devmod", "devx"):
+            return DEVOUT
+        if k == "obj":
+            if any(self.value(a).kind in ON_DEVICE for a in node.args):
+                return DEV
+            return UNKNOWN
+        if k == "class":
+            return OBJ
+        return UNKNOWN
+
+    def _args_val(self, node: ast.Call) -> Val:
+        """The device of a torch function's tensor arguments (lists and tuples looked into)."""
+        seen_host = False
+        seen_tensor = False
+        for a in list(node.args) + [k.value for k in node.keywords if k.arg not in ("dtype", "out")]:
+            elts = a.elts if isinstance(a, (ast.List, ast.Tuple)) else (a.value,) if isinstance(a, ast.Starred) else (a,)
+            for e in elts:
+                v = self.value(e)
+                if v.kind in ON_DEVICE:
+                    return DEV
+                if v.kind == "host":
+                    seen_host = True
+                elif v.kind == "tensor":
+                    seen_tensor = True
+        if seen_tensor:
+            return TENSOR
+        if seen_host:
+            return HOST
+        return TENSOR
+
+    def device_value(self, node: ast.AST) -> str:
+        """"cpu", "dev", "dtype" or "unknown" for a device argument (`.to(X)`, `device=X`)."""
+        s = _const_str(node)
+        if s is not None:
+            head = s.split(":", 1)[0].strip().lower()
+            if head == "cpu":
+                return "cpu"
+            if head == "meta":
+                return "dtype"
+            return "dev"
+        if isinstance(node, ast.Constant):
+            if isinstance(node.value, int) and not isinstance(node.value, bool):
+                return "dev"
+            return "unknown"
+        last = node.attr if isinstance(node, ast.Attribute) else node.id if isinstance(node, ast.Name) else None
+        if last is not None and (last.lower().endswith("dtype") or last in _DTYPES):
+            return "dtype"
+        if isinstance(node, ast.Call) and self.qual(node.func) == "torch.device":
+            return self.device_value(node.args[0]) if node.args else "unknown"
+        if isinstance(node, ast.Attribute) and node.attr == "device":
+            bv = self.value(node.value)
+            if bv.kind in ON_DEVICE:
+                return "dev"
+            if bv.kind == "host":
+                return "cpu"
+            if isinstance(node.value, ast.Name) and node.value.id == "self":
+                return "dev"
+            return "unknown"
+        v = self.value(node)
+        if v.kind == "cpudev":
+            return "cpu"
+        if v.kind in ("host", "tensor", "dev", "devx", "devout"):
+            return "like"
+        if isinstance(node, (ast.Name, ast.Attribute, ast.Subscript)) or (
+                isinstance(node, ast.JoinedStr) and node.values and
+                (_const_str(node.values[0]) or "").lower().startswith(("cuda", "mps", "xpu"))):
+            return "dev"
+        return "unknown"
+
+    def _function(self, q: str, node: ast.Call) -> Optional[Val]:
+        if q.startswith("xferaudit.runtime."):
+            return self._wrapper(q[len("xferaudit.runtime."):], node)
+        if q.startswith(("numpy.", "np.")):
+            return PY if q.rsplit(".", 1)[-1] in ("isscalar", "ndim", "shape", "size") else NUMPY
+        if q.startswith("math."):
+            return PY
+        if not q.startswith("torch."):
+            last = q.rsplit(".", 1)[-1]
+            return OBJ if _camel(last) else None
+        last = q.rsplit(".", 1)[-1]
+        if last in _HOST_CTORS:
+            return HOST_PAGEABLE
+        if q == "torch.device":
+            return CPUDEV if node.args and self.device_value(node.args[0]) == "cpu" else DEVICE
+        if last in _FACTORIES and q.count(".") == 1:
+            dev = _kw(node, "device")
+            pinned = _kw(node, "pin_memory")
+            pinned = pinned is not None and not (isinstance(pinned, ast.Constant) and not pinned.value)
+            if dev is None:
+                if last.endswith("_like") and node.args:
+                    v = self.value(node.args[0])
+                    return DEV if v.kind in ON_DEVICE else v if v.kind in TENSORISH else TENSOR
+                if last in ("as_tensor", "asarray") and node.args:
+                    v = self.value(node.args[0])
+                    if v.kind in ON_DEVICE:
+                        return DEV
+                return HOST if pinned else HOST_PAGEABLE
+            d = self.device_value(dev)
+            if d == "cpu":
+                return HOST if pinned else HOST_PAGEABLE
+            if d == "dev":
+                return DEV
+            if d == "like":
+                return TENSOR
+            return TENSOR
+        if q.startswith(_TORCH_NOT_TENSOR_PREFIX) or last in _TORCH_NOT_TENSOR:
+            return OTHER
+        if _camel(last):
+            return OBJ  # torch.nn.Linear(...), torch.nn.CrossEntropyLoss()
+        if q.count(".") > 1 and not q.startswith(("torch.nn.functional.", "torch.linalg.", "torch.fft.",
+                                                  "torch.special.", "torch.nn.utils.rnn.")):
+            if q.startswith("torch.nn.") and not q.startswith("torch.nn.functional"):
+                return OTHER
+            return None
+        v = self._args_val(node)
+        if last in ("where",) and len(node.args) == 1:
+            return v
+        if last in _TENSOR_BOOL_METHODS:
+            return v.with_bool(True)
+        return v
+
+    def _wrapper(self, w: str, node: ast.Call) -> Val:
+        """A call of the runtime's wrappers: the value of the bare call it makes."""
+        a = node.args
+        if w in ("cpu",):
+            return HOST
+        if w in ("cuda",):
+            return self._moved(self.value(a[0]) if a else UNKNOWN, "dev")
+        if w == "to" and a:
+            return self._to(self.value(a[0]), node, skip=1)
+        if w in ("item", "tolist", "float", "int", "bool", "complex", "index", "str", "repr"):
+            return PY
+        if w in ("numpy",):
+            return NUMPY
+        if w in ("tensor", "as_tensor", "asarray"):
+            d = _kw(node, "device")
+            return DEV if d is not None and self.device_value(d) == "dev" else TENSOR
+        if w == "read":
+            return OTHER
+        if w == "sync" and a:
+            return self.value(a[0])
+        return UNKNOWN
+
+    def _moved(self, rv: Val, where: str) -> Val:
+        k = rv.kind
+        if where == "cpu":
+            if k in ("obj", "devmod"):
+                return OBJ
+            return HOST if k in TENSORISH or k == "unknown" else UNKNOWN
+        if k in ("dev", "host", "tensor", "devout"):
+            return DEV
+        if k in ("obj", "devmod"):
+            return DEVMOD
+        if k in ("devx", "unknown"):
+            return DEVX
+        return UNKNOWN
+
+    def _to(self, rv: Val, node: ast.Call, skip: int = 0) -> Val:
+        args = node.args[skip:]
+        dev = args[0] if args else _kw(node, "device")
+        if dev is not None and args and _kw(node, "device") is not None and self.device_value(dev) == "dtype":
+            dev = _kw(node, "device")
+        if dev is None:
+            return rv if rv.kind != "devx" else DEVX
+        d = self.device_value(dev)
+        if d == "dtype" or d == "unknown" and isinstance(dev, ast.Constant):
+            return rv.with_bool(False) if rv.kind in TENSORISH else rv
+        if d == "cpu":
+            return self._moved(rv, "cpu")
+        if d == "like":
+            return TENSOR if rv.kind in TENSORISH else UNKNOWN
+        if d == "dev" or d == "unknown":
+            return self._moved(rv, "dev")
+        return UNKNOWN
+
+    def _method(self, node: ast.Call, func: ast.Attribute) -> Val:
+        m = func.attr
+        rv = self.value(func.value)
+        k = rv.kind
+        if k == "class":
+            # `torch.Tensor.cpu(x)`: the unbound form is the method on x.
+            if rv.qual and rv.qual.endswith("Tensor") and node.args:
+                x = self.value(node.args[0])
+                if m == "cpu":
+                    return self._moved(x, "cpu")
+                if m == "cuda":
+                    return self._moved(x, "dev")
+            return UNKNOWN
+        if m == "cuda":
+            return self._moved(rv, "dev")
+        if m == "cpu":
+            return self._moved(rv, "cpu")
+        if m == "to":
+            return self._to(rv, node)
+        if k in TENSORISH:
+            if m in ("item", "tolist"):
+                return PY
+            if m == "numpy":
+                return NUMPY
+            if m in _TENSOR_PY_METHODS:
+                return PY
+            if k == "devx" and m not in TENSOR_METHODS:
+                return UNKNOWN
+            if k == "devout" and m in ("keys", "values", "items", "get", "to_tuple"):
+                return DEVOUT if m in ("get", "to_tuple") else UNKNOWN
+            if m == "pin_memory":
+                return HOST
+            base = DEV if k in ON_DEVICE else rv
+            return base.with_bool(m in _TENSOR_BOOL_METHODS)
+        if k in ("obj", "devmod"):
+            if m in _MODULE_SAME_METHODS:
+                return rv
+            if m == "state_dict":
+                return DEVSTATE if k == "devmod" else UNKNOWN
+            if k == "devmod" and m in _MODULE_OUT_METHODS:
+                return DEVOUT
+            return UNKNOWN
+        if k == "numpy":
+            if m in ("tolist", "item"):
+                return PY
+            return NUMPY if m not in ("__len__",) else PY
+        if k == "py":
+            if isinstance(func.value, ast.Constant):
+                return PY
+            return UNKNOWN
+        if k == "devstate":
+            if m in ("items", "values", "keys"):
+                return UNKNOWN
+            return UNKNOWN
+        return UNKNOWN
+
+    # iteration ---------------------------------------------------------------------------
+    def element(self, v: Val) -> Val:
+        """What iterating or unpacking a value gives."""
+        if v.kind in ON_DEVICE:
+            return DEV
+        if v.kind in ("host", "numpy"):
+            return v
+        return UNKNOWN
+
+
+_DTYPES = frozenset("""float float16 half bfloat16 float32 float64 double complex64 complex128 cfloat cdouble
+    uint8 int8 int16 int32 int64 long short bool channels_last contiguous_format preserve_format""".split())
+
+SELF = Val("obj", qual=None)  # the `self` parameter of a method (compared by identity)
+
+
+def _import_val(q: str) -> Val:
+    """What an imported qualified name is: a class (CamelCase), else a module,
+    function or constant (never a tensor, in practice)."""
+    last = q.rsplit(".", 1)[-1]
+    if last.isupper() and len(last) > 1:
+        return Val("unknown", qual=q)  # a module constant might be a tensor
+    if _camel(last):
+        return Val("class", qual=q)
+    return Val("pymod", qual=q)
+
+
+# --- the walk ------------------------------------------------------------------------
+
+Hook = Callable[[ast.AST, Evaluator], None]
+
+
+def _bound_names(body: list) -> frozenset:
+    """Names assigned anywhere in a function body (its locals), nested defs excluded."""
+    out = set()
+    stack = list(body)
+    while stack:
+        n = stack.pop()
+        t = type(n)
+        if t in (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef):
+            out.add(n.name)
+            continue
+        if t is ast.Lambda:
+            continue
+        if t is ast.Name and not isinstance(n.ctx, ast.Load):
+            out.add(n.id)
+        elif t is ast.alias:
+            out.add((n.asname or n.name).split(".", 1)[0])
+        elif t is ast.arg:
+            out.add(n.arg)
+        stack.extend(ast.iter_child_nodes(n))
+    return frozenset(out)
+
+
+class Walker:
+    """Walks a body statement by statement, updating the evaluator's environment
+    and calling `hook(stmt, evaluator)` before each statement changes it."""
+
+    def __init__(self, ev: Evaluator, hook: Optional[Hook], nested: Callable) -> None:
+        self.ev = ev
+        self.hook = hook
+        self.nested = nested  # called with (def node, env) for functions inside
+
+    def body(self, stmts: list) -> None:
+        for st in stmts:
+            self.stmt(st)
+
+    def _branch(self, stmts: list) -> dict:
+        saved = self.ev.env
+        self.ev.env = dict(saved)
+        self.body(stmts)
+        out = self.ev.env
+        self.ev.env = saved
+        return out
+
+    def _merge(self, envs: list) -> None:
+        keys = set()
+        for e in envs:
+            keys.update(e)
+        out = {}
+        for k in keys:
+            vals = [e.get(k) for e in envs]
+            if any(v is None for v in vals):
+                got = [v for v in vals if v is not None]
+                v = got[0]
+                for w in got[1:]:
+                    v = join(v, w)
+                # bound on some paths only: keep it when it was a device value
+                out[k] = v if v.kind in ("dev", "devmod") else UNKNOWN
+                continue
+            v = vals[0]
+            for w in vals[1:]:
+                v = join(v, w)
+            out[k] = v
+        self.ev.env = out
+
+    def bind(self, target: ast.AST, v: Val, value_node: Optional[ast.AST] = None) -> None:
+        env = self.ev.env
+        t = type(target)
+        if t is ast.Name:
+            env[target.id] = v
+        elif t in (ast.Tuple, ast.List):
+            elts = target.elts
+            if isinstance(value_node, (ast.Tuple, ast.List)) and len(value_node.elts) == len(elts) and \
+                    not any(isinstance(e, ast.Starred) for e in elts):
+                vals = [self.ev.value(e) for e in value_node.elts]
+                for e, ev in zip(elts, vals):
+                    self.bind(e, ev)
+            else:
+                el = self.ev.element(v)
+                for e in elts:
+                    self.bind(e.value if isinstance(e, ast.Starred) else e, el if not isinstance(e, ast.Starred)
+                              else UNKNOWN)
+        elif t is ast.Attribute:
+            if isinstance(target.value, ast.Name) and target.value.id == "self":
+                env[("self", target.attr)] = v
+        elif t is ast.Starred:
+            self.bind(target.value, UNKNOWN)
+
+    def stmt(self, st: ast.stmt) -> None:
+        ev = self.ev
+        t = type(st)
+        if self.hook is not None:
+            self.hook(st, ev)
+        if t is ast.Assign:
+            v = ev.value(st.value)
+            for tg in st.targets:
+                self.bind(tg, v, st.value)
+        elif t is ast.AugAssign:
+            tg = st.target
+            if isinstance(tg, (ast.Name, ast.Attribute)):
+                old = ev.value(tg)
+                self.bind(tg, combine(old, ev.value(st.value)) if old.kind != "unknown" else UNKNOWN)
+        elif t is ast.AnnAssign:
+            if st.value is not None:
+                self.bind(st.target, ev.value(st.value), st.value)
+            elif _annot_tensor(st.annotation):
+                self.bind(st.target, TENSOR)
+        elif t is ast.Expr:
+            # `model.to(dev)` / `model.cuda()` as a statement moves a module in place.
+            c = st.value
+            if isinstance(c, ast.Call) and isinstance(c.func, ast.Attribute) and c.func.attr in ("to", "cuda", "cpu"):
+                recv = c.func.value
+                rv = ev.value(recv)
+                if rv.kind in ("obj", "devmod") and isinstance(recv, (ast.Name, ast.Attribute)):
+                    self.bind(recv, ev.value(c))
+            else:
+                ev.value(c) if isinstance(c, ast.NamedExpr) else None
+        elif t is ast.If:
+            a = self._branch(st.body)
+            b = self._branch(st.orelse)
+            self._merge([a, b])
+        elif t in (ast.For, ast.AsyncFor):
+            before = dict(ev.env)
+            self.bind(st.target, self._iter_val(st.iter))
+            self.body(st.body)
+            after = ev.env
+            ev.env = dict(after)
+            self.body(st.orelse)
+            self._merge([before, after, ev.env])
+        elif t is ast.While:
+            before = dict(ev.env)
+            self.body(st.body)
+            after = ev.env
+            ev.env = dict(after)
+            self.body(st.orelse)
+            self._merge([before, after])
+        elif t in (ast.With, ast.AsyncWith):
+            for item in st.items:
+                if item.optional_vars is not None:
+                    self.bind(item.optional_vars, UNKNOWN)
+            self.body(st.body)
+        elif hasattr(st, "handlers"):  # Try, TryStar
+            before = dict(ev.env)
+            self.body(st.body)
+            envs = [dict(ev.env)]
+            for h in st.handlers:
+                ev.env = dict(before)
+                if h.name:
+                    ev.env[h.name] = OTHER
+                self.body(h.body)
+                envs.append(ev.env)
+            self._merge(envs)
+            self.body(st.orelse)
+            self.body(st.finalbody)
+        elif hasattr(st, "cases"):
+            envs = []
+            for case in st.cases:
+                envs.append(self._branch(case.body))
+            self._merge(envs)
+        elif t in (ast.FunctionDef, ast.AsyncFunctionDef):
+            ev.env[st.name] = OTHER
+            self.nested(st, ev)
+        elif t is ast.ClassDef:
+            ev.env[st.name] = CLASS
+        elif t is ast.Import:
+            for a in st.names:
+                if a.asname:
+                    ev.env[a.asname] = Val("pymod", qual=a.name)
+                else:
+                    top = a.name.split(".", 1)[0]
+                    ev.env[top] = Val("pymod", qual=top)
+        elif t is ast.ImportFrom:
+            for a in st.names:
+                if a.name == "*":
+                    continue
+                q = f"{st.module}.{a.name}" if st.module and not st.level else None
+                v = _import_val(q) if q else _import_val(a.name)
+                ev.env[a.asname or a.name] = Val(v.kind, qual=q)
+        elif t is ast.Delete:
+            for tg in st.targets:
+                self.bind(tg, UNKNOWN)
+        elif t in (ast.Global, ast.Nonlocal):
+            for n in st.names:
+                ev.env[n] = UNKNOWN
+
+    def _iter_val(self, it: ast.AST) -> Val:
+        ev = self.ev
+        if isinstance(it, ast.Call) and isinstance(it.func, ast.Name) and it.func.id not in ev.env:
+            f = it.func.id
+            if f == "range":
+                return PY
+            if f == "enumerate" and it.args:
+                return UNKNOWN  # (index, item): unpacked below by position when possible
+        return ev.element(ev.value(it))
+
+
+def _annot_tensor(node: Optional[ast.AST]) -> bool:
+    if node is None:
+        return False
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        return node.value.strip() in _ANNOT_TENSOR
+    if isinstance(node, ast.Name):
+        return node.id in _ANNOT_TENSOR
+    if isinstance(node, ast.Attribute):
+        return isinstance(node.value, ast.Name) and f"{node.value.id}.{node.attr}" in _ANNOT_TENSOR
+    return False
+
+
+def module_imports(tree: ast.Module) -> dict:
+    """Module-level names bound by import statements (relative ones too) -> Val."""
+    out: dict = {}
+    for st in tree.body:
+        if isinstance(st, ast.Import):
+            for a in st.names:
+                if a.asname:
+                    out[a.asname] = Val("pymod", qual=a.name)
+                else:
+                    top = a.name.split(".", 1)[0]
+                    out[top] = Val("pymod", qual=top)
+        elif isinstance(st, ast.ImportFrom):
+            for a in st.names:
+                if a.name == "*":
+                    continue
+                q = f"{st.module}.{a.name}" if st.module and not st.level else None
+                v = _import_val(a.name)
+                out[a.asname or a.name] = Val(v.kind, qual=q)
+    return out
+
+
+def _params(fn, ev: Evaluator, method: bool) -> None:
+    a = fn.args
+    allargs = a.posonlyargs + a.args + a.kwonlyargs
+    for i, p in enumerate(allargs):
+        if i == 0 and method and p.arg in ("self",):
+            ev.env["self"] = SELF
+        elif _annot_tensor(p.annotation):
+            ev.env[p.arg] = TENSOR
+        else:
+            ev.env[p.arg] = UNKNOWN
+    for p in (a.vararg, a.kwarg):
+        if p is not None:
+            ev.env[p.arg] = UNKNOWN
+
+
+def analyse(tree: ast.Module, qualname: Resolver, hook: Optional[Hook] = None,
+            want: Optional[Callable[[ast.AST], bool]] = None) -> None:
+    """Walk `tree`: module-level code, then every function and method whose
+    top-level statement `want` accepts (all when None), calling `hook` on each
+    statement with the environment before it."""
+    imports = module_imports(tree)
+    # Module-level code first: its names are the globals functions see.
+    mod_ev = Evaluator(qualname, imports)
+    defs: list = []
+
+    def later(fn, ev):  # module-level functions wait for the module's names
+        defs.append(fn)
+
+    Walker(mod_ev, hook if want is None or want(tree) else None, later).body(
+        [s for s in tree.body if not isinstance(s, ast.ClassDef)])
+    globals_env = {k: v for k, v in mod_ev.env.items() if isinstance(k, str)}
+    for fn in defs:
+        if want is None or want(fn):
+            _function(fn, qualname, imports, globals_env, {}, hook, method=False, where=fn.name)
+    for st in tree.body:
+        if isinstance(st, ast.ClassDef) and (want is None or want(st)):
+            _class(st, qualname, imports, globals_env, hook, st.name)
+    # classes nested under if/try at module level are rare: skipped
+
+
+def _class(cls: ast.ClassDef, qualname, imports, globals_env, hook, where: str) -> None:
+    methods = [s for s in cls.body if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef))]
+    # 1: what each `self.attr` is, from every method's assignments (joined)
+    attrs: dict = {}
+    for fn in methods:
+        env = _function(fn, qualname, imports, globals_env, {}, None, method=True, collect=True,
+                        where=f"{where}.{fn.name}")
+        for k, v in env.items():
+            if isinstance(k, tuple):
+                attrs[k[1]] = join(attrs[k[1]], v) if k[1] in attrs else v
+    # 2: the methods again, reporting, with the attributes known
+    for fn in methods:
+        _function(fn, qualname, imports, globals_env, attrs, hook, method=True, where=f"{where}.{fn.name}")
+    for st in cls.body:
+        if isinstance(st, ast.ClassDef):
+            _class(st, qualname, imports, globals_env, hook, f"{where}.{st.name}")
+
+
+def _function(fn, qualname, imports, globals_env, attrs, hook, method: bool, collect: bool = False,
+              outer: Optional[dict] = None, where: str = "<module>") -> dict:
+    ev = Evaluator(qualname, imports, globals_env if outer is None else {**globals_env, **outer}, attrs)
+    ev.where = where
+    ev.local_names = _bound_names(fn.body) | {p.arg for p in fn.args.posonlyargs + fn.args.args +
+                                              fn.args.kwonlyargs}
+    _params(fn, ev, method)
+    seen: dict = {}
+
+    def nested(inner, outer_ev):
+        if collect:
+            return
+        closure = {k: v for k, v in outer_ev.env.items() if isinstance(k, str)}
+        _function(inner, qualname, imports, globals_env, attrs, hook, method=False, outer=closure,
+                  where=f"{where}.{inner.name}")
+
+    w = Walker(ev, None if collect else hook, nested)
+    if collect:
+        # Only the assignments to self.* matter; the walk is the same.
+        w.body(fn.body)
+        for k, v in ev.env.items():
+            if isinstance(k, tuple):
+                seen[k] = v
+        return seen
+    w.body(fn.body)
+    return ev.env
