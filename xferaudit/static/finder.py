@@ -826,7 +826,7 @@ class _FileFinder(ast.NodeVisitor):
         self.active = self.rules.active_packs(_imported_modules(self.text, self.rules))
         self.cand = _candidate_lines(self.text, self.lines, self.rules, self.active)
         # --- value layer hook (static/values.py, static/implicit.py) ---
-        evidence = self.implicit_on and _implicit.EVIDENCE.search(self.text) is not None
+        evidence = _implicit.evidence_lines(self.text) if self.implicit_on else []
         if not self.cand and not evidence:
             return  # no rule's name is called anywhere: nothing to visit
         b = _Binder(walrus=_lines_with(self.text, self.lines, ":="), hits=self._hits)
@@ -835,7 +835,7 @@ class _FileFinder(ast.NodeVisitor):
         self.scope = b.module
         if self.implicit_on:
             self.values = _implicit.find(tree, self.text, self.qualname, frozenset(self.rules.methods),
-                                         self._hits if self.cand else None)
+                                         self._hits if self.cand else None, evidence)
             for fd in self.values.findings:
                 self._add_implicit(fd)
         # --- end hook ---
@@ -1014,7 +1014,7 @@ class _FileFinder(ast.NodeVisitor):
                     return
         # Method rows: any receiver.
         if isinstance(func, ast.Attribute):
-            if self.values is not None and self.values.not_a_receiver(node) is not None:
+            if self.values is not None and self.values.not_a_receiver(node, self._local) is not None:
                 return  # value layer: a module, class, numpy or Python value is no tensor
             for rule in self.rules.methods.get(func.attr, ()):
                 if q is not None and self._on(self.rules.functions.get(q)) is not None:
@@ -1082,6 +1082,15 @@ class _FileFinder(ast.NodeVisitor):
         skip = 1 if rule.wrap == "receiver" else 0
         kind = self.cls.kind_of(rule, list(node.args[skip:]), kwargs)
         self._add(node, node.func, rule, kind or _fallback_kind(rule), wrapped=True, site=site)
+
+    def _local(self, name: str) -> bool:
+        """`name` is bound in the function (or lambda, comprehension) being visited."""
+        s = self.scope
+        while s is not None and not s.is_module:
+            if not s.is_class and name in s.bindings:
+                return True
+            s = s.parent
+        return False
 
     def _add_implicit(self, fd) -> None:
         """An implicit site found by the value layer (static/implicit.py)."""

@@ -35,11 +35,13 @@ writing a Python scalar through a device mask (``t[mask] = 0.0``).
 from __future__ import annotations
 
 import ast
+import bisect
+import itertools
 import re
 from dataclasses import dataclass
 from typing import Callable, Optional
 
-from .values import NOT_A_RECEIVER, ON_DEVICE, Evaluator, Resolver, Val, analyse, is_dev
+from .values import NOT_A_RECEIVER, ON_DEVICE, Evaluator, Resolver, Val, analyse, is_dev, module_imports
 
 
 def on_device(v: Val) -> bool:
@@ -109,14 +111,36 @@ class Result:
     def __init__(self) -> None:
         self.findings: list[Finding] = []
         self.receivers: dict[int, Val] = {}  # id(method call) -> its receiver's value
+        self.free: Optional[Evaluator] = None  # for calls in functions not walked
 
-    def not_a_receiver(self, call: ast.Call) -> Optional[Val]:
+    def not_a_receiver(self, call: ast.Call, local: Callable[[str], bool]) -> Optional[Val]:
         """The receiver's value when the code shows it is no tensor (a module,
-        a class, numpy or Python value): such a call is no transfer site."""
+        a class, numpy or Python value): such a call is no transfer site.
+
+        In a function the walk did not cover (no device evidence in it), the
+        receiver is read without flow: a name `local(name)` says the function
+        binds is unknown; imports, literals and call chains still count
+        (``init.copy_``, ``np.linspace(...).tolist()``, ``x.numpy().tolist()``).
+        """
         v = self.receivers.get(id(call))
+        if v is None and self.free is not None and isinstance(call.func, ast.Attribute):
+            self.free.local_names = _Locals(local)
+            v = self.free.value(call.func.value)
         if v is not None and v.kind in NOT_A_RECEIVER:
             return v
         return None
+
+
+class _Locals:
+    """`name in locals` through the finder's scopes."""
+
+    __slots__ = ("f",)
+
+    def __init__(self, f: Callable[[str], bool]) -> None:
+        self.f = f
+
+    def __contains__(self, name: object) -> bool:
+        return isinstance(name, str) and self.f(name)
 
 
 def _unparse(node: ast.AST, limit: int = 40) -> str:
@@ -149,6 +173,8 @@ class _Checker:
                                          self.ev.where))
 
     def __call__(self, st: ast.stmt, ev: Evaluator) -> None:
+        if self.lines is not None and not self.lines(st, ev):
+            return
         self.ev = ev
         t = type(st)
         if t in (ast.If, ast.While):
@@ -455,8 +481,36 @@ def _looks_like_logger(node: ast.AST) -> bool:
     return "log" in n
 
 
+_AFTER_TO = re.compile(r"\s*\(")
+_AFTER_DEVICE = re.compile(r"\s*=(?!=)")
+
+
+def evidence_lines(text: str) -> list:
+    """Sorted numbers of the lines matching :data:`EVIDENCE`, found with str.find
+    (the regex has no literal prefix for the engine to skip on: 5x slower)."""
+    pos: list = []
+    for needle, after in ((".to", _AFTER_TO), (".cuda", _AFTER_TO), ("device", _AFTER_DEVICE)):
+        n = len(needle)
+        i = text.find(needle)
+        while i >= 0:
+            j = i + n
+            if after.match(text, j) and (needle != "device" or i == 0 or not (text[i - 1].isalnum() or text[i - 1] == "_")):
+                pos.append(i)
+            i = text.find(needle, j)
+    if not pos:
+        return []
+    pos.sort()
+    starts = list(itertools.accumulate(len(ln) + 1 for ln in text.split("\n")))
+    out: list = []
+    for p in pos:
+        ln = bisect.bisect_right(starts, p) + 1
+        if not out or out[-1] != ln:
+            out.append(ln)
+    return out
+
+
 def find(tree: ast.Module, text: str, qualname: Resolver, methods: frozenset = frozenset(),
-         wanted: Optional[Callable[[ast.AST], bool]] = None) -> Result:
+         wanted: Optional[Callable[[ast.AST], bool]] = None, ev_lines: Optional[list] = None) -> Result:
     """The implicit findings of one parsed file, and the values of the receivers
     of method calls named in `methods` (for the explicit rules).
 
@@ -465,29 +519,37 @@ def find(tree: ast.Module, text: str, qualname: Resolver, methods: frozenset = f
     where the text shows evidence of a device (:data:`EVIDENCE`).
     """
     res = Result()
-    has_evidence = EVIDENCE.search(text) is not None
-    if not has_evidence and wanted is None:
-        return res
-    lines = text.split("\n") if has_evidence else None
+    res.free = Evaluator(qualname, module_imports(tree))
+    if ev_lines is None:
+        ev_lines = evidence_lines(text)
+    has_evidence = bool(ev_lines)
+    if not has_evidence:
+        return res  # receivers are read without flow (Result.not_a_receiver)
 
     def evident(node: ast.AST) -> bool:
-        if lines is None:
+        if not ev_lines:
             return False
-        if isinstance(node, ast.Module):
-            return True
         lo = min([node.lineno] + [d.lineno for d in getattr(node, "decorator_list", ())])
-        return EVIDENCE.search("\n".join(lines[lo - 1: node.end_lineno])) is not None
+        k = bisect.bisect_left(ev_lines, lo)
+        return k < len(ev_lines) and ev_lines[k] <= node.end_lineno
 
     def want(node: ast.AST) -> bool:
         if isinstance(node, ast.Module):
             return True
-        return evident(node) or (wanted is not None and wanted(node))
+        return evident(node)
 
-    checker = _Checker(res, methods, None)
+    def spans(node: ast.AST, lines: list) -> bool:
+        k = bisect.bisect_left(lines, node.lineno)
+        return k < len(lines) and lines[k] <= node.end_lineno
+
+    def worth(st: ast.stmt, ev: Evaluator) -> bool:
+        """A statement can hold a finding once a device value is in scope or made
+        on it, and a receiver worth recording where the explicit rules look."""
+        return (ev.dev_seen and has_evidence) or (has_evidence and spans(st, ev_lines)) or (
+            wanted is not None and wanted(st))
+
+    checker = _Checker(res, methods, worth)
     analyse(tree, qualname, checker, want)
-    if not has_evidence:
-        # Only receivers were wanted: findings here would rest on no device evidence.
-        res.findings = []
     return res
 
 

@@ -97,6 +97,7 @@ DEVICE = Val("device")
 OTHER = Val("other")
 UNKNOWN = Val("unknown")
 
+_DEVICE_KINDS = frozenset({"dev", "devx", "devout", "devmod", "devstate"})
 TENSORISH = frozenset({"dev", "devx", "devout", "host", "tensor"})
 ON_DEVICE = frozenset({"dev", "devx", "devout"})
 #: Not a tensor, evidently: a method call on one of these is no transfer site.
@@ -223,6 +224,10 @@ class Evaluator:
         self.env: dict = {}
         self.local_names: frozenset = frozenset()  # names bound anywhere in the function
         self.where = "<module>"  # qualified name of the function walked
+        #: a device value has been bound (or is in a global or attribute): until
+        #: then a statement can only show one through its own text
+        self.dev_seen = any(v.kind in _DEVICE_KINDS for v in self.globals.values()) or any(
+            v.kind in _DEVICE_KINDS for v in self.class_attrs.values())
 
     # qualified names, through imports done in the function too
     def qual(self, node: ast.AST) -> Optional[str]:
@@ -639,25 +644,60 @@ def _import_val(q: str) -> Val:
 Hook = Callable[[ast.AST, Evaluator], None]
 
 
+def _target_ids(t: ast.AST, out: set) -> None:
+    if isinstance(t, ast.Name):
+        out.add(t.id)
+    elif isinstance(t, (ast.Tuple, ast.List)):
+        for e in t.elts:
+            _target_ids(e, out)
+    elif isinstance(t, ast.Starred):
+        _target_ids(t.value, out)
+
+
 def _bound_names(body: list) -> frozenset:
-    """Names assigned anywhere in a function body (its locals), nested defs excluded."""
-    out = set()
+    """Names a function body binds (its locals), read off its statements; nested
+    defs bind only their own name."""
+    out: set = set()
     stack = list(body)
     while stack:
-        n = stack.pop()
-        t = type(n)
-        if t in (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef):
-            out.add(n.name)
-            continue
-        if t is ast.Lambda:
-            continue
-        if t is ast.Name and not isinstance(n.ctx, ast.Load):
-            out.add(n.id)
-        elif t is ast.alias:
-            out.add((n.asname or n.name).split(".", 1)[0])
-        elif t is ast.arg:
-            out.add(n.arg)
-        stack.extend(ast.iter_child_nodes(n))
+        st = stack.pop()
+        t = type(st)
+        if t is ast.Assign:
+            for tg in st.targets:
+                _target_ids(tg, out)
+        elif t is ast.AugAssign or t is ast.AnnAssign:
+            _target_ids(st.target, out)
+        elif t in (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef):
+            out.add(st.name)
+        elif t in (ast.For, ast.AsyncFor):
+            _target_ids(st.target, out)
+            stack.extend(st.body)
+            stack.extend(st.orelse)
+        elif t in (ast.With, ast.AsyncWith):
+            for item in st.items:
+                if item.optional_vars is not None:
+                    _target_ids(item.optional_vars, out)
+            stack.extend(st.body)
+        elif t is ast.Import or t is ast.ImportFrom:
+            for a in st.names:
+                out.add((a.asname or a.name).split(".", 1)[0])
+        elif t is ast.If or t is ast.While:
+            stack.extend(st.body)
+            stack.extend(st.orelse)
+        elif hasattr(st, "handlers"):
+            stack.extend(st.body)
+            for h in st.handlers:
+                if h.name:
+                    out.add(h.name)
+                stack.extend(h.body)
+            stack.extend(st.orelse)
+            stack.extend(st.finalbody)
+        elif hasattr(st, "cases"):
+            for c in st.cases:
+                stack.extend(c.body)
+        elif t is ast.Delete:
+            for tg in st.targets:
+                _target_ids(tg, out)
     return frozenset(out)
 
 
@@ -683,10 +723,13 @@ class Walker:
         return out
 
     def _merge(self, envs: list) -> None:
+        first = envs[0]
         keys = set()
-        for e in envs:
-            keys.update(e)
-        out = {}
+        for e in envs[1:]:
+            if e is not first:
+                keys.update(k for k, v in e.items() if first.get(k) is not v)
+                keys.update(k for k in first if k not in e)
+        out = dict(first)
         for k in keys:
             vals = [e.get(k) for e in envs]
             if any(v is None for v in vals):
@@ -706,6 +749,8 @@ class Walker:
     def bind(self, target: ast.AST, v: Val, value_node: Optional[ast.AST] = None) -> None:
         env = self.ev.env
         t = type(target)
+        if v.kind in _DEVICE_KINDS:
+            self.ev.dev_seen = True
         if t is ast.Name:
             env[target.id] = v
         elif t in (ast.Tuple, ast.List):
