@@ -48,6 +48,7 @@ from __future__ import annotations
 
 import ast
 import bisect
+import dataclasses
 import re
 from collections import Counter
 from dataclasses import dataclass, field
@@ -776,6 +777,8 @@ class _WrapTransformer(cst.CSTTransformer):
         new = None
         if reason is None:
             wrapper = rule.wrapper
+            if site.op == "unbound":  # `torch.Tensor.cpu(x)` -> xfer.call(torch.Tensor.cpu, x, site=...)
+                rule, wrapper = dataclasses.replace(rule, wrap="function", wrapper="call"), "call"
             if rule.wrap == "function" and wrapper != "call" and not self._respellable(rule, updated):
                 wrapper = "call"  # keep the callee as written: xfer.call(T.tensor, ...)
                 self.generic += 1

@@ -1014,17 +1014,26 @@ class _FileFinder(ast.NodeVisitor):
                     return
         # Method rows: any receiver.
         if isinstance(func, ast.Attribute):
-            if self.values is not None and self.values.not_a_receiver(node, self._local) is not None:
-                return  # value layer: a module, class, numpy or Python value is no tensor
+            # value layer: a module, class, numpy or Python value is no tensor; the
+            # unbound `torch.Tensor.cpu(x)` is the site of x (its arguments after x)
+            skip = 0
+            if self.values is not None and self.rules.methods.get(func.attr):
+                if self.values.not_a_receiver(node, self._local) is not None:
+                    return
+                skip = 1 if self.values.unbound(node, self._local) else 0
             for rule in self.rules.methods.get(func.attr, ()):
                 if q is not None and self._on(self.rules.functions.get(q)) is not None:
                     break
                 if self._on(rule) is None or not self.cls.allows(rule, node):
                     continue
-                args, kwargs = self._split(node)
+                if self.values is not None and not _implicit.row_allows(rule.id, node, self.values, self._local):
+                    continue
+                args, kwargs = self._split(node, skip)
                 kind = self.cls.kind_of(rule, args, kwargs)
                 if kind is not None:
                     self._add(node, func, rule, kind, wrapped=False, site=None)
+                    if skip:
+                        self.sites[-1].op = "unbound"  # wrapped as xfer.call(Tensor.m, x, ...)
                     return
 
     def _wrapper_call(self, node: ast.Call, wrapper: str) -> None:
@@ -1056,6 +1065,12 @@ class _FileFinder(ast.NodeVisitor):
             if rule is not None:
                 kind = self.cls.kind_of(rule, list(node.args[1:]), kwargs)
                 self._add(node, node.func, rule, kind or _fallback_kind(rule), wrapped=True, site=site)
+            elif q and isinstance(inner, ast.Attribute) and q[: -len(inner.attr) - 1].endswith("Tensor"):
+                # the unbound form, wrapped: xfer.call(torch.Tensor.cpu, x, ..., site=...)
+                rows = [r for r in self.rules.methods.get(inner.attr, ()) if r.wrap == "receiver"]
+                if rows:
+                    kind = self.cls.kind_of(rows[0], list(node.args[2:]), kwargs)
+                    self._add(node, node.func, rows[0], kind or _fallback_kind(rows[0]), wrapped=True, site=site)
             return
         rows = self.rules.wrappers.get(wrapper, ())
         if not rows:

@@ -113,6 +113,22 @@ class Result:
         self.receivers: dict[int, Val] = {}  # id(method call) -> its receiver's value
         self.free: Optional[Evaluator] = None  # for calls in functions not walked
 
+    def value(self, node: ast.AST, local: Callable[[str], bool], call: Optional[ast.Call] = None) -> Val:
+        """The value of `node` (a call's receiver: as recorded by the walk), else read without flow."""
+        v = self.receivers.get(id(call)) if call is not None else None
+        if v is None and self.free is not None:
+            self.free.local_names = _Locals(local)
+            v = self.free.value(node)
+        return v if v is not None else Val("unknown")
+
+    def unbound(self, call: ast.Call, local: Callable[[str], bool]) -> bool:
+        """`torch.Tensor.cpu(x)`: a method of torch's Tensor class called on its first argument."""
+        v = self.receivers.get(id(call))
+        if v is None and self.free is not None and isinstance(call.func, ast.Attribute):
+            self.free.local_names = _Locals(local)
+            v = self.free.value(call.func.value)
+        return v is not None and unbound_tensor(v) and bool(call.args)
+
     def not_a_receiver(self, call: ast.Call, local: Callable[[str], bool]) -> Optional[Val]:
         """The receiver's value when the code shows it is no tensor (a module,
         a class, numpy or Python value): such a call is no transfer site.
@@ -127,8 +143,39 @@ class Result:
             self.free.local_names = _Locals(local)
             v = self.free.value(call.func.value)
         if v is not None and v.kind in NOT_A_RECEIVER:
+            if v.kind == "class" and unbound_tensor(v):
+                return None  # `torch.Tensor.cpu(x)`: the site of x
             return v
         return None
+
+
+def unbound_tensor(v: Val) -> bool:
+    """The class is torch's Tensor: `Tensor.cpu(x)` is the unbound form of `x.cpu()`."""
+    return v.kind == "class" and (v.qual or "").endswith("Tensor")
+
+
+_CUDA_TYPE = re.compile(r"(?:torch\.)?cuda\.\w*Tensor$")
+
+
+def row_allows(rule_id: str, call: ast.Call, res: "Result", local: Callable[[str], bool]) -> bool:
+    """Rows whose argument or receiver must be checked by value: `x.new(data)` (not
+    sizes), `x.type(<a cuda tensor type>)`, `module.compile()` on a module."""
+    if rule_id == "torch.new":
+        a = call.args[0]
+        if isinstance(a, (ast.List, ast.Tuple, ast.ListComp)):
+            return True
+        return res.value(a, local).kind in ("numpy", "host", "tensor", "dev", "devx", "devout")
+    if rule_id == "torch.type":
+        a = call.args[0]
+        s = a.value if isinstance(a, ast.Constant) and isinstance(a.value, str) else None
+        if s is None and res.free is not None:
+            res.free.local_names = _Locals(local)
+            s = res.free.qual(a)
+        return s is not None and _CUDA_TYPE.search(s) is not None
+    if rule_id == "torch.module_compile":
+        recv = call.func.value if isinstance(call.func, ast.Attribute) else None
+        return recv is not None and res.value(recv, local, call).kind in ("obj", "devmod")
+    return True
 
 
 class _Locals:
@@ -524,7 +571,14 @@ def find(tree: ast.Module, text: str, qualname: Resolver, methods: frozenset = f
         ev_lines = evidence_lines(text)
     has_evidence = bool(ev_lines)
     if not has_evidence:
-        return res  # receivers are read without flow (Result.not_a_receiver)
+        # Receivers are read without flow (Result.not_a_receiver), with module-level
+        # names made by a call (`model = Net()`) known.
+        g = res.free.globals = {}
+        for st in tree.body:
+            if type(st) is ast.Assign and type(st.value) is ast.Call and len(st.targets) == 1 and \
+                    type(st.targets[0]) is ast.Name:
+                g[st.targets[0].id] = res.free.value(st.value)
+        return res
 
     def evident(node: ast.AST) -> bool:
         if not ev_lines:

@@ -117,7 +117,9 @@ _TENSOR_OTHER_ATTRS = frozenset("device dtype layout grad_fn".split())
 _TENSOR_SAME_ATTRS = frozenset("T mT H mH data grad real imag".split())
 _TENSOR_PY_METHODS = frozenset("""item tolist size dim numel nelement element_size stride data_ptr
     get_device is_contiguous is_floating_point is_complex __len__ ndimension storage_offset is_pinned
-    is_shared is_set_to untyped_storage storage dim_order""".split())
+    is_shared is_set_to dim_order""".split())
+#: Tensor methods whose result is neither a tensor nor a Python value (a storage: it has copy_).
+_TENSOR_UNKNOWN_METHODS = frozenset("untyped_storage storage _typed_storage type".split())
 _TENSOR_BOOL_METHODS = frozenset("""any all isnan isinf isfinite isneginf isposinf isreal eq ne lt le gt ge
     greater less greater_equal less_equal not_equal logical_and logical_or logical_not logical_xor
     bool isclose signbit""".split())
@@ -148,8 +150,7 @@ _TORCH_NOT_TENSOR_PREFIX = ("torch.cuda.", "torch.distributed.", "torch.backends
                             "torch.fx.", "torch._dynamo.", "torch.testing.", "torch.hub.", "torch.overrides.",
                             "torch.accelerator.", "torch.mps.", "torch.xpu.", "torch.npu.")
 _PY_BUILTINS = frozenset("""len int float bool str repr range list tuple dict set frozenset isinstance
-    hasattr getattr callable format ord chr hash id sorted enumerate zip print type issubclass
-    open iter vars dir hex oct bin""".split())
+    hasattr callable format ord chr hash id sorted enumerate zip print issubclass dir hex oct bin""".split())
 _SAME_BUILTINS = frozenset("abs round".split())
 _ANNOT_TENSOR = frozenset({"Tensor", "torch.Tensor", "FloatTensor", "LongTensor", "torch.FloatTensor",
                            "torch.LongTensor", "BoolTensor", "torch.BoolTensor"})
@@ -582,6 +583,8 @@ class Evaluator:
                 return NUMPY
             if m in _TENSOR_PY_METHODS:
                 return PY
+            if m in _TENSOR_UNKNOWN_METHODS:
+                return UNKNOWN
             if k == "devx" and m not in TENSOR_METHODS:
                 return UNKNOWN
             if k == "devout" and m in ("keys", "values", "items", "get", "to_tuple"):
