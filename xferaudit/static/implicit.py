@@ -532,6 +532,28 @@ _AFTER_TO = re.compile(r"\s*\(")
 _AFTER_DEVICE = re.compile(r"\s*=(?!=)")
 
 
+_RECEIVER_NEEDLES = (".copy_(", ".tolist(", ".compile(", ".new(", ".type(")
+
+
+def _lines_of(text: str, needles) -> list:
+    pos = []
+    for needle in needles:
+        i = text.find(needle)
+        while i >= 0:
+            pos.append(i)
+            i = text.find(needle, i + len(needle))
+    if not pos:
+        return []
+    pos.sort()
+    starts = list(itertools.accumulate(len(ln) + 1 for ln in text.split("\n")))
+    out: list = []
+    for p in pos:
+        ln = bisect.bisect_right(starts, p) + 1
+        if not out or out[-1] != ln:
+            out.append(ln)
+    return out
+
+
 def evidence_lines(text: str) -> list:
     """Sorted numbers of the lines matching :data:`EVIDENCE`, found with str.find
     (the regex has no literal prefix for the engine to skip on: 5x slower)."""
@@ -570,7 +592,9 @@ def find(tree: ast.Module, text: str, qualname: Resolver, methods: frozenset = f
     if ev_lines is None:
         ev_lines = evidence_lines(text)
     has_evidence = bool(ev_lines)
-    if not has_evidence:
+    # Calls whose receiver decides whether they are sites at all: walked for it.
+    sp_lines = _lines_of(text, _RECEIVER_NEEDLES) if wanted is not None else []
+    if not has_evidence and not sp_lines:
         # Receivers are read without flow (Result.not_a_receiver), with module-level
         # names made by a call (`model = Net()`) known.
         g = res.free.globals = {}
@@ -581,11 +605,12 @@ def find(tree: ast.Module, text: str, qualname: Resolver, methods: frozenset = f
         return res
 
     def evident(node: ast.AST) -> bool:
-        if not ev_lines:
-            return False
         lo = min([node.lineno] + [d.lineno for d in getattr(node, "decorator_list", ())])
-        k = bisect.bisect_left(ev_lines, lo)
-        return k < len(ev_lines) and ev_lines[k] <= node.end_lineno
+        for lines in (ev_lines, sp_lines):
+            k = bisect.bisect_left(lines, lo)
+            if k < len(lines) and lines[k] <= node.end_lineno:
+                return True
+        return False
 
     def want(node: ast.AST) -> bool:
         if isinstance(node, ast.Module):

@@ -245,6 +245,9 @@ class Evaluator:
                 return ".".join([v.qual] + parts[::-1])
             if n.id in self.local_names:
                 return None
+            v = self.globals.get(n.id) or self.imports.get(n.id)
+            if v is not None and v.qual is not None and v.kind in ("pymod", "class", "unknown"):
+                return ".".join([v.qual] + parts[::-1])
         return self.qualname(node)
 
     def name(self, node: ast.Name) -> Val:
@@ -376,8 +379,12 @@ class Evaluator:
                 return OBJ
             return self._call_value(fv, node)
         if isinstance(func, ast.Attribute):
+            if isinstance(func.value, ast.Name) and func.value.id == "self" and self.env.get("self") is SELF:
+                fv = self._attribute(func)  # self.net(x): calling an attribute
+                if fv.kind in ("devmod", "devx", "obj"):
+                    return self._call_value(fv, node)
             return self._method(node, func)
-        return UNKNOWN
+        return self._call_value(self.value(func), node)  # model.to(dev)(x)
 
     def _call_value(self, fv: Val, node: ast.Call) -> Val:
         """Calling a value: a module on a device, a loss, a class."""
@@ -576,6 +583,13 @@ class Evaluator:
             return self._moved(rv, "cpu")
         if m == "to":
             return self._to(rv, node)
+        if k == "unknown":
+            # what these return, whatever has them (tensors, arrays, framework tensors)
+            if m == "numpy":
+                return NUMPY
+            if m in ("item", "tolist"):
+                return PY
+            return UNKNOWN
         if k in TENSORISH:
             if m in ("item", "tolist"):
                 return PY
@@ -586,7 +600,9 @@ class Evaluator:
             if m in _TENSOR_UNKNOWN_METHODS:
                 return UNKNOWN
             if k == "devx" and m not in TENSOR_METHODS:
-                return UNKNOWN
+                if m == "state_dict":
+                    return DEVSTATE  # only modules have one
+                return DEVX if m in _MODULE_SAME_METHODS else UNKNOWN
             if k == "devout" and m in ("keys", "values", "items", "get", "to_tuple"):
                 return DEVOUT if m in ("get", "to_tuple") else UNKNOWN
             if m == "pin_memory":
@@ -787,7 +803,8 @@ class Walker:
             tg = st.target
             if isinstance(tg, (ast.Name, ast.Attribute)):
                 old = ev.value(tg)
-                self.bind(tg, combine(old, ev.value(st.value)) if old.kind != "unknown" else UNKNOWN)
+                if old.kind != "unknown":  # `n += 1` keeps an unknown n unknown (and unbound)
+                    self.bind(tg, combine(old, ev.value(st.value)))
         elif t is ast.AnnAssign:
             if st.value is not None:
                 self.bind(st.target, ev.value(st.value), st.value)
