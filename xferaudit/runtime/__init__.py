@@ -75,7 +75,7 @@ def count(on: bool = True, timeline: Optional[bool] = None) -> bool:
             from ._wrappers import _init
 
             _init()
-    STATE.on = bool(on)
+    STATE.on = True if on else False  # (this module's `bool` is the implicit wrapper)
     return prev
 
 
@@ -199,3 +199,11 @@ __all__ += [
     "BudgetError", "BudgetExceeded", "UnexpectedTransfer", "UnexpectedTransferWarning",
     "expect", "guard", "load_budget",
 ]
+
+# --- implicit transfers (float(t), if t:, print(t), torch.save...): runtime/implicit.py ---
+# Named like the builtins they stand for; inside this module they shadow them.
+from .implicit import WRAPPER_KINDS as _IMPLICIT_KINDS  # noqa: E402
+from .implicit import bool, complex, float, index, int, read, save  # noqa: E402, A004
+
+WRAPPER_KINDS.update(_IMPLICIT_KINDS)
+__all__ += ["bool", "complex", "float", "index", "int", "read", "save"]

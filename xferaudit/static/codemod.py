@@ -59,6 +59,8 @@ from libcst.metadata import MetadataWrapper, PositionProvider
 
 from ..rules import Rule, RuleTable
 from .finder import RUNTIME_MODULE, Site, decode_source, find_in_source
+from .implicit_wrap import ImplicitWrap
+from .implicit_wrap import unwrap_call as unwrap_implicit
 
 ALIAS = "xfer"
 _NEWLINE = re.compile(r"\r\n?|\n")
@@ -683,14 +685,16 @@ def _fstring_quote(start: str) -> str:
 class _WrapTransformer(cst.CSTTransformer):
     def __init__(self, sites: dict[tuple[int, int], Site], rules: RuleTable, shapes: _Shapes,
                  alias: str, encoding: str, first_line: int, taken: Iterable[str],
-                 positions, layout: Optional[_Layout], names: dict[tuple[int, int], str]) -> None:
+                 positions, layout: Optional[_Layout], names: dict[tuple[int, int], str],
+                 implicit: Optional[ImplicitWrap] = None) -> None:
         super().__init__()
         self.positions = positions
         self.layout = layout
         self.sites = sites
         self.names = names  # the identifier the text holds at each site's position
         self.taken = set(taken)  # every site name of the file, wrapped or to be
-        self.lines = sorted({ln for ln, _ in sites})
+        self.implicit = implicit  # implicit sites (static/implicit_wrap.py)
+        self.lines = sorted({ln for ln, _ in sites} | set(implicit.lines if implicit else ()))
         self.by_id = {r.id: r for r in rules.rules}
         self.shapes = shapes
         self.alias = alias
@@ -730,6 +734,8 @@ class _WrapTransformer(cst.CSTTransformer):
                     return False
         if id(node) in self.bodies:
             self.deferred += 1
+        if self.implicit is not None:
+            self.implicit.visit(node)
         return super().on_visit(node)
 
     def on_leave(self, original_node, updated_node):
@@ -737,7 +743,10 @@ class _WrapTransformer(cst.CSTTransformer):
             return updated_node
         if id(original_node) in self.bodies:
             self.deferred -= 1
-        return super().on_leave(original_node, updated_node)
+        out = super().on_leave(original_node, updated_node)
+        if self.implicit is not None:  # hook: implicit sites, matched by their span
+            out = self.implicit.leave(original_node, out, self.positions, self._literal)
+        return out
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
         self.functions.append(node.name.value)
@@ -839,6 +848,12 @@ class _WrapTransformer(cst.CSTTransformer):
                     f"the delegation too would count one transfer under two names",
                     None,
                 )
+        return self._literal(site)
+
+    def _literal(self, site: Site):
+        """(reason or None, the `site=` string literal) for a site at this point of the walk."""
+        if site.line < self.first_line and not self.deferred:
+            return "it runs at import time above the runtime import (`import xferaudit.runtime as ...`)", None
         quote = '"'
         name = site.site or ""
         if self.fquotes:
@@ -973,9 +988,7 @@ def wrap_source(
     # implicit sites (float(t), if t:, print(t)...) are rewritten by static/implicit_wrap.py
     implicit = [s for s in sites if s.implicit]
     sites = [s for s in sites if not s.implicit]
-    for s in implicit:
-        res.skipped.append(Skipped(s.line, s.column, s.rule, s.label or s.call, "implicit sites are not wrapped yet"))
-    if not sites:
+    if not sites and not implicit:
         return res
     module = _parse(data, path)
     _reproduces(module, data)
@@ -992,7 +1005,8 @@ def wrap_source(
     index = import_index(module)
     shapes = _Shapes(rules, text)
     taken = {s.site for s in found.sites if s.site}
-    layout = _layout(module, _ast(text), text, [s.line for s in sites])
+    imp = ImplicitWrap(implicit, alias) if implicit else None
+    layout = _layout(module, _ast(text), text, [s.line for s in sites] + (imp.lines if imp else []))
     tr = None
     if layout is not None:
         # Code run at import time above the runtime import cannot use its alias.
@@ -1000,10 +1014,11 @@ def wrap_source(
         at = existing if have_import else index
         first_line = tops[at] if at < len(tops) else _count_lines(text) + 1
         tr = _WrapTransformer(keyed, rules, shapes, alias, module.encoding, first_line, taken,
-                              layout.positions(), layout, names)
+                              layout.positions(), layout, names, imp)
         new_module = module.visit(tr)
-        if len(tr.done) < len(keyed):
+        if len(tr.done) < len(keyed) or (imp is not None and imp.missed()):
             tr = None  # a site the skeleton did not place: redo with whole-module positions
+            imp = ImplicitWrap(implicit, alias) if implicit else None
     if tr is None:
         positions = MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
         first_line = 0
@@ -1012,10 +1027,18 @@ def wrap_source(
         elif index > 0:
             first_line = positions[module.body[index - 1]].end.line + 1
         tr = _WrapTransformer(keyed, rules, shapes, alias, module.encoding, first_line, taken, positions, None,
-                              names)
+                              names, imp)
         new_module = module.visit(tr)
     for s, reason in tr.skipped:
         res.skipped.append(Skipped(s.line, s.column, s.rule, s.label or s.call, reason))
+    if imp is not None:
+        for s, reason in imp.skipped:
+            res.skipped.append(Skipped(s.line, s.column, s.rule, s.label or s.call, reason))
+        for s in imp.missed():
+            if not any(s is k for k, _ in imp.skipped):
+                res.skipped.append(Skipped(s.line, s.column, s.rule, s.label or s.call,
+                                           "no expression of libcst's has this site's span (not safely wrappable)"))
+        tr.wrapped.extend(imp.wrapped)
     missed = [s for k, s in keyed.items() if k not in tr.done]
     for s in missed:
         res.skipped.append(
@@ -1098,6 +1121,14 @@ class _UnwrapTransformer(cst.CSTTransformer):
         return False
 
     def leave_Call(self, original_node: cst.Call, updated_node: cst.Call) -> cst.BaseExpression:
+        got = unwrap_implicit(updated_node, list(self.prefixes))  # hook: static/implicit_wrap.py
+        if got is not None and (self.positions is None or
+                                (lambda p: (p.line, p.column) in self.keys)(self.positions[original_node.func.attr].start)):
+            w, name, back = got
+            self.found.append(name)
+            self.done[w] += 1
+            self.by_prefix[_dotted(original_node.func.value)] += 1
+            return back
         w = self._wrapper_of(original_node)
         if w is None or not self._at_site(original_node, self.shapes.infos[w]):
             return updated_node

@@ -26,6 +26,7 @@ from typing import Iterable, Iterator, Optional
 
 from ..rules import KIND_CODES, Rule, RuleTable, table as default_table
 from . import implicit as _implicit
+from .implicit_wrap import WRAPPERS as _IMPLICIT_WRAPPERS
 
 RUNTIME_MODULE = "xferaudit.runtime"
 
@@ -637,6 +638,7 @@ def _trie(words: Iterable[str]) -> str:
     return emit(root)
 
 
+_IMPLICIT_CALLS = re.compile(r"\.(?:" + "|".join(sorted(_IMPLICIT_WRAPPERS)) + r")\s*\(")
 _CANDIDATE_RX: dict[tuple, tuple] = {}  # (id(table), packs on) -> (table, patterns)
 _AS = re.compile(r" as[ \t]+(\w+)")
 _WORD_BEFORE = re.compile(r"(\w+)[ \t]*$")
@@ -710,6 +712,8 @@ def _candidate_lines(text: str, lines: list[str], rules: RuleTable, active: Opti
             alias_rx = re.compile("(?:" + _trie(names) + r")\s*\(")
             positions.extend(p for p in (m.start() for m in alias_rx.finditer(text))
                              if p == 0 or not (text[p - 1].isalnum() or text[p - 1] == "_"))
+    if "xferaudit" in text:  # wrapped implicit sites: xfer.float(...), xfer.bool(...), ... (implicit_wrap.py)
+        positions.extend(m.start() for m in _IMPLICIT_CALLS.finditer(text))
     if not positions:
         return []
     positions.sort()
@@ -1048,6 +1052,13 @@ class _FileFinder(ast.NodeVisitor):
         if site_kw is None:
             return
         site = _const_str(site_kw)
+        if wrapper in _IMPLICIT_WRAPPERS and not self.rules.wrappers.get(wrapper):
+            # a wrapped implicit site: xfer.float(t, site=...), xfer.bool(cond, site=...), ...
+            op = _IMPLICIT_WRAPPERS[wrapper]
+            fd = _implicit.Finding(_implicit.OP_CODES[op], node, node.func, wrapper,
+                                   function=".".join(self.qual) or "<module>")
+            self._add_implicit(fd, site)
+            return
         kwargs = {k.arg: k.value for k in node.keywords if k.arg not in ("site", "decorator")}
         decorator = id(node) in self.decorators
         inner = node.args[0] if node.args else None
@@ -1107,7 +1118,7 @@ class _FileFinder(ast.NodeVisitor):
             s = s.parent
         return False
 
-    def _add_implicit(self, fd) -> None:
+    def _add_implicit(self, fd, wrapped_as: Optional[str] = None) -> None:
         """An implicit site found by the value layer (static/implicit.py)."""
         at, node = fd.at, fd.node
         if isinstance(at, ast.Attribute):
@@ -1122,7 +1133,7 @@ class _FileFinder(ast.NodeVisitor):
             end_col = self.colmap.col(end_line, end_col)
         self.sites.append(Site(
             path=self.path, line=line, column=col + 1, end_line=end_line, end_column=end_col + 1,
-            kind=fd.kind, rule=fd.code, call=self._segment(node), wrapped=False, site=None,
+            kind=fd.kind, rule=fd.code, call=self._segment(node), wrapped=wrapped_as is not None, site=wrapped_as,
             rule_id="implicit." + fd.op, function=fd.function or "<module>", label=fd.label,
             byte_col=bcol, implicit=True, op=fd.op,
         ))
