@@ -26,7 +26,7 @@ from typing import Iterable, Iterator, Optional
 
 from ..rules import KIND_CODES, Rule, RuleTable, table as default_table
 from . import implicit as _implicit
-from .implicit_wrap import WRAPPERS as _IMPLICIT_WRAPPERS
+from .implicit import WRAPPERS as _IMPLICIT_WRAPPERS
 
 RUNTIME_MODULE = "xferaudit.runtime"
 

@@ -68,6 +68,10 @@ CODES = {
     "XFA451": ("hazard", "up"),
 }
 OP_CODES = {op: code for code, (op, _) in CODES.items()}
+#: The runtime's wrappers of implicit sites (static/implicit_wrap.py writes them):
+#: wrapper name -> the op of the site it counts.
+WRAPPERS = {"float": "conversion", "int": "conversion", "complex": "conversion", "bool": "truth",
+            "index": "conversion", "read": "format", "save": "save"}
 
 #: A device tensor can only exist where the text moves or makes something on a
 #: device: files (and top-level functions and classes) without one of these are

@@ -25,9 +25,8 @@ from typing import Callable, Optional, Sequence
 
 import libcst as cst
 
-#: wrapper name -> the op of the implicit site it counts
-WRAPPERS = {"float": "conversion", "int": "conversion", "complex": "conversion", "bool": "truth",
-            "index": "conversion", "read": "format", "save": "save"}
+from .implicit import WRAPPERS
+
 _CALL_STYLE = ("float", "int", "complex")
 _EXPR_STYLE = ("bool", "index", "read")
 _EMPTY = cst.SimpleWhitespace("")
