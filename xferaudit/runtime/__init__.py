@@ -207,3 +207,10 @@ from .implicit import bool, complex, float, index, int, read, save  # noqa: E402
 
 WRAPPER_KINDS.update(_IMPLICIT_KINDS)
 __all__ += ["bool", "complex", "float", "index", "int", "read", "save"]
+
+# --- value-checked torch rows: x.new_tensor(data), x.new(data), x.type(cuda type), module.compile()
+from ._value_rows import WRAPPER_KINDS as _ROW_KINDS  # noqa: E402
+from ._value_rows import compile, new, new_tensor, type  # noqa: E402, A004
+
+WRAPPER_KINDS.update(_ROW_KINDS)
+__all__ += ["compile", "new", "new_tensor", "type"]

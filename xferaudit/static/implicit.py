@@ -218,8 +218,8 @@ class _Checker:
         if key in self.seen:
             return
         self.seen.add(key)
-        if label is None:
-            label = _unparse(node) if isinstance(node, ast.Call) else f"{CODES[code][0]}({_unparse(node, 34)})"
+        if label is None:  # the call itself (float(x), t.nonzero()), or op(expression)
+            label = _unparse(node) if at is not None else f"{CODES[code][0]}({_unparse(node, 34)})"
         self.res.findings.append(Finding(code, node, at or node, label, wrap, why,
                                          self.ev.where))
 
@@ -419,7 +419,7 @@ class _Checker:
                 last = q.rsplit(".", 1)[-1]
                 if args and on_device(ev.value(args[0])) and (
                         last in _COUNT_METHODS or last == "where" and len(args) == 1 and not node.keywords
-                        or last == "repeat_interleave" and not _has_kw(node, "output_size")):
+                        or last == "repeat_interleave" and _tensor_repeats(ev, node, 1)):
                     self.add("XFA405", node, func,
                              why="a data-dependent size is read inside the op; it has no wrapped form")
             return
@@ -436,7 +436,7 @@ class _Checker:
                     self.add("XFA403", a, wrap="read")
             return
         if m in _COUNT_METHODS or m == "repeat_interleave":
-            if on_device(ev.value(recv)) and (m != "repeat_interleave" or not _has_kw(node, "output_size")):
+            if on_device(ev.value(recv)) and (m != "repeat_interleave" or _tensor_repeats(ev, node, 0)):
                 self.add("XFA405", node, func,
                          why="a data-dependent size is read inside the op; it has no wrapped form")
             return
@@ -505,6 +505,17 @@ def message(op: str, text: str) -> str:
     """The `check` message of an implicit site (`text`: its source, one line)."""
     what, fix = _WHAT.get(op, ("is an implicit transfer", "run `xferaudit wrap`"))
     return f"`{text}` {what}; {fix}"
+
+
+def _tensor_repeats(ev: Evaluator, node: ast.Call, pos: int) -> bool:
+    """repeat_interleave reads its output size back only when `repeats` is a
+    device tensor and no `output_size` is given (int repeats: the size is known)."""
+    if _has_kw(node, "output_size"):
+        return False
+    if len(node.args) == 1 and pos == 1:
+        return True  # torch.repeat_interleave(repeats): the repeats are the tensor
+    rep = node.args[pos] if len(node.args) > pos else next((k.value for k in node.keywords if k.arg == "repeats"), None)
+    return rep is not None and on_device(ev.value(rep))
 
 
 def _has_kw(node: ast.Call, name: str) -> bool:

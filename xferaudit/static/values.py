@@ -446,7 +446,7 @@ class Evaluator:
                 return "cpu"
             if isinstance(node.value, ast.Name) and node.value.id == "self":
                 return "dev"
-            return "unknown"
+            return "like"  # `.to(other.device)`: wherever other is, which the code does not show
         v = self.value(node)
         if v.kind == "cpudev":
             return "cpu"
