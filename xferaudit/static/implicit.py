@@ -473,9 +473,9 @@ class _Checker:
         if rv.kind != "host" or not rv.pageable:
             return
         if func.attr == "to":
-            out = ev.value(node)
-            if out.kind not in ON_DEVICE:
-                return
+            dev = node.args[0] if node.args else next((k.value for k in node.keywords if k.arg == "device"), None)
+            if dev is None or ev.device_value(dev) in ("cpu", "dtype"):
+                return  # non_blocking=True promises an upload: any target but the host
         self.add("XFA451", node, func, why="a hazard, not a site: pin the host side instead")
 
 

@@ -76,7 +76,7 @@ class Val:
 #: DEVMOD (a module moved to a device), DEVSTATE (its state_dict), CPUDEV (the
 #: host as a device), DEVICE (some device object), OTHER, UNKNOWN.
 KINDS = ("dev", "devx", "devout", "host", "tensor", "numpy", "py", "pymod", "class", "obj", "devmod",
-         "devstate", "cpudev", "device", "other", "unknown")
+         "devstate", "cpudev", "device", "devlike", "other", "unknown")
 
 DEV = Val("dev")
 DEV_BOOL = Val("dev", boolean=True)
@@ -93,6 +93,7 @@ OBJ = Val("obj")
 DEVMOD = Val("devmod")
 DEVSTATE = Val("devstate")
 CPUDEV = Val("cpudev")
+DEVLIKE = Val("devlike")  # the device of a value the code does not place (`x.device`)
 DEVICE = Val("device")
 OTHER = Val("other")
 UNKNOWN = Val("unknown")
@@ -101,7 +102,7 @@ _DEVICE_KINDS = frozenset({"dev", "devx", "devout", "devmod", "devstate"})
 TENSORISH = frozenset({"dev", "devx", "devout", "host", "tensor"})
 ON_DEVICE = frozenset({"dev", "devx", "devout"})
 #: Not a tensor, evidently: a method call on one of these is no transfer site.
-NOT_A_RECEIVER = frozenset({"numpy", "py", "pymod", "class", "cpudev", "device"})
+NOT_A_RECEIVER = frozenset({"numpy", "py", "pymod", "class", "cpudev", "device", "devlike"})
 
 
 def is_dev(v: Val) -> bool:
@@ -328,7 +329,9 @@ class Evaluator:
             if a in _TENSOR_PY_ATTRS:
                 return PY
             if a in _TENSOR_OTHER_ATTRS:
-                return DEVICE if a == "device" else OTHER
+                if a == "device":
+                    return DEVICE if k in ON_DEVICE else CPUDEV if k == "host" else DEVLIKE
+                return OTHER
             if a in _TENSOR_SAME_ATTRS:
                 return DEV if k in ("devx", "devout") else bv.with_bool(bv.boolean and a != "grad")
             if k == "devout":
@@ -337,8 +340,10 @@ class Evaluator:
         if k == "numpy":
             return PY if a in ("shape", "ndim", "size", "dtype", "nbytes", "itemsize") else (
                 NUMPY if a in ("T", "real", "imag", "flat") else UNKNOWN)
-        if k in ("cpudev", "device"):
+        if k in ("cpudev", "device", "devlike"):
             return PY
+        if a == "device" and not (isinstance(base, ast.Name) and base.id == "self"):
+            return DEVLIKE  # where an unplaced value is: the code does not say
         return UNKNOWN
 
     # subscripts ------------------------------------------------------------------
@@ -381,7 +386,7 @@ class Evaluator:
         if isinstance(func, ast.Attribute):
             if isinstance(func.value, ast.Name) and func.value.id == "self" and self.env.get("self") is SELF:
                 fv = self._attribute(func)  # self.net(x): calling an attribute
-                if fv.kind in ("devmod", "devx", "obj"):
+                if fv.kind in ("devmod", "devx", "obj", "unknown"):
                     return self._call_value(fv, node)
             return self._method(node, func)
         return self._call_value(self.value(func), node)  # model.to(dev)(x)
@@ -397,6 +402,11 @@ class Evaluator:
             return UNKNOWN
         if k == "class":
             return OBJ
+        if k == "unknown" and any(self.value(a).kind in ON_DEVICE for a in node.args):
+            # model(x) with model a parameter or attribute and x on a device: the
+            # module is where its input is (functions of this file and imported
+            # ones are known as such, and are not taken for modules)
+            return DEVOUT
         return UNKNOWN
 
     def _args_val(self, node: ast.Call) -> Val:
@@ -450,6 +460,8 @@ class Evaluator:
         v = self.value(node)
         if v.kind == "cpudev":
             return "cpu"
+        if v.kind == "devlike":
+            return "like"
         if v.kind in ("host", "tensor", "dev", "devx", "devout"):
             return "like"
         if isinstance(node, (ast.Name, ast.Attribute, ast.Subscript)) or (
@@ -975,7 +987,7 @@ def analyse(tree: ast.Module, qualname: Resolver, hook: Optional[Hook] = None,
 def _class(cls: ast.ClassDef, qualname, imports, globals_env, hook, where: str) -> None:
     methods = [s for s in cls.body if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef))]
     # 1: what each `self.attr` is, from every method's assignments (joined)
-    attrs: dict = {}
+    attrs: dict = {fn.name: OTHER for fn in methods}  # self.method(...) is no module call
     for fn in methods:
         env = _function(fn, qualname, imports, globals_env, {}, None, method=True, collect=True,
                         where=f"{where}.{fn.name}")

@@ -76,3 +76,19 @@ def aux_loss(out, y, device):
     logits = F.log_softmax(out.to(device), dim=-1)
     l = F.nll_loss(logits, y.to(device))
     return str(l) + repr(l)  # expect: XFA403 XFA403
+
+
+def metric(out):
+    return 0.5
+
+
+def evaluate(model, loader, device):
+    # model is a parameter: called on device inputs, its output is on the device
+    correct = 0
+    for x, y in loader:
+        out = model(x.to(device))
+        correct += (out.argmax(1) == y.to(device)).sum()
+        score = metric(out)
+        print(f"score {score:.2f}")
+    print(f"correct {correct}")  # expect: XFA403
+    return int(correct)  # expect: XFA401
