@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from xferaudit.cli import main
-from xferaudit.static import values as V
+from xferaudit.static import values_flow as V
 from xferaudit.static.finder import decode_source, find_in_source
 
 CORPUS = Path(__file__).resolve().parent / "values_corpus"

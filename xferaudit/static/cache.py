@@ -33,7 +33,7 @@ KEEP_FILES = 4  # findings files of other keys kept (older tool versions, other 
 _SITE_FIELDS = tuple(f.name for f in fields(Site) if f.name != "path")
 _PKG = Path(__file__).resolve().parent.parent
 _CODE_FILES = ("static/finder.py", "static/repair.py", "static/scan.py", "static/cache.py", "rules.py", "config.py",
-               "static/values.py", "static/implicit.py")
+               "static/values.py", "static/values_flow.py", "static/implicit.py")
 
 
 def code_fingerprint() -> str:

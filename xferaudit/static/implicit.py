@@ -41,7 +41,8 @@ import re
 from dataclasses import dataclass
 from typing import Callable, Optional
 
-from .values import NOT_A_RECEIVER, ON_DEVICE, Evaluator, Resolver, Val, analyse, is_dev, module_imports
+from .values import NOT_A_RECEIVER, ON_DEVICE, Evaluator, Resolver, Val, is_dev
+from .values_flow import analyse, module_imports
 
 
 def on_device(v: Val) -> bool:
