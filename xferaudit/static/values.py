@@ -302,7 +302,13 @@ class Evaluator:
             return out
         if t is ast.IfExp:
             return join(self.value(node.body), self.value(node.orelse))
-        if t in (ast.List, ast.Tuple, ast.Set, ast.Dict, ast.ListComp, ast.SetComp, ast.DictComp):
+        if t is ast.DictComp or t is ast.ListComp:
+            # {k: v.to(dev) for k, v in batch.items()}: a container of device tensors
+            # (the comprehension's own names are unknown here, so only what the
+            # element expression itself shows counts)
+            el = self.value(node.value if t is ast.DictComp else node.elt)
+            return DEVOUT if el.kind in ON_DEVICE else PY
+        if t in (ast.List, ast.Tuple, ast.Set, ast.Dict, ast.SetComp):
             return PY
         if t is ast.NamedExpr:
             v = self.value(node.value)
@@ -402,7 +408,8 @@ class Evaluator:
             return UNKNOWN
         if k == "class":
             return OBJ
-        if k == "unknown" and any(self.value(a).kind in ON_DEVICE for a in node.args):
+        if k == "unknown" and any(self.value(a.value if isinstance(a, ast.Starred) else a).kind in ON_DEVICE
+                                  for a in list(node.args) + [kw.value for kw in node.keywords]):
             # model(x) with model a parameter or attribute and x on a device: the
             # module is where its input is (functions of this file and imported
             # ones are known as such, and are not taken for modules)

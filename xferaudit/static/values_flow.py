@@ -187,7 +187,7 @@ class Walker:
             self._merge([a, b])
         elif t in (ast.For, ast.AsyncFor):
             before = dict(ev.env)
-            self.bind(st.target, self._iter_val(st.iter))
+            self._bind_loop(st.target, st.iter)
             self.body(st.body)
             after = ev.env
             ev.env = dict(after)
@@ -248,6 +248,22 @@ class Walker:
         elif t in (ast.Global, ast.Nonlocal):
             for n in st.names:
                 ev.env[n] = UNKNOWN
+
+    def _bind_loop(self, target: ast.AST, it: ast.AST) -> None:
+        """`for a, b in zip(x, y)` and `for i, x in enumerate(xs)`: element by element."""
+        ev = self.ev
+        if isinstance(it, ast.Call) and isinstance(it.func, ast.Name) and it.func.id in ("zip", "enumerate") \
+                and it.func.id not in ev.env and isinstance(target, (ast.Tuple, ast.List)) and \
+                not any(isinstance(e, ast.Starred) for e in target.elts) and not it.keywords:
+            if it.func.id == "zip" and len(it.args) == len(target.elts):
+                for e, a in zip(target.elts, it.args):
+                    self.bind(e, ev.element(ev.value(a)))
+                return
+            if it.func.id == "enumerate" and len(target.elts) == 2 and it.args:
+                self.bind(target.elts[0], PY)
+                self.bind(target.elts[1], ev.element(ev.value(it.args[0])))
+                return
+        self.bind(target, self._iter_val(it))
 
     def _iter_val(self, it: ast.AST) -> Val:
         ev = self.ev

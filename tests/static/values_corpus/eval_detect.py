@@ -45,3 +45,18 @@ def from_host(arr, device):
     w = t.to(device)
     cnt = int(w.sum())  # expect: XFA401
     return u, cnt
+
+
+def per_box(model, loader, device):
+    for batch in loader:
+        batch = {k: v.to(device) for k, v in batch.items()}
+        outputs = model(**batch)
+        boxes, scores = outputs["boxes"], outputs["scores"]
+        for box, score in zip(boxes, scores):
+            if score > 0.5:  # expect: XFA402
+                print(box)  # expect: XFA403
+        for i, s in enumerate(scores):
+            if i > 2:
+                break
+        names = [str(n) for n in range(3)]
+    return names
