@@ -838,9 +838,14 @@ class _FileFinder(ast.NodeVisitor):
         self.binder = b
         self.scope = b.module
         if self.implicit_on:
-            self.values = _implicit.find(tree, self.text, self.qualname, frozenset(self.rules.methods),
-                                         self._hits if self.cand else None, evidence)
-            for fd in self.values.findings:
+            try:
+                self.values = _implicit.find(tree, self.text, self.qualname, frozenset(self.rules.methods),
+                                             self._hits if self.cand else None, evidence)
+            except RecursionError:
+                raise
+            except Exception:  # pragma: no cover - a value-layer bug must not stop the scan
+                self.values = None
+            for fd in self.values.findings if self.values is not None else ():
                 self._add_implicit(fd)
         # --- end hook ---
         if self.cand:

@@ -123,6 +123,7 @@ class Result:
         v = self.receivers.get(id(call)) if call is not None else None
         if v is None and self.free is not None:
             self.free.local_names = _Locals(local)
+            self.free.env = {}
             v = self.free.value(node)
         return v if v is not None else Val("unknown")
 
@@ -131,6 +132,7 @@ class Result:
         v = self.receivers.get(id(call))
         if v is None and self.free is not None and isinstance(call.func, ast.Attribute):
             self.free.local_names = _Locals(local)
+            self.free.env = {}
             v = self.free.value(call.func.value)
         return v is not None and unbound_tensor(v) and bool(call.args)
 
@@ -146,6 +148,7 @@ class Result:
         v = self.receivers.get(id(call))
         if v is None and self.free is not None and isinstance(call.func, ast.Attribute):
             self.free.local_names = _Locals(local)
+            self.free.env = {}
             v = self.free.value(call.func.value)
         if v is not None and v.kind in NOT_A_RECEIVER:
             if v.kind == "class" and unbound_tensor(v):
