@@ -226,6 +226,7 @@ class Evaluator:
         self.env: dict = {}
         self.local_names: frozenset = frozenset()  # names bound anywhere in the function
         self.where = "<module>"  # qualified name of the function walked
+        self.calls: Optional[dict] = None  # module function name -> {id(call): [argument values]}
         #: a device value has been bound (or is in a global or attribute): until
         #: then a statement can only show one through its own text
         self.dev_seen = any(v.kind in _DEVICE_KINDS for v in self.globals.values()) or any(
@@ -281,7 +282,10 @@ class Evaluator:
         if t is ast.Subscript:
             return self._subscript(node)
         if t is ast.BinOp:
-            return combine(self.value(node.left), self.value(node.right))
+            left = node.left
+            if isinstance(left, ast.JoinedStr) or isinstance(left, ast.Constant) and isinstance(left.value, str):
+                return PY  # "%.3f" % t, "a" + s: a string
+            return combine(self.value(left), self.value(node.right))
         if t is ast.Compare:
             if len(node.ops) == 1 and not isinstance(node.ops[0], (ast.Is, ast.IsNot, ast.In, ast.NotIn)):
                 v = combine(self.value(node.left), self.value(node.comparators[0]))
@@ -386,6 +390,12 @@ class Evaluator:
                         out = combine(out, self.value(a))
                     return out if out.kind in ("dev", "py") else UNKNOWN
             fv = self.name(func)
+            if fv is FUNC:
+                if self.calls is not None and not node.keywords and \
+                        not any(isinstance(a, ast.Starred) for a in node.args):
+                    # a function of this module: what it is called with (see values_flow)
+                    self.calls.setdefault(fid, {})[id(node)] = [self.value(a) for a in node.args]
+                return UNKNOWN
             if fv.kind == "class" or (fv.kind == "unknown" and _camel(fid)):
                 return OBJ
             return self._call_value(fv, node)
@@ -664,6 +674,7 @@ _DTYPES = frozenset("""float float16 half bfloat16 float32 float64 double comple
     uint8 int8 int16 int32 int64 long short bool channels_last contiguous_format preserve_format""".split())
 
 SELF = Val("obj", qual=None)  # the `self` parameter of a method (compared by identity)
+FUNC = Val("other", qual=None)  # a function defined at the module's top level (compared by identity)
 
 
 def _import_val(q: str) -> Val:

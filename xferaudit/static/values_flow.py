@@ -15,8 +15,8 @@ import ast
 from typing import Callable, Optional
 
 from .values import (
-    _ANNOT_TENSOR, _DEVICE_KINDS, CLASS, OTHER, PY, SELF, TENSOR, UNKNOWN, Evaluator, Resolver, Val, _import_val,
-    combine, join,
+    _ANNOT_TENSOR, _DEVICE_KINDS, CLASS, FUNC, OTHER, PY, SELF, TENSOR, UNKNOWN, Evaluator, Resolver, Val,
+    _import_val, combine, join,
 )
 
 # --- the walk ------------------------------------------------------------------------
@@ -179,8 +179,9 @@ class Walker:
                 rv = ev.value(recv)
                 if rv.kind in ("obj", "devmod") and isinstance(recv, (ast.Name, ast.Attribute)):
                     self.bind(recv, ev.value(c))
-            else:
-                ev.value(c) if isinstance(c, ast.NamedExpr) else None
+            elif isinstance(c, ast.NamedExpr) or (isinstance(c, ast.Call) and isinstance(c.func, ast.Name)
+                                                 and ev.calls is not None):
+                ev.value(c)  # binds the walrus; records the call of a module function
         elif t is ast.If:
             a = self._branch(st.body)
             b = self._branch(st.orelse)
@@ -337,19 +338,45 @@ def analyse(tree: ast.Module, qualname: Resolver, hook: Optional[Hook] = None,
     def later(fn, ev):  # module-level functions wait for the module's names
         defs.append(fn)
 
+    calls: dict = {}
+    mod_ev.calls = calls
     Walker(mod_ev, hook if want is None or want(tree) else None, later).body(
         [s for s in tree.body if not isinstance(s, ast.ClassDef)])
     globals_env = {k: v for k, v in mod_ev.env.items() if isinstance(k, str)}
     for fn in defs:
+        if globals_env.get(fn.name) is OTHER:
+            globals_env[fn.name] = FUNC
+    walked = set()
+    for fn in defs:
         if want is None or want(fn):
-            _function(fn, qualname, imports, globals_env, {}, hook, method=False, where=fn.name)
+            walked.add(fn.name)
+            _function(fn, qualname, imports, globals_env, {}, hook, method=False, where=fn.name, calls=calls)
     for st in tree.body:
         if isinstance(st, ast.ClassDef) and (want is None or want(st)):
-            _class(st, qualname, imports, globals_env, hook, st.name)
+            _class(st, qualname, imports, globals_env, hook, st.name, calls)
     # classes nested under if/try at module level are rare: skipped
+    # A function of this module called only with device values for a parameter
+    # (evaluate(model, ...) with model moved to a device): walked again with it known.
+    by_name = {fn.name: fn for fn in defs if globals_env.get(fn.name) is FUNC}
+    for name, sites in calls.items():
+        fn = by_name.get(name)
+        if fn is None or not sites:
+            continue
+        params = [p.arg for p in fn.args.posonlyargs + fn.args.args]
+        seeds = {}
+        for i, p in enumerate(params):
+            vals = [args[i] for args in sites.values() if i < len(args)]
+            if len(vals) == len(sites) and all(v.kind in _DEVICE_KINDS for v in vals):
+                v = vals[0]
+                for w in vals[1:]:
+                    v = join(v, w)
+                if v.kind in _DEVICE_KINDS:
+                    seeds[p] = v
+        if seeds:
+            _function(fn, qualname, imports, globals_env, {}, hook, method=False, where=fn.name, seeds=seeds)
 
 
-def _class(cls: ast.ClassDef, qualname, imports, globals_env, hook, where: str) -> None:
+def _class(cls: ast.ClassDef, qualname, imports, globals_env, hook, where: str, calls=None) -> None:
     methods = [s for s in cls.body if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef))]
     # 1: what each `self.attr` is, from every method's assignments (joined)
     attrs: dict = {fn.name: OTHER for fn in methods}  # self.method(...) is no module call
@@ -361,19 +388,25 @@ def _class(cls: ast.ClassDef, qualname, imports, globals_env, hook, where: str) 
                 attrs[k[1]] = join(attrs[k[1]], v) if k[1] in attrs else v
     # 2: the methods again, reporting, with the attributes known
     for fn in methods:
-        _function(fn, qualname, imports, globals_env, attrs, hook, method=True, where=f"{where}.{fn.name}")
+        _function(fn, qualname, imports, globals_env, attrs, hook, method=True, where=f"{where}.{fn.name}",
+                  calls=calls)
     for st in cls.body:
         if isinstance(st, ast.ClassDef):
-            _class(st, qualname, imports, globals_env, hook, f"{where}.{st.name}")
+            _class(st, qualname, imports, globals_env, hook, f"{where}.{st.name}", calls)
 
 
 def _function(fn, qualname, imports, globals_env, attrs, hook, method: bool, collect: bool = False,
-              outer: Optional[dict] = None, where: str = "<module>") -> dict:
+              outer: Optional[dict] = None, where: str = "<module>", calls: Optional[dict] = None,
+              seeds: Optional[dict] = None) -> dict:
     ev = Evaluator(qualname, imports, globals_env if outer is None else {**globals_env, **outer}, attrs)
     ev.where = where
+    ev.calls = calls
     ev.local_names = _bound_names(fn.body) | {p.arg for p in fn.args.posonlyargs + fn.args.args +
                                               fn.args.kwonlyargs}
     _params(fn, ev, method)
+    if seeds:
+        ev.env.update(seeds)
+        ev.dev_seen = True
     seen: dict = {}
 
     def nested(inner, outer_ev):

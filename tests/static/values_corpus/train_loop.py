@@ -92,3 +92,27 @@ def evaluate(model, loader, device):
         print(f"score {score:.2f}")
     print(f"correct {correct}")  # expect: XFA403
     return int(correct)  # expect: XFA401
+
+
+def report(model, x, device):
+    acc = model(x.to(device)).mean()
+    print("acc: %.3f" % acc)  # expect: XFA403
+    print("acc: " + str(acc))  # expect: XFA403
+
+
+def _helper(out):
+    # called only with device values (below): its parameter is on the device
+    if out.max() > 0:  # expect: XFA402
+        return out
+    return None
+
+
+def _mixed(t):
+    return float(t)  # called with a host and a device value: not placed
+
+
+def caller(model, x, device):
+    out = model(x.to(device))
+    _helper(out)
+    _mixed(out)
+    _mixed(torch.zeros(2))
