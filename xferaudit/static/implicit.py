@@ -549,6 +549,7 @@ def _looks_like_logger(node: ast.AST) -> bool:
 
 _AFTER_TO = re.compile(r"\s*\(")
 _AFTER_DEVICE = re.compile(r"\s*=(?!=)")
+_ANY = re.compile("")  # a class based on a framework class that places its values (values_flow)
 
 
 _RECEIVER_NEEDLES = (".copy_(", ".tolist(", ".compile(", ".new(", ".type(")
@@ -577,7 +578,8 @@ def evidence_lines(text: str) -> list:
     """Sorted numbers of the lines matching :data:`EVIDENCE`, found with str.find
     (the regex has no literal prefix for the engine to skip on: 5x slower)."""
     pos: list = []
-    for needle, after in ((".to", _AFTER_TO), (".cuda", _AFTER_TO), ("device", _AFTER_DEVICE)):
+    for needle, after in ((".to", _AFTER_TO), (".cuda", _AFTER_TO), ("device", _AFTER_DEVICE),
+                          ("LightningModule)", _ANY), ("Callback)", _ANY)):
         n = len(needle)
         i = text.find(needle)
         while i >= 0:

@@ -389,6 +389,8 @@ class Evaluator:
                     for a in node.args[1:]:
                         out = combine(out, self.value(a))
                     return out if out.kind in ("dev", "py") else UNKNOWN
+                if not _camel(fid):
+                    return UNKNOWN  # another builtin (type, getattr, next...): never a module call
             fv = self.name(func)
             if fv is FUNC:
                 if self.calls is not None and not node.keywords and \

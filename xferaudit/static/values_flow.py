@@ -15,7 +15,7 @@ import ast
 from typing import Callable, Optional
 
 from .values import (
-    _ANNOT_TENSOR, _DEVICE_KINDS, CLASS, FUNC, OTHER, PY, SELF, TENSOR, UNKNOWN, Evaluator, Resolver, Val,
+    _ANNOT_TENSOR, _DEVICE_KINDS, CLASS, DEVOUT, FUNC, OTHER, PY, SELF, TENSOR, UNKNOWN, Evaluator, Resolver, Val,
     _import_val, combine, join,
 )
 
@@ -376,6 +376,33 @@ def analyse(tree: ast.Module, qualname: Resolver, hook: Optional[Hook] = None,
             _function(fn, qualname, imports, globals_env, {}, hook, method=False, where=fn.name, seeds=seeds)
 
 
+#: Framework contracts that place values: Lightning moves each batch to the
+#: module's device before calling a `*_step` method, and hands callbacks the
+#: step's outputs and batch as they are there.
+_LIGHTNING_STEPS = frozenset({"training_step", "validation_step", "test_step", "predict_step"})
+_CALLBACK_HOOKS = frozenset({"on_train_batch_end", "on_validation_batch_end", "on_test_batch_end",
+                             "on_predict_batch_end"})
+
+
+def _framework(cls: ast.ClassDef) -> str:
+    for b in cls.bases:
+        last = b.attr if isinstance(b, ast.Attribute) else b.id if isinstance(b, ast.Name) else ""
+        if last == "LightningModule":
+            return "lightning-module"
+        if last == "Callback":
+            return "lightning-callback"
+    return ""
+
+
+def _framework_seeds(framework: str, fn) -> Optional[dict]:
+    names = [p.arg for p in fn.args.posonlyargs + fn.args.args]
+    if framework == "lightning-module" and fn.name in _LIGHTNING_STEPS and len(names) > 1:
+        return {names[1]: DEVOUT}  # (self, batch, batch_idx)
+    if framework == "lightning-callback" and fn.name in _CALLBACK_HOOKS:
+        return {n: DEVOUT for n in ("outputs", "batch") if n in names} or None
+    return None
+
+
 def _class(cls: ast.ClassDef, qualname, imports, globals_env, hook, where: str, calls=None) -> None:
     methods = [s for s in cls.body if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef))]
     # 1: what each `self.attr` is, from every method's assignments (joined)
@@ -387,9 +414,10 @@ def _class(cls: ast.ClassDef, qualname, imports, globals_env, hook, where: str, 
             if isinstance(k, tuple):
                 attrs[k[1]] = join(attrs[k[1]], v) if k[1] in attrs else v
     # 2: the methods again, reporting, with the attributes known
+    framework = _framework(cls)
     for fn in methods:
         _function(fn, qualname, imports, globals_env, attrs, hook, method=True, where=f"{where}.{fn.name}",
-                  calls=calls)
+                  calls=calls, seeds=_framework_seeds(framework, fn))
     for st in cls.body:
         if isinstance(st, ast.ClassDef):
             _class(st, qualname, imports, globals_env, hook, f"{where}.{st.name}", calls)
