@@ -384,12 +384,16 @@ _CALLBACK_HOOKS = frozenset({"on_train_batch_end", "on_validation_batch_end", "o
                              "on_predict_batch_end"})
 
 
-def _framework(cls: ast.ClassDef) -> str:
+def _framework(cls: ast.ClassDef, qualname: Resolver) -> str:
+    """Which contract a class is under: its base, resolved through the imports,
+    is Lightning's LightningModule or Callback (Keras has a Callback too)."""
     for b in cls.bases:
-        last = b.attr if isinstance(b, ast.Attribute) else b.id if isinstance(b, ast.Name) else ""
-        if last == "LightningModule":
+        q = qualname(b) or ""
+        if q.split(".", 1)[0] not in ("lightning", "pytorch_lightning"):
+            continue
+        if q.endswith(".LightningModule"):
             return "lightning-module"
-        if last == "Callback":
+        if q.endswith(".Callback"):
             return "lightning-callback"
     return ""
 
@@ -414,7 +418,7 @@ def _class(cls: ast.ClassDef, qualname, imports, globals_env, hook, where: str, 
             if isinstance(k, tuple):
                 attrs[k[1]] = join(attrs[k[1]], v) if k[1] in attrs else v
     # 2: the methods again, reporting, with the attributes known
-    framework = _framework(cls)
+    framework = _framework(cls, qualname)
     for fn in methods:
         _function(fn, qualname, imports, globals_env, attrs, hook, method=True, where=f"{where}.{fn.name}",
                   calls=calls, seeds=_framework_seeds(framework, fn))

@@ -44,3 +44,11 @@ class TypeCallback(pl.Callback):
         name = getattr(outputs, "name", None)
         if name is not None:
             print(name)
+
+
+from keras.callbacks import Callback as KerasCallback
+
+
+class KerasPrinter(KerasCallback):
+    def on_train_batch_end(self, batch, logs=None):
+        print(f"batch {batch}")  # a Keras batch index: not Lightning's contract
