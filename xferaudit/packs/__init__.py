@@ -5,7 +5,9 @@ A pack is a folder ``xferaudit/packs/<name>/`` holding
 * ``rules.toml``: its rows (which calls are sites, of which kind, and the
   wrapper that counts each), read by the finder, the codemod and the runtime;
 * ``runtime.py``: its counting wrappers, named as the rows' ``wrapper`` fields
-  (and listed in the module's ``__all__``);
+  (and listed in the module's ``__all__``); a pack whose wrappers fill more
+  than one module names the others in ``runtime.py``'s ``RUNTIME_PARTS``
+  (they import ``runtime.py``, never the reverse);
 * ``README.md``: what the pack covers and what "normal" looks like;
 
 and its tests live under ``tests/packs/<name>/``. Nothing else names a pack:
@@ -41,5 +43,13 @@ def _has_runtime(name: str) -> bool:
 
 
 def runtime_modules() -> list:
-    """The runtime module of every pack that has one (torch first), imported now."""
-    return [runtime_module(name) for name in names() if _has_runtime(name)]
+    """The runtime modules of every pack that has one (torch first), imported
+    now: ``runtime.py``, then the parts it names in ``RUNTIME_PARTS``."""
+    out = []
+    for name in names():
+        if _has_runtime(name):
+            rt = runtime_module(name)
+            out.append(rt)
+            out.extend(importlib.import_module(f"{__name__}.{name}.{part}")
+                       for part in getattr(rt, "RUNTIME_PARTS", ()))
+    return out

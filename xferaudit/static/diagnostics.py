@@ -29,6 +29,7 @@ from ..rules import Rule, RuleTable
 from ..wrapform import CALLEE, INNER, METHOD, RECEIVER, form_of
 from ..wrapform import suggestion as wf_suggestion
 from .codes import CODES
+from .implicit import message as implicit_message
 from .finder import Site
 from .naming import short_receiver
 from .source import decode_source, split_lines
@@ -195,7 +196,8 @@ def collect(scan: Scan, cfg: Config, rules: RuleTable) -> list[Diagnostic]:
                 )
             else:
                 code = s.rule
-                msg = site_message(s, by_id.get(s.rule_id))
+                # implicit sites (the value layer's) say what crosses and how to count it
+                msg = implicit_message(s.op, call_text(s)) if s.implicit else site_message(s, by_id.get(s.rule_id))
             if not cfg.code_enabled(code, rel):
                 continue
             file_diags.append(Diagnostic(
