@@ -24,7 +24,7 @@ from typing import Any
 
 PACK_DIR = Path(__file__).parent
 
-__all__ = ["PACK_DIR", "names", "runtime_module", "runtime_modules"]
+__all__ = ["PACK_DIR", "names", "pack_runtime_modules", "runtime_module", "runtime_modules"]
 
 
 def names() -> list:
@@ -42,14 +42,15 @@ def _has_runtime(name: str) -> bool:
     return (PACK_DIR / name / "runtime.py").is_file()
 
 
+def pack_runtime_modules(name: str) -> list:
+    """The modules of one pack's wrappers, imported now: ``runtime.py``, then the
+    parts it names in ``RUNTIME_PARTS`` (none when the pack has no runtime)."""
+    if not _has_runtime(name):
+        return []
+    rt = runtime_module(name)
+    return [rt] + [importlib.import_module(f"{__name__}.{name}.{part}") for part in getattr(rt, "RUNTIME_PARTS", ())]
+
+
 def runtime_modules() -> list:
-    """The runtime modules of every pack that has one (torch first), imported
-    now: ``runtime.py``, then the parts it names in ``RUNTIME_PARTS``."""
-    out = []
-    for name in names():
-        if _has_runtime(name):
-            rt = runtime_module(name)
-            out.append(rt)
-            out.extend(importlib.import_module(f"{__name__}.{name}.{part}")
-                       for part in getattr(rt, "RUNTIME_PARTS", ()))
-    return out
+    """The modules of every pack's wrappers (torch first), imported now."""
+    return [m for name in names() for m in pack_runtime_modules(name)]
