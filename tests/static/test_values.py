@@ -287,3 +287,21 @@ def test_every_implicit_code_is_documented(code, capsys):
     out = capsys.readouterr().out
     for head in ("## What it does", "## Why is this bad?", "## Example", "## Use instead:"):
         assert head in out
+
+
+def test_the_value_layer_is_a_finder_analysis_reading_names_through_the_one_resolver():
+    """Plugged in through the finder's seam, and its module-level imports are
+    the resolver's answers (no import reader of its own)."""
+    from xferaudit.static import finder, value_sites
+
+    assert value_sites.analyse in finder.ANALYSES
+    tree = ast.parse("import torch as T\nfrom numpy import asarray\n")
+    asked = []
+
+    def qualname(node):
+        asked.append(node.id)
+        return "resolved." + node.id
+
+    got = V.module_imports(tree, qualname)
+    assert asked == ["T", "asarray"]
+    assert {k: v.qual for k, v in got.items()} == {"T": "resolved.T", "asarray": "resolved.asarray"}

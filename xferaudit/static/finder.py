@@ -17,6 +17,13 @@ The static front end, one module per job::
     naming.py     site names
     finder.py     this module: the visitor, :func:`analyse`, :func:`find_in_source`
 
+and, plugged in through :data:`ANALYSES` (below), the value layer::
+
+    value_sites.py  the analysis: implicit sites added, method-row sites re-judged
+    values.py       what an expression holds (a device tensor, a module, numpy...)
+    values_flow.py  the flow-sensitive walk of functions and classes
+    implicit.py     implicit transfers (``float(t)``, ``if t:``, ``print(t)``...)
+
 Positions are 1-based lines and 1-based character columns of the called name
 (``ast`` counts UTF-8 bytes; :func:`~.source.char_col` converts).
 

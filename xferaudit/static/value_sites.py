@@ -63,12 +63,12 @@ def analyse(ctx: FileContext) -> list[Site]:
     wanted = _spans(cand) if cand else None
     try:
         res = _implicit.find(ctx.tree, text, qualname, frozenset(ctx.rules.methods), wanted, evidence)
+        if methods:
+            _rejudge(ctx, res, methods)
     except RecursionError:
         raise
     except Exception:  # pragma: no cover - a value-layer bug must not stop the scan
         return []
-    if methods:
-        _rejudge(ctx, res, methods)
     return [implicit_site(ctx.path, ctx.source, ctx.colmap, fd.node, fd.at, fd.op, fd.label, fd.function)
             for fd in res.findings]
 
