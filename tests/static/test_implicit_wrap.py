@@ -138,3 +138,28 @@ def test_after_wrap_the_guard_sees_no_unwrapped_transfer_in_the_file(tmp_path, c
     assert by_site["wrapped_step.py:step:float(loss)"].direction == "down"
     assert sum(r.crossings for r in rep.rows if r.direction == "down") >= 14
     capsys.readouterr()
+
+
+@pytest.mark.parametrize("path", FILES, ids=lambda p: p.name)
+def test_checks_suggestion_is_what_wrap_writes_for_implicit_sites(path: Path):
+    """One grammar: for every implicit site wrap rewrites, check's suggestion
+    (site=... aside) is the text wrap wrote on that line."""
+    import re
+
+    from xferaudit.static.diagnostics import implicit_suggestion
+
+    data = path.read_bytes()
+    res = wrap_source(data, path.name)
+    skipped = {(k.line, k.column) for k in res.skipped}
+    new_lines = re.sub(r"site=(\"[^\"]*\"|'[^']*')", "site=...", (res.new or data).decode()).splitlines()
+    checked = 0
+    for s in find_in_source(data.decode(), path.name).sites:
+        if not s.implicit or (s.line, s.column) in skipped or "\n" in s.call or len(s.call) > 60:
+            continue
+        said = implicit_suggestion(s)
+        if said is None:
+            continue
+        around = "\n".join(new_lines[s.line - 1 : s.end_line + 1])
+        assert said in around, (s.line, s.call, said, around)
+        checked += 1
+    assert checked or path.name == "hazard.py"  # a hazard has no wrapped form

@@ -496,9 +496,12 @@ _WHAT = {
 }
 
 
-def message(op: str, text: str) -> str:
-    """The `check` message of an implicit site (`text`: its source, one line)."""
+def message(op: str, text: str, wrapped: Optional[str] = None) -> str:
+    """The `check` message of an implicit site (`text`: its source, one line;
+    `wrapped`: what `wrap` writes instead, when it has a wrapped form)."""
     what, fix = _WHAT.get(op, ("is an implicit transfer", "run `xferaudit wrap`"))
+    if wrapped:  # the grammar's wrapped form, as `wrap` writes it
+        fix = f"wrap it: `{wrapped}` or run `xferaudit wrap`"
     return f"`{text}` {what}; {fix}"
 
 
