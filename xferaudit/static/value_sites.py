@@ -23,6 +23,7 @@ value-layer failure never stops a scan (the file keeps the finder's sites).
 
 from __future__ import annotations
 
+import bisect
 from typing import Callable, Optional
 
 from ..rules import KIND_CODES
@@ -30,10 +31,6 @@ from . import finder as _finder
 from . import implicit as _implicit
 from .classify import Classifier
 from .finder import FileContext, Site, implicit_site
-
-#: Turn the value layer off (tests, measurements): the finder's sites as they are.
-ENABLED = True
-
 
 def _local_in(scope) -> Callable[[str], bool]:
     """`name` is bound in the function (or lambda, comprehension) of `scope`."""
@@ -51,7 +48,7 @@ def _local_in(scope) -> Callable[[str], bool]:
 
 def analyse(ctx: FileContext) -> list[Site]:
     """The implicit sites of the file; the method-row sites re-judged in place."""
-    if not ENABLED or ctx.tree is None:
+    if ctx.tree is None:
         return []
     text = ctx.source.text
     evidence = _implicit.evidence_lines(text)
@@ -91,8 +88,6 @@ def _lazy_qualname(ctx: FileContext) -> Callable:
 
 
 def _spans(lines: list) -> Callable:
-    import bisect
-
     def hits(node) -> bool:
         lo = min([node.lineno] + [d.lineno for d in getattr(node, "decorator_list", ())])
         k = bisect.bisect_left(lines, lo)
@@ -139,4 +134,4 @@ def register() -> None:
         _finder.ANALYSES.append(analyse)
 
 
-__all__ = ["ENABLED", "analyse", "register"]
+__all__ = ["analyse", "register"]
