@@ -16,6 +16,17 @@ Each row of :data:`FORMS` is one shape::
     function  call      mod.f(args)         xfer.call(mod.f, args, site="...")             callee
     result    (row's)   make(args)          xfer.W(make(args), site="...")                 inner
                         @make               @xfer.W(make, site="...", decorator=True)
+    implicit  (value)   if t:, print(t)     if xfer.bool(t, site="..."):, print(xfer.read(...))  value
+    implicit  float     float(t)            xfer.float(t, site="...")  (int, complex alike)  -
+    implicit  save      torch.save(obj, f)  xfer.save(torch.save, obj, f, site="...")      callee
+
+The *implicit* style is no row's: it wraps a crossing that has no transfer
+call of its own (``float(t)``, ``if t:``, ``print(t)``, ``torch.save``). Its
+wrappers are fixed (:data:`IMPLICIT`: name -> the category of site it counts
+and the kind it records): ``bool``, ``index`` and ``read`` wrap the value read
+in place (``bool(t)`` becomes ``bool(xfer.bool(t, site=...))``); ``float``,
+``int`` and ``complex`` replace the builtin's call; ``save`` wraps the saving
+call the way ``call`` does.
 
 *head* are the arguments the wrapper takes before the call's own; *extras*
 the keywords it takes after them. A row without a wrapper of its own gets
@@ -43,6 +54,14 @@ ALIAS = "xfer"
 #: Head argument kinds.
 RECEIVER, METHOD, CALLEE, INNER = "receiver", "method", "callee", "inner"
 SITE, DECORATOR = "site", "decorator"
+VALUE = "value"  # the value an implicit site reads (the `t` of `float(t)`)
+
+#: The wrappers of implicit sites: name -> (the site's category, the kind it records).
+IMPLICIT: dict[str, tuple[str, str]] = {
+    "float": ("conversion", "down"), "int": ("conversion", "down"), "complex": ("conversion", "down"),
+    "index": ("conversion", "down"), "bool": ("truth", "down"), "read": ("format", "down"),
+    "save": ("save", "down"),
+}
 
 
 @dataclass(frozen=True)
@@ -65,18 +84,23 @@ FORMS: tuple[Form, ...] = (
     Form("function", None, (), (SITE,)),
     Form("function", "call", (CALLEE,), (SITE,)),
     Form("result", None, (INNER,), (SITE, DECORATOR)),
+    Form("implicit", None, (VALUE,), (SITE,)),
+    Form("implicit", "float", (), (SITE,)),
+    Form("implicit", "int", (), (SITE,)),
+    Form("implicit", "complex", (), (SITE,)),
+    Form("implicit", "save", (CALLEE,), (SITE,)),
 )
-STYLES = ("receiver", "function", "result")
+STYLES = ("receiver", "function", "result")  # the rows' styles (implicit is no row's)
 #: The wrapper of a row that names none, per style.
 DEFAULT_WRAPPER = {"receiver": "method", "function": "call", "result": "graph"}
 #: The generic wrappers (fixed names), which exist whatever the table holds.
-GENERIC = {f.wrapper: f for f in FORMS if f.wrapper is not None}
+GENERIC = {f.wrapper: f for f in FORMS if f.wrapper is not None and f.style != "implicit"}
 
 
 def form(style: str, wrapper: str) -> Form:
     """The shape of `wrapper` serving rows of `style`."""
-    g = GENERIC.get(wrapper)
-    if g is not None and g.style == style:
+    g = next((f for f in FORMS if f.wrapper == wrapper and f.style == style), None)
+    if g is not None:
         return g
     return next(f for f in FORMS if f.style == style and f.wrapper is None)
 
@@ -141,6 +165,8 @@ def _wrapper_infos(rules: "RuleTable") -> dict[str, WrapperInfo]:
         )
     for name, f in GENERIC.items():
         out.setdefault(name, WrapperInfo(name, f))
+    for name in IMPLICIT:
+        out.setdefault(name, WrapperInfo(name, form("implicit", name)))
     return out
 
 
@@ -176,5 +202,5 @@ def suggestion(form_: Form, wrapper: str, head: Mapping[str, str], args: Optiona
 __all__ = [
     "ALIAS", "CALLEE", "DECORATOR", "DEFAULT_WRAPPER", "FORMS", "Form", "GENERIC", "INNER", "METHOD",
     "RECEIVER", "RUNTIME_MODULE", "SITE", "STYLES", "WrapperInfo", "form", "form_of", "split",
-    "suggestion", "wrapper_infos",
+    "suggestion", "wrapper_infos", "IMPLICIT", "VALUE",
 ]

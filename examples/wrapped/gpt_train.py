@@ -155,7 +155,7 @@ class Trainer:
             if norm > 1e6:
                 print("exploding gradients")
             self.last_norm = float(norm)
-            print(loss.detach())
+            print(xfer.read(loss.detach(), site="examples/gpt_train.py:Trainer.step:format(loss.detach())"))
         if self.steps % self.cfg.eval_every == 0:
             self.evaluate()
 

@@ -53,9 +53,8 @@ def test_a_kind_is_written_once_in_the_packs():
     # No pack runtime keeps a table of kinds of its own.
     from xferaudit import packs
 
-    for name in packs.names():
-        mod = packs.runtime_module(name)
-        assert not hasattr(mod, "WRAPPER_KINDS"), name
+    for mod in packs.runtime_modules():  # every module of wrappers, a pack's parts included
+        assert not hasattr(mod, "WRAPPER_KINDS"), mod.__name__
 
 
 def test_a_user_row_keeps_its_kind_at_run_time(tmp_path, monkeypatch):
@@ -203,3 +202,29 @@ def test_ggml_wrappers_record_their_rows_kinds(monkeypatch):
     for n in names:
         if "compute" not in n:
             assert rows[n].kind == _kind("ggml", n), n
+
+
+def test_the_value_checked_rows_and_implicit_wrappers_record_their_kinds():
+    """The torch pack's wrappers of the value-checked rows record their row's
+    kind (rules.toml), those of implicit sites the wrap grammar's; both are the
+    pack's, registered through the packs' registry."""
+    torch = pytest.importorskip("torch")
+    from xferaudit.wrapform import IMPLICIT
+
+    h = torch.zeros(2)
+    m = torch.nn.Linear(2, 2)
+    with xfer.counting():
+        xfer.new_tensor(h, [1.0], site="k:nt")
+        xfer.new(h, [1.0], site="k:new")
+        xfer.type(h, "torch.FloatTensor", site="k:type")
+        xfer.compile(m, site="k:cm")
+        xfer.float(h.sum(), site="k:float")
+        xfer.bool(h.sum() > 0, site="k:bool")
+        str(xfer.read(h, site="k:read"))
+        rows = {r.site: r.kind for r in xfer.snapshot().rows}
+    assert rows == {"k:nt": "up", "k:new": "up", "k:type": "up", "k:cm": "graph",
+                    "k:float": "down", "k:bool": "down", "k:read": "down"}
+    for name in IMPLICIT:
+        assert getattr(xfer, name).__module__ == "xferaudit.packs.torch.implicit", name
+    for name in ("new_tensor", "new", "type", "compile"):
+        assert getattr(xfer, name).__module__ == "xferaudit.packs.torch.value_rows", name

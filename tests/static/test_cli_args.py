@@ -24,7 +24,7 @@ def proj(tmp_path, monkeypatch):
     ["check", "--select", "XFA9", "train.py"],
     ["check", "--ignore", "XFA5", "train.py"],
     ["check", "--select", "XFA202,XFA299", "train.py"],
-    ["check", "--select", "XFA40", "train.py"],
+    ["check", "--select", "XFA49", "train.py"],
     ["wrap", "--select", "XFA9", "train.py"],
     ["wrap", "--ignore", "XFA8", "train.py"],
 ])

@@ -40,12 +40,12 @@ def test_python2_statements_and_literals():
         "    n = 0777 + 10L\n"
         "except Exception, e:\n"
         "    raise ValueError, 'bad %s' % e.tolist()\n"
-        "if a <> b: c = `d`.cpu()\n"
+        "if a <> b: c = `d` + x.cpu()\n"  # (`d`.cpu() would be repr(d).cpu(): a str, no site)
         "s = ur'x'\n"
     )
     res, found = positions(src)
     assert res.repaired
-    assert found == [(5, 36, "down"), (6, 20, "down")]
+    assert found == [(5, 36, "down"), (6, 24, "down")]
 
 
 def test_notebook_magics_and_tab_indentation():

@@ -13,7 +13,8 @@ from xferaudit.rules import KINDS, RuleTable, available_packs, load_pack, table,
 from xferaudit.static.codemod import unwrap_source, wrap_source
 from xferaudit.static.diagnostics import suggestion
 from xferaudit.static.finder import find_in_source
-from xferaudit.wrapform import FORMS, GENERIC, form, form_of
+from xferaudit.runtime.kinds import kind_of
+from xferaudit.wrapform import FORMS, GENERIC, IMPLICIT, form, form_of
 
 USER_ROWS = [
     {"id": "u.method", "call": "method", "target": "to_device", "kind": "up",
@@ -52,7 +53,8 @@ def _site_of(src: str, rule, rules):
 @pytest.mark.parametrize("pack,rule,example", CASES, ids=[r.id for _, r, _ in CASES])
 def test_suggestion_is_what_wrap_writes_and_unwrap_restores(pack, rule, example):
     rules = _table()
-    src = _prefix(pack) + "y = " + example + "\n"
+    *before, last = example.split("\n")  # a row whose value the code must show (`model = Net()`) first
+    src = _prefix(pack) + "".join(b + "\n" for b in before) + "y = " + last + "\n"
     site = _site_of(src, rule, rules)
     said = suggestion(site, rule)
     res = wrap_source(src.encode(), "example.py", rules, "example.py")
@@ -72,7 +74,7 @@ def test_suggestion_is_what_wrap_writes_and_unwrap_restores(pack, rule, example)
 
 
 def test_every_form_is_a_row_and_the_generic_ones_are_named():
-    assert {f.style for f in FORMS} == {"receiver", "function", "result"}
+    assert {f.style for f in FORMS} == {"receiver", "function", "result", "implicit"}
     assert set(GENERIC) == {"method", "call"}
     assert form("receiver", "method").head == ("receiver", "method")
     assert form("function", "call").head == ("callee",)
@@ -149,3 +151,31 @@ def test_the_wrapped_torch_row_counts_its_kind(rid):
         assert taken <= {"up", "down"} and taken
     else:
         assert taken == {site.kind}
+
+
+IMPLICIT_CASES = [
+    ("float", "total = float(loss)\n", "total = xfer.float(loss, site=...)\n"),
+    ("int", "n = int(loss)\n", "n = xfer.int(loss, site=...)\n"),
+    ("complex", "z = complex(loss)\n", "z = xfer.complex(loss, site=...)\n"),
+    ("bool", "if loss > 100:\n        pass\n", "if xfer.bool(loss > 100, site=...):\n        pass\n"),
+    ("index", "r = range(loss)\n", "r = range(xfer.index(loss, site=...))\n"),
+    ("read", "print(loss)\n", "print(xfer.read(loss, site=...))\n"),
+    ("save", "torch.save(loss, 'f.pt')\n", "xfer.save(torch.save, loss, 'f.pt', site=...)\n"),
+]
+
+
+@pytest.mark.parametrize("wrapper,bare,wrapped", IMPLICIT_CASES, ids=[c[0] for c in IMPLICIT_CASES])
+def test_implicit_forms_are_the_grammars_written_read_back_and_restored(wrapper, bare, wrapped):
+    """Each implicit wrapper's shape is a row of the grammar: wrap writes it, the
+    finder reads it back as the same wrapped implicit site, unwrap restores the
+    bytes, and the runtime records the grammar's kind for it."""
+    assert wrapper in IMPLICIT and form("implicit", wrapper).style == "implicit"
+    src = "import torch\ndef step(x, dev):\n    loss = (x.to(dev) * 2).sum()\n    " + bare
+    res = wrap_source(src.encode(), "example.py")
+    assert res.changed and not res.skipped, res.skipped
+    new = res.new.decode()
+    assert re.sub(r'site="[^"]*"', "site=...", new).endswith(wrapped), new
+    sites = [s for s in find_in_source(new, "example.py").sites if s.implicit]
+    assert len(sites) == 1 and sites[0].wrapped and sites[0].op == IMPLICIT[wrapper][0]
+    assert unwrap_source(res.new, "example.py").new == src.encode()
+    assert kind_of(wrapper) == IMPLICIT[wrapper][1] == sites[0].kind

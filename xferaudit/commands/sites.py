@@ -4,6 +4,12 @@ The inventory behind ``check``: one line per site (or, with ``--format json``, a
 JSON array of objects with the keys ``path``, ``line``, ``column``,
 ``end_line``, ``end_column``, ``kind``, ``rule``, ``call``, ``wrapped``,
 ``site``, ``suppressed`` plus ``rule_id``, ``function`` and ``decorator``).
+Implicit sites (a crossing with no transfer call of its own: ``float(loss)``,
+``if loss > 100:``, ``print(loss)``, ``t[mask]``...) carry two keys more:
+``"implicit": true`` and ``"op"``, their category (``conversion``, ``truth``,
+``format``, ``math``, ``count``, ``upload``, ``download``, ``save``,
+``hazard``); their ``rule`` is an ``XFA4xx`` code and ``line`` the line of the
+offending expression (for a truth test, of the condition).
 Positions are 1-based; the column is that of the called name (the ``cpu`` of
 ``x.cpu()``), counted in characters. ``select``/``ignore`` do not apply: this
 lists what is there. Exit 0, or 2 when a file cannot be read or parsed. A file

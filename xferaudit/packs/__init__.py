@@ -5,7 +5,9 @@ A pack is a folder ``xferaudit/packs/<name>/`` holding
 * ``rules.toml``: its rows (which calls are sites, of which kind, and the
   wrapper that counts each), read by the finder, the codemod and the runtime;
 * ``runtime.py``: its counting wrappers, named as the rows' ``wrapper`` fields
-  (and listed in the module's ``__all__``);
+  (and listed in the module's ``__all__``); a pack whose wrappers fill more
+  than one module names the others in ``runtime.py``'s ``RUNTIME_PARTS``
+  (they import ``runtime.py``, never the reverse);
 * ``README.md``: what the pack covers and what "normal" looks like;
 
 and its tests live under ``tests/packs/<name>/``. Nothing else names a pack:
@@ -22,7 +24,7 @@ from typing import Any
 
 PACK_DIR = Path(__file__).parent
 
-__all__ = ["PACK_DIR", "names", "runtime_module", "runtime_modules"]
+__all__ = ["PACK_DIR", "names", "pack_runtime_modules", "runtime_module", "runtime_modules"]
 
 
 def names() -> list:
@@ -40,6 +42,15 @@ def _has_runtime(name: str) -> bool:
     return (PACK_DIR / name / "runtime.py").is_file()
 
 
+def pack_runtime_modules(name: str) -> list:
+    """The modules of one pack's wrappers, imported now: ``runtime.py``, then the
+    parts it names in ``RUNTIME_PARTS`` (none when the pack has no runtime)."""
+    if not _has_runtime(name):
+        return []
+    rt = runtime_module(name)
+    return [rt] + [importlib.import_module(f"{__name__}.{name}.{part}") for part in getattr(rt, "RUNTIME_PARTS", ())]
+
+
 def runtime_modules() -> list:
-    """The runtime module of every pack that has one (torch first), imported now."""
-    return [runtime_module(name) for name in names() if _has_runtime(name)]
+    """The modules of every pack's wrappers (torch first), imported now."""
+    return [m for name in names() for m in pack_runtime_modules(name)]

@@ -98,7 +98,7 @@ def count(on: bool = True, timeline: Optional[bool] = None) -> bool:
     if on:
         _recorder.reset()
         _bind_torch()
-    STATE.on = bool(on)
+    STATE.on = True if on else False  # (`bool` here is the torch pack's wrapper of truth tests)
     return prev
 
 

@@ -17,7 +17,10 @@ Keys, as wrappers pass them:
   without its device argument (its ``no_device`` kind applies).
 
 A row of kind ``device`` records ``move`` (the direction taken is recorded
-beside it). A key no row names records ``move``.
+beside it). The wrappers of implicit sites (``xfer.float``, ``xfer.bool``,
+``xfer.read``, ``xfer.save``...), which no row names, record the kind the wrap
+grammar gives them (:data:`xferaudit.wrapform.IMPLICIT`). Any other key no row
+names records ``move``.
 
 :data:`KINDS` is a dict filled on first use (one dict lookup per recorded
 call); :func:`reload` forgets it, e.g. after changing directory or rows.
@@ -26,6 +29,8 @@ call); :func:`reload` forgets it, e.g. after changing directory or rows.
 from __future__ import annotations
 
 from typing import Any, Iterable, Optional
+
+from ..wrapform import IMPLICIT
 
 __all__ = ["KINDS", "kind_of", "reload", "use_rules"]
 
@@ -82,7 +87,10 @@ def kind_of(key: Any) -> str:
         r = _pick(rows, None)
         return "move" if r is None else _runtime_kind(r, device_given=False)
     r = _pick(rows, name or None)
-    return "move" if r is None else _runtime_kind(r)
+    if r is None:
+        implicit = IMPLICIT.get(wrapper)
+        return implicit[1] if implicit is not None and not sep else "move"
+    return _runtime_kind(r)
 
 
 class _Kinds(dict):

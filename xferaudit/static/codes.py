@@ -5,7 +5,9 @@ Codes are ``XFA`` + three digits (valid flake8 codes, stable once published):
 - ``XFA0xx``: the file itself (could not be read or parsed);
 - ``XFA1xx``: suppression comments;
 - ``XFA2xx``: an unwrapped site, one code per kind (``rules.KIND_CODES``);
-- ``XFA3xx``: wrapped sites that are wrapped wrongly.
+- ``XFA3xx``: wrapped sites that are wrapped wrongly;
+- ``XFA4xx``: implicit transfers (no transfer call of their own), found where
+  the value layer shows a device tensor; ``XFA451`` is a hazard, not a site.
 
 Each entry is written the way ruff documents its rules: what it does, why it
 matters, an example, and what to write instead. ``xferaudit rule CODE`` prints
@@ -17,6 +19,22 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..rules import KIND_CODES
+
+
+#: The implicit codes: code -> (the site's category, its kind).
+IMPLICIT_CODES = {
+    "XFA401": ("conversion", "down"),
+    "XFA402": ("truth", "down"),
+    "XFA403": ("format", "down"),
+    "XFA404": ("math", "down"),
+    "XFA405": ("count", "down"),
+    "XFA406": ("upload", "up"),
+    "XFA407": ("download", "down"),
+    "XFA408": ("save", "down"),
+    "XFA451": ("hazard", "up"),
+}
+#: category -> code
+IMPLICIT_OP_CODES = {op: code for code, (op, _) in IMPLICIT_CODES.items()}
 
 
 @dataclass(frozen=True)
@@ -192,6 +210,104 @@ _add(CodeDoc(
         "b = xfer.item(aux, site=\"train.py:step:aux.item\")\n"
     ),
 ))
+
+
+_IMPLICIT_NOTE = (
+    "Reported only where the code shows the value is a device tensor (moved with "
+    "`.to(device)` / `.cuda()`, made with `device=`, returned by a module moved to a "
+    "device, or computed from such values); a value it cannot place is left to the "
+    "runtime guard. `# noqa: {code}` on the line suppresses one."
+)
+_IMPLICIT_DOCS = [
+    ("XFA401", "implicit-conversion", "A device tensor converted to a Python number",
+     "Reports `float(t)`, `int(t)`, `bool(t)`, `complex(t)`, `operator.index(t)` and a device "
+     "tensor used as an int: `range(t)`, `seq[t]` on a Python list or numpy array, slice bounds "
+     "`x[:t]`.",
+     "Each conversion copies the value to the host and waits for every queued kernel first: a "
+     "synchronisation hidden in what reads like arithmetic. Once per step it stalls the pipeline "
+     "every step, and no `.item()` in the code shows it.",
+     "for x, y in loader:\n    loss = crit(model(x.to(dev)), y.to(dev))\n    total += float(loss)\n",
+     "for x, y in loader:\n    loss = crit(model(x.to(dev)), y.to(dev))\n    total += loss.detach()  # one read after the loop\n",
+     "xferaudit wrap rewrites `float(loss)` as `xfer.float(loss, site=...)` (and `range(t)`, "
+     "`seq[t]`, `x[:t]` with `xfer.index(t, site=...)`) so the runtime counts each read."),
+    ("XFA402", "implicit-truth", "A device tensor tested for truth",
+     "Reports a device tensor in a boolean context: `if t:`, `while t:`, `assert t`, `not t`, "
+     "operands of `and`/`or`, a comparison such as `if loss > 100:`, `if t.any():`.",
+     "Python must know the answer on the host: the tensor is copied back and the host waits for "
+     "the device. In a loop this serialises host and device on every iteration.",
+     "if (pred == y).float().mean() > 0.99:\n    break\n",
+     "acc = (pred == y).float().mean()\nif step % 100 == 0 and acc.item() > 0.99:  # read it rarely, explicitly\n    break\n",
+     "xferaudit wrap rewrites the condition as `xfer.bool(cond, site=...)`; an `and`/`or` whose "
+     "value is used (not tested) has no wrapped form and is left, with the reason."),
+    ("XFA403", "implicit-format", "A device tensor formatted as text",
+     "Reports a device tensor passed to `print`, `str`, `repr`, `format`, an f-string field, "
+     "`%` formatting, `.format()` or a logging call.",
+     "Formatting reads the values to the host (a copy and a synchronisation). A `print(loss)` "
+     "left in a training loop syncs every step.",
+     "print(f\"step {i} loss {loss:.3f}\")\n",
+     "if i % 100 == 0:\n    print(f\"step {i} loss {loss.item():.3f}\")\n",
+     "xferaudit wrap rewrites the value as `xfer.read(loss, site=...)`, which formats, prints "
+     "and converts exactly like the tensor and counts the read when it happens."),
+    ("XFA404", "implicit-math", "A device tensor passed to `math` or numpy",
+     "Reports a device tensor passed to a `math` function (`math.isnan(loss)`) or a numpy "
+     "function (`np.asarray(t)`, `np.array(t)`).",
+     "`math` reads a Python float (a copy and a synchronisation); numpy needs host memory "
+     "(on CUDA it raises, elsewhere it copies).",
+     "if math.isnan(loss):\n    raise FloatingPointError\n",
+     "if torch.isnan(loss).item():  # one explicit, counted read\n    raise FloatingPointError\n",
+     "xferaudit wrap rewrites the argument as `xfer.read(t, site=...)`."),
+    ("XFA405", "implicit-count", "An op whose output size depends on device data",
+     "Reports boolean-mask indexing `t[mask]` with a device mask, `nonzero`, `unique`, "
+     "`unique_consecutive`, `masked_select`, `argwhere`, one-argument `torch.where`, and "
+     "`repeat_interleave` without `output_size`, on device tensors.",
+     "The size of the result is data: the op reads a count back to the host to allocate it, and "
+     "waits for the device. Post-processing loops full of these run at the speed of the bus.",
+     "keep = scores[scores > 0.5]\n",
+     "keep = torch.where(scores > 0.5, scores, 0.0)  # fixed size, no read-back\n",
+     "No wrapped form keeps the expression as written; `xferaudit wrap` leaves these and says why. "
+     "Suppress a deliberate one with `# noqa: XFA405`."),
+    ("XFA406", "implicit-upload", "Host data uploaded by indexing or assignment",
+     "Reports a device tensor indexed with a Python list or a host tensor (`t[[0, 5]]`, "
+     "`t[:, host_idx]`), and host data assigned into a device tensor (`t[i] = np_array`).",
+     "The index or the value is copied to the device inside the indexing, synchronously, each "
+     "time the line runs.",
+     "rows = emb[[0, 5, 9]]\n",
+     "idx = torch.tensor([0, 5, 9], device=emb.device)  # once, outside the loop\nrows = emb[idx]\n",
+     "No wrapped form; `xferaudit wrap` leaves these and says why."),
+    ("XFA407", "implicit-download", "A device value assigned into a host tensor",
+     "Reports `host_t[i] = t` with `host_t` a host tensor and `t` a device value.",
+     "The value is copied to the host inside the assignment, with a synchronisation.",
+     "history[step] = loss\n",
+     "losses.append(loss.detach())  # on the device; read once at the end\n",
+     "No wrapped form; `xferaudit wrap` leaves these and says why."),
+    ("XFA408", "implicit-save", "`torch.save` of device data",
+     "Reports `torch.save` of a device tensor, of a module on a device or its `state_dict()`, "
+     "or of a dict or list holding them.",
+     "Saving copies every device storage to the host first. A checkpoint every N steps is "
+     "expected; inside the step it is a full download each time.",
+     "torch.save(model.state_dict(), path)\n",
+     "import xferaudit.runtime as xfer\n\nxfer.save(torch.save, model.state_dict(), path, site=\"train.py:step:save\")\n",
+     "xferaudit wrap rewrites it as `xfer.save(torch.save, obj, f, site=...)`, which counts the "
+     "bytes of the device storages saved."),
+    ("XFA451", "pageable-non-blocking", "A `non_blocking=True` upload of pageable host memory",
+     "Reports `.to(device, non_blocking=True)`, `.cuda(non_blocking=True)` or "
+     "`dev_t.copy_(src, non_blocking=True)` whose host side is evidently pageable: made by "
+     "`torch.from_numpy`, `torch.tensor`, a legacy constructor or a factory without "
+     "`pin_memory=True`, on one line or through names in a function.",
+     "A copy from pageable memory cannot be asynchronous: the driver stages it through a pinned "
+     "buffer and the host waits. `non_blocking=True` then promises an overlap that never happens.",
+     "x = torch.from_numpy(batch).to(dev, non_blocking=True)\n",
+     "x = torch.from_numpy(batch).pin_memory().to(dev, non_blocking=True)\n",
+     "A hazard, not a site: `xferaudit wrap` does not change it. Pin the host side "
+     "(`pin_memory=True` on the DataLoader or the factory, `.pin_memory()`)."),
+]
+for _code, _name, _summary, _what, _why, _ex, _inst, _note in _IMPLICIT_DOCS:
+    _add(CodeDoc(
+        code=_code, name=_name, summary=_summary,
+        what=_what + " " + _IMPLICIT_NOTE.format(code=_code),
+        why=_why, example=_ex, instead=_inst,
+        fixable=_code in ("XFA401", "XFA402", "XFA403", "XFA404", "XFA408"), note=_note,
+    ))
 
 
 def doc(code: str) -> CodeDoc:

@@ -26,9 +26,10 @@ from .. import __version__
 from .._text import printable, printable_path
 from ..config import Config
 from ..rules import Rule, RuleTable
-from ..wrapform import CALLEE, INNER, METHOD, RECEIVER, form_of
+from ..wrapform import CALLEE, INNER, METHOD, RECEIVER, VALUE, form, form_of
 from ..wrapform import suggestion as wf_suggestion
 from .codes import CODES
+from .implicit import message as implicit_message
 from .finder import Site
 from .naming import short_receiver
 from .source import decode_source, split_lines
@@ -144,6 +145,32 @@ def suggestion(s: Site, rule: Optional[Rule]) -> str:
     return text
 
 
+_CONVERTERS = ("float", "int", "complex")
+
+
+def implicit_suggestion(s: Site) -> Optional[str]:
+    """What ``xferaudit wrap`` writes for an implicit site, its shape from the
+    wrap grammar's implicit style (:data:`xferaudit.wrapform.IMPLICIT`); None
+    for a category with no wrapped form (counts, uploads in indexing...)."""
+    text = call_text(s)
+    op = s.op
+    if op == "save":
+        i, j = text.find("("), text.rfind(")")
+        if i < 0 or j < i:
+            return "xfer.save(..., site=...)"
+        return wf_suggestion(form("implicit", "save"), "save", {CALLEE: text[:i].strip()}, text[i + 1 : j])
+    wrapper = {"conversion": "index", "truth": "bool", "format": "read", "math": "read"}.get(op)
+    if wrapper is None:
+        return None
+    name = text.split("(", 1)[0].strip()
+    if op == "conversion" and text.endswith(")") and name in _CONVERTERS + ("bool",):
+        inner = text[len(name) + 1 : -1].strip()
+        if name == "bool":  # bool(t) -> bool(xfer.bool(t, site=...))
+            return f"bool({wf_suggestion(form('implicit', 'bool'), 'bool', {VALUE: inner}, None)})"
+        return wf_suggestion(form("implicit", name), name, {}, inner)
+    return wf_suggestion(form("implicit", wrapper), wrapper, {VALUE: text}, None)
+
+
 def site_message(s: Site, rule: Optional[Rule]) -> str:
     if s.kind == "graph":
         what = (
@@ -195,7 +222,9 @@ def collect(scan: Scan, cfg: Config, rules: RuleTable) -> list[Diagnostic]:
                 )
             else:
                 code = s.rule
-                msg = site_message(s, by_id.get(s.rule_id))
+                # implicit sites (the value layer's) say what crosses and how to count it
+                msg = (implicit_message(s.op, call_text(s), implicit_suggestion(s)) if s.implicit
+                       else site_message(s, by_id.get(s.rule_id)))
             if not cfg.code_enabled(code, rel):
                 continue
             file_diags.append(Diagnostic(

@@ -17,6 +17,13 @@ The static front end, one module per job::
     naming.py     site names
     finder.py     this module: the visitor, :func:`analyse`, :func:`find_in_source`
 
+and, plugged in through :data:`ANALYSES` (below), the value layer::
+
+    value_sites.py  the analysis: implicit sites added, method-row sites re-judged
+    values.py       what an expression holds (a device tensor, a module, numpy...)
+    values_flow.py  the flow-sensitive walk of functions and classes
+    implicit.py     implicit transfers (``float(t)``, ``if t:``, ``print(t)``...)
+
 Positions are 1-based lines and 1-based character columns of the called name
 (``ast`` counts UTF-8 bytes; :func:`~.source.char_col` converts).
 
@@ -29,6 +36,12 @@ returning more :class:`Site` objects, and append it to :data:`ANALYSES`::
 
     from xferaudit.static import finder
     finder.ANALYSES.append(my_analysis)   # def my_analysis(ctx) -> list[Site]
+
+An analysis may also drop or amend the sites found so far (``ctx.sites``, in
+place): ``ctx.nodes[id(site)]`` gives an unwrapped site's ``ast`` node and the
+resolver scope it was found in. The value layer (:mod:`.value_sites`,
+registered by ``xferaudit.static``) is one: it adds the implicit sites and
+drops method calls whose receiver is shown to be no tensor.
 
 The resolver answers in the scope it is in: walk functions with
 ``with ctx.resolver.entered(def_node): ...``. The analysis's sites are
@@ -49,6 +62,7 @@ from typing import Callable, Optional
 from ..rules import KIND_CODES, Rule, RuleTable, table as default_table
 from ..wrapform import RUNTIME_MODULE, wrapper_infos
 from .classify import Classifier
+from .codes import IMPLICIT_CODES, IMPLICIT_OP_CODES
 from .naming import LABEL_LIMIT, name_sites, short_label, short_receiver
 from .prefilter import candidate_lines, imported_modules
 from .resolver import COMPOUND_BODIES, Resolver, arg_names, target_names
@@ -80,10 +94,14 @@ class Site:
     decorator: bool = False  # the call is a decorator (`@torch.compile(...)`)
     label: str = ""  # receiver text and method (`loss.item`), or the function's name
     byte_col: int = 0  # 0-based UTF-8 column of the called name (ast's), for the codemod
+    implicit: bool = False  # a crossing with no transfer call of its own (the value layer's)
+    op: str = ""  # an implicit site's category (conversion, truth, format...); "unbound" for Tensor.m(x)
 
     def to_json(self) -> dict:
         d = asdict(self)
         del d["byte_col"], d["label"]
+        if not self.implicit:
+            del d["implicit"], d["op"]
         return d
 
 
@@ -104,6 +122,36 @@ class FileResult:
     repaired: bool = False
 
 
+def _position(source: Source, colmap, node: ast.AST, at: ast.AST) -> tuple[int, int, int, int, int]:
+    """(line, 1-based column, end line, end column, byte column) of a site whose
+    node is `node` and whose called name is `at` (an attribute's name ends where
+    the Attribute ends; anything else starts where it starts)."""
+    if isinstance(at, ast.Attribute):
+        line = at.end_lineno
+        bcol = at.end_col_offset - len(at.attr)
+    else:
+        line, bcol = at.lineno, at.col_offset
+    col = source.char_col(line, bcol)
+    end_line = node.end_lineno
+    end_col = source.char_col(end_line, node.end_col_offset)
+    if colmap is not None:
+        col = colmap.col(line, col)
+        end_col = colmap.col(end_line, end_col)
+    return line, col + 1, end_line, end_col + 1, bcol
+
+
+def implicit_site(path: str, source: Source, colmap, node: ast.AST, at: ast.AST, op: str, label: str,
+                  function: str, wrapped_as: Optional[str] = None) -> Site:
+    """The :class:`Site` of an implicit crossing of category `op` (see
+    ``static/codes.py``, ``IMPLICIT_CODES``): its rule is that category's code."""
+    code = IMPLICIT_OP_CODES[op]
+    line, col, end_line, end_col, bcol = _position(source, colmap, node, at)
+    return Site(path=path, line=line, column=col, end_line=end_line, end_column=end_col,
+                kind=IMPLICIT_CODES[code][1], rule=code, call=source.segment(node),
+                wrapped=wrapped_as is not None, site=wrapped_as, rule_id="implicit." + op,
+                function=function or "<module>", label=label, byte_col=bcol, implicit=True, op=op)
+
+
 @dataclass
 class FileContext:
     """One parsed file, as the front end holds it: what an analysis plugged
@@ -114,8 +162,31 @@ class FileContext:
     source: Source
     tree: Optional[ast.Module]
     rules: RuleTable
-    resolver: Resolver
+    finder_resolver: Resolver  # bound only around the finder's candidate lines
     sites: list = field(default_factory=list)
+    #: id(site) -> (its ast node, the resolver scope it was found in), for the
+    #: sites the finder found unwrapped (an analysis may re-judge them).
+    nodes: dict = field(default_factory=dict)
+    colmap: object = None  # repair.ColumnMap when the text is a repaired reading
+    candidates: list = field(default_factory=list)  # the prefilter's lines (where a row's name is called)
+    whole: bool = False  # `resolver` binds every scope (analyses may look anywhere)
+    _full: Optional[Resolver] = None
+
+    @property
+    def resolver(self) -> Resolver:
+        """The file's resolver (with every scope bound when analyses run: built
+        on first use, so an analysis that does not ask costs nothing)."""
+        if not self.whole or self.tree is None:
+            return self.finder_resolver
+        if self._full is None:
+            self._full = Resolver(self.tree, self.rules)
+            self._full.bind(walrus=self.source.lines_with(":="))
+        return self._full
+
+    def position(self, node: ast.AST, at: ast.AST) -> tuple[int, int, int, int, int]:
+        """(line, column, end line, end column, byte column) of a site at `node`
+        whose called name is `at` (columns 1-based, in characters)."""
+        return _position(self.source, self.colmap, node, at)
 
 
 #: Extra per-file analyses: ``fn(ctx: FileContext) -> list[Site]``, run after
@@ -158,6 +229,7 @@ class _FileFinder(ast.NodeVisitor):
         self.active: Optional[frozenset] = None  # packs on in this file (None: all)
         self.cand: list[int] = []  # lines where a site may be (see prefilter.candidate_lines)
         self.colmap = None  # repair.ColumnMap when the text is a repaired reading
+        self.nodes: dict = {}  # id(site) -> (node, scope): see FileContext.nodes
 
     def _segment(self, node: ast.AST) -> str:
         return self.source.segment(node)
@@ -383,21 +455,15 @@ class _FileFinder(ast.NodeVisitor):
                     self._add(node, func, rule, kind, wrapped=False, site=None)
                     return
 
+    def position(self, node: ast.AST, at: ast.AST) -> tuple[int, int, int, int, int]:
+        return _position(self.source, self.colmap, node, at)
+
     def _add(self, call: ast.Call, func: ast.AST, rule: Rule, kind: str, wrapped: bool,
              site: Optional[str], decorator: Optional[bool] = None) -> None:
-        # Position of the called name: the attribute's name ends where the
-        # Attribute node ends; a bare Name starts where it starts.
-        if isinstance(func, ast.Attribute):
-            line = func.end_lineno
-            bcol = func.end_col_offset - len(func.attr)
-        else:
-            line, bcol = func.lineno, func.col_offset
-        col = self.source.char_col(line, bcol)
-        end_line = call.end_lineno
-        end_col = self.source.char_col(end_line, call.end_col_offset)
-        if self.colmap is not None:
-            col = self.colmap.col(line, col)
-            end_col = self.colmap.col(end_line, end_col)
+        line, col1, end_line, end_col1, bcol = self.position(call, func)
+        col, end_col = col1 - 1, end_col1 - 1
+        if not wrapped:
+            self.nodes[len(self.sites)] = (call, self.resolver.scope)
         self.sites.append(
             Site(
                 path=self.path,
@@ -417,6 +483,13 @@ class _FileFinder(ast.NodeVisitor):
                 byte_col=bcol,
             )
         )
+
+    def add_implicit(self, node: ast.AST, at: ast.AST, op: str, label: str,
+                     wrapped_as: Optional[str] = None) -> None:
+        """An implicit site (no transfer call of its own): `node` the offending
+        expression, `at` the node whose position is the site's."""
+        self.sites.append(implicit_site(self.path, self.source, self.colmap, node, at, op, label,
+                                        ".".join(self.qual) or "<module>", wrapped_as))
 
     def _label(self, func: ast.AST, rule: Rule) -> str:
         """`receiver.method` for naming: the receiver as code (comments and layout
@@ -484,12 +557,12 @@ def analyse(
         # A 2,000-term `a + b + ...` is a 2,000-deep tree: the visit recurses.
         sys.setrecursionlimit(max(limit, 50_000))
         f.run(tree)
-        ctx = FileContext(path, f.source, tree, rules, f.resolver, f.sites)
+        nodes = {id(f.sites[i]): v for i, v in f.nodes.items()}
+        # The finder bound names only around its candidate lines; an analysis
+        # may look anywhere, so it gets every scope (`whole`).
+        ctx = FileContext(path, f.source, tree, rules, f.resolver, f.sites, nodes, colmap, f.cand,
+                          whole=bool(ANALYSES))
         if ANALYSES:
-            # The finder bound names only around its candidate lines; an analysis
-            # may look anywhere, so it gets every scope.
-            ctx.resolver = Resolver(tree, rules)
-            ctx.resolver.bind(walrus=f.source.lines_with(":="))
             for extra in ANALYSES:
                 f.sites.extend(extra(ctx))
     except RecursionError:
@@ -511,7 +584,7 @@ def analyse(
 
 
 __all__ = [
-    "ANALYSES", "FileContext", "FileResult", "LABEL_LIMIT", "RUNTIME_MODULE", "Site", "analyse",
+    "ANALYSES", "FileContext", "implicit_site", "FileResult", "LABEL_LIMIT", "RUNTIME_MODULE", "Site", "analyse",
     "decode_source", "find_in_source", "name_sites", "parse_suppressions", "short_label", "short_receiver",
     "split_lines",
 ]

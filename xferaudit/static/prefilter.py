@@ -15,7 +15,7 @@ import re
 from typing import Iterable, Optional
 
 from ..rules import RuleTable
-from ..wrapform import GENERIC
+from ..wrapform import GENERIC, IMPLICIT
 
 _IMPORT_LINE = re.compile(r"^[ \t]*(?:from[ \t]+([\w.]+)[ \t]+import\b|import[ \t]+([^\n#;]+))", re.M)
 
@@ -103,6 +103,9 @@ def _table_patterns(rules: RuleTable, active: Optional[frozenset]) -> tuple:
     return pats
 
 
+_IMPLICIT_CALLS = re.compile(r"\.(?:" + "|".join(sorted(IMPLICIT)) + r")\s*\(")
+
+
 def candidate_lines(text: str, lines: list[str], rules: RuleTable, active: Optional[frozenset] = None) -> list[int]:
     """Sorted line numbers where a rule's name (or an import alias of one) is
     called, or a graph function is named on a decorator line: the only lines a
@@ -128,6 +131,8 @@ def candidate_lines(text: str, lines: list[str], rules: RuleTable, active: Optio
             alias_rx = re.compile("(?:" + _trie(names) + r")\s*\(")
             positions.extend(p for p in (m.start() for m in alias_rx.finditer(text))
                              if p == 0 or not (text[p - 1].isalnum() or text[p - 1] == "_"))
+    if "xferaudit" in text:  # wrapped implicit sites: xfer.float(...), xfer.bool(...), ...
+        positions.extend(m.start() for m in _IMPLICIT_CALLS.finditer(text))
     if not positions:
         return []
     positions.sort()

@@ -13,7 +13,7 @@ from __future__ import annotations
 import ast
 from typing import TYPE_CHECKING
 
-from ..wrapform import INNER, METHOD, RUNTIME_MODULE, SITE, split
+from ..wrapform import IMPLICIT, INNER, METHOD, RUNTIME_MODULE, SITE, VALUE, split
 from .classify import const_str, fallback_kind
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -44,6 +44,11 @@ def read_wrapped(f: "_FileFinder", node: ast.Call, wrapper: str) -> None:
     if form.style == "result":
         _read_result(f, node, info, parts[0][0] if parts else None, site)
         return
+    if form.style == "implicit":
+        # an implicit site, wrapped: xfer.float(t, site=...), xfer.bool(cond, site=...), ...
+        if parts is not None:
+            f.add_implicit(node, node.func, IMPLICIT[wrapper][0], wrapper, site)
+        return
     if parts is None:
         return
     head, own = parts
@@ -53,6 +58,12 @@ def read_wrapped(f: "_FileFinder", node: ast.Call, wrapper: str) -> None:
     elif form.generic:
         q = f.qualname(head[0])
         rule = f.rules.functions.get(q) if q else None
+        inner = head[0]
+        if rule is None and q and isinstance(inner, ast.Attribute) and own and \
+                q[: -len(inner.attr) - 1].endswith("Tensor"):
+            # the unbound form: xfer.call(torch.Tensor.cpu, x, ..., site=...) is x.cpu(...)
+            rows = [r for r in f.rules.methods.get(inner.attr, ()) if r.wrap == "receiver"]
+            rule, own = (rows[0], own[1:]) if rows else (None, own)
     else:
         rule = info.rows[0] if info.rows else None
     if rule is None:
@@ -100,6 +111,10 @@ class Unwrapper(ast.NodeTransformer):
         kws = [k for k in node.keywords if k.arg not in form.extras]
         if form.style == "result":
             return head[form.head.index(INNER)]
+        if form.style == "implicit":  # the value read, the builtin's call, or the saving call
+            if VALUE in form.head:
+                return head[0]
+            return ast.Call(head[0] if form.head else ast.Name(info.name, ast.Load()), own, kws)
         if form.style == "receiver":
             method = const_str(head[form.head.index(METHOD)]) if METHOD in form.head else (
                 info.rows[0].method if info.rows else None)

@@ -8,7 +8,7 @@ def step(model, x, dev, y, d, m):
     c = xfer.to(xfer.graph(torch.compile(m), site="train.py:step:torch.compile"), dev, site="train.py:step:torch.compile(m).to")
     e = xfer.to(x, xfer.cpu(y, site="train.py:step:y.cpu"), site="train.py:step:x.to")
     f = xfer.tensor(xfer.tolist(x, site="train.py:step:x.tolist"), device=dev, site="train.py:step:torch.tensor")
-    g = xfer.tolist(xfer.numpy(xfer.cpu(x, site="train.py:step:x.cpu"), force=True, site="train.py:step:x.cpu().numpy"), site="train.py:step:x.cpu().numpy(force=True).tolist")
+    g = xfer.numpy(xfer.cpu(x, site="train.py:step:x.cpu"), force=True, site="train.py:step:x.cpu().numpy").tolist()
     h = [xfer.item(t, site="train.py:step:t.item") for t in xfer.cpu(x, site="train.py:step:x.cpu#2").unbind()]
     return a, b, c, e, f, g, h
 

@@ -55,6 +55,12 @@ __all__ = [
     "tensor", "to", "tolist",
 ]
 
+#: The other modules of this pack's wrappers (registered beside this one's,
+#: see xferaudit.packs): implicit transfers (float(t), if t:, print(t),
+#: torch.save) and the rows the value layer checks (new_tensor, new, type,
+#: module compile).
+RUNTIME_PARTS = ("implicit", "value_rows")
+
 _META_ONLY = NO_DATA == frozenset({"meta"})  # then Tensor.is_meta answers, cheaply
 
 # Filled by _init() once torch is importable and imported.

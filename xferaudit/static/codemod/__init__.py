@@ -79,6 +79,7 @@ from .imports import (
     _alias_import, _insert_import, _remove_import, choose_alias, import_bindings, import_index,
     spell,
 )
+from .implicit import ImplicitWrap
 from .layout import _ast, _count_lines, _Layout, _layout, _LayoutError  # noqa: F401 - tests and bench patch these
 from .nodes import _code, string_literal
 from .results import CodemodError, CodemodResult, Skipped
@@ -159,7 +160,10 @@ def wrap_source(
     if found.error or ctx is None:
         raise CodemodError(f"cannot parse: {found.error} (line {found.error_line})")
     sites, res.suppressed, res.not_selected = _eligible(found.sites, codes_ok or (lambda code: True))
-    if not sites:
+    # implicit sites (float(t), if t:, print(t)...) are expressions: codemod/implicit.py
+    implicit = [s for s in sites if s.implicit]
+    sites = [s for s in sites if not s.implicit]
+    if not sites and not implicit:
         return res
     module = _parse(data, path)
     _reproduces(module, data)
@@ -176,7 +180,8 @@ def wrap_source(
     index = import_index(module)
     shapes = _Shapes(rules, ctx.resolver.import_bindings)
     taken = {s.site for s in found.sites if s.site}
-    layout = _layout(module, ctx.tree, text, [s.line for s in sites])
+    imp = ImplicitWrap(implicit, alias, shapes.unwrap) if implicit else None
+    layout = _layout(module, ctx.tree, text, [s.line for s in sites] + (imp.lines if imp else []))
     tr = None
     if layout is not None:
         # Code run at import time above the runtime import cannot use its alias.
@@ -184,10 +189,11 @@ def wrap_source(
         at = existing if have_import else index
         first_line = tops[at] if at < len(tops) else _count_lines(text) + 1
         tr = _WrapTransformer(keyed, rules, shapes, alias, module.encoding, first_line, taken,
-                              layout.positions(), layout, names)
+                              layout.positions(), layout, names, imp)
         new_module = module.visit(tr)
-        if len(tr.done) < len(keyed):
+        if len(tr.done) < len(keyed) or (imp is not None and imp.missed()):
             tr = None  # a site the skeleton did not place: redo with whole-module positions
+            imp = ImplicitWrap(implicit, alias, shapes.unwrap) if implicit else None
     if tr is None:
         positions = MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
         first_line = 0
@@ -196,10 +202,18 @@ def wrap_source(
         elif index > 0:
             first_line = positions[module.body[index - 1]].end.line + 1
         tr = _WrapTransformer(keyed, rules, shapes, alias, module.encoding, first_line, taken, positions, None,
-                              names)
+                              names, imp)
         new_module = module.visit(tr)
     for s, reason in tr.skipped:
         res.skipped.append(Skipped(s.line, s.column, s.rule, s.label or s.call, reason))
+    if imp is not None:
+        for s, reason in imp.skipped:
+            res.skipped.append(Skipped(s.line, s.column, s.rule, s.label or s.call, reason))
+        for s in imp.missed():
+            if not any(s is k for k, _ in imp.skipped):
+                res.skipped.append(Skipped(s.line, s.column, s.rule, s.label or s.call,
+                                           "no expression of libcst's has this site's span (not safely wrappable)"))
+        tr.wrapped.extend(imp.wrapped)
     missed = [s for k, s in keyed.items() if k not in tr.done]
     for s in missed:
         res.skipped.append(

@@ -9,7 +9,7 @@ from typing import Callable, Optional
 import libcst as cst
 
 from ...rules import Rule, RuleTable
-from ...wrapform import CALLEE, DECORATOR, INNER, METHOD, RECEIVER, SITE, WrapperInfo, form_of, wrapper_infos
+from ...wrapform import CALLEE, DECORATOR, INNER, METHOD, RECEIVER, SITE, VALUE, WrapperInfo, form_of, wrapper_infos
 from .imports import spell
 from .nodes import _EMPTY, _SPACE, _as_receiver, _comma, _dotted_expr, _kw
 
@@ -119,7 +119,7 @@ class _Shapes:
         if any(a.keyword is not None and a.keyword.value == SITE for a in rest):
             return None
         n_head = len(form.head)
-        if INNER in form.head:
+        if INNER in form.head or VALUE in form.head:  # a result wrapper, or an implicit value read
             if len(rest) != 1 or rest[0].keyword is not None or rest[0].star:
                 return None
             inner = rest[0].value
@@ -154,6 +154,8 @@ class _Shapes:
             )
         elif CALLEE in head:
             new_func = head[CALLEE].value
+        elif info.style == "implicit":  # xfer.float(t, site=...) -> float(t)
+            new_func = cst.Name(info.name)
         else:
             target = self._target(info)
             if target is None:

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import bisect
+import dataclasses
 from typing import Iterable, Optional
 
 import libcst as cst
 
 from ...rules import Rule, RuleTable
 from ..finder import Site
+from .implicit import ImplicitWrap
 from .imports import spell
 from .layout import _Layout
 from .nodes import _called_name, _code, _encodable, string_literal
@@ -22,14 +24,16 @@ def _fstring_quote(start: str) -> str:
 class _WrapTransformer(cst.CSTTransformer):
     def __init__(self, sites: dict[tuple[int, int], Site], rules: RuleTable, shapes: _Shapes,
                  alias: str, encoding: str, first_line: int, taken: Iterable[str],
-                 positions, layout: Optional[_Layout], names: dict[tuple[int, int], str]) -> None:
+                 positions, layout: Optional[_Layout], names: dict[tuple[int, int], str],
+                 implicit: Optional[ImplicitWrap] = None) -> None:
         super().__init__()
         self.positions = positions
         self.layout = layout
         self.sites = sites
         self.names = names  # the identifier the text holds at each site's position
         self.taken = set(taken)  # every site name of the file, wrapped or to be
-        self.lines = sorted({ln for ln, _ in sites})
+        self.implicit = implicit  # the implicit sites (codemod/implicit.py), matched by their span
+        self.lines = sorted({ln for ln, _ in sites} | set(implicit.lines if implicit else ()))
         self.by_id = {r.id: r for r in rules.rules}
         self.shapes = shapes
         self.alias = alias
@@ -69,6 +73,8 @@ class _WrapTransformer(cst.CSTTransformer):
                     return False
         if id(node) in self.bodies:
             self.deferred += 1
+        if self.implicit is not None:
+            self.implicit.visit(node)
         return super().on_visit(node)
 
     def on_leave(self, original_node, updated_node):
@@ -76,7 +82,10 @@ class _WrapTransformer(cst.CSTTransformer):
             return updated_node
         if id(original_node) in self.bodies:
             self.deferred -= 1
-        return super().on_leave(original_node, updated_node)
+        out = super().on_leave(original_node, updated_node)
+        if self.implicit is not None:  # implicit sites are expressions, matched by their span
+            out = self.implicit.leave(original_node, out, self.positions, self._literal)
+        return out
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
         self.functions.append(node.name.value)
@@ -116,6 +125,8 @@ class _WrapTransformer(cst.CSTTransformer):
         new = None
         if reason is None:
             wrapper = rule.wrapper
+            if site.op == "unbound":  # `torch.Tensor.cpu(x)` -> xfer.call(torch.Tensor.cpu, x, site=...)
+                rule, wrapper = dataclasses.replace(rule, wrap="function", wrapper="call"), "call"
             if rule.wrap == "function" and wrapper != "call" and not self._respellable(rule, updated):
                 wrapper = "call"  # keep the callee as written: xfer.call(T.tensor, ...)
                 self.generic += 1
@@ -176,6 +187,12 @@ class _WrapTransformer(cst.CSTTransformer):
                     f"the delegation too would count one transfer under two names",
                     None,
                 )
+        return self._literal(site)
+
+    def _literal(self, site: Site):
+        """(reason or None, the `site=` string literal) for a site at this point of the walk."""
+        if site.line < self.first_line and not self.deferred:
+            return "it runs at import time above the runtime import (`import xferaudit.runtime as ...`)", None
         quote = '"'
         name = site.site or ""
         if self.fquotes:

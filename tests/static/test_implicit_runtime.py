@@ -1,0 +1,96 @@
+"""The runtime wrappers of implicit sites and of the value-checked rows: same
+results as the bare operations, counted with the real direction and bytes."""
+
+from __future__ import annotations
+
+import io
+import logging
+import math
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+import xferaudit.runtime as xfer  # noqa: E402
+from xferaudit.runtime import recorder  # noqa: E402
+from xferaudit.runtime.guard import guard  # noqa: E402
+from xferaudit.testing import simulated_device  # noqa: E402
+
+
+@pytest.fixture()
+def dev():
+    return simulated_device()
+
+
+def _rows():
+    return {r.site: (r.direction, r.calls, r.crossings, r.bytes) for r in xfer.snapshot().rows}
+
+
+def test_conversions_return_the_bare_results_and_count_device_reads(dev):
+    t = torch.tensor([2.75]).to(dev)
+    h = torch.tensor([2.75])
+    with xfer.counting():
+        assert xfer.float(t, site="f") == float(h)
+        assert xfer.int(t, site="i") == int(h)
+        assert xfer.complex(t, site="c") == complex(h)
+        assert xfer.bool(t > 1, site="b") is True
+        assert xfer.index(torch.tensor(2).to(dev), site="x") == 2
+        assert xfer.float(h, site="host") == 2.75
+        assert xfer.float(3, site="py") == 3.0
+    rows = _rows()
+    assert rows["f"] == ("down", 1, 1, 4) and rows["x"] == ("down", 1, 1, 8)
+    assert rows["host"][0] == "none" and rows["py"][0] == "none"
+
+
+def test_read_formats_exactly_like_the_tensor(dev):
+    t = torch.tensor(0.123456).to(dev)
+    with xfer.counting():
+        r = xfer.read(t, site="r")
+        assert str(r) == str(t) and repr(r) == repr(t)
+        assert f"{r:.3f}" == f"{t:.3f}" and "%s" % r == "%s" % t and "%.2f" % r == "%.2f" % t
+        assert "{}".format(r) == "{}".format(t)
+        assert math.isnan(r) is False and float(r) == float(t)
+    assert _rows()["r"][:2] == ("down", 8)
+    assert xfer.read(3.5, site="p") == 3.5  # not a tensor: itself
+
+
+def test_read_in_a_filtered_logging_call_reads_nothing(dev):
+    t = torch.tensor(1.0).to(dev)
+    log = logging.getLogger("xferaudit.test.quiet")
+    log.setLevel(logging.WARNING)
+    with xfer.counting():
+        log.info("loss %s", xfer.read(t, site="quiet"))
+    assert "quiet" not in _rows()
+
+
+def test_wrapped_reads_are_no_unwrapped_events_for_the_guard(dev):
+    t = torch.tensor([1.0, 2.0]).to(dev)
+    recorder.reset()
+    with guard("count"):
+        xfer.float(t.sum(), site="a"), xfer.bool(t.sum() > 0, site="b"), str(xfer.read(t, site="c"))
+    assert recorder.STATE.unwrapped == {}
+    with guard("count"):
+        float(t.sum())
+    assert len(recorder.STATE.unwrapped) == 1
+
+
+def test_save_counts_the_device_bytes(dev, tmp_path):
+    buf = io.BytesIO()
+    h = torch.ones(4)
+    with xfer.counting():
+        xfer.save(torch.save, {"w": h}, buf, site="s")
+    assert _rows()["s"][0] == "none"
+    assert torch.load(io.BytesIO(buf.getvalue()))["w"].equal(h)
+
+
+def test_value_checked_rows(dev):
+    x = torch.zeros(2).to(dev)
+    h = torch.zeros(2)
+    with xfer.counting():
+        a = xfer.new_tensor(x, [1.0, 2.0], site="nt")
+        b = xfer.new(h, [1.0, 2.0], site="new")
+        m = torch.nn.Linear(2, 2)
+        assert xfer.compile(m, site="cm") is None
+    assert a.device == x.device and a.tolist() == [1.0, 2.0] and b.tolist() == [1.0, 2.0]
+    rows = _rows()
+    assert rows["nt"] == ("up", 1, 1, 8) and rows["new"][0] == "none" and rows["cm"][0] == "none"

@@ -1,0 +1,307 @@
+"""The value layer and the implicit rules (XFA4xx), against a hand-labelled corpus.
+
+`values_corpus/x.py` holds every implicit category beside its look-alikes on
+host values and on values nothing in the file places; `x.txt` lists the
+expected `line:CODE` findings (written by hand, from the `# expect:` notes).
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from xferaudit.cli import main
+from xferaudit.static import values_flow as V
+from xferaudit.static.finder import decode_source, find_in_source
+
+CORPUS = Path(__file__).resolve().parent / "values_corpus"
+FILES = sorted(CORPUS.glob("*.py"))
+
+
+def _implicit(path: Path) -> list[str]:
+    res = find_in_source(decode_source(path.read_bytes()), path.name)
+    assert res.error is None, res.error
+    return sorted(f"{s.line}:{s.rule}" for s in res.sites if s.implicit)
+
+
+def _labels(path: Path) -> list[str]:
+    return sorted(ln.strip() for ln in path.with_suffix(".txt").read_text().splitlines() if ln.strip())
+
+
+def test_corpus_covers_every_code():
+    codes = {lab.split(":")[1] for p in FILES for lab in _labels(p)}
+    assert codes == {"XFA401", "XFA402", "XFA403", "XFA404", "XFA405", "XFA406", "XFA407", "XFA408", "XFA451"}
+
+
+@pytest.mark.parametrize("path", FILES, ids=lambda p: p.name)
+def test_implicit_findings_match_labels_exactly(path: Path):
+    got, want = Counter(_implicit(path)), Counter(_labels(path))
+    assert got == want, f"missing {sorted((want - got).elements())}, extra {sorted((got - want).elements())}"
+
+
+def test_corpus_precision_and_recall():
+    tp = fp = fn = 0
+    for p in FILES:
+        got, want = Counter(_implicit(p)), Counter(_labels(p))
+        tp += sum((got & want).values())
+        fp += sum((got - want).values())
+        fn += sum((want - got).values())
+    assert tp >= 40
+    assert tp / (tp + fp) == 1.0 and tp / (tp + fn) == 1.0
+
+
+# --- the value layer -----------------------------------------------------------------
+
+
+def _values_at(src: str, line: int) -> dict:
+    """name -> kind in force before the statement on `line`."""
+    tree = ast.parse(src)
+    seen: dict = {}
+
+    def hook(st, ev):
+        if st.lineno == line:
+            seen.update({k: v.kind for k, v in ev.env.items() if isinstance(k, str)})
+
+    V.analyse(tree, lambda n: None, hook)
+    return seen
+
+
+def test_flow_sensitive_rebinding():
+    src = (
+        "def f(x, dev):\n"
+        "    x = x.to(dev)\n"
+        "    a = x.sum()\n"
+        "    x = x.cpu()\n"
+        "    b = x.sum()\n"
+        "    c = b.item()\n"
+        "    n = x.numpy()\n"
+        "    pass\n"
+    )
+    assert _values_at(src, 3)["x"] == "devx"
+    got = _values_at(src, 8)
+    assert got["a"] == "dev" and got["x"] == "host" and got["b"] == "host"
+    assert got["c"] == "py" and got["n"] == "numpy"
+
+
+def test_branches_join():
+    src = (
+        "import torch\n"
+        "def f(x, dev, flag):\n"
+        "    if flag:\n"
+        "        t = torch.ones(2, device=dev)\n"
+        "    else:\n"
+        "        t = torch.ones(2)\n"
+        "    total = 0\n"
+        "    for _ in range(3):\n"
+        "        total += torch.ones(2, device=dev).sum()\n"
+        "    pass\n"
+    )
+    got = _values_at(src, 10)
+    assert got["t"] == "tensor"  # device on one path, host on the other: not reported
+    assert got["total"] == "dev"  # an accumulator of device values
+
+
+def test_factories_and_pinning():
+    src = (
+        "import torch\n"
+        "import numpy as np\n"
+        "def f(dev):\n"
+        "    a = torch.zeros(3)\n"
+        "    b = torch.zeros(3, pin_memory=True)\n"
+        "    c = torch.zeros(3, device='cpu')\n"
+        "    d = torch.zeros(3, device=dev)\n"
+        "    e = torch.zeros_like(d)\n"
+        "    g = np.zeros(3)\n"
+        "    h = torch.from_numpy(g)\n"
+        "    pass\n"
+    )
+    tree = ast.parse(src)
+    seen = {}
+
+    def hook(st, ev):
+        if st.lineno == 11:
+            seen.update(ev.env)
+
+    V.analyse(tree, lambda n: {"torch": "torch", "np": "numpy"}.get(getattr(n, "id", None)) if
+              isinstance(n, ast.Name) else _dotted(n), hook)
+    assert seen["a"].kind == "host" and seen["a"].pageable
+    assert seen["b"].kind == "host" and not seen["b"].pageable
+    assert seen["c"].kind == "host"
+    assert seen["d"].kind == "dev" and seen["e"].kind == "dev"
+    assert seen["g"].kind == "numpy"
+    assert seen["h"].kind == "host" and seen["h"].pageable
+
+
+def _dotted(n):
+    parts = []
+    while isinstance(n, ast.Attribute):
+        parts.append(n.attr)
+        n = n.value
+    if isinstance(n, ast.Name) and n.id in ("torch", "np"):
+        parts.append({"torch": "torch", "np": "numpy"}[n.id])
+        return ".".join(reversed(parts))
+    return None
+
+
+def test_self_attributes_and_annotations():
+    src = (
+        "import torch\n"
+        "from torch import nn, Tensor\n"
+        "class M(nn.Module):\n"
+        "    def __init__(self, dev):\n"
+        "        self.net = nn.Linear(2, 2).to(dev)\n"
+        "        self.buf = torch.zeros(2)\n"
+        "    def forward(self, x: Tensor):\n"
+        "        y = self.net(x)\n"
+        "        z = self.buf + 1\n"
+        "        w = x + 1\n"
+        "        pass\n"
+    )
+    got = _values_at(src, 11)
+    assert got["y"] == "devout" and got["z"] == "host" and got["w"] == "tensor"
+
+
+def test_unknown_is_never_reported():
+    src = (
+        "import math\n"
+        "def f(loss, t, seq):\n"
+        "    if loss > 1:\n"
+        "        print(loss, float(t), math.isnan(loss), seq[t], t[t > 0])\n"
+        "device = None\n"
+    )
+    assert [s for s in find_in_source(src, "x.py").sites if s.implicit] == []
+
+
+# --- explicit rules on what is no tensor ------------------------------------------------
+
+
+def _explicit(src: str) -> list[str]:
+    return [s.call for s in find_in_source(src, "x.py").sites if not s.implicit]
+
+
+def test_receivers_that_are_no_tensors_are_no_sites():
+    src = (
+        "import numpy as np\n"
+        "import torch\n"
+        "from torch.nn import init\n"
+        "from . import initialization as init2\n"
+        "def f(w, v, x):\n"
+        "    init.copy_(w, v)\n"
+        "    init2.copy_(w, v)\n"
+        "    a = np.linspace(0, 1, 5).tolist()\n"
+        "    b = x.numpy().tolist()\n"
+        "    c = x.cpu().tolist()\n"
+        "    d = w.copy_(v)\n"
+        "    return a, b, c, d\n"
+    )
+    assert _explicit(src) == ["x.cpu()", "x.cpu().tolist()", "w.copy_(v)"]
+
+
+def test_a_local_name_shadowing_an_import_is_still_a_receiver():
+    src = (
+        "from torch.nn import init\n"
+        "def f(w, v):\n"
+        "    init = w\n"
+        "    init.copy_(v)\n"
+    )
+    assert _explicit(src) == ["init.copy_(v)"]
+
+
+def test_unbound_tensor_methods_are_the_site_of_their_first_argument():
+    from xferaudit.static.codemod import unwrap_source, wrap_source
+
+    src = (
+        "import torch\n"
+        "from torch import Tensor\n"
+        "def f(x, dev):\n"
+        "    return torch.Tensor.to(x, 'cuda'), Tensor.cpu(x)\n"
+    ).encode()
+    res = find_in_source(src.decode(), "x.py")
+    assert [(s.call, s.kind) for s in res.sites] == [("torch.Tensor.to(x, 'cuda')", "up"), ("Tensor.cpu(x)", "down")]
+    new = wrap_source(src, "x.py").new
+    assert b"xfer.call(torch.Tensor.to, x, 'cuda', site=" in new and b"xfer.call(Tensor.cpu, x, site=" in new
+    assert all(s.wrapped for s in find_in_source(new.decode(), "x.py").sites)
+    assert unwrap_source(new, "x.py").new == src
+
+
+@pytest.mark.parametrize("code,sites", [
+    ("x.new_tensor([1, 2])", 1), ("x.new([1, 2, 3])", 1), ("x.new(2, 3)", 0), ("x.new(n)", 0),
+    ("x.type(torch.cuda.FloatTensor)", 1), ("x.type('torch.cuda.FloatTensor')", 1),
+    ("x.type(torch.float32)", 0), ("re.compile('a')", 0),
+    ("m = torch.nn.Linear(2, 2)\nm.compile()", 1), ("lowered.compile()", 0),
+])
+def test_new_torch_rows(code, sites):
+    src = "import re\nimport torch\ndef f(x, n, lowered):\n" + "".join("    " + ln + "\n" for ln in code.split("\n"))
+    assert len(_explicit(src)) == sites
+
+
+# --- check, sites --format json, suppressions --------------------------------------------------
+
+
+SRC = (
+    "import torch\n"
+    "def step(model, x, dev):\n"
+    "    loss = model.to(dev)(x.to(dev)).sum()\n"
+    "    if loss > 100:\n"
+    "        pass\n"
+    "    v = float(loss)  # noqa: XFA401\n"
+    "    print(loss)\n"
+)
+
+
+def test_sites_json_lists_implicit_sites(tmp_path, capsys):
+    p = tmp_path / "train.py"
+    p.write_text(SRC)
+    assert main(["sites", str(p), "--format", "json", "--no-cache"]) == 0
+    recs = json.loads(capsys.readouterr().out)
+    imp = [r for r in recs if r.get("implicit")]
+    assert [(r["line"], r["kind"], r["rule"], r["op"]) for r in imp] == [
+        (4, "down", "XFA402", "truth"), (6, "down", "XFA401", "conversion"), (7, "down", "XFA403", "format"),
+    ]
+    explicit = [r for r in recs if not r.get("implicit")]
+    assert explicit and all("implicit" not in r and "op" not in r for r in explicit)
+    assert set(explicit[0]) == {"path", "line", "column", "end_line", "end_column", "kind", "rule", "call",
+                                "wrapped", "site", "suppressed", "rule_id", "function", "decorator"}
+
+
+def test_check_reports_selects_and_suppresses_implicit_codes(tmp_path, capsys):
+    p = tmp_path / "train.py"
+    p.write_text(SRC)
+    main(["check", str(p), "--no-cache"])
+    out = capsys.readouterr().out
+    assert "train.py:4:8: XFA402" in out and "train.py:7:11: XFA403" in out
+    assert "XFA401" not in out  # suppressed by its noqa
+    main(["check", str(p), "--no-cache", "--select", "XFA4", "--ignore", "XFA403"])
+    out = capsys.readouterr().out
+    assert "XFA402" in out and "XFA403" not in out and "XFA203" not in out
+
+
+@pytest.mark.parametrize("code", ["XFA401", "XFA402", "XFA403", "XFA404", "XFA405", "XFA406", "XFA407",
+                                  "XFA408", "XFA451"])
+def test_every_implicit_code_is_documented(code, capsys):
+    assert main(["rule", code]) == 0
+    out = capsys.readouterr().out
+    for head in ("## What it does", "## Why is this bad?", "## Example", "## Use instead:"):
+        assert head in out
+
+
+def test_the_value_layer_is_a_finder_analysis_reading_names_through_the_one_resolver():
+    """Plugged in through the finder's seam, and its module-level imports are
+    the resolver's answers (no import reader of its own)."""
+    from xferaudit.static import finder, value_sites
+
+    assert value_sites.analyse in finder.ANALYSES
+    tree = ast.parse("import torch as T\nfrom numpy import asarray\n")
+    asked = []
+
+    def qualname(node):
+        asked.append(node.id)
+        return "resolved." + node.id
+
+    got = V.module_imports(tree, qualname)
+    assert asked == ["T", "asarray"]
+    assert {k: v.qual for k, v in got.items()} == {"T": "resolved.T", "asarray": "resolved.asarray"}

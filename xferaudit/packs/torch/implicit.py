@@ -1,0 +1,164 @@
+"""The torch pack's counting wrappers for implicit transfers: ``xfer.float(loss, site=...)`` and friends.
+
+Some reads of a device value have no transfer call of their own: ``float(loss)``,
+``if loss > 100:``, ``print(loss)``, ``math.isnan(loss)``, ``torch.save(t, f)``.
+``xferaudit wrap`` rewrites each into a wrapper that makes exactly the same
+conversion and counts it like the explicit wrappers (calls, crossings, bytes,
+the real direction), inside the "in a wrapper" mark, so the guard no longer
+reports it as unwrapped:
+
+==============================  ==================================================
+original                        wrapped
+==============================  ==================================================
+``float(t)`` / ``int(t)``       ``xfer.float(t, site=...)`` / ``xfer.int(t, site=...)``
+``complex(t)``                  ``xfer.complex(t, site=...)``
+``bool(t)``                     ``bool(xfer.bool(t, site=...))``
+``if cond:`` (any truth test)   ``if xfer.bool(cond, site=...):``
+``range(t)``, ``seq[t]``,       ``range(xfer.index(t, site=...))``, ...
+``x[:t]``, ``operator.index``
+``print(t)``, f-strings, ``%``, ``print(xfer.read(t, site=...))``, ...
+``str``/``repr``/``format``,
+logging, ``math.*``, numpy
+``torch.save(obj, f)``          ``xfer.save(torch.save, obj, f, site=...)``
+==============================  ==================================================
+
+:func:`read` returns a small proxy whose ``__str__``, ``__repr__``,
+``__format__``, ``__float__``, ``__int__``, ``__index__``, ``__complex__``,
+``__bool__`` and ``__array__`` call the tensor's own, counted when they run (a
+logging call filtered out by its level formats nothing and counts nothing).
+
+A host value goes through with direction ``none``; the result is always what
+the bare conversion returns, and an exception is the bare conversion's. The
+kind recorded (``down``) is the wrap grammar's (``xferaudit.wrapform.IMPLICIT``),
+looked up like every row's kind (:mod:`xferaudit.runtime.kinds`).
+"""
+
+from __future__ import annotations
+
+import builtins
+import operator
+from typing import Any, Optional
+
+from ...runtime.recorder import STATE as _S
+from ...runtime.recorder import call_inside, record
+from . import runtime as _w
+
+
+def _tensor(x: Any) -> bool:
+    t = _w._torch if _w._torch is not None else _w._init()
+    return t is not None and isinstance(x, _w._Tensor)
+
+
+def _count(x: Any, site: Optional[str], key: str) -> None:
+    """One read of `x` at `site` by the wrapper `key` (its kind: the wrap
+    grammar's, xferaudit.wrapform.IMPLICIT, through runtime.kinds)."""
+    if not _S._on:
+        return
+    if _tensor(x) and not x.is_cpu:
+        record(site, key, "down", x.element_size() * x.numel())
+    else:
+        record(site, key, "none", 0)
+
+
+def _convert(fn: Any, x: Any, site: Optional[str], key: str) -> Any:
+    if not _S.active:
+        return fn(x)
+    out = call_inside(fn, (x,), {})
+    _count(x, site, key)
+    return out
+
+
+def float(x: Any, site: Optional[str] = None) -> Any:  # noqa: A001 - the builtin's name, on purpose
+    """``float(x)``, counted at `site` (a read of a device tensor is ``down``)."""
+    return _convert(builtins.float, x, site, "float")
+
+
+def int(x: Any, site: Optional[str] = None) -> Any:  # noqa: A001
+    """``int(x)``, counted at `site`."""
+    return _convert(builtins.int, x, site, "int")
+
+
+def complex(x: Any, site: Optional[str] = None) -> Any:  # noqa: A001
+    """``complex(x)``, counted at `site`."""
+    return _convert(builtins.complex, x, site, "complex")
+
+
+def bool(x: Any, site: Optional[str] = None) -> Any:  # noqa: A001
+    """``bool(x)``: the truth test of ``if``/``while``/``assert``/``not``, counted at `site`."""
+    return _convert(builtins.bool, x, site, "bool")
+
+
+def index(x: Any, site: Optional[str] = None) -> Any:
+    """``operator.index(x)``: what ``range(t)``, ``seq[t]`` and ``x[:t]`` call on `t`."""
+    return _convert(operator.index, x, site, "index")
+
+
+class _Read:
+    """What :func:`read` returns: the value, read (and counted) when it is formatted or converted."""
+
+    __slots__ = ("_value", "_site")  # counted under the key "read"
+
+    def __init__(self, value: Any, site: Optional[str]) -> None:
+        self._value = value
+        self._site = site
+
+    def _do(self, fn: Any, *args: Any) -> Any:
+        if not _S.active:
+            return fn(self._value, *args)
+        out = call_inside(fn, (self._value,) + args, {})
+        _count(self._value, self._site, "read")
+        return out
+
+    def __str__(self) -> str:
+        return self._do(builtins.str)
+
+    def __repr__(self) -> str:
+        return self._do(builtins.repr)
+
+    def __format__(self, spec: str) -> str:
+        return self._do(builtins.format, spec)
+
+    def __float__(self) -> Any:
+        return self._do(builtins.float)
+
+    def __int__(self) -> Any:
+        return self._do(builtins.int)
+
+    def __index__(self) -> Any:
+        return self._do(operator.index)
+
+    def __complex__(self) -> Any:
+        return self._do(builtins.complex)
+
+    def __bool__(self) -> Any:
+        return self._do(builtins.bool)
+
+    def __array__(self, *args: Any, **kwargs: Any) -> Any:
+        return self._do(lambda v: v.__array__(*args, **kwargs))
+
+    def __len__(self) -> Any:
+        return len(self._value)
+
+
+def read(x: Any, site: Optional[str] = None) -> Any:
+    """`x` where it is formatted (``print``, f-strings, ``%``, ``.format``, logging)
+    or passed to ``math``/numpy: a proxy that reads it, counted, when that happens.
+    A value that is no tensor is returned as it is."""
+    if not _tensor(x):
+        return x
+    return _Read(x, site)
+
+
+def save(fn: Any, obj: Any, /, *args: Any, site: Optional[str] = None, **kwargs: Any) -> Any:
+    """``fn(obj, *args, **kwargs)`` for ``torch.save``: ``down`` with the bytes of
+    the device storages it saved (shared storages once)."""
+    if not _S.active:
+        return fn(obj, *args, **kwargs)
+    out = call_inside(fn, (obj,) + args, kwargs)
+    if _S._on:
+        n = _w._storage_bytes_off_host(obj) if _w._Tensor is not None else 0
+        record(site, "save", "down" if n else "none", n)
+    return out
+
+
+__all__ = ["bool", "complex", "float", "index", "int", "read", "save"]

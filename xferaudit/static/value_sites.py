@@ -1,0 +1,137 @@
+"""The value layer, plugged into the finder as a per-file analysis.
+
+The finder matches calls by name; what a name holds is the value layer's
+question (:mod:`.values`, :mod:`.values_flow`, :mod:`.implicit`). Registered in
+the finder's :data:`~.finder.ANALYSES` (by ``xferaudit.static``), it does two
+things to each file's sites:
+
+* adds the *implicit* sites, crossings with no transfer call of their own
+  (``float(loss)``, ``if loss > 100:``, ``print(loss)``, ``t[mask]``,
+  ``torch.save``...), reported as ``XFA4xx`` where the code shows a device
+  tensor;
+* re-judges the method-row sites the finder found unwrapped: a receiver shown
+  to be a module, a class, a numpy or Python value is no tensor, so its call is
+  no site (``np.asarray(x).tolist()``, ``re.compile(p)``); the unbound
+  ``torch.Tensor.cpu(x)`` is the site of ``x`` (its arguments after ``x``,
+  wrapped as ``xfer.call(torch.Tensor.cpu, x, site=...)``); and the rows whose
+  argument or receiver must be checked by value (``x.new(data)``,
+  ``x.type(<cuda type>)``, ``module.compile()``) keep only what qualifies.
+
+Names are resolved by the file's one resolver (``ctx.resolver.qualname``); a
+value-layer failure never stops a scan (the file keeps the finder's sites).
+"""
+
+from __future__ import annotations
+
+import bisect
+from typing import Callable, Optional
+
+from ..rules import KIND_CODES
+from . import finder as _finder
+from . import implicit as _implicit
+from .classify import Classifier
+from .finder import FileContext, Site, implicit_site
+
+def _local_in(scope) -> Callable[[str], bool]:
+    """`name` is bound in the function (or lambda, comprehension) of `scope`."""
+
+    def local(name: str) -> bool:
+        s = scope
+        while s is not None and not s.is_module:
+            if not s.is_class and name in s.bindings:
+                return True
+            s = s.parent
+        return False
+
+    return local
+
+
+def analyse(ctx: FileContext) -> list[Site]:
+    """The implicit sites of the file; the method-row sites re-judged in place."""
+    if ctx.tree is None:
+        return []
+    text = ctx.source.text
+    evidence = _implicit.evidence_lines(text)
+    methods = [s for s in ctx.sites if id(s) in ctx.nodes and ctx.rules.methods.get(_attr(ctx.nodes[id(s)][0]) or "")]
+    qualname = _lazy_qualname(ctx)
+    cand = ctx.candidates
+    if not evidence and not cand:
+        return []
+    wanted = _spans(cand) if cand else None
+    try:
+        res = _implicit.find(ctx.tree, text, qualname, frozenset(ctx.rules.methods), wanted, evidence)
+        if methods:
+            _rejudge(ctx, res, methods)
+    except RecursionError:
+        raise
+    except Exception:  # pragma: no cover - a value-layer bug must not stop the scan
+        return []
+    return [implicit_site(ctx.path, ctx.source, ctx.colmap, fd.node, fd.at, fd.op, fd.label, fd.function)
+            for fd in res.findings]
+
+
+def _attr(node) -> Optional[str]:
+    func = getattr(node, "func", None)
+    return getattr(func, "attr", None)
+
+
+def _lazy_qualname(ctx: FileContext) -> Callable:
+    """The resolver's `qualname` at module level, the resolver bound on first use."""
+    box: list = []
+
+    def qualname(node) -> Optional[str]:
+        if not box:
+            box.append(ctx.resolver.qualname)
+        return box[0](node)
+
+    return qualname
+
+
+def _spans(lines: list) -> Callable:
+    def hits(node) -> bool:
+        lo = min([node.lineno] + [d.lineno for d in getattr(node, "decorator_list", ())])
+        k = bisect.bisect_left(lines, lo)
+        return k < len(lines) and lines[k] <= node.end_lineno
+
+    return hits
+
+
+def _rejudge(ctx: FileContext, res, methods: list) -> None:
+    """Drop the method-row sites the values rule out; re-read the unbound ones."""
+    by_id = {r.id: r for r in ctx.rules.rules}
+    drop: set = set()
+    fr = ctx.finder_resolver
+    cls = Classifier(ctx.rules, fr.qualname, ctx.source.segment)
+    for s in methods:
+        node, scope = ctx.nodes[id(s)]
+        local = _local_in(scope)
+        rule = by_id.get(s.rule_id)
+        if rule is None or rule.call != "method":
+            continue
+        if res.not_a_receiver(node, local) is not None:
+            drop.add(id(s))
+            continue
+        if not _implicit.row_allows(rule.id, node, res, local):
+            drop.add(id(s))
+            continue
+        if res.unbound(node, local):
+            outer, fr.scope = fr.scope, scope
+            try:
+                kind = cls.kind_of(rule, list(node.args[1:]), {k.arg: k.value for k in node.keywords})
+            finally:
+                fr.scope = outer
+            if kind is None:
+                drop.add(id(s))
+                continue
+            s.kind, s.rule, s.op = kind, KIND_CODES[kind], "unbound"
+    if drop:
+        ctx.sites[:] = [s for s in ctx.sites if id(s) not in drop]
+
+
+def register() -> None:
+    """Plug the value layer into the finder (once)."""
+    if analyse not in _finder.ANALYSES:
+        _finder.ANALYSES.append(analyse)
+
+
+__all__ = ["analyse", "register"]
