@@ -1,0 +1,84 @@
+"""After `wrap`, a step whose every line crosses implicitly (float, int, complex,
+bool, truth tests, indices, str/repr/f-string/%/format, print, logging,
+math.isnan, torch.save) leaves the guard nothing unwrapped in the file's own
+lines, on the simulated device and on CUDA in both guard modes.
+
+The wrapped twin is committed (the GPU machine has no libcst); a CPU test keeps
+it equal to what `wrap` writes from the plain file.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+import xferaudit.runtime as xfer  # noqa: E402
+from xferaudit.runtime import recorder  # noqa: E402
+from xferaudit.runtime.guard import guard  # noqa: E402
+
+HERE = Path(__file__).parent / "implicit_step"
+PLAIN = HERE / "step_plain.py"
+WRAPPED = HERE / "step_wrapped.py"
+REL = "tests/packs/torch/implicit_step/step_wrapped.py"
+
+
+def test_the_wrapped_twin_is_what_wrap_writes_and_unwrap_restores():
+    codemod = pytest.importorskip("xferaudit.static.codemod")
+    res = codemod.wrap_source(PLAIN.read_bytes(), str(WRAPPED), relpath=REL)
+    assert not res.skipped, res.skipped
+    assert res.new == WRAPPED.read_bytes(), "run this test's wrap again: the twin is stale"
+    back = codemod.unwrap_source(WRAPPED.read_bytes(), str(WRAPPED))
+    assert back.new == PLAIN.read_bytes()
+
+
+def _load(path: Path, name: str):
+    spec = importlib.util.spec_from_file_location(name, path)
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules[name] = mod
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def _run(path: Path, name: str, dev, mode: str, save: bool):
+    mod = _load(path, name)
+    torch.manual_seed(0)
+    model = torch.nn.Linear(2, 1)
+    xfer.reset()
+    with xfer.counting(), guard("count", mode=mode):
+        out = mod.step(model, torch.ones(4, 2), torch.zeros(4, 1), dev, ["a", "b", "c"], save)
+    # (the guard shows paths relative to the working directory)
+    lines = sorted({t.line for t in recorder.STATE.unwrapped.values()
+                    if Path(t.path).resolve() == path.resolve()})
+    return out, lines, xfer.snapshot()
+
+
+def _check(dev, mode: str, capsys, save: bool = True):
+    out_plain, lines_plain, _ = _run(PLAIN, "xfa_step_plain", dev, mode, save)
+    out_wrapped, lines_wrapped, rep = _run(WRAPPED, "xfa_step_wrapped", dev, mode, save)
+    capsys.readouterr()
+    assert len(lines_plain) >= 12, lines_plain  # the plain step crosses on most lines
+    assert lines_wrapped == []  # every crossing went through a wrapper
+    assert out_plain == out_wrapped  # same values, same text
+    rows = {r.site.rsplit(":", 1)[-1]: r for r in rep.rows}
+    assert rows["float(loss)"].direction == "down" and rows["float(loss)"].crossings == 1
+    if save:
+        assert rows["torch.save(loss)"].direction == "down" and rows["torch.save(loss)"].bytes == 4
+    assert sum(r.crossings for r in rep.rows if r.direction == "down") >= 16 + save
+
+
+def test_on_the_simulated_device(capsys):
+    from xferaudit.testing import simulated_device
+
+    _check(simulated_device(), "full", capsys, save=False)
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
+@pytest.mark.parametrize("mode", ["lite", "full"])
+def test_on_cuda(mode, capsys):
+    _check(torch.device("cuda"), mode, capsys)
