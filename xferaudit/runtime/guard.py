@@ -498,6 +498,7 @@ def _counting_disable(original: Any, counter_cls: Any) -> Any:
                 finally:
                     _tls.hooked -= 1
 
+    disable_current_modes._xferaudit_counting = True  # type: ignore[attr-defined]
     return disable_current_modes
 
 
@@ -513,8 +514,9 @@ def _printer(orig: Any, name: str, what: str, compiling: Any, counts_inside: boo
     @functools.wraps(orig)
     def hooked(self: Any, *args: Any, **kwargs: Any) -> Any:
         __tracebackhide__ = True
-        if not _tls.stack or _tls.quiet or compiling() or not on_device(self):
-            return orig(self, *args, **kwargs)
+        if (not _tls.stack or _tls.quiet or _tls.print_acc is not None or compiling()
+                or not on_device(self)):
+            return orig(self, *args, **kwargs)  # (print_acc: a wrapper is counting this print)
         detail = f"{what} of a {where(self)} tensor"
         if not counts_inside or _tls.stack[-1]["down"] == "raise" or _recorder.in_wrapper():
             _event(_tls.stack, op, "down", nbytes(self), detail)  # (raises before it prints)
@@ -534,6 +536,43 @@ def _printer(orig: Any, name: str, what: str, compiling: Any, counts_inside: boo
 
     hooked.__xferaudit_original__ = orig  # type: ignore[attr-defined]
     return hooked
+
+
+_read_counter: Any = None
+
+
+def count_reads(fn: Any, *args: Any) -> tuple:
+    """``(fn(*args), copies, bytes)``: run a print, format or conversion of a
+    tensor, adding up the device-to-host copies it really makes (a print of a
+    0-dim float32 on CUDA is 8 copies, 17 bytes), inside torch's printer too.
+
+    For the implicit ``xfer.read`` wrapper, so a wrapped ``print(t)`` counts
+    what the profiler sees. ``copies`` is None where this torch gives the
+    printer no mode switch to count inside (the caller then counts one copy).
+    """
+    global _read_counter
+    torch = sys.modules.get("torch")
+    pd = getattr(getattr(torch, "utils", None), "_python_dispatch", None)
+    disable = getattr(pd, "_disable_current_modes", None)
+    if disable is None:
+        return fn(*args), None, None
+    if _read_counter is None:
+        counter = _print_counter_class()
+        counter.ops = guard_ops.Ops(torch)
+        _read_counter = counter
+    acc = [0, 0]
+    prev, _tls.print_acc = _tls.print_acc, acc
+    patched_here = not getattr(disable, "_xferaudit_counting", False)
+    if patched_here:  # (an active guard has patched it already)
+        pd._disable_current_modes = _counting_disable(disable, _read_counter)
+    try:
+        with _read_counter():
+            out = fn(*args)
+    finally:
+        if patched_here:
+            pd._disable_current_modes = disable
+        _tls.print_acc = prev
+    return out, acc[0], acc[1]
 
 
 def _print_hooks(torch: Any, ops: guard_ops.Ops) -> Any:

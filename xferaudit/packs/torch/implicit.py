@@ -109,14 +109,28 @@ class _Read:
         _count(self._value, self._site, "read")
         return out
 
+    def _print(self, fn: Any, *args: Any) -> Any:
+        """A print/format: counted as the copies and bytes the printer really makes."""
+        x = self._value
+        if not _S.active or not _S._on or not _tensor(x) or x.is_cpu:
+            return self._do(fn, *args)
+        from ...runtime.guard import count_reads
+
+        out, copies, nbytes = call_inside(count_reads, (fn, x) + args, {})
+        if copies is None:  # (this torch cannot count inside its printer)
+            _count(x, self._site, "read")
+        else:
+            record(self._site, "read", "down" if copies else "none", nbytes, copies)
+        return out
+
     def __str__(self) -> str:
-        return self._do(builtins.str)
+        return self._print(builtins.str)
 
     def __repr__(self) -> str:
-        return self._do(builtins.repr)
+        return self._print(builtins.repr)
 
     def __format__(self, spec: str) -> str:
-        return self._do(builtins.format, spec)
+        return self._print(builtins.format, spec)
 
     def __float__(self) -> Any:
         return self._do(builtins.float)
