@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from pathlib import Path
 
 import pytest
@@ -59,85 +57,7 @@ def test_wrapped_forms():
     assert unwrap_source(res.new, "train.py").new == src
 
 
-STEP = '''\
-import logging
-import math
-
-import numpy as np
-import torch
-
-log = logging.getLogger("xferaudit.test")
-
-
-def step(model, x, y, dev, names):
-    model = model.to(dev)
-    x, y = x.to(dev), y.to(dev)
-    loss = torch.nn.functional.mse_loss(model(x), y)
-    total = float(loss) + int(loss) + complex(loss).real
-    flag = bool(loss)
-    if loss > 100:
-        total += 1
-    while not loss.isfinite():
-        break
-    assert loss >= 0
-    k = (loss * 0).long()
-    for _ in range(k):
-        pass
-    names = list(names)
-    first = names[k]
-    part = names[:k]
-    text = str(loss) + repr(loss) + f"{loss:.3f}" + "%s" % loss + "{}".format(loss)
-    print(loss)
-    log.info("loss %s", loss)
-    isn = math.isnan(loss)
-    return total, flag, first, part, text, isn
-'''
-
-
-def _load(path: Path, name: str):
-    spec = importlib.util.spec_from_file_location(name, path)
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules[name] = mod
-    spec.loader.exec_module(mod)
-    return mod
-
-
-def test_after_wrap_the_guard_sees_no_unwrapped_transfer_in_the_file(tmp_path, capsys):
-    torch = pytest.importorskip("torch")
-    import xferaudit.runtime as xfer
-    from xferaudit.runtime import recorder
-    from xferaudit.runtime.guard import guard
-    from xferaudit.testing import simulated_device
-
-    dev = simulated_device()
-    bare = tmp_path / "bare_step.py"
-    bare.write_text(STEP)
-    wrapped = tmp_path / "wrapped_step.py"
-    res = wrap_source(STEP.encode(), "wrapped_step.py")
-    assert not [k for k in res.skipped], res.skipped
-    wrapped.write_bytes(res.new)
-
-    def run(path: Path, name: str):
-        mod = _load(path, name)
-        torch.manual_seed(0)
-        model = torch.nn.Linear(2, 1)
-        xfer.reset()
-        with xfer.counting(), guard("count"):
-            out = mod.step(model, torch.ones(4, 2), torch.zeros(4, 1), dev, ["a", "b", "c"])
-        lines = sorted({t.line for t in recorder.STATE.unwrapped.values() if t.path == str(path)})
-        return out, lines, xfer.snapshot()
-
-    out_bare, lines_bare, _ = run(bare, "bare_step")
-    out_wrapped, lines_wrapped, rep = run(wrapped, "wrapped_step")
-    assert len(lines_bare) >= 10  # the bare step crosses on most lines
-    # the wrapped step: only the explicit .to() calls and nothing else
-    assert lines_wrapped == []
-    assert out_bare == out_wrapped  # same values, same text
-    by_site = {r.site: r for r in rep.rows}
-    assert by_site["wrapped_step.py:step:float(loss)"].crossings == 1
-    assert by_site["wrapped_step.py:step:float(loss)"].direction == "down"
-    assert sum(r.crossings for r in rep.rows if r.direction == "down") >= 14
-    capsys.readouterr()
+# What the guard sees after wrap, on the simulated device and on CUDA: tests/packs/torch/test_implicit_step.py
 
 
 @pytest.mark.parametrize("path", FILES, ids=lambda p: p.name)
