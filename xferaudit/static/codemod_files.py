@@ -28,7 +28,7 @@ from .._text import printable, printable_path
 from ..config import Config
 from ..rules import KINDS
 from . import progress as _progress
-from .codemod import CodemodError, CodemodResult, unwrap_source, wrap_source
+from .codemod import CodemodError, CodemodResult, code_style, unwrap_source, wrap_source
 
 #: Below this many files the run stays in one process (a pool costs ~0.2 s to start).
 PARALLEL_MIN_FILES = 16
@@ -68,7 +68,8 @@ _JOB: dict = {}
 
 def _init(mode: str, cfg: Config, select: tuple[str, ...], want_old: bool) -> None:
     _JOB.clear()
-    _JOB.update(mode=mode, cfg=cfg, table=cfg.table(), select=select, want_old=want_old)
+    _JOB.update(mode=mode, cfg=cfg, table=cfg.table(), select=select, want_old=want_old,
+                style=code_style(cfg.root))
 
 
 def _read_bytes(path: str) -> bytes:
@@ -101,9 +102,9 @@ def process_file(path: str) -> FileOutcome:
 
     try:
         if _JOB["mode"] == "wrap":
-            out.result = wrap_source(data, path, _JOB["table"], rel, codes_ok)
+            out.result = wrap_source(data, path, _JOB["table"], rel, codes_ok, _JOB["style"])
         else:
-            out.result = unwrap_source(data, path, _JOB["table"])
+            out.result = unwrap_source(data, path, _JOB["table"], _JOB["style"])
     except CodemodError as e:
         msg = str(e)
         out.error = msg if msg.startswith(("cannot", "libcst", "internal")) else f"cannot process: {msg}"

@@ -1,5 +1,5 @@
-import xferaudit.runtime as xfer
 import torch
+import xferaudit.runtime as xfer
 
 SCALE = xfer.to(torch.ones(1), "cuda", site="train.py:<module>:torch.ones(1).to")
 
@@ -18,7 +18,10 @@ class Trainer:
         cond = xfer.cpu(xs[0], site="train.py:Trainer.step:xs[0].cpu") if xs else xfer.cuda(xs[1], site="train.py:Trainer.step:xs[1].cuda")
         if (w := xfer.cuda(xs[0], site="train.py:Trainer.step:xs[0].cuda")) is not None:
             pass
-        assert xfer.item(xs[0], site="train.py:Trainer.step:xs[0].item") > 0, xfer.cpu(xs[0], site="train.py:Trainer.step:xs[0].cpu#2")
+        assert xfer.item(xs[0], site="train.py:Trainer.step:xs[0].item") > 0, xfer.cpu(
+            xs[0],
+            site="train.py:Trainer.step:xs[0].cpu#2",
+        )
         with xfer.cpu(xs[0], site="train.py:Trainer.step:xs[0].cpu#3") as cm:
             pass
         for t in xfer.cpu(xs[0], site="train.py:Trainer.step:xs[0].cpu#4"):
@@ -33,7 +36,10 @@ class Trainer:
 
     async def fetch(self, x, dev):
         a = await xfer.cpu(x, site="train.py:Trainer.fetch:x.cpu")
-        b = await xfer.cpu((await xfer.to(x, dev, site="train.py:Trainer.fetch:x.to")), site="train.py:Trainer.fetch:(await x.to(dev)).cpu")
+        b = await xfer.cpu(
+            (await xfer.to(x, dev, site="train.py:Trainer.fetch:x.to")),
+            site="train.py:Trainer.fetch:(await x.to(dev)).cpu",
+        )
         return a, b
 
     def stars(self, x, a, k):

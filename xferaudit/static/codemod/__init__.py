@@ -79,8 +79,11 @@ from .imports import (
     _alias_import, _insert_import, _remove_import, choose_alias, import_bindings, import_index,
     spell,
 )
+from .breaking import break_long_lines
 from .layout import _ast, _count_lines, _Layout, _layout, _LayoutError  # noqa: F401 - tests and bench patch these
 from .nodes import _code, string_literal
+from .placement import insert_import, remove_import
+from .style import DEFAULT_STYLE, CodeStyle, code_style
 from .results import CodemodError, CodemodResult, Skipped
 from .shapes import _Shapes
 from .unwrap import _UnwrapTransformer
@@ -142,17 +145,21 @@ def wrap_source(
     rules: Optional[RuleTable] = None,
     relpath: Optional[str] = None,
     codes_ok=None,
+    style: Optional[CodeStyle] = None,
 ) -> CodemodResult:
     """Wrap every eligible unwrapped site of one file's bytes.
 
     `codes_ok(code) -> bool` filters sites by rule code (``--select`` and the
     config's select/ignore/per-file-ignores); suppressed sites are never wrapped
-    (wrapping them would leave their suppression unused). Raises
+    (wrapping them would leave their suppression unused). `style` (the
+    project's line length and import sorting, :func:`code_style`) decides
+    where the runtime import goes and which long lines are broken. Raises
     :class:`CodemodError` for a file that cannot be decoded or parsed.
     """
     from ...rules import table as default_table
 
     rules = rules or default_table()
+    style = style or DEFAULT_STYLE
     res = CodemodResult(path=path)
     text = _decode(data, path)
     found, ctx = analyse(text, path, rules, relpath if relpath is not None else path)
@@ -174,6 +181,8 @@ def wrap_source(
     alias, existing = choose_alias(text, module, ctx.resolver)
     have_import = existing is not None
     index = import_index(module)
+    if not have_import:
+        index = insert_import(module, alias, index, style)[1]  # where isort would put it
     shapes = _Shapes(rules, ctx.resolver.import_bindings)
     taken = {s.site for s in found.sites if s.site}
     layout = _layout(module, ctx.tree, text, [s.line for s in sites])
@@ -210,13 +219,64 @@ def wrap_source(
     if not tr.wrapped:
         return res
     if not have_import:
-        new_module = _insert_import(new_module, alias, index)
+        new_module = insert_import(new_module, alias, import_index(new_module), style)[0]
     new = _render(new_module, data)
+    if _has_long_line(new, alias, style.line_length, module.encoding):
+        made = {s.site for s in tr.wrapped}
+
+        def is_new(call: cst.Call) -> bool:
+            w = _wrapper_name(call, alias, shapes)
+            if w is None:
+                return False
+            lit = next((a.value for a in call.args if a.keyword is not None and a.keyword.value == "site"), None)
+            return isinstance(lit, cst.SimpleString) and _literal(lit.value) in made
+
+        def same_back(old: cst.Call, exploded: cst.Call) -> bool:
+            w = _wrapper_name(old, alias, shapes)
+            a, b = shapes.unwrap(old, w), shapes.unwrap(exploded, w)
+            return a is not None and b is not None and _code(a) == _code(b)
+
+        broken_module, n = break_long_lines(new_module, is_new, style.line_length, same_back)
+        if n:
+            new_module = broken_module
+            new = _render(new_module, data)
+    _must_compile(new, path)
     _must_compile(new, path)
     res.new = new
     res.wrapped = Counter(s.kind for s in tr.wrapped)
     res.generic = tr.generic
     return res
+
+
+def _has_long_line(new: bytes, alias: str, limit: int, encoding: str) -> bool:
+    """Whether a line holding the runtime's alias is longer than `limit` (cheap
+    test before the pass that breaks such lines)."""
+    mark = (alias + ".").encode("ascii")
+    for line in new.splitlines():
+        if len(line) > limit and mark in line:
+            try:
+                if len(line.decode(encoding).expandtabs(4)) > limit:
+                    return True
+            except (UnicodeDecodeError, LookupError):
+                return True
+    return False
+
+
+def _wrapper_name(call: cst.Call, alias: str, shapes: _Shapes) -> Optional[str]:
+    func = call.func
+    if (
+        isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and func.value.value == alias
+        and func.attr.value in shapes.infos
+    ):
+        return func.attr.value
+    return None
+
+
+def _literal(value: str):
+    try:
+        return ast.literal_eval(value)
+    except (ValueError, SyntaxError):  # pragma: no cover
+        return None
 
 
 def _must_compile(new: bytes, path: str) -> None:
@@ -231,9 +291,11 @@ def unwrap_source(
     data: bytes,
     path: str = "<string>",
     rules: Optional[RuleTable] = None,
+    style: Optional[CodeStyle] = None,
 ) -> CodemodResult:
     """Restore the bare calls of every wrapper call of one file, and drop the
-    runtime import when nothing else uses it."""
+    runtime import when nothing else uses it (putting back the blank lines
+    ``wrap`` moved for it: `style` must be the one ``wrap`` ran with)."""
     from ...rules import table as default_table
 
     rules = rules or default_table()
@@ -271,7 +333,7 @@ def unwrap_source(
         if a is not None:
             refs = sum(1 for n in ast.walk(tree) if type(n) is ast.Name and n.id == a) if tree else 1 << 30
             if refs - tr.by_prefix[a] <= 0:
-                new_module = _remove_import(new_module, i)
+                new_module = remove_import(new_module, i, import_index, style or DEFAULT_STYLE, a)
             break
     new = _render(new_module, data)
     _must_compile(new, path)
@@ -281,6 +343,6 @@ def unwrap_source(
 
 
 __all__ = [
-    "ALIAS", "CodemodError", "CodemodResult", "Skipped", "choose_alias", "import_bindings",
+    "ALIAS", "CodeStyle", "CodemodError", "CodemodResult", "Skipped", "choose_alias", "code_style", "import_bindings",
     "import_index", "spell", "string_literal", "unwrap_source", "wrap_source", "wrapper_infos",
 ]

@@ -1,0 +1,190 @@
+"""Long wrapped lines broken the way black and ruff format break them.
+
+A statement that fits on one line before ``wrap`` may not after it. When the
+line a new wrapper call is on goes past the project's line length, and that
+call's closing parenthesis is the last bracket of the line (so it is the one
+black splits first), its arguments go one per line, indented four spaces
+more than the statement, with a magic trailing comma::
+
+    y = xfer.cpu(x, site="pkg/train.py:Trainer.step:loss")     # too long
+
+    y = xfer.cpu(
+        x,
+        site="pkg/train.py:Trainer.step:loss",
+    )
+
+This is a fixed point of ``black`` and ``ruff format`` (the trailing comma
+keeps it exploded). Only a call written with the canonical spacing (``a, b``,
+nothing after ``(`` or before ``)``, no trailing comma, on one line) is broken,
+so the layout says exactly what it replaced: ``unwrap`` recognises it by the
+line break after the comma before ``site=`` (or, with no other argument, by
+the break after ``(`` and the trailing comma after ``site=``), which the
+one-line wrapped form never has, and puts the canonical spacing back.
+"""
+
+from __future__ import annotations
+
+from typing import Iterable, Optional
+
+import libcst as cst
+
+from .nodes import _code
+
+_EMPTY = cst.SimpleWhitespace("")
+_SPACE = cst.SimpleWhitespace(" ")
+_STEP = "    "  # black and ruff indent continuation lines by four spaces
+_BRACKETS = set("()[]{}")
+
+
+def _break(step: str) -> cst.ParenthesizedWhitespace:
+    return cst.ParenthesizedWhitespace(
+        first_line=cst.TrailingWhitespace(), empty_lines=[], indent=True, last_line=cst.SimpleWhitespace(step)
+    )
+
+
+def _is_break(ws) -> bool:
+    return (
+        isinstance(ws, cst.ParenthesizedWhitespace)
+        and ws.first_line.comment is None
+        and not ws.first_line.whitespace.value
+        and not ws.empty_lines
+    )
+
+
+def _is_ws(ws, value: str) -> bool:
+    return isinstance(ws, cst.SimpleWhitespace) and ws.value == value
+
+
+def canonical(call: cst.Call) -> bool:
+    """Whether the call's argument list has the one-line canonical spacing."""
+    args = call.args
+    if not args or not _is_ws(call.whitespace_before_args, ""):
+        return False
+    for a in args[:-1]:
+        c = a.comma
+        if not isinstance(c, cst.Comma) or not _is_ws(c.whitespace_before, "") or not _is_ws(c.whitespace_after, " "):
+            return False
+        if not _is_ws(a.whitespace_after_arg, ""):
+            return False
+    last = args[-1]
+    return last.comma is cst.MaybeSentinel.DEFAULT and _is_ws(last.whitespace_after_arg, "")
+
+
+def explode(call: cst.Call) -> cst.Call:
+    """One argument a line, with a magic trailing comma (`call` is canonical)."""
+    args = [a.with_changes(comma=cst.Comma(whitespace_before=_EMPTY, whitespace_after=_break(_STEP)))
+            for a in call.args[:-1]]
+    last = call.args[-1]
+    args.append(last.with_changes(comma=cst.Comma(whitespace_before=_EMPTY, whitespace_after=_break(""))))
+    return call.with_changes(whitespace_before_args=_break(_STEP), args=args)
+
+
+def is_exploded(call: cst.Call, extras: Iterable[str]) -> bool:
+    """Whether a wrapper call has the broken layout :func:`explode` writes."""
+    args = call.args
+    if not args or not _is_break(call.whitespace_before_args):
+        return False
+    last = args[-1]
+    if last.keyword is None or last.keyword.value not in set(extras):
+        return False
+    if not isinstance(last.comma, cst.Comma) or not _is_break(last.comma.whitespace_after):
+        return False
+    for a in args[:-1]:
+        c = a.comma
+        if not isinstance(c, cst.Comma) or not _is_ws(c.whitespace_before, "") or not _is_break(c.whitespace_after):
+            return False
+        if not _is_ws(a.whitespace_after_arg, ""):
+            return False
+    return _is_ws(last.whitespace_after_arg, "") and _is_ws(last.comma.whitespace_before, "")
+
+
+def unexplode(call: cst.Call) -> cst.Call:
+    """The canonical one-line spacing back (inverse of :func:`explode`)."""
+    args = [a.with_changes(comma=cst.Comma(whitespace_before=_EMPTY, whitespace_after=_SPACE)) for a in call.args[:-1]]
+    args.append(call.args[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT))
+    return call.with_changes(whitespace_before_args=_EMPTY, args=args)
+
+
+class _Breaker(cst.CSTTransformer):
+    """Breaks, per simple statement over the limit, the one new wrapper call
+    black would split."""
+
+    def __init__(self, module: cst.Module, is_new, limit: int, check) -> None:
+        super().__init__()
+        self.indents = [""]
+        self.default_indent = module.default_indent
+        self.is_new = is_new
+        self.limit = limit
+        self.check = check  # check(old_call, new_call) -> bool: unwrap gives the same
+        self.calls: list[list[cst.Call]] = []
+        self.broken = 0
+
+    def visit_IndentedBlock(self, node: cst.IndentedBlock) -> None:
+        ind = node.indent if node.indent is not None else self.default_indent
+        self.indents.append(self.indents[-1] + ind)
+
+    def leave_IndentedBlock(self, original_node, updated_node):
+        self.indents.pop()
+        return updated_node
+
+    def visit_SimpleStatementLine(self, node) -> None:
+        self.calls.append([])
+
+    def leave_Call(self, original_node: cst.Call, updated_node: cst.Call):
+        if self.calls and self.is_new(updated_node):
+            self.calls[-1].append(updated_node)
+        return updated_node
+
+    def leave_SimpleStatementLine(self, original_node, updated_node):
+        calls = self.calls.pop()
+        if not calls or len(updated_node.body) != 1:
+            return updated_node
+        ind = self.indents[-1].expandtabs(4)
+        bare = updated_node.with_changes(leading_lines=[])
+        text = _code(bare).rstrip("\r\n")
+        if "\n" in text or "\r" in text or len(ind) + len(text) <= self.limit:
+            return updated_node
+        for call in reversed(calls):  # outermost first (calls are left inner first)
+            if not canonical(call):
+                continue
+            new = explode(call)
+            out = _replace(updated_node, call, new)
+            if out is None:
+                continue
+            lines = _code(out.with_changes(leading_lines=[])).rstrip("\r\n").splitlines()
+            head, tail = lines[0], lines[-1].strip()
+            if not head.endswith("(") or len(ind) + len(head) > self.limit:
+                continue
+            rest = tail[1:]
+            code_part = rest.split("#", 1)[0]
+            if not tail.startswith(")") or _BRACKETS & set(code_part) or not self.check(call, new):
+                continue
+            self.broken += 1
+            return out
+        return updated_node
+
+
+class _Swap(cst.CSTTransformer):
+    def __init__(self, old: cst.CSTNode, new: cst.CSTNode) -> None:
+        super().__init__()
+        self.old, self.new, self.hit = old, new, False
+
+    def on_leave(self, original_node, updated_node):
+        if original_node is self.old:
+            self.hit = True
+            return self.new
+        return super().on_leave(original_node, updated_node)
+
+
+def _replace(stmt: cst.SimpleStatementLine, old: cst.Call, new: cst.Call) -> Optional[cst.SimpleStatementLine]:
+    sw = _Swap(old, new)
+    out = stmt.visit(sw)
+    return out if sw.hit else None
+
+
+def break_long_lines(module: cst.Module, is_new, limit: int, check) -> tuple[cst.Module, int]:
+    """The module with over-long statements holding a new wrapper call broken;
+    and how many were broken."""
+    br = _Breaker(module, is_new, limit, check)
+    out = module.visit(br)
+    return out, br.broken
