@@ -2,9 +2,12 @@
 
 A statement that fits on one line before ``wrap`` may not after it. When the
 line a new wrapper call is on goes past the project's line length, and that
-call's closing parenthesis is the last bracket of the line (so it is the one
-black splits first), its arguments go one per line, indented four spaces
-more than the statement, with a magic trailing comma::
+call is the statement's whole expression (an expression statement, a
+``return``, an assignment's value, an ``assert``'s message; nothing but a
+comment after its closing parenthesis: the call black's right-hand split
+breaks, and keeps broken), its arguments go
+one per line, indented four spaces more than the statement, with a magic
+trailing comma::
 
     y = xfer.cpu(x, site="pkg/train.py:Trainer.step:loss")     # too long
 
@@ -33,7 +36,6 @@ from .nodes import _code
 _EMPTY = cst.SimpleWhitespace("")
 _SPACE = cst.SimpleWhitespace(" ")
 _STEP = "    "  # black and ruff indent continuation lines by four spaces
-_BRACKETS = set("()[]{}")
 
 
 def _break(step: str) -> cst.ParenthesizedWhitespace:
@@ -144,8 +146,9 @@ class _Breaker(cst.CSTTransformer):
         text = _code(bare).rstrip("\r\n")
         if "\n" in text or "\r" in text or len(ind) + len(text) <= self.limit:
             return updated_node
+        value = _value(updated_node.body[0])
         for call in reversed(calls):  # outermost first (calls are left inner first)
-            if not canonical(call):
+            if call is not value or not canonical(call):
                 continue
             new = explode(call)
             out = _replace(updated_node, call, new)
@@ -157,11 +160,27 @@ class _Breaker(cst.CSTTransformer):
                 continue
             rest = tail[1:]
             code_part = rest.split("#", 1)[0]
-            if not tail.startswith(")") or _BRACKETS & set(code_part) or not self.check(call, new):
+            if not tail.startswith(")") or code_part.strip() or not self.check(call, new):
                 continue
             self.broken += 1
             return out
         return updated_node
+
+
+def _value(small: cst.BaseSmallStatement) -> Optional[cst.BaseExpression]:
+    """The expression a statement is made of, when black would split it by its
+    last bracket without adding parentheses: the whole of an expression
+    statement, a ``return``, the right side of an assignment, an ``assert``'s
+    message (through one ``await``)."""
+    if isinstance(small, cst.Assert):
+        v = small.msg
+    elif isinstance(small, (cst.Expr, cst.Return, cst.Assign, cst.AnnAssign, cst.AugAssign)):
+        v = small.value
+    else:
+        return None
+    if isinstance(v, cst.Await) and not v.lpar:
+        v = v.expression
+    return v
 
 
 class _Swap(cst.CSTTransformer):
@@ -188,3 +207,11 @@ def break_long_lines(module: cst.Module, is_new, limit: int, check) -> tuple[cst
     br = _Breaker(module, is_new, limit, check)
     out = module.visit(br)
     return out, br.broken
+
+
+# Not broken (left on one long line): a wrapper call that is only part of the
+# statement's expression (``a + f(x).item()``, ``foo(x.cpu(), y)``: black
+# would add parentheses around the whole expression or break the outer call,
+# which unwrap could not tell from the user's own), a call in a compound
+# statement's header (``if``, ``for``, ``with``), and a call whose arguments
+# are not spaced canonically.

@@ -176,7 +176,7 @@ def remove_import(module: cst.Module, index: int, start: Optional[int] = None,
     cands = [plain]
     nxt = body[index + 1] if index + 1 < len(body) else None
     lead = list(stmt.leading_lines)
-    if nxt is not None and any(_blank(e) for e in lead) and nxt.leading_lines and _blank(nxt.leading_lines[0]):
+    if nxt is not None and nxt.leading_lines and _blank(nxt.leading_lines[0]):
         # it opened a section before a later one: that one got a blank line
         body2 = body[:index] + [nxt.with_changes(leading_lines=lead + list(nxt.leading_lines[1:]))] + body[index + 2:]
         cands.append(module.with_changes(body=body2))
