@@ -26,7 +26,10 @@ def step(model, x, dev, y, d, m):
         xfer.numpy(xfer.cpu(x, site="train.py:step:x.cpu"), force=True, site="train.py:step:x.cpu().numpy"),
         site="train.py:step:x.cpu().numpy(force=True).tolist",
     )
-    h = [xfer.item(t, site="train.py:step:t.item") for t in xfer.cpu(x, site="train.py:step:x.cpu#2").unbind()]
+    h = [xfer.item(t, site="train.py:step:t.item") for t in xfer.cpu(
+        x,
+        site="train.py:step:x.cpu#2",
+    ).unbind()]
     return a, b, c, e, f, g, h
 
 

@@ -249,11 +249,11 @@ def wrap_source(
 
 
 def _has_long_line(new: bytes, alias: str, limit: int, encoding: str) -> bool:
-    """Whether a line holding the runtime's alias is longer than `limit` (cheap
-    test before the pass that breaks such lines)."""
-    mark = (alias + ".").encode("ascii")
+    """Whether a line holding the runtime's alias or a ``site=`` is longer than
+    `limit` (cheap test before the pass that breaks such lines)."""
+    marks = ((alias + ".").encode("ascii"), b"site=")
     for line in new.splitlines():
-        if len(line) > limit and mark in line:
+        if len(line) > limit and (marks[0] in line or marks[1] in line):
             try:
                 if len(line.decode(encoding).expandtabs(4)) > limit:
                     return True

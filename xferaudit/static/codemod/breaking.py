@@ -100,11 +100,65 @@ def is_exploded(call: cst.Call, extras: Iterable[str]) -> bool:
     return _is_ws(last.whitespace_after_arg, "") and _is_ws(last.comma.whitespace_before, "")
 
 
+def _site_index(call: cst.Call, extras) -> Optional[int]:
+    for i, a in enumerate(call.args):
+        if a.keyword is not None and a.keyword.value in extras:
+            return i
+    return None
+
+
+def own_line(call: cst.Call, extras: Iterable[str]) -> Optional[cst.Call]:
+    """For a wrapper call already over several lines (its own arguments on
+    continuation lines), the same call with ``site=`` moved to a line of its
+    own, indented like the argument before it; None when it cannot be."""
+    extras = set(extras)
+    i = _site_index(call, extras)
+    if i is None or i == 0:
+        return None
+    before = call.args[i - 1]
+    c = before.comma
+    if not isinstance(c, cst.Comma) or not _is_ws(c.whitespace_after, " "):
+        return None
+    lead = None  # the line break that starts the line of the argument before site=
+    for j in range(i - 1, -1, -1):
+        prev = call.args[j - 1].comma if j >= 1 else None
+        ws = prev.whitespace_after if isinstance(prev, cst.Comma) else call.whitespace_before_args
+        if isinstance(ws, cst.ParenthesizedWhitespace):
+            lead = ws
+            break
+    if lead is None:
+        return None
+    brk = cst.ParenthesizedWhitespace(first_line=cst.TrailingWhitespace(), empty_lines=[], indent=lead.indent,
+                                      last_line=lead.last_line)
+    args = list(call.args)
+    args[i - 1] = before.with_changes(comma=c.with_changes(whitespace_after=brk))
+    out = call.with_changes(args=args)
+    return None if is_exploded(out, extras) else out
+
+
+def undo_own_line(call: cst.Call, extras: Iterable[str]) -> cst.Call:
+    """Inverse of :func:`own_line`: the one-line wrapped form never has a line
+    break right after the comma before ``site=``."""
+    i = _site_index(call, set(extras))
+    if i is None or i == 0:
+        return call
+    before = call.args[i - 1]
+    c = before.comma
+    if isinstance(c, cst.Comma) and _is_break(c.whitespace_after):
+        args = list(call.args)
+        args[i - 1] = before.with_changes(comma=c.with_changes(whitespace_after=_SPACE))
+        return call.with_changes(args=args)
+    return call
+
+
 def unexplode(call: cst.Call) -> cst.Call:
     """The canonical one-line spacing back (inverse of :func:`explode`)."""
     args = [a.with_changes(comma=cst.Comma(whitespace_before=_EMPTY, whitespace_after=_SPACE)) for a in call.args[:-1]]
     args.append(call.args[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT))
     return call.with_changes(whitespace_before_args=_EMPTY, args=args)
+
+
+_HEADED = (cst.If, cst.While, cst.For, cst.With)
 
 
 class _Breaker(cst.CSTTransformer):
@@ -120,6 +174,7 @@ class _Breaker(cst.CSTTransformer):
         self.check = check  # check(old_call, new_call) -> bool: unwrap gives the same
         self.calls: list[list[cst.Call]] = []
         self.broken = 0
+        self.fstrings = 0
 
     def visit_IndentedBlock(self, node: cst.IndentedBlock) -> None:
         ind = node.indent if node.indent is not None else self.default_indent
@@ -132,8 +187,48 @@ class _Breaker(cst.CSTTransformer):
     def visit_SimpleStatementLine(self, node) -> None:
         self.calls.append([])
 
+    def on_visit(self, node: cst.CSTNode) -> bool:
+        if isinstance(node, _HEADED):
+            self.calls.append([])  # the header's calls (the body's have lists of their own)
+        return super().on_visit(node)
+
+    def on_leave(self, original_node, updated_node):
+        out = super().on_leave(original_node, updated_node)
+        if isinstance(original_node, _HEADED):
+            out = self._header(out, self.calls.pop())
+        return out
+
+    def _header(self, node, calls):
+        """``if`` / ``while`` / ``for`` / ``with`` / ``elif`` whose one-line
+        header went over the limit: its outermost new wrapper call is broken."""
+        if not calls or not isinstance(node, _HEADED):
+            return node
+        ind = len(self.indents[-1].expandtabs(4))
+        first = _code(node.with_changes(leading_lines=[]) if hasattr(node, "leading_lines") else node)
+        first = first.split("\n", 1)[0]
+        if ind + len(first) <= self.limit or not first.rstrip().endswith(":"):
+            return node
+        for call in reversed(calls):
+            if not canonical(call):
+                continue
+            new = explode(call)
+            if not self.check(call, new):
+                continue
+            out = _replace(node, call, new)
+            if out is not None:
+                self.broken += 1
+                return out
+        return node
+
+    def visit_FormattedString(self, node) -> None:
+        self.fstrings += 1  # no line break inside an f-string's braces (before Python 3.12)
+
+    def leave_FormattedString(self, original_node, updated_node):
+        self.fstrings -= 1
+        return updated_node
+
     def leave_Call(self, original_node: cst.Call, updated_node: cst.Call):
-        if self.calls and self.is_new(updated_node):
+        if self.calls and not self.fstrings and self.is_new(updated_node):
             self.calls[-1].append(updated_node)
         return updated_node
 
@@ -144,7 +239,9 @@ class _Breaker(cst.CSTTransformer):
         ind = self.indents[-1].expandtabs(4)
         bare = updated_node.with_changes(leading_lines=[])
         text = _code(bare).rstrip("\r\n")
-        if "\n" in text or "\r" in text or len(ind) + len(text) <= self.limit:
+        if "\n" in text or "\r" in text:
+            return self._own_lines(updated_node, calls, len(ind))
+        if len(ind) + len(text) <= self.limit:
             return updated_node
         value = _value(updated_node.body[0])
         for call in reversed(calls):  # outermost first (calls are left inner first)
@@ -164,7 +261,36 @@ class _Breaker(cst.CSTTransformer):
                 continue
             self.broken += 1
             return out
+        # The call is part of a larger expression: black would add parentheses
+        # or break an enclosing bracket (which unwrap could not tell from the
+        # user's own). The outermost new wrapper call is broken the same way
+        # in place, so the lines fit; ``ruff format`` may lay it out anew.
+        for call in reversed(calls):
+            if not canonical(call):
+                continue
+            new = explode(call)
+            out = _replace(updated_node, call, new)
+            if out is None or not self.check(call, new):
+                continue
+            self.broken += 1
+            return out
         return updated_node
+
+    def _own_lines(self, stmt: cst.SimpleStatementLine, calls, indent: int) -> cst.SimpleStatementLine:
+        """In a statement over several lines, a ``site=`` that makes its line too
+        long goes to a line of its own."""
+        for call in calls:
+            site = next((a for a in call.args if a.keyword is not None and a.keyword.value == "site"), None)
+            if site is None or not _too_long(stmt, indent, self.limit, _code(site.value)):
+                continue
+            new = own_line(call, ("site",))
+            if new is None or not self.check(call, new):
+                continue
+            out = _replace(stmt, call, new)
+            if out is not None:
+                stmt = out
+                self.broken += 1
+        return stmt
 
 
 def _value(small: cst.BaseSmallStatement) -> Optional[cst.BaseExpression]:
@@ -183,6 +309,13 @@ def _value(small: cst.BaseSmallStatement) -> Optional[cst.BaseExpression]:
     return v
 
 
+def _too_long(node: cst.CSTNode, indent: int, limit: int, mark: str) -> bool:
+    for line in _code(node).splitlines():
+        if mark in line and indent + len(line.expandtabs(4)) > limit:
+            return True
+    return False
+
+
 class _Swap(cst.CSTTransformer):
     def __init__(self, old: cst.CSTNode, new: cst.CSTNode) -> None:
         super().__init__()
@@ -195,7 +328,7 @@ class _Swap(cst.CSTTransformer):
         return super().on_leave(original_node, updated_node)
 
 
-def _replace(stmt: cst.SimpleStatementLine, old: cst.Call, new: cst.Call) -> Optional[cst.SimpleStatementLine]:
+def _replace(stmt, old: cst.Call, new: cst.Call):
     sw = _Swap(old, new)
     out = stmt.visit(sw)
     return out if sw.hit else None
