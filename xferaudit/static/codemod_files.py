@@ -28,6 +28,7 @@ from .._text import printable, printable_path
 from ..config import Config
 from ..rules import KINDS
 from . import progress as _progress
+from . import notebook
 from .codemod import CodemodError, CodemodResult, code_style, unwrap_source, wrap_source
 
 #: Below this many files the run stays in one process (a pool costs ~0.2 s to start).
@@ -81,6 +82,33 @@ def _skip_class(error: str) -> str:
     return error.split(":", 1)[0]
 
 
+def _rewrite(data: bytes, path: str, rel: str, codes_ok) -> CodemodResult:
+    """wrap or unwrap one file's bytes; a notebook through the Python text of its
+    code cells, written back into the cells it changed (:mod:`.notebook`)."""
+    nb = None
+    if notebook.is_notebook(path):
+        try:
+            nb = notebook.read(data)
+        except notebook.NotebookError as e:
+            raise CodemodError(f"cannot parse: {e}") from None
+        data = nb.text.encode("utf-8")
+    if _JOB["mode"] == "wrap":
+        res = wrap_source(data, path, _JOB["table"], rel, codes_ok, _JOB["style"])
+    else:
+        res = unwrap_source(data, path, _JOB["table"], _JOB["style"])
+    if nb is not None:
+        for k in res.skipped:
+            if k.line:
+                cell, ln = notebook.position(nb, k.line)
+                k.where = f"cell {cell}:{ln}"
+        if res.changed:
+            try:
+                res.new = notebook.write(nb, res.new.decode("utf-8"))
+            except notebook.NotebookError as e:
+                raise CodemodError(f"cannot process: {e}") from None
+    return res
+
+
 def process_file(path: str) -> FileOutcome:
     """One file: read it and compute its new bytes (writes nothing)."""
     cfg: Config = _JOB["cfg"]
@@ -101,10 +129,7 @@ def process_file(path: str) -> FileOutcome:
         return cfg.code_enabled(code, rel)
 
     try:
-        if _JOB["mode"] == "wrap":
-            out.result = wrap_source(data, path, _JOB["table"], rel, codes_ok, _JOB["style"])
-        else:
-            out.result = unwrap_source(data, path, _JOB["table"], _JOB["style"])
+        out.result = _rewrite(data, path, rel, codes_ok)
     except CodemodError as e:
         msg = str(e)
         out.error = msg if msg.startswith(("cannot", "libcst", "internal")) else f"cannot process: {msg}"
@@ -240,7 +265,7 @@ def run_codemod(
             if o.error is None and res is not None:
                 for s in res.skipped:
                     name = printable_path(o.rel)
-                    where = f"{name}:{s.line}:{s.column}:" if s.line else f"{name}:"
+                    where = f"{name}:{s.where or s.line}:{s.column}:" if s.line else f"{name}:"
                     code = f" {s.code}" if s.code else ""
                     messages.append(f"{where}{code} left as it is: {printable(s.reason)} [{printable(s.label)}]")
                 summary.left += len(res.skipped) if mode == "wrap" else 0

@@ -31,6 +31,7 @@ from ..wrapform import suggestion as wf_suggestion
 from .codes import CODES
 from .finder import Site
 from .naming import short_receiver
+from .notebook import display_position, is_notebook, read as read_notebook
 from .source import decode_source, split_lines
 from .scan import Scan
 
@@ -190,7 +191,8 @@ def collect(scan: Scan, cfg: Config, rules: RuleTable) -> list[Diagnostic]:
                 code = "XFA301"
                 j, other = first_use[s.site]
                 msg = (
-                    f"site name \"{s.site}\" is already used at {other.path}:{other.line}:{other.column}; "
+                    f"site name \"{s.site}\" is already used at "
+                    f"{other.path}:{display_position(other.path, other.line, other.column)}; "
                     "both calls would count under one name: give this one its own"
                 )
             else:
@@ -253,8 +255,9 @@ def _comment_columns(path: str, lines: list[int]) -> dict[int, int]:
     """1-based columns of the suppression comments on `lines` (re-read: rare)."""
     try:
         with open(path, "rb") as fh:
-            text = decode_source(fh.read())
-    except (OSError, SyntaxError, UnicodeDecodeError, LookupError):
+            data = fh.read()
+        text = read_notebook(data).text if is_notebook(path) else decode_source(data)
+    except (OSError, SyntaxError, UnicodeDecodeError, LookupError, ValueError):
         return {}
     all_lines = split_lines(text)
     out = {}
@@ -277,9 +280,10 @@ def format_text(diags: list[Diagnostic], show_suppressed: bool = False) -> str:
     lines = []
     for d in diags:
         if d.suppressed is None:
-            lines.append(f"{printable_path(d.path)}:{d.line}:{d.column}: {d.code} {printable(d.message)}")
+            lines.append(f"{printable_path(d.path)}:{display_position(d.path, d.line, d.column)}: {d.code} "
+                         f"{printable(d.message)}")
         elif show_suppressed:
-            lines.append(f"{printable_path(d.path)}:{d.line}:{d.column}: {d.code} "
+            lines.append(f"{printable_path(d.path)}:{display_position(d.path, d.line, d.column)}: {d.code} "
                          f"[suppressed by {d.suppressed}] {printable(d.message)}")
     return "\n".join(lines)
 
