@@ -83,6 +83,7 @@ from .breaking import break_long_lines
 from .layout import _ast, _count_lines, _Layout, _layout, _LayoutError  # noqa: F401 - tests and bench patch these
 from .nodes import _code, string_literal
 from .placement import insert_import, remove_import
+from .render import _NotReproduced, fast_render
 from .style import DEFAULT_STYLE, CodeStyle, code_style
 from .results import CodemodError, CodemodResult, Skipped
 from .shapes import _Shapes
@@ -116,6 +117,20 @@ def _render(module: cst.Module, data: bytes) -> bytes:
     out = module.bytes
     if data.endswith(b"\r") and not out.endswith(b"\r") and module.default_newline == "\r":
         out += b"\r"
+    return out
+
+
+def _output(new_module: cst.Module, module: cst.Module, data: bytes, layout) -> bytes:
+    """The rewritten bytes: unchanged statements copied from `data`, the rest
+    generated (:mod:`.render`); the whole module generated when that cannot be."""
+    try:
+        out = fast_render(new_module, module, data, layout)
+    except _NotReproduced:
+        raise CodemodError("libcst does not reproduce this file byte for byte; left as it is") from None
+    if out is None:
+        if layout is not None:  # not checked before: the layout was to check per statement
+            _reproduces(module, data)
+        out = _render(new_module, data)
     return out
 
 
@@ -169,7 +184,9 @@ def wrap_source(
     if not sites:
         return res
     module = _parse(data, path)
-    _reproduces(module, data)
+    layout = _layout(module, ctx.tree, text, [s.line for s in sites])
+    if layout is None:
+        _reproduces(module, data)  # else checked per regenerated statement (render.py)
     lines = ctx.source.lines
     keyed: dict[tuple[int, int], Site] = {}
     names: dict[tuple[int, int], str] = {}
@@ -185,7 +202,6 @@ def wrap_source(
         index = insert_import(module, alias, index, style)[1]  # where isort would put it
     shapes = _Shapes(rules, ctx.resolver.import_bindings)
     taken = {s.site for s in found.sites if s.site}
-    layout = _layout(module, ctx.tree, text, [s.line for s in sites])
     tr = None
     if layout is not None:
         # Code run at import time above the runtime import cannot use its alias.
@@ -220,7 +236,7 @@ def wrap_source(
         return res
     if not have_import:
         new_module = insert_import(new_module, alias, import_index(new_module), style)[0]
-    new = _render(new_module, data)
+    new = _output(new_module, module, data, layout)
     if _has_long_line(new, alias, style.line_length, module.encoding):
         made = {s.site for s in tr.wrapped}
 
@@ -236,10 +252,10 @@ def wrap_source(
             a, b = shapes.unwrap(old, w), shapes.unwrap(exploded, w)
             return a is not None and b is not None and _code(a) == _code(b)
 
-        broken_module, n = break_long_lines(new_module, is_new, style.line_length, same_back)
+        broken_module, n = break_long_lines(new_module, is_new, style.line_length, same_back, tr.pruned)
         if n:
             new_module = broken_module
-            new = _render(new_module, data)
+            new = _output(new_module, module, data, layout)
     _must_compile(new, path)
     _must_compile(new, path)
     res.new = new
@@ -310,11 +326,13 @@ def unwrap_source(
     if not wrapped:
         return res
     module = _parse(data, path)
-    _reproduces(module, data)
+    tree = ctx.tree
+    layout = _layout(module, tree, text, [s.line for s in wrapped])
+    if layout is None:
+        _reproduces(module, data)  # else checked per regenerated statement (render.py)
     prefixes = ctx.resolver.runtime_prefixes()
     shapes = _Shapes(rules, ctx.resolver.import_bindings)
-    tree = ctx.tree
-    tr = _UnwrapTransformer(prefixes, shapes, layout=_layout(module, tree, text, [s.line for s in wrapped]))
+    tr = _UnwrapTransformer(prefixes, shapes, layout=layout)
     new_module = module.visit(tr)
     if Counter(tr.found) != Counter(s.site for s in wrapped):
         # The file binds the runtime's name somewhere else too: trust positions.
@@ -335,7 +353,7 @@ def unwrap_source(
             if refs - tr.by_prefix[a] <= 0:
                 new_module = remove_import(new_module, i, import_index, style or DEFAULT_STYLE, a)
             break
-    new = _render(new_module, data)
+    new = _output(new_module, module, data, layout)
     _must_compile(new, path)
     res.new = new
     res.unwrapped = tr.done

@@ -165,8 +165,9 @@ class _Breaker(cst.CSTTransformer):
     """Breaks, per simple statement over the limit, the one new wrapper call
     black would split."""
 
-    def __init__(self, module: cst.Module, is_new, limit: int, check) -> None:
+    def __init__(self, module: cst.Module, is_new, limit: int, check, skip=frozenset()) -> None:
         super().__init__()
+        self.skip = skip  # ids of statements the wrap did not enter: nothing new in them
         self.indents = [""]
         self.default_indent = module.default_indent
         self.is_new = is_new
@@ -188,11 +189,15 @@ class _Breaker(cst.CSTTransformer):
         self.calls.append([])
 
     def on_visit(self, node: cst.CSTNode) -> bool:
+        if id(node) in self.skip:
+            return False
         if isinstance(node, _HEADED):
             self.calls.append([])  # the header's calls (the body's have lists of their own)
         return super().on_visit(node)
 
     def on_leave(self, original_node, updated_node):
+        if id(original_node) in self.skip:
+            return updated_node
         out = super().on_leave(original_node, updated_node)
         if isinstance(original_node, _HEADED):
             out = self._header(out, self.calls.pop())
@@ -334,10 +339,11 @@ def _replace(stmt, old: cst.Call, new: cst.Call):
     return out if sw.hit else None
 
 
-def break_long_lines(module: cst.Module, is_new, limit: int, check) -> tuple[cst.Module, int]:
+def break_long_lines(module: cst.Module, is_new, limit: int, check, skip=frozenset()) -> tuple[cst.Module, int]:
     """The module with over-long statements holding a new wrapper call broken;
-    and how many were broken."""
-    br = _Breaker(module, is_new, limit, check)
+    and how many were broken. `skip`: ids of statements known to hold none
+    (not entered)."""
+    br = _Breaker(module, is_new, limit, check, skip)
     out = module.visit(br)
     return out, br.broken
 
