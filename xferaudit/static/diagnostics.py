@@ -30,7 +30,7 @@ from ..wrapform import CALLEE, INNER, METHOD, RECEIVER, form_of
 from ..wrapform import suggestion as wf_suggestion
 from .codes import CODES
 from .finder import Site
-from .naming import short_receiver
+from .naming import renamed_site, short_receiver
 from .notebook import display_position, is_notebook, read as read_notebook
 from .source import decode_source, split_lines
 from .scan import Scan
@@ -187,14 +187,22 @@ def collect(scan: Scan, cfg: Config, rules: RuleTable) -> list[Diagnostic]:
                     continue
                 if s.site not in first_use:
                     first_use[s.site] = (i, s)
-                    continue
-                code = "XFA301"
-                j, other = first_use[s.site]
-                msg = (
-                    f"site name \"{s.site}\" is already used at "
-                    f"{other.path}:{display_position(other.path, other.line, other.column)}; "
-                    "both calls would count under one name: give this one its own"
-                )
+                    here = renamed_site(s.site, rel)
+                    if here is None:
+                        continue
+                    code = "XFA302"
+                    msg = (
+                        f"site name \"{s.site}\" names {s.site.split(':', 1)[0]}, but the call is in {rel} "
+                        f"(moved or renamed?): run `xferaudit wrap --rename-sites` to name it \"{here}\""
+                    )
+                else:
+                    code = "XFA301"
+                    j, other = first_use[s.site]
+                    msg = (
+                        f"site name \"{s.site}\" is already used at "
+                        f"{other.path}:{display_position(other.path, other.line, other.column)}; "
+                        "both calls would count under one name: give this one its own"
+                    )
             else:
                 code = s.rule
                 msg = site_message(s, by_id.get(s.rule_id))
