@@ -15,11 +15,22 @@ One module per job::
     wrap.py       the wrap transformer
     unwrap.py     the unwrap transformer
     nodes.py      small libcst helpers; results.py: what a file's run reports
+    style.py      the project's line length and import sorting (ruff/black/isort config)
+    placement.py  where the runtime import goes (isort's section and order) and back
+    breaking.py   over-long wrapped lines broken as black breaks them, and back
+    render.py     the new bytes: unchanged statements copied, changed ones generated
+    rename.py     ``wrap --rename-sites``: site names made in another file
 
 The finder's parse serves the codemod too (:func:`~xferaudit.static.finder.analyse`
 returns the ``ast`` tree and the resolver with the sites): a file is parsed
 once by ``ast`` and once by libcst, and the rewritten text is compiled once
-as a check.
+as a check. Writing the result generates only the top-level statements that
+changed; the rest are copied from the file's bytes (:mod:`.render`).
+
+Code a maintainer accepts: the import goes where isort / ruff's I001 puts it
+(:mod:`.placement`), and a wrapped line longer than the project's line
+length is broken the way black breaks it (:mod:`.breaking`); ``unwrap``
+recognises both and restores the bytes.
 
 The wrapped form, per wrap style of the rule row (the table is
 :mod:`xferaudit.wrapform`'s; this is what it says)::
