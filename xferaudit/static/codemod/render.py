@@ -36,7 +36,7 @@ def fast_render(new: cst.Module, old: cst.Module, data: bytes, layout: Optional[
         return None
     if old.encoding.lower().replace("_", "-") not in ("utf-8", "utf8") or data.startswith(b"\xef\xbb\xbf"):
         return None
-    if new.header is not old.header or new.footer is not old.footer or not old.has_trailing_newline:
+    if not old.has_trailing_newline or not _same_lines(new, old, "header") or not _same_lines(new, old, "footer"):
         return None
     if new.default_newline != old.default_newline or new.default_indent != old.default_indent:
         return None
@@ -59,3 +59,11 @@ def fast_render(new: cst.Module, old: cst.Module, data: bytes, layout: Optional[
     parts.append(data[offs[layout.end] if layout.end < len(offs) else len(data):])
     return b"".join(parts)
 
+
+
+def _same_lines(new: cst.Module, old: cst.Module, attr: str) -> bool:
+    """The module's header (or footer) lines are unchanged (a visit rebuilds the list)."""
+    a, b = getattr(new, attr), getattr(old, attr)
+    if a is b:
+        return True
+    return len(a) == len(b) and all(x is y or new.code_for_node(x) == old.code_for_node(y) for x, y in zip(a, b))
