@@ -295,8 +295,12 @@ def _file_id(st: os.stat_result) -> tuple:
     return (st.st_dev, st.st_ino)
 
 
+#: What a folder is searched for (``.ipynb``: a notebook's code cells are read).
+PYTHON_FILE_SUFFIXES = (".py", ".pyi", ".ipynb")
+
+
 def iter_python_paths(paths: Iterable, cfg: Config) -> Iterator[str]:
-    """Python files (``*.py``, ``*.pyi``) under `paths`, in a stable order, minus
+    """Python files (``*.py``, ``*.pyi``, and notebooks: ``*.ipynb``) under `paths`, in a stable order, minus
     excluded ones.
 
     Excludes are matched against paths relative to the project root. A *file*
@@ -361,13 +365,13 @@ def iter_python_paths(paths: Iterable, cfg: Config) -> Iterator[str]:
                     continue
                 try:
                     if e.is_symlink():
-                        if name.endswith((".py", ".pyi")) and not os.path.exists(e.path):
+                        if name.endswith(PYTHON_FILE_SUFFIXES) and not os.path.exists(e.path):
                             yield e.path  # dangling: reported by the caller
                         continue
                     if e.is_dir(follow_symlinks=False):
                         subdirs.append((e.path, erel))
                         continue
-                    if not (name.endswith((".py", ".pyi")) and e.is_file(follow_symlinks=False)):
+                    if not (name.endswith(PYTHON_FILE_SUFFIXES) and e.is_file(follow_symlinks=False)):
                         continue
                     st = e.stat(follow_symlinks=False)
                 except OSError:

@@ -38,7 +38,8 @@ def _wrapper_lines(text: str) -> set:
 
 @pytest.mark.parametrize("name", ["ggml/ggml_model.py", "jax/jax_model.py"])
 def test_wrap_writes_the_wrapper_calls_the_runtime_tests_run(name, tmp_path, capsys):
-    (tmp_path / "pyproject.toml").write_text("[tool.xferaudit]\n")
+    # a wide line length: the wrapper calls are compared line by line, not broken
+    (tmp_path / "pyproject.toml").write_text("[tool.ruff]\nline-length = 1000\n\n[tool.xferaudit]\n")
     target = tmp_path / "tests" / "packs" / name
     target.parent.mkdir(parents=True, exist_ok=True)
     hand = (HERE / name).read_text()

@@ -12,11 +12,12 @@ from typing import Iterable, Sequence
 from . import UserError
 
 #: Suffixes of the files xferaudit reads; a folder is searched for these.
-PYTHON_SUFFIXES = (".py", ".pyi")
+PYTHON_SUFFIXES = (".py", ".pyi", ".ipynb")
 
 
 def _is_python(path: str) -> bool:
-    """A ``*.py``/``*.pyi`` file, or a script whose first line is a Python shebang."""
+    """A ``*.py``/``*.pyi`` file, a notebook (``*.ipynb``: its code cells), or a
+    script whose first line is a Python shebang."""
     if path.endswith(PYTHON_SUFFIXES):
         return True
     try:
@@ -34,7 +35,7 @@ def require_python_files(paths: Iterable[str]) -> None:
     for p in paths:
         if os.path.isfile(p) and not _is_python(p):
             raise UserError(
-                f"{p}: not a Python file (xferaudit reads *.py and *.pyi files, and "
+                f"{p}: not a Python file (xferaudit reads *.py, *.pyi and *.ipynb files, and "
                 "scripts with a python shebang); name a Python file or a folder"
             )
 

@@ -38,6 +38,7 @@ class SitesCommand(Command):
                             help="text (default) or a JSON array")
 
     def run(self, args: argparse.Namespace) -> int:
+        from ..static.notebook import display_position
         from ..static.scan import scan
 
         cfg, rules, paths = load(args)
@@ -54,7 +55,8 @@ class SitesCommand(Command):
                 call = " ".join(s.call.split())
                 if len(call) > 70:
                     call = call[:67] + "..."
-                lines.append(f"{printable_path(s.path)}:{s.line}:{s.column}: {s.kind:<5} {s.rule} "
+                lines.append(f"{printable_path(s.path)}:{display_position(s.path, s.line, s.column)}: "
+                             f"{s.kind:<5} {s.rule} "
                              f"{state:<10} {printable(call)}  [{printable(s.site)}]")
             if lines:
                 emit("\n".join(lines))

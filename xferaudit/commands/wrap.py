@@ -24,6 +24,10 @@ class WrapCommand(Command):
                             help="only sites with these codes or prefixes, comma-separated (e.g. XFA202,XFA204)")
         parser.add_argument("--ignore", action="append", metavar="CODES",
                             help="not the sites with these codes or prefixes, comma-separated (e.g. XFA204)")
+        parser.add_argument("--rename-sites", action="store_true",
+                            help="also rename wrapped calls whose site name names another file (XFA302, after a "
+                                 "move or rename) to this file's path; off by default, as budgets and baselines "
+                                 "keyed by the old names would stop matching")
 
     def run(self, args: argparse.Namespace) -> int:
         from ..static.codemod_files import run_command

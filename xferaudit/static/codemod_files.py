@@ -28,7 +28,9 @@ from .._text import printable, printable_path
 from ..config import Config
 from ..rules import KINDS
 from . import progress as _progress
-from .codemod import CodemodError, CodemodResult, unwrap_source, wrap_source
+from . import notebook
+from .codemod import CodemodError, CodemodResult, code_style, unwrap_source, wrap_source
+from .codemod.rename import rename_sites_source
 
 #: Below this many files the run stays in one process (a pool costs ~0.2 s to start).
 PARALLEL_MIN_FILES = 16
@@ -66,9 +68,10 @@ class Summary:
 _JOB: dict = {}
 
 
-def _init(mode: str, cfg: Config, select: tuple[str, ...], want_old: bool) -> None:
+def _init(mode: str, cfg: Config, select: tuple[str, ...], want_old: bool, rename: bool = False) -> None:
     _JOB.clear()
-    _JOB.update(mode=mode, cfg=cfg, table=cfg.table(), select=select, want_old=want_old)
+    _JOB.update(mode=mode, cfg=cfg, table=cfg.table(), select=select, want_old=want_old,
+                style=code_style(cfg.root), rename=rename)
 
 
 def _read_bytes(path: str) -> bytes:
@@ -78,6 +81,38 @@ def _read_bytes(path: str) -> bytes:
 
 def _skip_class(error: str) -> str:
     return error.split(":", 1)[0]
+
+
+def _rewrite(data: bytes, path: str, rel: str, codes_ok) -> CodemodResult:
+    """wrap or unwrap one file's bytes; a notebook through the Python text of its
+    code cells, written back into the cells it changed (:mod:`.notebook`)."""
+    nb = renamed = None
+    if notebook.is_notebook(path):
+        try:
+            nb = notebook.read(data)
+        except notebook.NotebookError as e:
+            raise CodemodError(f"cannot parse: {e}") from None
+        data = nb.text.encode("utf-8")
+    if _JOB["mode"] == "wrap":
+        if _JOB.get("rename"):
+            renamed = rename_sites_source(data, path, _JOB["table"], rel)
+            data = renamed if renamed is not None else data
+        res = wrap_source(data, path, _JOB["table"], rel, codes_ok, _JOB["style"])
+        if renamed is not None and res.new is None:
+            res.new = data
+    else:
+        res = unwrap_source(data, path, _JOB["table"], _JOB["style"])
+    if nb is not None:
+        for k in res.skipped:
+            if k.line:
+                cell, ln = notebook.position(nb, k.line)
+                k.where = f"cell {cell}:{ln}"
+        if res.changed:
+            try:
+                res.new = notebook.write(nb, res.new.decode("utf-8"))
+            except notebook.NotebookError as e:
+                raise CodemodError(f"cannot process: {e}") from None
+    return res
 
 
 def process_file(path: str) -> FileOutcome:
@@ -100,10 +135,7 @@ def process_file(path: str) -> FileOutcome:
         return cfg.code_enabled(code, rel)
 
     try:
-        if _JOB["mode"] == "wrap":
-            out.result = wrap_source(data, path, _JOB["table"], rel, codes_ok)
-        else:
-            out.result = unwrap_source(data, path, _JOB["table"])
+        out.result = _rewrite(data, path, rel, codes_ok)
     except CodemodError as e:
         msg = str(e)
         out.error = msg if msg.startswith(("cannot", "libcst", "internal")) else f"cannot process: {msg}"
@@ -158,18 +190,18 @@ Progress = _progress.Progress
 
 
 def _outcomes(paths: Sequence[str], mode: str, cfg: Config, select: tuple[str, ...], want_old: bool,
-              jobs: Optional[int]):
+              jobs: Optional[int], rename: bool = False):
     n = len(paths)
     cpus = os.cpu_count() or 1
     workers = jobs if jobs else (min(cpus, 8) if n >= PARALLEL_MIN_FILES else 1)
     workers = max(1, min(workers, n or 1))
     if workers == 1:
-        _init(mode, cfg, select, want_old)
+        _init(mode, cfg, select, want_old, rename)
         for p in paths:
             yield process_file(p)
         return
     chunk = max(1, min(16, n // (workers * 8)))
-    with pool_of(workers, (mode, cfg, select, want_old)) as pool:
+    with pool_of(workers, (mode, cfg, select, want_old, rename)) as pool:
         yield from pool.imap(process_file, paths, chunksize=chunk)
 
 
@@ -213,6 +245,7 @@ def run_codemod(
     out: Optional[TextIO] = None,
     err: Optional[TextIO] = None,
     on_outcome: Optional[Callable[[FileOutcome], None]] = None,
+    rename_sites: bool = False,
 ) -> int:
     """Wrap or unwrap every file of `paths` (already expanded to files).
 
@@ -230,7 +263,7 @@ def run_codemod(
     written: list[str] = []
     o = None
     try:
-        for o in _outcomes(list(paths), mode, cfg, tuple(select), diff, jobs):
+        for o in _outcomes(list(paths), mode, cfg, tuple(select), diff, jobs, rename_sites):
             r = o.result
             progress.step(sites=(sum(r.wrapped.values()) + sum(r.unwrapped.values())) if r is not None else 0)
             if on_outcome is not None:
@@ -239,7 +272,7 @@ def run_codemod(
             if o.error is None and res is not None:
                 for s in res.skipped:
                     name = printable_path(o.rel)
-                    where = f"{name}:{s.line}:{s.column}:" if s.line else f"{name}:"
+                    where = f"{name}:{s.where or s.line}:{s.column}:" if s.line else f"{name}:"
                     code = f" {s.code}" if s.code else ""
                     messages.append(f"{where}{code} left as it is: {printable(s.reason)} [{printable(s.label)}]")
                 summary.left += len(res.skipped) if mode == "wrap" else 0
@@ -391,4 +424,4 @@ def run_command(args, mode: str) -> int:
             raise UserError(f"{p}: no such file or folder")
     files = [str(f) for f in iter_python_files([Path(p) for p in args.paths], cfg)]
     return run_codemod(files, mode, cfg, select=select, diff=args.diff, check=args.check,
-                       quiet=args.quiet, jobs=args.jobs)
+                       quiet=args.quiet, jobs=args.jobs, rename_sites=bool(getattr(args, "rename_sites", False)))

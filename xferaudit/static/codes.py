@@ -212,6 +212,35 @@ _add(CodeDoc(
 ))
 
 
+_add(CodeDoc(
+    code="XFA302",
+    name="site-name-of-another-file",
+    summary="A wrapped call's site name names another file",
+    what=(
+        "Reports a wrapped call whose `site=` name starts with a path other than its "
+        "own file's (relative to the project root), as after a file is moved or "
+        "renamed. Names not of the `path:qualname:label` shape `wrap` writes (chosen "
+        "by hand) are not checked."
+    ),
+    why=(
+        "A site name says where the crossing happens: reports, budgets and "
+        "baselines then point at a file that no longer exists, and a new file at "
+        "the old path would make the same names again (XFA301)."
+    ),
+    example=(
+        "# in train/loop.py, moved from train.py\n"
+        "a = xfer.item(loss, site=\"train.py:step:loss.item\")\n"
+    ),
+    instead=(
+        "a = xfer.item(loss, site=\"train/loop.py:step:loss.item\")\n"
+    ),
+    fixable=True,
+    note=(
+        "`xferaudit wrap --rename-sites PATH` renames them (the path part only). It is "
+        "not done by a plain `wrap`: a budget or baseline keyed by the old names would "
+        "silently stop matching, so renaming is asked for."
+    ),
+))
 _IMPLICIT_NOTE = (
     "Reported only where the code shows the value is a device tensor (moved with "
     "`.to(device)` / `.cuda()`, made with `device=`, returned by a module moved to a "

@@ -31,7 +31,8 @@ from ..wrapform import suggestion as wf_suggestion
 from .codes import CODES
 from .implicit import message as implicit_message
 from .finder import Site
-from .naming import short_receiver
+from .naming import renamed_site, short_receiver
+from .notebook import display_position, is_notebook, read as read_notebook
 from .source import decode_source, split_lines
 from .scan import Scan
 
@@ -213,13 +214,22 @@ def collect(scan: Scan, cfg: Config, rules: RuleTable) -> list[Diagnostic]:
                     continue
                 if s.site not in first_use:
                     first_use[s.site] = (i, s)
-                    continue
-                code = "XFA301"
-                j, other = first_use[s.site]
-                msg = (
-                    f"site name \"{s.site}\" is already used at {other.path}:{other.line}:{other.column}; "
-                    "both calls would count under one name: give this one its own"
-                )
+                    here = renamed_site(s.site, rel)
+                    if here is None:
+                        continue
+                    code = "XFA302"
+                    msg = (
+                        f"site name \"{s.site}\" names {s.site.split(':', 1)[0]}, but the call is in {rel} "
+                        f"(moved or renamed?): run `xferaudit wrap --rename-sites` to name it \"{here}\""
+                    )
+                else:
+                    code = "XFA301"
+                    j, other = first_use[s.site]
+                    msg = (
+                        f"site name \"{s.site}\" is already used at "
+                        f"{other.path}:{display_position(other.path, other.line, other.column)}; "
+                        "both calls would count under one name: give this one its own"
+                    )
             else:
                 code = s.rule
                 # implicit sites (the value layer's) say what crosses and how to count it
@@ -282,8 +292,9 @@ def _comment_columns(path: str, lines: list[int]) -> dict[int, int]:
     """1-based columns of the suppression comments on `lines` (re-read: rare)."""
     try:
         with open(path, "rb") as fh:
-            text = decode_source(fh.read())
-    except (OSError, SyntaxError, UnicodeDecodeError, LookupError):
+            data = fh.read()
+        text = read_notebook(data).text if is_notebook(path) else decode_source(data)
+    except (OSError, SyntaxError, UnicodeDecodeError, LookupError, ValueError):
         return {}
     all_lines = split_lines(text)
     out = {}
@@ -306,9 +317,10 @@ def format_text(diags: list[Diagnostic], show_suppressed: bool = False) -> str:
     lines = []
     for d in diags:
         if d.suppressed is None:
-            lines.append(f"{printable_path(d.path)}:{d.line}:{d.column}: {d.code} {printable(d.message)}")
+            lines.append(f"{printable_path(d.path)}:{display_position(d.path, d.line, d.column)}: {d.code} "
+                         f"{printable(d.message)}")
         elif show_suppressed:
-            lines.append(f"{printable_path(d.path)}:{d.line}:{d.column}: {d.code} "
+            lines.append(f"{printable_path(d.path)}:{display_position(d.path, d.line, d.column)}: {d.code} "
                          f"[suppressed by {d.suppressed}] {printable(d.message)}")
     return "\n".join(lines)
 

@@ -102,3 +102,17 @@ def name_sites(sites: list["Site"], relpath: str) -> None:
         seen[base] = n
         taken.add(name)
         s.site = name
+
+
+_PATHLIKE = re.compile(r"[^:\s]+\.(?:py|pyi|ipynb)")
+
+
+def renamed_site(name: str, relpath: str) -> "str | None":
+    """For a site name made by ``wrap`` in another file (``old/a.py:f:x.cpu``
+    found in ``new/b.py``, after a move or rename), the name it would have here
+    (``new/b.py:f:x.cpu``); None when it matches the file, or is not of the
+    ``path:qualname:label`` shape (a name chosen by hand)."""
+    path, sep, rest = name.partition(":")
+    if not sep or not rest or path == relpath or not _PATHLIKE.fullmatch(path):
+        return None
+    return f"{relpath}:{rest}"

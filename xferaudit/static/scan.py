@@ -36,6 +36,8 @@ from typing import Any, Callable, Optional, Sequence
 from ..config import Config, iter_python_paths
 from ..rules import RuleTable
 from .finder import FileResult, find_in_source
+from . import notebook
+from .notebook import is_notebook
 from .source import decode_source
 
 #: Below this many bytes to parse, a process pool costs more than it saves.
@@ -58,8 +60,11 @@ def _init(table: RuleTable, run_pid: int = 0) -> None:
 def analyze(data: bytes, display: str, relpath: str, rules: RuleTable) -> FileResult:
     """One file's findings from its bytes, decoded by its declared encoding."""
     try:
-        text = decode_source(data)
-    except (SyntaxError, UnicodeDecodeError, LookupError) as e:
+        if is_notebook(relpath) or is_notebook(display):
+            text = notebook.read(data).text  # its code cells (positions mapped back on display)
+        else:
+            text = decode_source(data)
+    except (SyntaxError, UnicodeDecodeError, LookupError, notebook.NotebookError) as e:
         res = FileResult(path=display)
         res.error = f"cannot decode: {e}"
         return res

@@ -1,6 +1,6 @@
 # Only a comment and a string mention xfer: the alias stays `xfer`.
-import xferaudit.runtime as xfer
 import torch
+import xferaudit.runtime as xfer
 
 NOTE = "xfer is short for transfer"
 

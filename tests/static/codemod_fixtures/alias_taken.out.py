@@ -1,6 +1,6 @@
 """`xfer` is already a name here, and so is `xfer_`: the alias is xfer2."""
-import xferaudit.runtime as xfer2
 import torch
+import xferaudit.runtime as xfer2
 
 xfer = "a transfer"
 

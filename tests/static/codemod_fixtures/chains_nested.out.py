@@ -1,15 +1,36 @@
-import xferaudit.runtime as xfer
 import torch
+import xferaudit.runtime as xfer
 
 
 def step(model, x, dev, y, d, m):
-    a = xfer.cpu(xfer.cuda(x, site="train.py:step:x.cuda").float(), site="train.py:step:x.cuda().float().cpu")
-    b = xfer.item(xfer.to(model(x), dev, site="train.py:step:model(x).to"), site="train.py:step:model(x).to(dev).item")
-    c = xfer.to(xfer.graph(torch.compile(m), site="train.py:step:torch.compile"), dev, site="train.py:step:torch.compile(m).to")
+    a = xfer.cpu(
+        xfer.cuda(x, site="train.py:step:x.cuda").float(),
+        site="train.py:step:x.cuda().float().cpu",
+    )
+    b = xfer.item(
+        xfer.to(model(x), dev, site="train.py:step:model(x).to"),
+        site="train.py:step:model(x).to(dev).item",
+    )
+    c = xfer.to(
+        xfer.graph(torch.compile(m), site="train.py:step:torch.compile"),
+        dev,
+        site="train.py:step:torch.compile(m).to",
+    )
     e = xfer.to(x, xfer.cpu(y, site="train.py:step:y.cpu"), site="train.py:step:x.to")
-    f = xfer.tensor(xfer.tolist(x, site="train.py:step:x.tolist"), device=dev, site="train.py:step:torch.tensor")
-    g = xfer.numpy(xfer.cpu(x, site="train.py:step:x.cpu"), force=True, site="train.py:step:x.cpu().numpy").tolist()
-    h = [xfer.item(t, site="train.py:step:t.item") for t in xfer.cpu(x, site="train.py:step:x.cpu#2").unbind()]
+    f = xfer.tensor(
+        xfer.tolist(x, site="train.py:step:x.tolist"),
+        device=dev,
+        site="train.py:step:torch.tensor",
+    )
+    g = xfer.numpy(
+        xfer.cpu(x, site="train.py:step:x.cpu"),
+        force=True,
+        site="train.py:step:x.cpu().numpy",
+    ).tolist()
+    h = [xfer.item(t, site="train.py:step:t.item") for t in xfer.cpu(
+        x,
+        site="train.py:step:x.cpu#2",
+    ).unbind()]
     return a, b, c, e, f, g, h
 
 

@@ -1,5 +1,5 @@
-import xferaudit.runtime as xfer
 import torch
+import xferaudit.runtime as xfer
 
 SCALE = xfer.to(torch.ones(1), "cuda", site="train.py:<module>:torch.ones(1).to")
 
@@ -12,13 +12,25 @@ class Trainer:
         f = lambda t: xfer.cpu(t, site="train.py:Trainer.step:t.cpu")
         g = lambda t, d=dev: xfer.to(t, d, site="train.py:Trainer.step:t.to")
         lst = [xfer.cpu(t, site="train.py:Trainer.step:t.cpu#2") for t in xs]
-        dct = {i: xfer.item(t, site="train.py:Trainer.step:t.item") for i, t in enumerate(xs)}
+        dct = {i: xfer.item(
+            t,
+            site="train.py:Trainer.step:t.item",
+        ) for i, t in enumerate(xs)}
         gen = sum(xfer.item(t, site="train.py:Trainer.step:t.item#2") for t in xs)
-        st = {xfer.cuda(t, site="train.py:Trainer.step:t.cuda") for t in xs if xfer.cpu(t, site="train.py:Trainer.step:t.cpu#3").sum() > 0}
-        cond = xfer.cpu(xs[0], site="train.py:Trainer.step:xs[0].cpu") if xs else xfer.cuda(xs[1], site="train.py:Trainer.step:xs[1].cuda")
+        st = {xfer.cuda(t, site="train.py:Trainer.step:t.cuda") for t in xs if xfer.cpu(
+            t,
+            site="train.py:Trainer.step:t.cpu#3",
+        ).sum() > 0}
+        cond = xfer.cpu(xs[0], site="train.py:Trainer.step:xs[0].cpu") if xs else xfer.cuda(
+            xs[1],
+            site="train.py:Trainer.step:xs[1].cuda",
+        )
         if (w := xfer.cuda(xs[0], site="train.py:Trainer.step:xs[0].cuda")) is not None:
             pass
-        assert xfer.item(xs[0], site="train.py:Trainer.step:xs[0].item") > 0, xfer.cpu(xs[0], site="train.py:Trainer.step:xs[0].cpu#2")
+        assert xfer.item(xs[0], site="train.py:Trainer.step:xs[0].item") > 0, xfer.cpu(
+            xs[0],
+            site="train.py:Trainer.step:xs[0].cpu#2",
+        )
         with xfer.cpu(xs[0], site="train.py:Trainer.step:xs[0].cpu#3") as cm:
             pass
         for t in xfer.cpu(xs[0], site="train.py:Trainer.step:xs[0].cpu#4"):
@@ -28,16 +40,29 @@ class Trainer:
         try:
             pass
         except ValueError:
-            raise RuntimeError(xfer.item(xs[0], site="train.py:Trainer.step:xs[0].item#3"))
+            raise RuntimeError(xfer.item(
+                xs[0],
+                site="train.py:Trainer.step:xs[0].item#3",
+            ))
         return f, g, lst, dct, gen, st, cond, w, cm
 
     async def fetch(self, x, dev):
         a = await xfer.cpu(x, site="train.py:Trainer.fetch:x.cpu")
-        b = await xfer.cpu((await xfer.to(x, dev, site="train.py:Trainer.fetch:x.to")), site="train.py:Trainer.fetch:(await x.to(dev)).cpu")
+        b = await xfer.cpu(
+            (await xfer.to(x, dev, site="train.py:Trainer.fetch:x.to")),
+            site="train.py:Trainer.fetch:(await x.to(dev)).cpu",
+        )
         return a, b
 
     def stars(self, x, a, k):
-        return xfer.to(x, *a, **k, site="train.py:Trainer.stars:x.to"), xfer.cuda(x, *a, site="train.py:Trainer.stars:x.cuda"), xfer.to(x, **k, site="train.py:Trainer.stars:x.to#2"), xfer.to(x, 0, *a, non_blocking=True, **k, site="train.py:Trainer.stars:x.to#3")
+        return xfer.to(x, *a, **k, site="train.py:Trainer.stars:x.to"), xfer.cuda(x, *a, site="train.py:Trainer.stars:x.cuda"), xfer.to(x, **k, site="train.py:Trainer.stars:x.to#2"), xfer.to(
+            x,
+            0,
+            *a,
+            non_blocking=True,
+            **k,
+            site="train.py:Trainer.stars:x.to#3",
+        )
 
     def gen(self, x):
         yield xfer.cpu(x, site="train.py:Trainer.gen:x.cpu")

@@ -1,5 +1,5 @@
-import xferaudit.runtime as xfer
 import torch
+import xferaudit.runtime as xfer
 
 
 def layout(x, dev, a, b, buf, src):
@@ -27,7 +27,10 @@ def layout(x, dev, a, b, buf, src):
     k = xfer.cpu(x \
         , site="train.py:layout:x.cpu#5")
     xfer.copy_(buf, src ,non_blocking = True , site="train.py:layout:buf.copy_",)
-    m = xfer.cpu(xfer.to(x, dev, site="train.py:layout:x.to#3")[0], site="train.py:layout:x.to(dev)[0].cpu")
+    m = xfer.cpu(
+        xfer.to(x, dev, site="train.py:layout:x.to#3")[0],
+        site="train.py:layout:x.to(dev)[0].cpu",
+    )
     n = xfer.tensor(
         [1, 2],
         device=dev, site="train.py:layout:torch.tensor",

@@ -1,6 +1,9 @@
-import xferaudit.runtime as xfer
 import torch as T
+import xferaudit.runtime as xfer
 
 
 def load(d, dev, m):
-    return xfer.tensor(d, device=dev, site="train.py:load:torch.tensor"), xfer.graph(T.compile(m), site="train.py:load:torch.compile")
+    return xfer.tensor(d, device=dev, site="train.py:load:torch.tensor"), xfer.graph(
+        T.compile(m),
+        site="train.py:load:torch.compile",
+    )

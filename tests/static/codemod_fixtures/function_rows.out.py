@@ -1,6 +1,6 @@
-import xferaudit.runtime as xfer
 import torch
 import torch as T
+import xferaudit.runtime as xfer
 from torch import tensor
 
 
@@ -11,5 +11,8 @@ def load(path, d, dev):
     e = xfer.load(path, map_location=dev, site="train.py:load:torch.load")
     f = xfer.call(T.tensor, d, device=dev, site="train.py:load:torch.tensor#2")
     g = xfer.call(tensor, d, device=dev, site="train.py:load:torch.tensor#3")
-    h = xfer.graph(torch.cuda.make_graphed_callables(load, (d,)), site="train.py:load:torch.cuda.make_graphed_callables")
+    h = xfer.graph(
+        torch.cuda.make_graphed_callables(load, (d,)),
+        site="train.py:load:torch.cuda.make_graphed_callables",
+    )
     return a, b, c, e, f, g, h

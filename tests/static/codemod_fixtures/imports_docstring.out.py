@@ -9,10 +9,10 @@ Spans lines.
 from __future__ import annotations
 from __future__ import division
 
-import xferaudit.runtime as xfer
 # Imports the tool must leave alone.
 import os  # noqa: F401
 import torch
+import xferaudit.runtime as xfer
 
 
 def f(x):

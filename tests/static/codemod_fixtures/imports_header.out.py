@@ -2,6 +2,6 @@
 # Copyright (c) somebody.
 # Licensed under something.
 
-import xferaudit.runtime as xfer
 import torch
+import xferaudit.runtime as xfer
 x = xfer.cuda(torch.ones(1), site="train.py:<module>:torch.ones(1).cuda")

@@ -1,7 +1,7 @@
 """A small training step; train_loop.out.py is what `xferaudit wrap` makes of it,
 and tests/static/test_codemod_runtime.py runs that output against the runtime."""
-import xferaudit.runtime as xfer
 import torch
+import xferaudit.runtime as xfer
 
 
 def train_step(model, opt, batch, dev):
@@ -16,5 +16,8 @@ def train_step(model, opt, batch, dev):
 
 
 def evaluate(model, x, dev):
-    preds = xfer.cpu(model(xfer.to(x, dev, site="train.py:evaluate:x.to")).argmax(-1), site="train.py:evaluate:model(x.to(dev)).argmax(-1).cpu")
+    preds = xfer.cpu(
+        model(xfer.to(x, dev, site="train.py:evaluate:x.to")).argmax(-1),
+        site="train.py:evaluate:model(x.to(dev)).argmax(-1).cpu",
+    )
     return xfer.tolist(preds, site="train.py:evaluate:preds.tolist")

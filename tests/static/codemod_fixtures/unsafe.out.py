@@ -10,7 +10,10 @@ class Module(torch.nn.Module):
         return super(Module, self).to(*args, **kwargs)  # left: delegating override
 
     def cpu(self):
-        return xfer.cuda(super(), site="train.py:Module.cpu:super().cuda")  # another method: wrapped
+        return xfer.cuda(
+            super(),
+            site="train.py:Module.cpu:super().cuda",
+        )  # another method: wrapped
 
 
 def f(x, dev):

@@ -1,6 +1,6 @@
 """One example per wrapper form."""
-import xferaudit.runtime as xfer
 import torch
+import xferaudit.runtime as xfer
 
 
 def train_step(model, opt, x, dev, g, d):
@@ -8,7 +8,10 @@ def train_step(model, opt, x, dev, g, d):
     loss.backward()
     opt.step()
     y = xfer.to(x, dev, non_blocking=True, site="train.py:train_step:x.to")
-    compiled = xfer.graph(torch.compile(model), site="train.py:train_step:torch.compile")
+    compiled = xfer.graph(
+        torch.compile(model),
+        site="train.py:train_step:torch.compile",
+    )
     xfer.replay(g, site="train.py:train_step:g.replay")
     t = xfer.tensor(d, device=dev, site="train.py:train_step:torch.tensor")
     return xfer.item(loss, site="train.py:train_step:loss.item"), y, compiled, t

@@ -15,11 +15,22 @@ One module per job::
     wrap.py       the wrap transformer
     unwrap.py     the unwrap transformer
     nodes.py      small libcst helpers; results.py: what a file's run reports
+    style.py      the project's line length and import sorting (ruff/black/isort config)
+    placement.py  where the runtime import goes (isort's section and order) and back
+    breaking.py   over-long wrapped lines broken as black breaks them, and back
+    render.py     the new bytes: unchanged statements copied, changed ones generated
+    rename.py     ``wrap --rename-sites``: site names made in another file
 
 The finder's parse serves the codemod too (:func:`~xferaudit.static.finder.analyse`
 returns the ``ast`` tree and the resolver with the sites): a file is parsed
 once by ``ast`` and once by libcst, and the rewritten text is compiled once
-as a check.
+as a check. Writing the result generates only the top-level statements that
+changed; the rest are copied from the file's bytes (:mod:`.render`).
+
+Code a maintainer accepts: the import goes where isort / ruff's I001 puts it
+(:mod:`.placement`), and a wrapped line longer than the project's line
+length is broken the way black breaks it (:mod:`.breaking`); ``unwrap``
+recognises both and restores the bytes.
 
 The wrapped form, per wrap style of the rule row (the table is
 :mod:`xferaudit.wrapform`'s; this is what it says)::
@@ -79,9 +90,13 @@ from .imports import (
     _alias_import, _insert_import, _remove_import, choose_alias, import_bindings, import_index,
     spell,
 )
+from .breaking import break_long_lines
 from .implicit import ImplicitWrap
 from .layout import _ast, _count_lines, _Layout, _layout, _LayoutError  # noqa: F401 - tests and bench patch these
 from .nodes import _code, string_literal
+from .placement import insert_import, remove_import
+from .render import _NotReproduced, fast_render
+from .style import DEFAULT_STYLE, CodeStyle, code_style
 from .results import CodemodError, CodemodResult, Skipped
 from .shapes import _Shapes
 from .unwrap import _UnwrapTransformer
@@ -117,6 +132,20 @@ def _render(module: cst.Module, data: bytes) -> bytes:
     return out
 
 
+def _output(new_module: cst.Module, module: cst.Module, data: bytes, layout) -> bytes:
+    """The rewritten bytes: unchanged statements copied from `data`, the rest
+    generated (:mod:`.render`); the whole module generated when that cannot be."""
+    try:
+        out = fast_render(new_module, module, data, layout)
+    except _NotReproduced:
+        raise CodemodError("libcst does not reproduce this file byte for byte; left as it is") from None
+    if out is None:
+        if layout is not None:  # not checked before: the layout was to check per statement
+            _reproduces(module, data)
+        out = _render(new_module, data)
+    return out
+
+
 def _reproduces(module: cst.Module, data: bytes) -> None:
     """libcst must give back the unmodified file exactly, or nothing is rewritten."""
     if _render(module, data) != data:
@@ -143,17 +172,21 @@ def wrap_source(
     rules: Optional[RuleTable] = None,
     relpath: Optional[str] = None,
     codes_ok=None,
+    style: Optional[CodeStyle] = None,
 ) -> CodemodResult:
     """Wrap every eligible unwrapped site of one file's bytes.
 
     `codes_ok(code) -> bool` filters sites by rule code (``--select`` and the
     config's select/ignore/per-file-ignores); suppressed sites are never wrapped
-    (wrapping them would leave their suppression unused). Raises
+    (wrapping them would leave their suppression unused). `style` (the
+    project's line length and import sorting, :func:`code_style`) decides
+    where the runtime import goes and which long lines are broken. Raises
     :class:`CodemodError` for a file that cannot be decoded or parsed.
     """
     from ...rules import table as default_table
 
     rules = rules or default_table()
+    style = style or DEFAULT_STYLE
     res = CodemodResult(path=path)
     text = _decode(data, path)
     found, ctx = analyse(text, path, rules, relpath if relpath is not None else path)
@@ -166,7 +199,10 @@ def wrap_source(
     if not sites and not implicit:
         return res
     module = _parse(data, path)
-    _reproduces(module, data)
+    implicit_lines = [ln for s in implicit for ln in range(s.line, s.end_line + 1)]
+    layout = _layout(module, ctx.tree, text, [s.line for s in sites] + implicit_lines)
+    if layout is None:
+        _reproduces(module, data)  # else checked per regenerated statement (render.py)
     lines = ctx.source.lines
     keyed: dict[tuple[int, int], Site] = {}
     names: dict[tuple[int, int], str] = {}
@@ -178,10 +214,11 @@ def wrap_source(
     alias, existing = choose_alias(text, module, ctx.resolver)
     have_import = existing is not None
     index = import_index(module)
+    if not have_import:
+        index = insert_import(module, alias, index, style)[1]  # where isort would put it
     shapes = _Shapes(rules, ctx.resolver.import_bindings)
     taken = {s.site for s in found.sites if s.site}
     imp = ImplicitWrap(implicit, alias, shapes.unwrap) if implicit else None
-    layout = _layout(module, ctx.tree, text, [s.line for s in sites] + (imp.lines if imp else []))
     tr = None
     if layout is not None:
         # Code run at import time above the runtime import cannot use its alias.
@@ -224,13 +261,63 @@ def wrap_source(
     if not tr.wrapped:
         return res
     if not have_import:
-        new_module = _insert_import(new_module, alias, index)
-    new = _render(new_module, data)
+        new_module = insert_import(new_module, alias, import_index(new_module), style)[0]
+    new = _output(new_module, module, data, layout)
+    if _has_long_line(new, alias, style.line_length, module.encoding):
+        made = {s.site for s in tr.wrapped}
+
+        def is_new(call: cst.Call) -> bool:
+            w = _wrapper_name(call, alias, shapes)
+            if w is None:
+                return False
+            lit = next((a.value for a in call.args if a.keyword is not None and a.keyword.value == "site"), None)
+            return isinstance(lit, cst.SimpleString) and _literal(lit.value) in made
+
+        def same_back(old: cst.Call, exploded: cst.Call) -> bool:
+            w = _wrapper_name(old, alias, shapes)
+            a, b = shapes.unwrap(old, w), shapes.unwrap(exploded, w)
+            return a is not None and b is not None and _code(a) == _code(b)
+
+        broken_module, n = break_long_lines(new_module, is_new, style.line_length, same_back, tr.pruned)
+        if n:
+            new_module = broken_module
+            new = _output(new_module, module, data, layout)
     _must_compile(new, path)
     res.new = new
     res.wrapped = Counter(s.kind for s in tr.wrapped)
     res.generic = tr.generic
     return res
+
+
+def _has_long_line(new: bytes, alias: str, limit: int, encoding: str) -> bool:
+    """Whether a line holding the runtime's alias or a ``site=`` is longer than
+    `limit` (cheap test before the pass that breaks such lines)."""
+    marks = ((alias + ".").encode("ascii"), b"site=")
+    for line in new.splitlines():
+        if len(line) > limit and (marks[0] in line or marks[1] in line):
+            try:
+                if len(line.decode(encoding).expandtabs(4)) > limit:
+                    return True
+            except (UnicodeDecodeError, LookupError):
+                return True
+    return False
+
+
+def _wrapper_name(call: cst.Call, alias: str, shapes: _Shapes) -> Optional[str]:
+    func = call.func
+    if (
+        isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and func.value.value == alias
+        and func.attr.value in shapes.infos
+    ):
+        return func.attr.value
+    return None
+
+
+def _literal(value: str):
+    try:
+        return ast.literal_eval(value)
+    except (ValueError, SyntaxError):  # pragma: no cover
+        return None
 
 
 def _must_compile(new: bytes, path: str) -> None:
@@ -245,9 +332,11 @@ def unwrap_source(
     data: bytes,
     path: str = "<string>",
     rules: Optional[RuleTable] = None,
+    style: Optional[CodeStyle] = None,
 ) -> CodemodResult:
     """Restore the bare calls of every wrapper call of one file, and drop the
-    runtime import when nothing else uses it."""
+    runtime import when nothing else uses it (putting back the blank lines
+    ``wrap`` moved for it: `style` must be the one ``wrap`` ran with)."""
     from ...rules import table as default_table
 
     rules = rules or default_table()
@@ -262,11 +351,13 @@ def unwrap_source(
     if not wrapped:
         return res
     module = _parse(data, path)
-    _reproduces(module, data)
+    tree = ctx.tree
+    layout = _layout(module, tree, text, [s.line for s in wrapped])
+    if layout is None:
+        _reproduces(module, data)  # else checked per regenerated statement (render.py)
     prefixes = ctx.resolver.runtime_prefixes()
     shapes = _Shapes(rules, ctx.resolver.import_bindings)
-    tree = ctx.tree
-    tr = _UnwrapTransformer(prefixes, shapes, layout=_layout(module, tree, text, [s.line for s in wrapped]))
+    tr = _UnwrapTransformer(prefixes, shapes, layout=layout)
     new_module = module.visit(tr)
     if Counter(tr.found) != Counter(s.site for s in wrapped):
         # The file binds the runtime's name somewhere else too: trust positions.
@@ -285,9 +376,9 @@ def unwrap_source(
         if a is not None:
             refs = sum(1 for n in ast.walk(tree) if type(n) is ast.Name and n.id == a) if tree else 1 << 30
             if refs - tr.by_prefix[a] <= 0:
-                new_module = _remove_import(new_module, i)
+                new_module = remove_import(new_module, i, import_index, style or DEFAULT_STYLE, a)
             break
-    new = _render(new_module, data)
+    new = _output(new_module, module, data, layout)
     _must_compile(new, path)
     res.new = new
     res.unwrapped = tr.done
@@ -295,6 +386,6 @@ def unwrap_source(
 
 
 __all__ = [
-    "ALIAS", "CodemodError", "CodemodResult", "Skipped", "choose_alias", "import_bindings",
+    "ALIAS", "CodeStyle", "CodemodError", "CodemodResult", "Skipped", "choose_alias", "code_style", "import_bindings",
     "import_index", "spell", "string_literal", "unwrap_source", "wrap_source", "wrapper_infos",
 ]

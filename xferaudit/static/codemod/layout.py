@@ -44,7 +44,9 @@ class _Layout:
         self.planned: set[int] = set()  # ids of statements given a span
         self.kept: set[int] = set()  # ... of those, the ones holding a site line
         self.top_first: list[int] = []  # first token line of each top-level statement
+        self.spans: list[tuple[int, int]] = []  # (first, last) line of each top-level statement
         end = _count_lines(text) - len(module.footer)
+        self.end = end
         self.body = self._plan(module.body, tree.body, end, top=True)
         self.module = module
 
@@ -69,6 +71,8 @@ class _Layout:
             hi = starts[i + 1] - 1 if i + 1 < len(stmts) else end
             if hi < lo:
                 raise _LayoutError
+            if top:
+                self.spans.append((lo, hi))
             self.planned.add(id(st))
             k = bisect.bisect_left(self.lines, lo)
             if k >= len(self.lines) or self.lines[k] > hi:

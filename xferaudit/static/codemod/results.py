@@ -20,6 +20,7 @@ class Skipped:
     code: str
     label: str
     reason: str
+    where: Optional[str] = None  # a notebook's "cell N:line" in place of the line
 
 
 @dataclass

@@ -10,6 +10,7 @@ import libcst as cst
 
 from ...rules import Rule, RuleTable
 from ...wrapform import CALLEE, DECORATOR, INNER, METHOD, RECEIVER, SITE, VALUE, WrapperInfo, form_of, wrapper_infos
+from .breaking import is_exploded, undo_own_line, unexplode
 from .imports import spell
 from .nodes import _EMPTY, _SPACE, _as_receiver, _comma, _dotted_expr, _kw
 
@@ -107,6 +108,10 @@ class _Shapes:
         if info is None:
             return None
         form = info.form
+        if is_exploded(call, form.extras):
+            call = unexplode(call)  # the broken layout wrap writes for a long line
+        else:
+            call = undo_own_line(call, form.extras)  # `site=` moved to a line of its own
         args = list(call.args)
         n_extra = 0
         while n_extra < len(args) and args[len(args) - 1 - n_extra].keyword is not None and \

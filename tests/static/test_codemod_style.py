@@ -1,0 +1,201 @@
+"""Wrapped code a maintainer accepts: the runtime import where isort / ruff's
+I001 puts it, over-long wrapped lines broken as black breaks them, and
+``unwrap`` still restoring every byte."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+
+import pytest
+
+from xferaudit.static.codemod import unwrap_source, wrap_source
+from xferaudit.static.codemod.style import CodeStyle, code_style
+
+BODY = b"\n\ndef f(x):\n    return x.cpu()\n"
+
+
+def wrap(src: bytes, style=None, relpath="train.py") -> bytes:
+    res = wrap_source(src, relpath, None, relpath, style=style)
+    assert res.changed
+    back = unwrap_source(res.new, relpath, None, style)
+    assert back.new == src, "unwrap did not restore the bytes"
+    assert wrap_source(res.new, relpath, None, relpath, style=style).new is None  # idempotent
+    return res.new
+
+
+def head(out: bytes) -> list[str]:
+    return out.decode().split("\n\n\ndef f", 1)[0].splitlines()
+
+
+@pytest.mark.parametrize("imports, want", [
+    # in the third-party section, sorted
+    ("import os\n\nimport numpy\nimport torch\n",
+     ["import os", "", "import numpy", "import torch", "import xferaudit.runtime as xfer"]),
+    ("import os\n\nimport torch\nimport zmq\n",
+     ["import os", "", "import torch", "import xferaudit.runtime as xfer", "import zmq"]),
+    # plain imports before from-imports
+    ("import torch\nfrom torch import nn\n",
+     ["import torch", "import xferaudit.runtime as xfer", "from torch import nn"]),
+    # a section of its own after the standard library...
+    ("import os\nimport sys\n",
+     ["import os", "import sys", "", "import xferaudit.runtime as xfer"]),
+    # ... and before first-party / local ones
+    ("import os\n\nfrom . import util\n",
+     ["import os", "", "import xferaudit.runtime as xfer", "", "from . import util"]),
+    ("from . import util\n",
+     ["import xferaudit.runtime as xfer", "", "from . import util"]),
+    # case-insensitive order
+    ("import Torch\nimport zmq\n",
+     ["import Torch", "import xferaudit.runtime as xfer", "import zmq"]),
+])
+def test_import_goes_where_isort_puts_it(imports, want):
+    src = b'"""Doc."""\n' + imports.encode() + b"\n" + BODY
+    out = wrap(src)
+    assert head(out)[1:] == want
+
+
+def test_import_after_the_future_section():
+    src = b"from __future__ import annotations\n\nx = 1\n" + BODY
+    out = wrap(src)
+    assert out.startswith(b"from __future__ import annotations\n\nimport xferaudit.runtime as xfer\n\nx = 1\n")
+
+
+def test_import_in_a_file_without_imports_stays_at_the_top():
+    src = b'"""Doc."""\n' + BODY
+    assert wrap(src).startswith(b'"""Doc."""\n\n\nimport xferaudit.runtime as xfer\ndef f')
+
+
+def test_known_first_party_and_force_sort_within_sections():
+    src = b"import os\n\nimport torch\nimport zmq\n\nimport mypkg\n" + BODY
+    first = CodeStyle(known_first_party=("xferaudit", "mypkg"))
+    assert head(wrap(src, first))[-3:] == ["", "import mypkg", "import xferaudit.runtime as xfer"]
+    forced = CodeStyle(force_sort_within_sections=True)
+    src2 = b"import os\n\nimport torch\nfrom torch import nn\nfrom zmq import green\n" + BODY
+    assert head(wrap(src2, forced))[2:] == [
+        "import torch", "from torch import nn", "import xferaudit.runtime as xfer", "from zmq import green"]
+
+
+def test_first_party_found_on_disk(tmp_path):
+    (tmp_path / "xferaudit").mkdir()  # as when wrapping xferaudit's own tree
+    (tmp_path / "src" / "aaa").mkdir(parents=True)
+    style = code_style(tmp_path)
+    src = b"import torch\n\nimport aaa\n" + BODY
+    assert head(wrap(src, style)) == ["import torch", "", "import aaa", "import xferaudit.runtime as xfer"]
+
+
+def test_settings_read_from_pyproject_and_ruff_toml(tmp_path):
+    (tmp_path / "pyproject.toml").write_text(
+        "[tool.black]\nline-length = 100\n"
+        "[tool.ruff.lint.isort]\nknown-first-party = ['xferaudit']\nforce-sort-within-sections = true\n"
+    )
+    s = code_style(tmp_path)
+    assert s.line_length == 100 and s.known_first_party == ("xferaudit",) and s.force_sort_within_sections
+    (tmp_path / "ruff.toml").write_text("line-length = 120\n")
+    assert code_style(tmp_path).line_length == 120
+    (tmp_path / "pyproject.toml").write_text("[tool.isort]\nprofile = 'google'\nknown_third_party = ['x']\n")
+    (tmp_path / "ruff.toml").unlink()
+    s = code_style(tmp_path)
+    assert s.line_length == 88 and s.force_sort_within_sections and s.known_third_party == ("x",)
+    (tmp_path / "pyproject.toml").write_text("not toml [")
+    assert code_style(tmp_path).line_length == 88  # a broken formatter config: defaults
+
+
+# --- long lines ----------------------------------------------------------------------------------
+
+
+def test_long_wrapped_line_is_broken_one_argument_a_line():
+    src = (b"import torch\n\n\ndef train(model, batch, device):\n"
+           b"    out = model(batch).to(device, non_blocking=True)\n    return out\n")
+    out = wrap(src)
+    assert b"    out = xfer.to(\n        model(batch),\n        device,\n        non_blocking=True,\n" \
+           b"        site=\"train.py:train:model(batch).to\",\n    )\n" in out
+    # a wider project keeps it on one line
+    assert b"    out = xfer.to(model(batch), device, non_blocking=True, site=" in wrap(src, CodeStyle(line_length=120))
+
+
+BLACK_STABLE = [
+    b"y = x.cpu()  # a comment stays after the closing parenthesis, where black keeps it",
+    b"loss_value_for_the_logging_system = compute_the_loss(model, batch).mean().item()",
+    b"return torch.tensor(data_for_the_tensor, dtype=torch.float32, device=device_name)",
+    b"assert some_condition_of_it(x), x.detach().cpu().numpy().tolist()",
+]
+IN_PLACE = [  # part of a larger expression: broken in place, ruff format would redo it
+    b"y = also_a_long_name_for_something + and_another_one_here + x.cpu().numpy().tolist()",
+    b"y = x.cpu().numpy().tolist() + also_a_long_name_for_something + and_another_one_here",
+    b"foo(x.cpu().numpy().tolist(), also_a_long_name_for_something, and_another_one_here)",
+    b"ys = {k: v.item() for k, v in also_a_long_name_for_something.items() if v is not None}",
+    b"if x.cpu().numpy().tolist() == also_a_long_name_for_something + and_another_one_here:\n            pass",
+    b"for t in x.cpu().numpy().tolist() + also_a_long_name_for_something + and_another_one:\n            pass",
+]
+
+
+@pytest.mark.parametrize("stmt", IN_PLACE)
+def test_lines_broken_in_place_fit_and_round_trip(stmt):
+    src = b"import torch\n\n\ndef f(x, model, batch, data_for_the_tensor, device_name, device):\n    if x:\n" \
+          b"        " + stmt + b"\n"
+    out = wrap(src)
+    assert max(len(line) for line in out.decode().splitlines() if "site=" not in line) <= 88
+    assert max(len(line) for line in out.decode().splitlines()) <= 88 + 20
+
+
+@pytest.mark.parametrize("stmt", BLACK_STABLE)
+def test_broken_lines_round_trip(stmt, tmp_path):
+    src = b"import torch\n\n\ndef f(x, model, batch, data_for_the_tensor, device_name, device):\n    if x:\n" \
+          b"        " + stmt + b"\n"
+    out = wrap(src)  # asserts the round trip and idempotence
+    assert b"(\n" in out
+    if shutil.which("ruff"):  # and the broken layout is one ruff format keeps
+        p = tmp_path / "m.py"
+        p.write_bytes(out)
+        r = subprocess.run(["ruff", "format", "--isolated", "--diff", str(p)], capture_output=True, text=True)
+        assert r.returncode == 0, r.stdout
+
+
+def test_tab_indented_file_round_trips():
+    src = b"import torch\n\n\ndef f(x, model, batch):\n\tif x:\n\t\ty = model(batch).to(x, non_blocking=True, copy=False)\n"
+    out = wrap(src)
+    assert b"\t\ty = xfer.to(\n\t\t    model(batch),\n" in out
+
+
+def test_unusual_spacing_is_not_broken():
+    src = b"import torch\n\n\ndef f(x, model, batch):\n    y = model(batch).to(x ,  non_blocking=True, copy=False, memory_format=None)\n"
+    out = wrap(src)
+    assert b"non_blocking=True, copy=False, memory_format=None, site=" in out  # left on one line
+
+
+def test_one_line_wrapped_call_written_with_newlines_is_not_mistaken_for_the_broken_form():
+    # the call already spans lines: wrap keeps its own layout, unwrap restores it
+    src = b"import torch\n\n\ndef f(x, d):\n    return torch.tensor(\n        x,\n        device=d,\n    )\n"
+    out = wrap(src)
+    assert b"        x,\n        device=d, site=" in out
+
+
+@pytest.mark.skipif(shutil.which("ruff") is None, reason="ruff not installed")
+def test_ruff_finds_nothing_new(tmp_path):
+    src = (b'"""Doc."""\n\nimport os\n\nimport numpy as np\nimport torch\nfrom torch import nn\n\n'
+           b"from . import util\n\n\n"
+           b"def train(model: nn.Module, batch, device) -> float:\n"
+           b"    out = model(batch).to(device, non_blocking=True)\n"
+           b"    scale = np.pi + len(os.sep) + util.x\n"
+           b"    return out.mean().item()\n")
+    p = tmp_path / "pkg" / "m.py"
+    p.parent.mkdir()
+    p.write_bytes(wrap(src, code_style(tmp_path), "pkg/m.py"))
+    r = subprocess.run(["ruff", "check", "--isolated", "--select", "E501,I001", str(p)],
+                       capture_output=True, text=True, cwd=tmp_path)
+    assert r.returncode == 0, r.stdout + p.read_text()
+    r = subprocess.run(["ruff", "format", "--isolated", "--diff", str(p)], capture_output=True, text=True,
+                       cwd=tmp_path)
+    assert r.returncode == 0, r.stdout
+
+
+def test_site_of_a_call_over_several_lines_goes_to_a_line_of_its_own():
+    src = (b"import torch\n\n\ndef f(buffer, dev):\n    if dev:\n        t = torch.tensor(\n"
+           b"            bytearray(buffer.getbuffer()), device=dev, dtype=torch.float\n        )\n"
+           b"        u = torch.tensor(\n            buffer,\n            device=dev,\n        )\n")
+    out = wrap(src, CodeStyle(line_length=79))
+    assert (b"            bytearray(buffer.getbuffer()), device=dev, dtype=torch.float,\n"
+            b"            site=\"train.py:f:torch.tensor\"\n        )\n") in out
+    # already one argument a line with a magic trailing comma: site= stays beside the last one
+    assert b"            device=dev, site=\"train.py:f:torch.tensor#2\",\n        )\n" in out

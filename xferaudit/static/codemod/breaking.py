@@ -1,0 +1,356 @@
+"""Long wrapped lines broken the way black and ruff format break them.
+
+A statement that fits on one line before ``wrap`` may not after it. When the
+line a new wrapper call is on goes past the project's line length, and that
+call is the statement's whole expression (an expression statement, a
+``return``, an assignment's value, an ``assert``'s message; nothing but a
+comment after its closing parenthesis: the call black's right-hand split
+breaks, and keeps broken), its arguments go
+one per line, indented four spaces more than the statement, with a magic
+trailing comma::
+
+    y = xfer.cpu(x, site="pkg/train.py:Trainer.step:loss")     # too long
+
+    y = xfer.cpu(
+        x,
+        site="pkg/train.py:Trainer.step:loss",
+    )
+
+This is a fixed point of ``black`` and ``ruff format`` (the trailing comma
+keeps it exploded). Only a call written with the canonical spacing (``a, b``,
+nothing after ``(`` or before ``)``, no trailing comma, on one line) is broken,
+so the layout says exactly what it replaced: ``unwrap`` recognises it by the
+line break after the comma before ``site=`` (or, with no other argument, by
+the break after ``(`` and the trailing comma after ``site=``), which the
+one-line wrapped form never has, and puts the canonical spacing back.
+"""
+
+from __future__ import annotations
+
+from typing import Iterable, Optional
+
+import libcst as cst
+
+from .nodes import _code
+
+_EMPTY = cst.SimpleWhitespace("")
+_SPACE = cst.SimpleWhitespace(" ")
+_STEP = "    "  # black and ruff indent continuation lines by four spaces
+
+
+def _break(step: str) -> cst.ParenthesizedWhitespace:
+    return cst.ParenthesizedWhitespace(
+        first_line=cst.TrailingWhitespace(), empty_lines=[], indent=True, last_line=cst.SimpleWhitespace(step)
+    )
+
+
+def _is_break(ws) -> bool:
+    return (
+        isinstance(ws, cst.ParenthesizedWhitespace)
+        and ws.first_line.comment is None
+        and not ws.first_line.whitespace.value
+        and not ws.empty_lines
+    )
+
+
+def _is_ws(ws, value: str) -> bool:
+    return isinstance(ws, cst.SimpleWhitespace) and ws.value == value
+
+
+def canonical(call: cst.Call) -> bool:
+    """Whether the call's argument list has the one-line canonical spacing."""
+    args = call.args
+    if not args or not _is_ws(call.whitespace_before_args, ""):
+        return False
+    for a in args[:-1]:
+        c = a.comma
+        if not isinstance(c, cst.Comma) or not _is_ws(c.whitespace_before, "") or not _is_ws(c.whitespace_after, " "):
+            return False
+        if not _is_ws(a.whitespace_after_arg, ""):
+            return False
+    last = args[-1]
+    return last.comma is cst.MaybeSentinel.DEFAULT and _is_ws(last.whitespace_after_arg, "")
+
+
+def explode(call: cst.Call) -> cst.Call:
+    """One argument a line, with a magic trailing comma (`call` is canonical)."""
+    args = [a.with_changes(comma=cst.Comma(whitespace_before=_EMPTY, whitespace_after=_break(_STEP)))
+            for a in call.args[:-1]]
+    last = call.args[-1]
+    args.append(last.with_changes(comma=cst.Comma(whitespace_before=_EMPTY, whitespace_after=_break(""))))
+    return call.with_changes(whitespace_before_args=_break(_STEP), args=args)
+
+
+def is_exploded(call: cst.Call, extras: Iterable[str]) -> bool:
+    """Whether a wrapper call has the broken layout :func:`explode` writes."""
+    args = call.args
+    if not args or not _is_break(call.whitespace_before_args):
+        return False
+    last = args[-1]
+    if last.keyword is None or last.keyword.value not in set(extras):
+        return False
+    if not isinstance(last.comma, cst.Comma) or not _is_break(last.comma.whitespace_after):
+        return False
+    for a in args[:-1]:
+        c = a.comma
+        if not isinstance(c, cst.Comma) or not _is_ws(c.whitespace_before, "") or not _is_break(c.whitespace_after):
+            return False
+        if not _is_ws(a.whitespace_after_arg, ""):
+            return False
+    return _is_ws(last.whitespace_after_arg, "") and _is_ws(last.comma.whitespace_before, "")
+
+
+def _site_index(call: cst.Call, extras) -> Optional[int]:
+    for i, a in enumerate(call.args):
+        if a.keyword is not None and a.keyword.value in extras:
+            return i
+    return None
+
+
+def own_line(call: cst.Call, extras: Iterable[str]) -> Optional[cst.Call]:
+    """For a wrapper call already over several lines (its own arguments on
+    continuation lines), the same call with ``site=`` moved to a line of its
+    own, indented like the argument before it; None when it cannot be."""
+    extras = set(extras)
+    i = _site_index(call, extras)
+    if i is None or i == 0:
+        return None
+    before = call.args[i - 1]
+    c = before.comma
+    if not isinstance(c, cst.Comma) or not _is_ws(c.whitespace_after, " "):
+        return None
+    lead = None  # the line break that starts the line of the argument before site=
+    for j in range(i - 1, -1, -1):
+        prev = call.args[j - 1].comma if j >= 1 else None
+        ws = prev.whitespace_after if isinstance(prev, cst.Comma) else call.whitespace_before_args
+        if isinstance(ws, cst.ParenthesizedWhitespace):
+            lead = ws
+            break
+    if lead is None:
+        return None
+    brk = cst.ParenthesizedWhitespace(first_line=cst.TrailingWhitespace(), empty_lines=[], indent=lead.indent,
+                                      last_line=lead.last_line)
+    args = list(call.args)
+    args[i - 1] = before.with_changes(comma=c.with_changes(whitespace_after=brk))
+    out = call.with_changes(args=args)
+    return None if is_exploded(out, extras) else out
+
+
+def undo_own_line(call: cst.Call, extras: Iterable[str]) -> cst.Call:
+    """Inverse of :func:`own_line`: the one-line wrapped form never has a line
+    break right after the comma before ``site=``."""
+    i = _site_index(call, set(extras))
+    if i is None or i == 0:
+        return call
+    before = call.args[i - 1]
+    c = before.comma
+    if isinstance(c, cst.Comma) and _is_break(c.whitespace_after):
+        args = list(call.args)
+        args[i - 1] = before.with_changes(comma=c.with_changes(whitespace_after=_SPACE))
+        return call.with_changes(args=args)
+    return call
+
+
+def unexplode(call: cst.Call) -> cst.Call:
+    """The canonical one-line spacing back (inverse of :func:`explode`)."""
+    args = [a.with_changes(comma=cst.Comma(whitespace_before=_EMPTY, whitespace_after=_SPACE)) for a in call.args[:-1]]
+    args.append(call.args[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT))
+    return call.with_changes(whitespace_before_args=_EMPTY, args=args)
+
+
+_HEADED = (cst.If, cst.While, cst.For, cst.With)
+
+
+class _Breaker(cst.CSTTransformer):
+    """Breaks, per simple statement over the limit, the one new wrapper call
+    black would split."""
+
+    def __init__(self, module: cst.Module, is_new, limit: int, check, skip=frozenset()) -> None:
+        super().__init__()
+        self.skip = skip  # ids of statements the wrap did not enter: nothing new in them
+        self.indents = [""]
+        self.default_indent = module.default_indent
+        self.is_new = is_new
+        self.limit = limit
+        self.check = check  # check(old_call, new_call) -> bool: unwrap gives the same
+        self.calls: list[list[cst.Call]] = []
+        self.broken = 0
+        self.fstrings = 0
+
+    def visit_IndentedBlock(self, node: cst.IndentedBlock) -> None:
+        ind = node.indent if node.indent is not None else self.default_indent
+        self.indents.append(self.indents[-1] + ind)
+
+    def leave_IndentedBlock(self, original_node, updated_node):
+        self.indents.pop()
+        return updated_node
+
+    def visit_SimpleStatementLine(self, node) -> None:
+        self.calls.append([])
+
+    def on_visit(self, node: cst.CSTNode) -> bool:
+        if id(node) in self.skip:
+            return False
+        if isinstance(node, _HEADED):
+            self.calls.append([])  # the header's calls (the body's have lists of their own)
+        return super().on_visit(node)
+
+    def on_leave(self, original_node, updated_node):
+        if id(original_node) in self.skip:
+            return updated_node
+        out = super().on_leave(original_node, updated_node)
+        if isinstance(original_node, _HEADED):
+            out = self._header(out, self.calls.pop())
+        return out
+
+    def _header(self, node, calls):
+        """``if`` / ``while`` / ``for`` / ``with`` / ``elif`` whose one-line
+        header went over the limit: its outermost new wrapper call is broken."""
+        if not calls or not isinstance(node, _HEADED):
+            return node
+        ind = len(self.indents[-1].expandtabs(4))
+        first = _code(node.with_changes(leading_lines=[]) if hasattr(node, "leading_lines") else node)
+        first = first.split("\n", 1)[0]
+        if ind + len(first) <= self.limit or not first.rstrip().endswith(":"):
+            return node
+        for call in reversed(calls):
+            if not canonical(call):
+                continue
+            new = explode(call)
+            if not self.check(call, new):
+                continue
+            out = _replace(node, call, new)
+            if out is not None:
+                self.broken += 1
+                return out
+        return node
+
+    def visit_FormattedString(self, node) -> None:
+        self.fstrings += 1  # no line break inside an f-string's braces (before Python 3.12)
+
+    def leave_FormattedString(self, original_node, updated_node):
+        self.fstrings -= 1
+        return updated_node
+
+    def leave_Call(self, original_node: cst.Call, updated_node: cst.Call):
+        if self.calls and not self.fstrings and self.is_new(updated_node):
+            self.calls[-1].append(updated_node)
+        return updated_node
+
+    def leave_SimpleStatementLine(self, original_node, updated_node):
+        calls = self.calls.pop()
+        if not calls or len(updated_node.body) != 1:
+            return updated_node
+        ind = self.indents[-1].expandtabs(4)
+        bare = updated_node.with_changes(leading_lines=[])
+        text = _code(bare).rstrip("\r\n")
+        if "\n" in text or "\r" in text:
+            return self._own_lines(updated_node, calls, len(ind))
+        if len(ind) + len(text) <= self.limit:
+            return updated_node
+        value = _value(updated_node.body[0])
+        for call in reversed(calls):  # outermost first (calls are left inner first)
+            if call is not value or not canonical(call):
+                continue
+            new = explode(call)
+            out = _replace(updated_node, call, new)
+            if out is None:
+                continue
+            lines = _code(out.with_changes(leading_lines=[])).rstrip("\r\n").splitlines()
+            head, tail = lines[0], lines[-1].strip()
+            if not head.endswith("(") or len(ind) + len(head) > self.limit:
+                continue
+            rest = tail[1:]
+            code_part = rest.split("#", 1)[0]
+            if not tail.startswith(")") or code_part.strip() or not self.check(call, new):
+                continue
+            self.broken += 1
+            return out
+        # The call is part of a larger expression: black would add parentheses
+        # or break an enclosing bracket (which unwrap could not tell from the
+        # user's own). The outermost new wrapper call is broken the same way
+        # in place, so the lines fit; ``ruff format`` may lay it out anew.
+        for call in reversed(calls):
+            if not canonical(call):
+                continue
+            new = explode(call)
+            out = _replace(updated_node, call, new)
+            if out is None or not self.check(call, new):
+                continue
+            self.broken += 1
+            return out
+        return updated_node
+
+    def _own_lines(self, stmt: cst.SimpleStatementLine, calls, indent: int) -> cst.SimpleStatementLine:
+        """In a statement over several lines, a ``site=`` that makes its line too
+        long goes to a line of its own."""
+        for call in calls:
+            site = next((a for a in call.args if a.keyword is not None and a.keyword.value == "site"), None)
+            if site is None or not _too_long(stmt, indent, self.limit, _code(site.value)):
+                continue
+            new = own_line(call, ("site",))
+            if new is None or not self.check(call, new):
+                continue
+            out = _replace(stmt, call, new)
+            if out is not None:
+                stmt = out
+                self.broken += 1
+        return stmt
+
+
+def _value(small: cst.BaseSmallStatement) -> Optional[cst.BaseExpression]:
+    """The expression a statement is made of, when black would split it by its
+    last bracket without adding parentheses: the whole of an expression
+    statement, a ``return``, the right side of an assignment, an ``assert``'s
+    message (through one ``await``)."""
+    if isinstance(small, cst.Assert):
+        v = small.msg
+    elif isinstance(small, (cst.Expr, cst.Return, cst.Assign, cst.AnnAssign, cst.AugAssign)):
+        v = small.value
+    else:
+        return None
+    if isinstance(v, cst.Await) and not v.lpar:
+        v = v.expression
+    return v
+
+
+def _too_long(node: cst.CSTNode, indent: int, limit: int, mark: str) -> bool:
+    for line in _code(node).splitlines():
+        if mark in line and indent + len(line.expandtabs(4)) > limit:
+            return True
+    return False
+
+
+class _Swap(cst.CSTTransformer):
+    def __init__(self, old: cst.CSTNode, new: cst.CSTNode) -> None:
+        super().__init__()
+        self.old, self.new, self.hit = old, new, False
+
+    def on_leave(self, original_node, updated_node):
+        if original_node is self.old:
+            self.hit = True
+            return self.new
+        return super().on_leave(original_node, updated_node)
+
+
+def _replace(stmt, old: cst.Call, new: cst.Call):
+    sw = _Swap(old, new)
+    out = stmt.visit(sw)
+    return out if sw.hit else None
+
+
+def break_long_lines(module: cst.Module, is_new, limit: int, check, skip=frozenset()) -> tuple[cst.Module, int]:
+    """The module with over-long statements holding a new wrapper call broken;
+    and how many were broken. `skip`: ids of statements known to hold none
+    (not entered)."""
+    br = _Breaker(module, is_new, limit, check, skip)
+    out = module.visit(br)
+    return out, br.broken
+
+
+# Not broken (left on one long line): a wrapper call that is only part of the
+# statement's expression (``a + f(x).item()``, ``foo(x.cpu(), y)``: black
+# would add parentheses around the whole expression or break the outer call,
+# which unwrap could not tell from the user's own), a call in a compound
+# statement's header (``if``, ``for``, ``with``), and a call whose arguments
+# are not spaced canonically.
