@@ -7,8 +7,10 @@ from pathlib import Path
 import pytest
 
 from xferaudit.static.codemod import unwrap_source, wrap_source
+from xferaudit.static.codemod.style import CodeStyle
 from xferaudit.static.finder import find_in_source
 
+WIDE = CodeStyle(line_length=10_000)  # (the forms compared here are one-line)
 CORPUS = Path(__file__).resolve().parent / "values_corpus"
 FILES = sorted(CORPUS.glob("*.py"))
 NO_FORM = {"XFA405", "XFA406", "XFA407", "XFA451"}
@@ -43,7 +45,7 @@ def test_wrapped_forms():
         "    e = f'{loss=}'\n"
         "    torch.save(loss, 'l.pt')\n"
     ).encode()
-    res = wrap_source(src, "train.py")
+    res = wrap_source(src, "train.py", style=WIDE)
     out = res.new.decode()
     for want in (
         'if xfer.bool(loss > 100, site="train.py:step:truth(loss > 100)") and not xfer.bool(loss.isnan(), site=',
@@ -69,7 +71,7 @@ def test_checks_suggestion_is_what_wrap_writes_for_implicit_sites(path: Path):
     from xferaudit.static.diagnostics import implicit_suggestion
 
     data = path.read_bytes()
-    res = wrap_source(data, path.name)
+    res = wrap_source(data, path.name, style=WIDE)  # one-line forms to compare
     skipped = {(k.line, k.column) for k in res.skipped}
     new_lines = re.sub(r"site=(\"[^\"]*\"|'[^']*')", "site=...", (res.new or data).decode()).splitlines()
     checked = 0

@@ -222,7 +222,9 @@ def test_unbound_tensor_methods_are_the_site_of_their_first_argument():
     ).encode()
     res = find_in_source(src.decode(), "x.py")
     assert [(s.call, s.kind) for s in res.sites] == [("torch.Tensor.to(x, 'cuda')", "up"), ("Tensor.cpu(x)", "down")]
-    new = wrap_source(src, "x.py").new
+    from xferaudit.static.codemod.style import CodeStyle
+
+    new = wrap_source(src, "x.py", style=CodeStyle(line_length=10_000)).new
     assert b"xfer.call(torch.Tensor.to, x, 'cuda', site=" in new and b"xfer.call(Tensor.cpu, x, site=" in new
     assert all(s.wrapped for s in find_in_source(new.decode(), "x.py").sites)
     assert unwrap_source(new, "x.py").new == src
