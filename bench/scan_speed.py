@@ -13,7 +13,7 @@ start-up:
 - TorchFix (``torchfix TORCH``) when it is installed and ``--torchfix`` is given
   (it took over 10 minutes on this tree).
 
-Goals: cold <= 3x ruff's wall time; warm <= 1 s; 10 files <= 0.5 s.
+Goals: cold <= 1.5x ruff's wall time (value layer included); warm <= 1 s; 10 files <= 0.5 s.
 
     python bench/scan_speed.py [--repeat 3] [--torch DIR] [--torchfix]
 """
@@ -152,7 +152,7 @@ def main() -> int:
     if "ruff --select ALL --no-cache" in med:
         base = med["ruff --select ALL --no-cache"]
         print("\nratios:")
-        print(f"  cold / ruff          {med['xferaudit cold'] / base:5.2f}x   (goal <= 3)")
+        print(f"  cold / ruff          {med['xferaudit cold'] / base:5.2f}x   (goal <= 1.5)")
         print(f"  cold --jobs 1 / ruff {med['xferaudit cold --jobs 1'] / base:5.2f}x")
         print(f"  warm                 {med['xferaudit warm']:5.2f} s   (goal <= 1 s)")
         print(f"  10 files cold        {med['10 files cold']:5.2f} s   (goal <= 0.5 s)")
