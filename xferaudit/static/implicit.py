@@ -556,6 +556,11 @@ def _lines_of(text: str, needles) -> list:
         while i >= 0:
             pos.append(i)
             i = text.find(needle, i + len(needle))
+    return _line_numbers(text, pos)
+
+
+def _line_numbers(text: str, pos: list) -> list:
+    """Sorted, distinct 1-based numbers of the lines holding the offsets `pos`."""
     if not pos:
         return []
     pos.sort()
@@ -581,16 +586,7 @@ def evidence_lines(text: str) -> list:
             if after.match(text, j) and (needle != "device" or i == 0 or not (text[i - 1].isalnum() or text[i - 1] == "_")):
                 pos.append(i)
             i = text.find(needle, j)
-    if not pos:
-        return []
-    pos.sort()
-    starts = list(itertools.accumulate(len(ln) + 1 for ln in text.split("\n")))
-    out: list = []
-    for p in pos:
-        ln = bisect.bisect_right(starts, p) + 1
-        if not out or out[-1] != ln:
-            out.append(ln)
-    return out
+    return _line_numbers(text, pos)
 
 
 def find(tree: ast.Module, text: str, qualname: Resolver, methods: frozenset = frozenset(),

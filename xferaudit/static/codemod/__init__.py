@@ -87,7 +87,7 @@ from ...wrapform import ALIAS, wrapper_infos
 from ..finder import Site, analyse
 from ..source import char_col, collector_paused, decode_source
 from .imports import (
-    _alias_import, _insert_import, _remove_import, choose_alias, import_bindings, import_index,
+    _alias_import, choose_alias, import_bindings, import_index,
     spell,
 )
 from .breaking import break_long_lines

@@ -12,7 +12,7 @@ import libcst as cst
 
 from ...wrapform import ALIAS, RUNTIME_MODULE
 from ..resolver import Resolver
-from .nodes import _dotted, _dotted_expr
+from .nodes import _dotted
 from .results import CodemodError
 
 
@@ -156,45 +156,3 @@ def import_index(module: cst.Module) -> int:
     if stars:
         i = max(i, stars[-1] + 1)
     return i
-
-
-def _import_stmt(alias: str) -> cst.SimpleStatementLine:
-    return cst.SimpleStatementLine(
-        body=[
-            cst.Import(
-                names=[
-                    cst.ImportAlias(
-                        name=_dotted_expr(RUNTIME_MODULE),
-                        asname=cst.AsName(name=cst.Name(alias)),
-                    )
-                ]
-            )
-        ]
-    )
-
-
-
-def _insert_import(module: cst.Module, alias: str, index: int) -> cst.Module:
-    body = list(module.body)
-    stmt = _import_stmt(alias)
-    if index < len(body):
-        # Blank lines (and what they separate) before the next statement go above
-        # the import; the comment lines right on top of that statement stay with it.
-        nxt = body[index]
-        lead = list(nxt.leading_lines)
-        cut = max((i + 1 for i, e in enumerate(lead) if e.comment is None), default=0)
-        stmt = stmt.with_changes(leading_lines=lead[:cut])
-        body[index] = nxt.with_changes(leading_lines=lead[cut:])
-    body.insert(index, stmt)
-    return module.with_changes(body=body)
-
-
-def _remove_import(module: cst.Module, index: int) -> cst.Module:
-    body = list(module.body)
-    stmt = body.pop(index)
-    if index < len(body):
-        nxt = body[index]
-        body[index] = nxt.with_changes(leading_lines=list(stmt.leading_lines) + list(nxt.leading_lines))
-        return module.with_changes(body=body)
-    return module.with_changes(body=body, footer=list(stmt.leading_lines) + list(module.footer))
-

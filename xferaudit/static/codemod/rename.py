@@ -19,7 +19,7 @@ from ...rules import RuleTable
 from ..finder import analyse
 from ..naming import renamed_site
 from .nodes import string_literal
-from .results import CodemodError, CodemodResult
+from .results import CodemodError
 
 
 class _Renamer(cst.CSTTransformer):
