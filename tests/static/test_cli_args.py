@@ -3,7 +3,6 @@ codes that match nothing, and files that are not Python; and `wrap --ignore`."""
 
 from __future__ import annotations
 
-from pathlib import Path
 
 import pytest
 
