@@ -199,3 +199,40 @@ def test_site_of_a_call_over_several_lines_goes_to_a_line_of_its_own():
             b"            site=\"train.py:f:torch.tensor\"\n        )\n") in out
     # already one argument a line with a magic trailing comma: site= stays beside the last one
     assert b"            device=dev, site=\"train.py:f:torch.tensor#2\",\n        )\n" in out
+
+
+# A new wrapper call on a line still too long after the first break: each one
+# is broken in place, one argument a line, indented one step deeper than the
+# line it starts on, and unwrap restores every byte.
+STILL_LONG = {
+    "two calls on one line, both broken": (
+        b"    value_of_it = x.item() if the_condition_of_it(x) == 1 else x.tolist()\n",
+        b"    value_of_it = xfer.item(\n        x,\n        site=\"train.py:f:x.item\",\n"
+        b"    ) if the_condition_of_it(x) == 1 else xfer.tolist(\n"),
+    "a dict entry on a continuation line": (
+        b"    return {\n        \"last_val\": x.item() if isinstance(x, torch.Tensor) else the_last_value,\n"
+        b"        \"mode\": mode,\n    }\n",
+        b"        \"last_val\": xfer.item(\n            x,\n            site=\"train.py:f:x.item\",\n"
+        b"        ) if isinstance(x, torch.Tensor) else the_last_value,\n"),
+    "a branch of a parenthesized conditional expression": (
+        b"    value = (\n        x.clone().detach()\n        if isinstance(x, torch.Tensor)\n"
+        b"        else torch.tensor(x, device=the_device, dtype=the_default_dtype)\n    )\n",
+        b"        else xfer.tensor(\n            x,\n            device=the_device,\n"),
+    "a comprehension's element in a call over several lines": (
+        b"    metrics.update({\n        name: torch.tensor(value, device=the_root_device) for name, value in stat.items()\n"
+        b"    })\n",
+        b"        name: xfer.tensor(\n            value,\n            device=the_root_device,\n"),
+    "a call among the arguments of the call broken first": (
+        b"    for src_param, dst_param in zip(the_source_module.parameters(), dst.parameters()):\n"
+        b"        dst_param.detach().copy_(src_param.to(dst_param.device, non_blocking=True))\n",
+        b"            xfer.to(\n                src_param,\n                dst_param.device,\n"),
+}
+
+
+@pytest.mark.parametrize("case", list(STILL_LONG))
+def test_new_calls_still_too_long_are_broken_where_they_stand(case):
+    body, want = STILL_LONG[case]
+    src = b"import torch\n\n\ndef f(x, all, decision, metrics, stat, mode, the_device):\n" + body
+    out = wrap(src)  # asserts the round trip and idempotence
+    assert want in out, out.decode()
+    assert max(len(line) for line in out.decode().splitlines()) <= 88, out.decode()

@@ -21,7 +21,10 @@ class Trainer:
             t,
             site="train.py:Trainer.step:t.cpu#3",
         ).sum() > 0}
-        cond = xfer.cpu(xs[0], site="train.py:Trainer.step:xs[0].cpu") if xs else xfer.cuda(
+        cond = xfer.cpu(
+            xs[0],
+            site="train.py:Trainer.step:xs[0].cpu",
+        ) if xs else xfer.cuda(
             xs[1],
             site="train.py:Trainer.step:xs[1].cuda",
         )
@@ -55,7 +58,15 @@ class Trainer:
         return a, b
 
     def stars(self, x, a, k):
-        return xfer.to(x, *a, **k, site="train.py:Trainer.stars:x.to"), xfer.cuda(x, *a, site="train.py:Trainer.stars:x.cuda"), xfer.to(x, **k, site="train.py:Trainer.stars:x.to#2"), xfer.to(
+        return xfer.to(x, *a, **k, site="train.py:Trainer.stars:x.to"), xfer.cuda(
+            x,
+            *a,
+            site="train.py:Trainer.stars:x.cuda",
+        ), xfer.to(
+            x,
+            **k,
+            site="train.py:Trainer.stars:x.to#2",
+        ), xfer.to(
             x,
             0,
             *a,

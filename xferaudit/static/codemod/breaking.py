@@ -72,13 +72,16 @@ def canonical(call: cst.Call) -> bool:
     return last.comma is cst.MaybeSentinel.DEFAULT and _is_ws(last.whitespace_after_arg, "")
 
 
-def explode(call: cst.Call) -> cst.Call:
-    """One argument a line, with a magic trailing comma (`call` is canonical)."""
-    args = [a.with_changes(comma=cst.Comma(whitespace_before=_EMPTY, whitespace_after=_break(_STEP)))
+def explode(call: cst.Call, lead: str = "") -> cst.Call:
+    """One argument a line, with a magic trailing comma (`call` is canonical);
+    `lead`: the indentation, beyond the statement's, of the line the call
+    starts on (the arguments go one step further, ``)`` goes back to it)."""
+    step = lead + _STEP
+    args = [a.with_changes(comma=cst.Comma(whitespace_before=_EMPTY, whitespace_after=_break(step)))
             for a in call.args[:-1]]
     last = call.args[-1]
-    args.append(last.with_changes(comma=cst.Comma(whitespace_before=_EMPTY, whitespace_after=_break(""))))
-    return call.with_changes(whitespace_before_args=_break(_STEP), args=args)
+    args.append(last.with_changes(comma=cst.Comma(whitespace_before=_EMPTY, whitespace_after=_break(lead))))
+    return call.with_changes(whitespace_before_args=_break(step), args=args)
 
 
 def is_exploded(call: cst.Call, extras: Iterable[str]) -> bool:
@@ -245,7 +248,8 @@ class _Breaker(cst.CSTTransformer):
         bare = updated_node.with_changes(leading_lines=[])
         text = _code(bare).rstrip("\r\n")
         if "\n" in text or "\r" in text:
-            return self._own_lines(updated_node, calls, len(ind))
+            stmt = self._own_lines(updated_node, calls, len(ind))
+            return self._in_place(stmt, len(ind))
         if len(ind) + len(text) <= self.limit:
             return updated_node
         value = _value(updated_node.body[0])
@@ -265,21 +269,47 @@ class _Breaker(cst.CSTTransformer):
             if not tail.startswith(")") or code_part.strip() or not self.check(call, new):
                 continue
             self.broken += 1
-            return out
+            return self._in_place(out, len(ind))  # a new call among its arguments may still be too long
         # The call is part of a larger expression: black would add parentheses
         # or break an enclosing bracket (which unwrap could not tell from the
-        # user's own). The outermost new wrapper call is broken the same way
-        # in place, so the lines fit; ``ruff format`` may lay it out anew.
-        for call in reversed(calls):
-            if not canonical(call):
+        # user's own). The new wrapper calls are broken the same way in place,
+        # outermost first, until the lines fit; ``ruff format`` may lay them
+        # out anew.
+        return self._in_place(updated_node, len(ind))
+
+    def _in_place(self, stmt: cst.SimpleStatementLine, indent: int) -> cst.SimpleStatementLine:
+        """Each new wrapper call written on one line (canonically) whose line
+        is too long broken one argument a line where it stands, indented one
+        step deeper than that line, outermost call first, until no such call
+        is left on a line over the limit. A call on a continuation line of a
+        statement over several lines (a dict entry, a branch of a conditional
+        expression, a comprehension's element, an argument of a broken call)
+        is broken the same way."""
+        tried: set[str] = set()
+        while True:
+            text = _code(stmt.with_changes(leading_lines=[]))
+            lines = text.splitlines()
+            pick = None
+            for call in reversed(_new_calls(stmt, self.is_new)):  # outermost first
+                one = _code(call)
+                if one in tried or "\n" in one or "\r" in one or not canonical(call):
+                    continue
+                hits = [ln for ln in lines if one in ln]
+                if len(hits) != 1 or indent + len(hits[0].expandtabs(4)) <= self.limit:
+                    continue
+                pick = call, one, hits[0][: len(hits[0]) - len(hits[0].lstrip(" \t"))]
+                break
+            if pick is None:
+                return stmt
+            call, one, lead = pick
+            tried.add(one)
+            new = explode(call, lead)
+            if not self.check(call, new):
                 continue
-            new = explode(call)
-            out = _replace(updated_node, call, new)
-            if out is None or not self.check(call, new):
-                continue
-            self.broken += 1
-            return out
-        return updated_node
+            out = _replace(stmt, call, new)
+            if out is not None:
+                stmt = out
+                self.broken += 1
 
     def _own_lines(self, stmt: cst.SimpleStatementLine, calls, indent: int) -> cst.SimpleStatementLine:
         """In a statement over several lines, a ``site=`` that makes its line too
@@ -296,6 +326,30 @@ class _Breaker(cst.CSTTransformer):
                 stmt = out
                 self.broken += 1
         return stmt
+
+
+class _NewCalls(cst.CSTVisitor):
+    def __init__(self, is_new) -> None:
+        super().__init__()
+        self.is_new, self.calls, self.fstrings = is_new, [], 0
+
+    def visit_FormattedString(self, node) -> None:
+        self.fstrings += 1
+
+    def leave_FormattedString(self, original_node) -> None:
+        self.fstrings -= 1
+
+    def leave_Call(self, original_node: cst.Call) -> None:
+        if not self.fstrings and self.is_new(original_node):
+            self.calls.append(original_node)
+
+
+def _new_calls(stmt: cst.CSTNode, is_new) -> list[cst.Call]:
+    """The new wrapper calls in `stmt`, inner ones before the calls holding
+    them (none inside an f-string: no line break in its braces)."""
+    v = _NewCalls(is_new)
+    stmt.visit(v)
+    return v.calls
 
 
 def _value(small: cst.BaseSmallStatement) -> Optional[cst.BaseExpression]:

@@ -17,13 +17,23 @@ def step(model, x, y, dev, names, save=True):
         dev,
         site="tests/packs/torch/implicit_step/step_wrapped.py:step:model.to",
     )
-    x, y = xfer.to(x, dev, site="tests/packs/torch/implicit_step/step_wrapped.py:step:x.to"), xfer.to(
+    x, y = xfer.to(
+        x,
+        dev,
+        site="tests/packs/torch/implicit_step/step_wrapped.py:step:x.to",
+    ), xfer.to(
         y,
         dev,
         site="tests/packs/torch/implicit_step/step_wrapped.py:step:y.to",
     )
     loss = torch.nn.functional.mse_loss(model(x), y)
-    total = xfer.float(loss, site="tests/packs/torch/implicit_step/step_wrapped.py:step:float(loss)") + xfer.int(loss, site="tests/packs/torch/implicit_step/step_wrapped.py:step:int(loss)") + xfer.complex(
+    total = xfer.float(
+        loss,
+        site="tests/packs/torch/implicit_step/step_wrapped.py:step:float(loss)",
+    ) + xfer.int(
+        loss,
+        site="tests/packs/torch/implicit_step/step_wrapped.py:step:int(loss)",
+    ) + xfer.complex(
         loss,
         site="tests/packs/torch/implicit_step/step_wrapped.py:step:complex(loss)",
     ).real
@@ -60,7 +70,16 @@ def step(model, x, y, dev, names, save=True):
         k,
         site="tests/packs/torch/implicit_step/step_wrapped.py:step:conversion(k)#3",
     )]
-    text = str(xfer.read(loss, site="tests/packs/torch/implicit_step/step_wrapped.py:step:format(loss)")) + repr(xfer.read(loss, site="tests/packs/torch/implicit_step/step_wrapped.py:step:format(loss)#2")) + f"{xfer.read(loss, site='tests/packs/torch/implicit_step/step_wrapped.py:step:format(loss)#3'):.3f}" + "%s" % xfer.read(loss, site="tests/packs/torch/implicit_step/step_wrapped.py:step:format(loss)#4") + "{}".format(xfer.read(
+    text = str(xfer.read(
+        loss,
+        site="tests/packs/torch/implicit_step/step_wrapped.py:step:format(loss)",
+    )) + repr(xfer.read(
+        loss,
+        site="tests/packs/torch/implicit_step/step_wrapped.py:step:format(loss)#2",
+    )) + f"{xfer.read(loss, site='tests/packs/torch/implicit_step/step_wrapped.py:step:format(loss)#3'):.3f}" + "%s" % xfer.read(
+        loss,
+        site="tests/packs/torch/implicit_step/step_wrapped.py:step:format(loss)#4",
+    ) + "{}".format(xfer.read(
         loss,
         site="tests/packs/torch/implicit_step/step_wrapped.py:step:format(loss)#5",
     ))
