@@ -45,6 +45,7 @@ class _Layout:
         self.kept: set[int] = set()  # ... of those, the ones holding a site line
         self.top_first: list[int] = []  # first token line of each top-level statement
         self.spans: list[tuple[int, int]] = []  # (first, last) line of each top-level statement
+        self.span_of: dict[int, tuple[int, int]] = {}  # (first, last) line of every planned statement, by id
         end = _count_lines(text) - len(module.footer)
         self.end = end
         self.body = self._plan(module.body, tree.body, end, top=True)
@@ -74,6 +75,7 @@ class _Layout:
             if top:
                 self.spans.append((lo, hi))
             self.planned.add(id(st))
+            self.span_of[id(st)] = (lo, hi)
             k = bisect.bisect_left(self.lines, lo)
             if k >= len(self.lines) or self.lines[k] > hi:
                 out.append(cst.SimpleStatementLine(body=[cst.Pass()], leading_lines=[cst.EmptyLine()] * (hi - lo)))
