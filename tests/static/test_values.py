@@ -307,3 +307,20 @@ def test_the_value_layer_is_a_finder_analysis_reading_names_through_the_one_reso
     got = V.module_imports(tree, qualname)
     assert asked == ["T", "asarray"]
     assert {k: v.qual for k, v in got.items()} == {"T": "resolved.T", "asarray": "resolved.asarray"}
+
+
+def test_a_wrapped_pageable_copy_is_still_a_hazard():
+    """Wrapping counts the copy; it does not pin the host side: check keeps XFA451."""
+    from xferaudit.static.codemod import wrap_source
+
+    src = (
+        "import torch\n"
+        "def load(a, dev):\n"
+        "    return torch.from_numpy(a).to(dev, non_blocking=True)\n"
+    )
+    before = [s.rule for s in find_in_source(src, "x.py").sites if s.rule == "XFA451"]
+    res = wrap_source(src.encode(), "x.py")
+    assert [k.code for k in res.skipped] == ["XFA451"]
+    after = [s.rule for s in find_in_source(res.new.decode(), "x.py").sites
+             if s.rule == "XFA451" and not s.wrapped]
+    assert before == after == ["XFA451"]

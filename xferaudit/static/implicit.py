@@ -400,6 +400,16 @@ class _Checker:
                         self.add("XFA403", a, wrap="read")
             return
         if q is not None:
+            if q in _WRAPPED_COPIES and args and _non_blocking(node):
+                # wrapping does not pin the host side: still a hazard, read as the bare call
+                bare = ast.Attribute(value=args[0], attr=q.rsplit(".", 1)[1], ctx=ast.Load())
+                ast.copy_location(bare, func)
+                bare.end_lineno, bare.end_col_offset = func.end_lineno, func.end_col_offset
+                call = ast.Call(func=bare, args=args[1:], keywords=[k for k in node.keywords if k.arg != "site"])
+                ast.copy_location(call, node)
+                call.end_lineno, call.end_col_offset = node.end_lineno, node.end_col_offset
+                self._hazard(call, bare)
+                return
             if q == "operator.index" and args and on_device(ev.value(args[0])):
                 self.add("XFA401", args[0], wrap="index")
             elif q.startswith("math.") or q.startswith("numpy."):
@@ -518,6 +528,9 @@ def _tensor_repeats(ev: Evaluator, node: ast.Call, pos: int) -> bool:
 
 def _has_kw(node: ast.Call, name: str) -> bool:
     return any(k.arg == name for k in node.keywords)
+
+
+_WRAPPED_COPIES = frozenset("xferaudit.runtime." + m for m in ("to", "cuda", "copy_"))
 
 
 def _non_blocking(node: ast.Call) -> bool:
