@@ -15,7 +15,6 @@ import pytest
 
 import xferaudit.runtime as xfer
 from xferaudit.packs.cupy.runtime import CupyMissingError
-from xferaudit.runtime import recorder
 
 
 def _cupy_gpu():
@@ -31,15 +30,6 @@ def _cupy_gpu():
 
 cp = _cupy_gpu()
 gpu = pytest.mark.skipif(cp is None, reason="CuPy with a CUDA device is not available here")
-
-
-@pytest.fixture(autouse=True)
-def clean():
-    prev = recorder.STATE.on
-    xfer.reset()
-    yield
-    recorder.STATE.on = prev
-    xfer.reset()
 
 
 def test_get_and_set_on_other_objects_call_through_and_cross_nothing():

@@ -23,7 +23,6 @@ except ImportError as e:  # say why in the test output (-rs)
 
 import xferaudit.runtime as xfer  # noqa: E402
 from xferaudit.packs.jax.runtime import Launched  # noqa: E402
-from xferaudit.runtime import recorder  # noqa: E402
 
 MODEL = Path(__file__).with_name("jax_model.py")
 REL = "tests/packs/jax/jax_model.py"
@@ -39,15 +38,6 @@ def _has_gpu() -> bool:
 gpu = pytest.mark.skipif(not _has_gpu(), reason="JAX has no GPU backend here (jax.devices() is CPU only)")
 # These assert that nothing crosses, which holds only where JAX's device is the host.
 host_only = pytest.mark.skipif(_has_gpu(), reason="asserts direction 'none', true only for CPU-only JAX")
-
-
-@pytest.fixture(autouse=True)
-def clean():
-    prev = recorder.STATE.on
-    xfer.reset()
-    yield
-    recorder.STATE.on = prev
-    xfer.reset()
 
 
 def _load_model():
