@@ -270,16 +270,8 @@ def _passed(args: tuple, kwargs: dict, out: Any) -> tuple:
             return "none", 0, 0
         d = _dir(ins[1].device, dst.device, copy=True)
         return (d, 0, 0) if d == "none" else (d, _nbytes(dst), 1)
-    per: dict = {}
-    copies = 0
     src = ins[0].device
-    for o in outs:
-        d = _dir(src, o.device)
-        if d != "none":
-            per[d] = per.get(d, 0) + _nbytes(o)
-            copies += 1
-    d, n = largest(per)
-    return d, n, copies
+    return _tally((src, o) for o in outs)
 
 
 def _source_device(data: Any) -> Any:
@@ -335,13 +327,16 @@ def _compare(before: dict, after_obj: Any) -> tuple:
     per tensor) of the tensors whose device changed between `before` (a
     `_devices` snapshot) and `after_obj`: a module moved in one call is one
     crossing and a copy per parameter or buffer that crossed."""
+    return _tally((before[k], t) for k, t in _tensors(after_obj).items() if before.get(k) is not None)
+
+
+def _tally(moves: Any) -> tuple:
+    """(direction, bytes, copies) of ``(source device, tensor)`` pairs: a copy
+    per tensor that crossed; the direction that carried the most bytes."""
     per: dict = {}
     copies = 0
-    for k, t in _tensors(after_obj).items():
-        b = before.get(k)
-        if b is None:
-            continue
-        d = _dir(b, t.device)
+    for src, t in moves:
+        d = _dir(src, t.device)
         if d != "none":
             per[d] = per.get(d, 0) + _nbytes(t)
             copies += 1
