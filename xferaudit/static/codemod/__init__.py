@@ -74,6 +74,7 @@ module.
 from __future__ import annotations
 
 import ast
+import copy
 from collections import Counter
 from typing import Iterable, Optional
 
@@ -99,11 +100,13 @@ from .render import _NotReproduced, fast_render
 from .style import DEFAULT_STYLE, CodeStyle, code_style
 from .results import CodemodError, CodemodResult, Skipped
 from .shapes import _Shapes
+from .skeleton import skeleton
 from .unwrap import _UnwrapTransformer
 from .wrap import _WrapTransformer
 
 
 _IDENT_AT = re.compile(r"\w+")
+SKELETON = True  # parse only the statements that hold sites (tests and bench/ turn it off to compare)
 
 
 def _decode(data: bytes, path: str) -> str:
@@ -198,95 +201,137 @@ def wrap_source(
     sites = [s for s in sites if not s.implicit]
     if not sites and not implicit:
         return res
-    module = _parse(data, path)
-    implicit_lines = [ln for s in implicit for ln in range(s.line, s.end_line + 1)]
-    layout = _layout(module, ctx.tree, text, [s.line for s in sites] + implicit_lines)
-    if layout is None:
-        _reproduces(module, data)  # else checked per regenerated statement (render.py)
-    lines = ctx.source.lines
-    keyed: dict[tuple[int, int], Site] = {}
-    names: dict[tuple[int, int], str] = {}
-    for s in sites:
-        key = (s.line, char_col(lines, s.line, s.byte_col))
-        keyed[key] = s
-        m = _IDENT_AT.match(lines[s.line - 1], key[1]) if 0 < s.line <= len(lines) else None
-        names[key] = m.group(0) if m else ""
-    alias, existing = choose_alias(text, module, ctx.resolver)
-    have_import = existing is not None
-    index = import_index(module)
-    if not have_import:
-        index = insert_import(module, alias, index, style)[1]  # where isort would put it
-    shapes = _Shapes(rules, ctx.resolver.import_bindings)
-    taken = {s.site for s in found.sites if s.site}
-    imp = ImplicitWrap(implicit, alias, shapes.unwrap) if implicit else None
-    tr = None
-    if layout is not None:
-        # Code run at import time above the runtime import cannot use its alias.
-        tops = layout.top_first
-        at = existing if have_import else index
-        first_line = tops[at] if at < len(tops) else _count_lines(text) + 1
-        tr = _WrapTransformer(keyed, rules, shapes, alias, module.encoding, first_line, taken,
-                              layout.positions(), layout, names, imp)
-        new_module = module.visit(tr)
-        if len(tr.done) < len(keyed) or (imp is not None and imp.missed()):
-            tr = None  # a site the skeleton did not place: redo with whole-module positions
-            imp = ImplicitWrap(implicit, alias, shapes.unwrap) if implicit else None
-    if tr is None:
-        positions = MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
-        first_line = 0
-        if have_import:
-            first_line = positions[module.body[existing]].start.line
-        elif index > 0:
-            first_line = positions[module.body[index - 1]].end.line + 1
-        tr = _WrapTransformer(keyed, rules, shapes, alias, module.encoding, first_line, taken, positions, None,
-                              names, imp)
-        new_module = module.visit(tr)
-    for s, reason in tr.skipped:
-        res.skipped.append(Skipped(s.line, s.column, s.rule, s.label or s.call, reason))
-    if imp is not None:
-        for s, reason in imp.skipped:
+    lines = [s.line for s in sites] + [ln for s in implicit for ln in range(s.line, s.end_line + 1)]
+    job = _WrapJob(text, ctx, found, sites, implicit, rules, style)
+    return _through_skeleton(res, data, ctx.tree, lines, job.run)
+
+
+def _through_skeleton(res: CodemodResult, data: bytes, tree, lines: list[int], run) -> CodemodResult:
+    """`run(res, data, text, tree)` over the file's skeleton (:mod:`.skeleton`)
+    when it has one, the original lines put back; over the whole file when
+    the skeleton cannot be used or its result cannot be put back."""
+    skel = skeleton(data, tree, lines) if SKELETON else None
+    if skel is not None:
+        tried = copy.copy(res)
+        tried.skipped = list(res.skipped)
+        try:
+            out = run(tried, skel.data, skel.text, _ast(skel.text))
+        except CodemodError:
+            out = None
+        if out is not None and out.new is not None:
+            new = skel.restore(out.new)
+            if new is None:
+                out = None
+            else:
+                out.new = new
+        if out is not None and (out.new is None or _compiles(out.new)):
+            return out
+    out = run(res, data, None, tree)
+    if out.new is not None:
+        _must_compile(out.new, res.path)
+    return out
+
+
+class _WrapJob:
+    """The rewrite of one analysed file, run over the text libcst parses (the
+    file, or its skeleton: same lines and columns for every site)."""
+
+    def __init__(self, text, ctx, found, sites, implicit, rules, style) -> None:
+        self.text, self.ctx, self.found, self.sites, self.implicit = text, ctx, found, sites, implicit
+        self.rules, self.style = rules, style
+
+    def run(self, res: CodemodResult, data: bytes, parsed_text: Optional[str], tree) -> CodemodResult:
+        text, ctx, found, sites, implicit = self.text, self.ctx, self.found, self.sites, self.implicit
+        rules, style = self.rules, self.style
+        parsed_text = text if parsed_text is None else parsed_text
+        module = _parse(data, res.path)
+        implicit_lines = [ln for s in implicit for ln in range(s.line, s.end_line + 1)]
+        layout = _layout(module, tree, parsed_text, [s.line for s in sites] + implicit_lines)
+        if layout is None:
+            _reproduces(module, data)  # else checked per regenerated statement (render.py)
+        lines = ctx.source.lines
+        keyed: dict[tuple[int, int], Site] = {}
+        names: dict[tuple[int, int], str] = {}
+        for s in sites:
+            key = (s.line, char_col(lines, s.line, s.byte_col))
+            keyed[key] = s
+            m = _IDENT_AT.match(lines[s.line - 1], key[1]) if 0 < s.line <= len(lines) else None
+            names[key] = m.group(0) if m else ""
+        alias, existing = choose_alias(text, module, ctx.resolver)
+        have_import = existing is not None
+        index = import_index(module)
+        if not have_import:
+            index = insert_import(module, alias, index, style)[1]  # where isort would put it
+        shapes = _Shapes(rules, ctx.resolver.import_bindings)
+        taken = {s.site for s in found.sites if s.site}
+        imp = ImplicitWrap(implicit, alias, shapes.unwrap) if implicit else None
+        tr = None
+        if layout is not None:
+            # Code run at import time above the runtime import cannot use its alias.
+            tops = layout.top_first
+            at = existing if have_import else index
+            first_line = tops[at] if at < len(tops) else _count_lines(parsed_text) + 1
+            tr = _WrapTransformer(keyed, rules, shapes, alias, module.encoding, first_line, taken,
+                                  layout.positions(), layout, names, imp)
+            new_module = module.visit(tr)
+            if len(tr.done) < len(keyed) or (imp is not None and imp.missed()):
+                tr = None  # a site the skeleton did not place: redo with whole-module positions
+                imp = ImplicitWrap(implicit, alias, shapes.unwrap) if implicit else None
+        if tr is None:
+            positions = MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
+            first_line = 0
+            if have_import:
+                first_line = positions[module.body[existing]].start.line
+            elif index > 0:
+                first_line = positions[module.body[index - 1]].end.line + 1
+            tr = _WrapTransformer(keyed, rules, shapes, alias, module.encoding, first_line, taken, positions, None,
+                                  names, imp)
+            new_module = module.visit(tr)
+        for s, reason in tr.skipped:
             res.skipped.append(Skipped(s.line, s.column, s.rule, s.label or s.call, reason))
-        for s in imp.missed():
-            if not any(s is k for k, _ in imp.skipped):
-                res.skipped.append(Skipped(s.line, s.column, s.rule, s.label or s.call,
-                                           "no expression of libcst's has this site's span (not safely wrappable)"))
-        tr.wrapped.extend(imp.wrapped)
-    missed = [s for k, s in keyed.items() if k not in tr.done]
-    for s in missed:
-        res.skipped.append(
-            Skipped(s.line, s.column, s.rule, s.label or s.call,
-                    "libcst has no call whose name sits at this position (not safely wrappable)")
-        )
-    res.skipped.sort(key=lambda k: (k.line, k.column))
-    if not tr.wrapped:
+        if imp is not None:
+            for s, reason in imp.skipped:
+                res.skipped.append(Skipped(s.line, s.column, s.rule, s.label or s.call, reason))
+            for s in imp.missed():
+                if not any(s is k for k, _ in imp.skipped):
+                    res.skipped.append(Skipped(s.line, s.column, s.rule, s.label or s.call,
+                                               "no expression of libcst's has this site's span (not safely wrappable)"))
+            tr.wrapped.extend(imp.wrapped)
+        missed = [s for k, s in keyed.items() if k not in tr.done]
+        for s in missed:
+            res.skipped.append(
+                Skipped(s.line, s.column, s.rule, s.label or s.call,
+                        "libcst has no call whose name sits at this position (not safely wrappable)")
+            )
+        res.skipped.sort(key=lambda k: (k.line, k.column))
+        if not tr.wrapped:
+            return res
+        if not have_import:
+            new_module = insert_import(new_module, alias, import_index(new_module), style)[0]
+        new = _output(new_module, module, data, layout)
+        if _has_long_line(new, alias, style.line_length, module.encoding):
+            made = {s.site for s in tr.wrapped}
+
+            def is_new(call: cst.Call) -> bool:
+                w = _wrapper_name(call, alias, shapes)
+                if w is None:
+                    return False
+                lit = next((a.value for a in call.args if a.keyword is not None and a.keyword.value == "site"), None)
+                return isinstance(lit, cst.SimpleString) and _literal(lit.value) in made
+
+            def same_back(old: cst.Call, exploded: cst.Call) -> bool:
+                w = _wrapper_name(old, alias, shapes)
+                a, b = shapes.unwrap(old, w), shapes.unwrap(exploded, w)
+                return a is not None and b is not None and _code(a) == _code(b)
+
+            broken_module, n = break_long_lines(new_module, is_new, style.line_length, same_back, tr.pruned)
+            if n:
+                new_module = broken_module
+                new = _output(new_module, module, data, layout)
+        res.new = new
+        res.wrapped = Counter(s.kind for s in tr.wrapped)
+        res.generic = tr.generic
         return res
-    if not have_import:
-        new_module = insert_import(new_module, alias, import_index(new_module), style)[0]
-    new = _output(new_module, module, data, layout)
-    if _has_long_line(new, alias, style.line_length, module.encoding):
-        made = {s.site for s in tr.wrapped}
-
-        def is_new(call: cst.Call) -> bool:
-            w = _wrapper_name(call, alias, shapes)
-            if w is None:
-                return False
-            lit = next((a.value for a in call.args if a.keyword is not None and a.keyword.value == "site"), None)
-            return isinstance(lit, cst.SimpleString) and _literal(lit.value) in made
-
-        def same_back(old: cst.Call, exploded: cst.Call) -> bool:
-            w = _wrapper_name(old, alias, shapes)
-            a, b = shapes.unwrap(old, w), shapes.unwrap(exploded, w)
-            return a is not None and b is not None and _code(a) == _code(b)
-
-        broken_module, n = break_long_lines(new_module, is_new, style.line_length, same_back, tr.pruned)
-        if n:
-            new_module = broken_module
-            new = _output(new_module, module, data, layout)
-    _must_compile(new, path)
-    res.new = new
-    res.wrapped = Counter(s.kind for s in tr.wrapped)
-    res.generic = tr.generic
-    return res
 
 
 def _has_long_line(new: bytes, alias: str, limit: int, encoding: str) -> bool:
@@ -320,6 +365,14 @@ def _literal(value: str):
         return None
 
 
+def _compiles(new: bytes) -> bool:
+    try:
+        compile(new, "<skeleton>", "exec", flags=ast.PyCF_ONLY_AST, dont_inherit=True)
+    except (SyntaxError, ValueError):
+        return False
+    return True
+
+
 def _must_compile(new: bytes, path: str) -> None:
     try:
         compile(new, path, "exec", flags=ast.PyCF_ONLY_AST, dont_inherit=True)
@@ -350,39 +403,51 @@ def unwrap_source(
     wrapped = [s for s in found.sites if s.wrapped]
     if not wrapped:
         return res
-    module = _parse(data, path)
-    tree = ctx.tree
-    layout = _layout(module, tree, text, [s.line for s in wrapped])
-    if layout is None:
-        _reproduces(module, data)  # else checked per regenerated statement (render.py)
-    prefixes = ctx.resolver.runtime_prefixes()
-    shapes = _Shapes(rules, ctx.resolver.import_bindings)
-    tr = _UnwrapTransformer(prefixes, shapes, layout=layout)
-    new_module = module.visit(tr)
-    if Counter(tr.found) != Counter(s.site for s in wrapped):
-        # The file binds the runtime's name somewhere else too: trust positions.
-        lines = ctx.source.lines
-        keys = {(s.line, char_col(lines, s.line, s.byte_col)) for s in wrapped}
-        mw = MetadataWrapper(module, unsafe_skip_copy=True)
-        tr = _UnwrapTransformer(prefixes, shapes, mw.resolve(PositionProvider), keys)
+    job = _UnwrapJob(ctx, wrapped, rules, style)
+    return _through_skeleton(res, data, ctx.tree, [s.line for s in wrapped], job.run)
+
+
+class _UnwrapJob:
+    """The unwrap of one analysed file, over the text libcst parses (the file
+    or its skeleton)."""
+
+    def __init__(self, ctx, wrapped, rules, style) -> None:
+        self.ctx, self.wrapped, self.rules, self.style = ctx, wrapped, rules, style
+
+    def run(self, res: CodemodResult, data: bytes, parsed_text: Optional[str], tree) -> CodemodResult:
+        ctx, wrapped, rules, style = self.ctx, self.wrapped, self.rules, self.style
+        module = _parse(data, res.path)
+        layout = _layout(module, tree, parsed_text if parsed_text is not None else ctx.source.text,
+                         [s.line for s in wrapped])
+        if layout is None:
+            _reproduces(module, data)  # else checked per regenerated statement (render.py)
+        prefixes = ctx.resolver.runtime_prefixes()
+        shapes = _Shapes(rules, ctx.resolver.import_bindings)
+        tr = _UnwrapTransformer(prefixes, shapes, layout=layout)
         new_module = module.visit(tr)
-    for call, w in tr.failed:
-        res.skipped.append(Skipped(0, 0, "", _code(call)[:60], f"`{w}(...)` is not in a form unwrap can restore"))
-    if not tr.done:
+        if Counter(tr.found) != Counter(s.site for s in wrapped):
+            # The file binds the runtime's name somewhere else too: trust positions.
+            lines = ctx.source.lines
+            keys = {(s.line, char_col(lines, s.line, s.byte_col)) for s in wrapped}
+            mw = MetadataWrapper(module, unsafe_skip_copy=True)
+            tr = _UnwrapTransformer(prefixes, shapes, mw.resolve(PositionProvider), keys)
+            new_module = module.visit(tr)
+        for call, w in tr.failed:
+            res.skipped.append(Skipped(0, 0, "", _code(call)[:60], f"`{w}(...)` is not in a form unwrap can restore"))
+        if not tr.done:
+            return res
+        # Drop `import xferaudit.runtime as NAME` once nothing uses NAME (counted in the whole file).
+        whole = ctx.tree
+        for i, stmt in enumerate(new_module.body):
+            a = _alias_import(stmt)
+            if a is not None:
+                refs = sum(1 for n in ast.walk(whole) if type(n) is ast.Name and n.id == a) if whole else 1 << 30
+                if refs - tr.by_prefix[a] <= 0:
+                    new_module = remove_import(new_module, i, import_index, style or DEFAULT_STYLE, a)
+                break
+        res.new = _output(new_module, module, data, layout)
+        res.unwrapped = tr.done
         return res
-    # Drop `import xferaudit.runtime as NAME` once nothing uses NAME.
-    for i, stmt in enumerate(new_module.body):
-        a = _alias_import(stmt)
-        if a is not None:
-            refs = sum(1 for n in ast.walk(tree) if type(n) is ast.Name and n.id == a) if tree else 1 << 30
-            if refs - tr.by_prefix[a] <= 0:
-                new_module = remove_import(new_module, i, import_index, style or DEFAULT_STYLE, a)
-            break
-    new = _output(new_module, module, data, layout)
-    _must_compile(new, path)
-    res.new = new
-    res.unwrapped = tr.done
-    return res
 
 
 __all__ = [
