@@ -78,7 +78,7 @@ class _Layout:
             self.span_of[id(st)] = (lo, hi)
             k = bisect.bisect_left(self.lines, lo)
             if k >= len(self.lines) or self.lines[k] > hi:
-                out.append(cst.SimpleStatementLine(body=[cst.Pass()], leading_lines=[cst.EmptyLine()] * (hi - lo)))
+                out.append(_placeholder(hi - lo + 1))
                 continue
             self.kept.add(id(st))
             block = getattr(st, "body", None)
@@ -95,6 +95,13 @@ class _Layout:
 
     def pruned(self, node: cst.CSTNode) -> bool:
         return id(node) in self.planned and id(node) not in self.kept
+
+
+def _placeholder(height: int) -> cst.SimpleStatementLine:
+    """A statement `height` lines high and one node deep: a string holding the
+    line breaks (PositionProvider counts the breaks inside a token; empty lines
+    would be a node each)."""
+    return cst.SimpleStatementLine(body=[cst.Expr(cst.SimpleString('"""' + "\n" * (height - 1) + '"""'))])
 
 
 def _ast(text: str) -> Optional[ast.Module]:
