@@ -236,3 +236,20 @@ def test_new_calls_still_too_long_are_broken_where_they_stand(case):
     out = wrap(src)  # asserts the round trip and idempotence
     assert want in out, out.decode()
     assert max(len(line) for line in out.decode().splitlines()) <= 88, out.decode()
+
+
+def test_site_of_a_call_one_argument_a_line_too_long_goes_to_a_line_of_its_own():
+    # the user's own one-argument-a-line call with a magic trailing comma: with
+    # site= on a line of its own and that comma kept, it would read as the
+    # layout wrap writes for a call that was on one line (unwrap would join
+    # it); the comma after site= is left out instead, and unwrap puts it back
+    src = (b"import torch\n\n\nclass Loop:\n    def broadcast_the_signal(self, trainer):\n        try:\n"
+           b"            flag = torch.tensor(\n                [1 if trainer.received else 0],\n"
+           b"                device=trainer.strategy.root_device,\n            )\n"
+           b"        except Exception:\n            flag = torch.tensor([0], device=trainer.strategy.root_device)\n")
+    out = wrap(src, CodeStyle(line_length=79))  # asserts the round trip and idempotence
+    assert (b"                device=trainer.strategy.root_device,\n"
+            b"                site=\"train.py:Loop.broadcast_the_signal:torch.tensor\"\n            )\n") in out
+    # the call that was on one line: one argument a line, trailing comma
+    assert b"site=\"train.py:Loop.broadcast_the_signal:torch.tensor#2\",\n            )\n" in out
+    assert all(len(line) <= 79 for line in out.decode().splitlines() if " " in line.strip()), out.decode()

@@ -136,15 +136,41 @@ def own_line(call: cst.Call, extras: Iterable[str]) -> Optional[cst.Call]:
     args = list(call.args)
     args[i - 1] = before.with_changes(comma=c.with_changes(whitespace_after=brk))
     out = call.with_changes(args=args)
-    return None if is_exploded(out, extras) else out
+    if is_exploded(out, extras):
+        # The user's own one-argument-a-line layout with a magic trailing
+        # comma: with site= on its own line it would read as the layout
+        # :func:`explode` writes for a call that was on one line. The comma
+        # after the last argument is left out instead; unwrap puts it back.
+        last = out.args[-1]
+        args = list(out.args)
+        args[-1] = last.with_changes(comma=cst.MaybeSentinel.DEFAULT, whitespace_after_arg=last.comma.whitespace_after)
+        out = out.with_changes(args=args)
+    return out
+
+
+def _trailing_comma_back(call: cst.Call, extras) -> Optional[cst.Call]:
+    """For a call one argument a line with ``site=`` (and the other extras)
+    last, no comma after the last argument and ``)`` on a line of its own: the
+    call with that comma back, as :func:`own_line` found it; else None."""
+    last = call.args[-1] if call.args else None
+    if last is None or last.comma is not cst.MaybeSentinel.DEFAULT or not _is_break(last.whitespace_after_arg):
+        return None
+    args = list(call.args)
+    args[-1] = last.with_changes(comma=cst.Comma(whitespace_before=_EMPTY, whitespace_after=last.whitespace_after_arg),
+                                 whitespace_after_arg=_EMPTY)
+    out = call.with_changes(args=args)
+    return out if is_exploded(out, extras) else None
 
 
 def undo_own_line(call: cst.Call, extras: Iterable[str]) -> cst.Call:
     """Inverse of :func:`own_line`: the one-line wrapped form never has a line
-    break right after the comma before ``site=``."""
-    i = _site_index(call, set(extras))
+    break right after the comma before ``site=``; one argument a line with no
+    comma after the last means the user's call had a trailing comma."""
+    extras = set(extras)
+    i = _site_index(call, extras)
     if i is None or i == 0:
         return call
+    call = _trailing_comma_back(call, extras) or call
     before = call.args[i - 1]
     c = before.comma
     if isinstance(c, cst.Comma) and _is_break(c.whitespace_after):
