@@ -253,3 +253,67 @@ def test_site_of_a_call_one_argument_a_line_too_long_goes_to_a_line_of_its_own()
     # the call that was on one line: one argument a line, trailing comma
     assert b"site=\"train.py:Loop.broadcast_the_signal:torch.tensor#2\",\n            )\n" in out
     assert all(len(line) <= 79 for line in out.decode().splitlines() if " " in line.strip()), out.decode()
+
+
+# --- lines already over the limit before wrap -------------------------------------
+
+
+def _break(src: str, limit: int, bare: bool):
+    """break_long_lines over an already wrapped module, as the codemod calls it,
+    with or without the bare-call reader."""
+    import libcst as cst
+
+    from xferaudit.rules import table
+    from xferaudit.static.codemod.breaking import break_long_lines
+    from xferaudit.static.codemod.imports import import_bindings
+    from xferaudit.static.codemod.shapes import _Shapes
+
+    shapes = _Shapes(table(), lambda: import_bindings(src))
+
+    def name(call):
+        f = call.func
+        ok = isinstance(f, cst.Attribute) and isinstance(f.value, cst.Name) and f.value.value == "xfer"
+        return f.attr.value if ok and f.attr.value in shapes.infos else None
+
+    def is_new(call):
+        return name(call) is not None and any(a.keyword is not None and a.keyword.value == "site" for a in call.args)
+
+    def check(old, new):
+        a, b = shapes.unwrap(old, name(old)), shapes.unwrap(new, name(new))
+        return a is not None and b is not None and cst.Module([]).code_for_node(a) == cst.Module([]).code_for_node(b)
+
+    def read_back(call):
+        return shapes.unwrap(call, name(call))
+
+    out, n = break_long_lines(cst.parse_module(src), is_new, limit, check, bare=read_back if bare else None)
+    return out.code, n
+
+
+LONG_BEFORE = (
+    b"import torch\n\n\ndef get_batch_of_the_model(x, y, device):\n"
+    b"    if device:\n"
+    b"        x, y = x.pin_memory().to(device, non_blocking=True), y.pin_memory().to(device)\n"
+    b"        z = torch.tensor(\n            x,\n            device=device,  # a comment long enough to be too long\n"
+    b"        )\n"
+    b"        u = torch.tensor(\n            x,\n            device=device,  # a short comment\n        )\n"
+    b"    w = x.cpu()\n"
+    b"    return x, y, z, u, w\n"
+)
+
+
+def test_a_line_already_too_long_before_wrap_keeps_its_layout():
+    # `x, y = x.pin_memory().to(device, non_blocking=True), y.pin_memory()...`
+    # was too long before wrap: breaking it would change ruff's E501 count (one
+    # fewer) and the user's layout; a line wrap made too long is broken
+    wrapped = wrap_source(LONG_BEFORE, "t.py", None, "t.py", style=CodeStyle(line_length=1000)).new.decode()
+    out, n = _break(wrapped, 60, bare=True)
+    assert n == 2, out
+    assert "        x, y = xfer.to(x.pin_memory(), device, non_blocking=True, site=" in out
+    assert "            device=device, site=\"t.py:get_batch_of_the_model:torch.tensor\",  # a comment long" in out
+    assert ("            device=device,\n"
+            "            site=\"t.py:get_batch_of_the_model:torch.tensor#2\",  # a short comment\n") in out
+    assert "    w = xfer.cpu(\n        x,\n        site=\"t.py:get_batch_of_the_model:x.cpu\",\n    )\n" in out
+    assert unwrap_source(out.encode(), "t.py").new == LONG_BEFORE
+    # without the bare-call reader, as before: every too-long line is broken
+    out, n = _break(wrapped, 60, bare=False)
+    assert n == 5 and "x, y = xfer.to(\n" in out

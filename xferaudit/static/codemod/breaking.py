@@ -194,9 +194,10 @@ class _Breaker(cst.CSTTransformer):
     """Breaks, per simple statement over the limit, the one new wrapper call
     black would split."""
 
-    def __init__(self, module: cst.Module, is_new, limit: int, check, skip=frozenset()) -> None:
+    def __init__(self, module: cst.Module, is_new, limit: int, check, skip=frozenset(), bare=None) -> None:
         super().__init__()
         self.skip = skip  # ids of statements the wrap did not enter: nothing new in them
+        self.bare = bare  # bare(wrapper_call) -> the call as it was before wrap (None: unknown)
         self.indents = [""]
         self.default_indent = module.default_indent
         self.is_new = is_new
@@ -242,6 +243,8 @@ class _Breaker(cst.CSTTransformer):
         first = first.split("\n", 1)[0]
         if ind + len(first) <= self.limit or not first.rstrip().endswith(":"):
             return node
+        if 0 in self._long_before(node, ind):
+            return node  # over the limit before wrap too: the user's layout stays
         for call in reversed(calls):
             if not canonical(call):
                 continue
@@ -274,10 +277,13 @@ class _Breaker(cst.CSTTransformer):
         bare = updated_node.with_changes(leading_lines=[])
         text = _code(bare).rstrip("\r\n")
         if "\n" in text or "\r" in text:
-            stmt = self._own_lines(updated_node, calls, len(ind))
-            return self._in_place(stmt, len(ind))
+            keep = self._on_long_lines(updated_node, len(ind))
+            stmt = self._own_lines(updated_node, calls, len(ind), keep)
+            return self._in_place(stmt, len(ind), keep)
         if len(ind) + len(text) <= self.limit:
             return updated_node
+        if self._long_before(updated_node, len(ind)):
+            return updated_node  # over the limit before wrap too: the user's layout stays
         value = _value(updated_node.body[0])
         for call in reversed(calls):  # outermost first (calls are left inner first)
             if call is not value or not canonical(call):
@@ -303,7 +309,37 @@ class _Breaker(cst.CSTTransformer):
         # out anew.
         return self._in_place(updated_node, len(ind))
 
-    def _in_place(self, stmt: cst.SimpleStatementLine, indent: int) -> cst.SimpleStatementLine:
+    def _long_before(self, node: cst.CSTNode, indent: int) -> set[int]:
+        """The lines of `node` (0: its first) that were over the limit before
+        wrap: the same lines with every new wrapper call read back as the bare
+        call (wrap adds no line break of its own before these are broken)."""
+        if self.bare is None:
+            return set()
+        back = _Bare(self.is_new, self.bare)
+        old = node.with_changes(leading_lines=[]) if hasattr(node, "leading_lines") else node
+        old = old.visit(back)
+        if back.failed:
+            return set()
+        lines = _code(old).splitlines()
+        return {i for i, line in enumerate(lines) if indent + len(line.expandtabs(4)) > self.limit}
+
+    def _on_long_lines(self, stmt: cst.SimpleStatementLine, indent: int) -> set[str]:
+        """The ``site=`` literals of the new wrapper calls on lines that were
+        over the limit before wrap: those lines keep the user's layout, so a
+        wrap changes no line length check's count."""
+        long = self._long_before(stmt, indent)
+        if not long:
+            return set()
+        lines = _code(stmt.with_changes(leading_lines=[])).splitlines()
+        out = set()
+        for call in _new_calls(stmt, self.is_new):
+            lit = _site_code(call)
+            at = [i for i, line in enumerate(lines) if lit is not None and lit in line]
+            if at and at[0] in long:
+                out.add(lit)
+        return out
+
+    def _in_place(self, stmt: cst.SimpleStatementLine, indent: int, keep=frozenset()) -> cst.SimpleStatementLine:
         """Each new wrapper call written on one line (canonically) whose line
         is too long broken one argument a line where it stands, indented one
         step deeper than that line, outermost call first, until no such call
@@ -318,7 +354,7 @@ class _Breaker(cst.CSTTransformer):
             pick = None
             for call in reversed(_new_calls(stmt, self.is_new)):  # outermost first
                 one = _code(call)
-                if one in tried or "\n" in one or "\r" in one or not canonical(call):
+                if one in tried or "\n" in one or "\r" in one or not canonical(call) or _site_code(call) in keep:
                     continue
                 hits = [ln for ln in lines if one in ln]
                 if len(hits) != 1 or indent + len(hits[0].expandtabs(4)) <= self.limit:
@@ -337,12 +373,13 @@ class _Breaker(cst.CSTTransformer):
                 stmt = out
                 self.broken += 1
 
-    def _own_lines(self, stmt: cst.SimpleStatementLine, calls, indent: int) -> cst.SimpleStatementLine:
+    def _own_lines(self, stmt: cst.SimpleStatementLine, calls, indent: int,
+                   keep=frozenset()) -> cst.SimpleStatementLine:
         """In a statement over several lines, a ``site=`` that makes its line too
         long goes to a line of its own."""
         for call in calls:
             site = next((a for a in call.args if a.keyword is not None and a.keyword.value == "site"), None)
-            if site is None or not _too_long(stmt, indent, self.limit, _code(site.value)):
+            if site is None or _code(site.value) in keep or not _too_long(stmt, indent, self.limit, _code(site.value)):
                 continue
             new = own_line(call, ("site",))
             if new is None or not self.check(call, new):
@@ -352,6 +389,28 @@ class _Breaker(cst.CSTTransformer):
                 stmt = out
                 self.broken += 1
         return stmt
+
+
+def _site_code(call: cst.Call) -> Optional[str]:
+    site = next((a for a in call.args if a.keyword is not None and a.keyword.value == "site"), None)
+    return _code(site.value) if site is not None else None
+
+
+class _Bare(cst.CSTTransformer):
+    """Every new wrapper call read back as the bare call (inner ones first)."""
+
+    def __init__(self, is_new, bare) -> None:
+        super().__init__()
+        self.is_new, self.bare, self.failed = is_new, bare, False
+
+    def leave_Call(self, original_node: cst.Call, updated_node: cst.Call):
+        if not self.is_new(updated_node):
+            return updated_node
+        out = self.bare(updated_node)
+        if out is None:
+            self.failed = True
+            return updated_node
+        return out
 
 
 class _NewCalls(cst.CSTVisitor):
@@ -419,11 +478,15 @@ def _replace(stmt, old: cst.Call, new: cst.Call):
     return out if sw.hit else None
 
 
-def break_long_lines(module: cst.Module, is_new, limit: int, check, skip=frozenset()) -> tuple[cst.Module, int]:
+def break_long_lines(module: cst.Module, is_new, limit: int, check, skip=frozenset(),
+                     bare=None) -> tuple[cst.Module, int]:
     """The module with over-long statements holding a new wrapper call broken;
     and how many were broken. `skip`: ids of statements known to hold none
-    (not entered)."""
-    br = _Breaker(module, is_new, limit, check, skip)
+    (not entered). `bare(call)`: a new wrapper call read back as the call it
+    wraps (None when it cannot be); given, a line that was already over the
+    limit before wrap keeps the user's layout (wrap leaves a line length
+    check's count as it was, and the diff small)."""
+    br = _Breaker(module, is_new, limit, check, skip, bare)
     out = module.visit(br)
     return out, br.broken
 
