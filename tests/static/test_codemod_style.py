@@ -115,18 +115,19 @@ def test_long_wrapped_line_is_broken_one_argument_a_line():
 
 
 BLACK_STABLE = [
-    b"y = x.cpu()  # a comment stays after the closing parenthesis, where black keeps it",
+    b"y = x.cpu()  # a comment stays after the closing parenthesis, as black keeps it",
     b"loss_value_for_the_logging_system = compute_the_loss(model, batch).mean().item()",
-    b"return torch.tensor(data_for_the_tensor, dtype=torch.float32, device=device_name)",
+    b"return torch.tensor(data_of_the_tensor, dtype=torch.float32, device=device_name)",
     b"assert some_condition_of_it(x), x.detach().cpu().float().mean().tolist()",
 ]
+# (each statement fits before wrap: a line already over the limit keeps its layout)
 IN_PLACE = [  # part of a larger expression: broken in place, ruff format would redo it
-    b"y = also_a_long_name_for_something + and_another_one_here + x.cpu().numpy().tolist()",
-    b"y = x.cpu().numpy().tolist() + also_a_long_name_for_something + and_another_one_here",
-    b"foo(x.cpu().numpy().tolist(), also_a_long_name_for_something, and_another_one_here)",
-    b"ys = {k: v.item() for k, v in also_a_long_name_for_something.items() if v is not None}",
-    b"if x.cpu().numpy().tolist() == also_a_long_name_for_something + and_another_one_here:\n            pass",
-    b"for t in x.cpu().numpy().tolist() + also_a_long_name_for_something + and_another_one:\n            pass",
+    b"y = a_long_name_for_something + and_another_one_here + x.cpu().numpy().tolist()",
+    b"y = x.cpu().numpy().tolist() + a_long_name_for_something + and_another_one_here",
+    b"foo(x.cpu().numpy().tolist(), a_long_name_for_something, and_another_one_here)",
+    b"ys = {k: v.item() for k, v in long_name_for_something.items() if v is not None}",
+    b"if x.cpu().numpy().tolist() == a_long_name_for_something + and_another_one_here:\n            pass",
+    b"for t in x.cpu().numpy().tolist() + a_long_name_for_something + and_another_one:\n            pass",
 ]
 
 
@@ -219,7 +220,7 @@ STILL_LONG = {
         b"        else torch.tensor(x, device=the_device, dtype=the_default_dtype)\n    )\n",
         b"        else xfer.tensor(\n            x,\n            device=the_device,\n"),
     "a comprehension's element in a call over several lines": (
-        b"    metrics.update({\n        name: torch.tensor(value, device=the_root_device) for name, value in stat.items()\n"
+        b"    metrics.update({\n        name: torch.tensor(value, device=the_root_device) for name, value in s.items()\n"
         b"    })\n",
         b"        name: xfer.tensor(\n            value,\n            device=the_root_device,\n"),
     "a call among the arguments of the call broken first": (
@@ -258,9 +259,9 @@ def test_site_of_a_call_one_argument_a_line_too_long_goes_to_a_line_of_its_own()
 # --- lines already over the limit before wrap -------------------------------------
 
 
-def _break(src: str, limit: int, bare: bool):
+def _break(src: str, limit: int, bare):
     """break_long_lines over an already wrapped module, as the codemod calls it,
-    with or without the bare-call reader."""
+    with the bare-call reader `bare` (None: the default one)."""
     import libcst as cst
 
     from xferaudit.rules import table
@@ -282,10 +283,7 @@ def _break(src: str, limit: int, bare: bool):
         a, b = shapes.unwrap(old, name(old)), shapes.unwrap(new, name(new))
         return a is not None and b is not None and cst.Module([]).code_for_node(a) == cst.Module([]).code_for_node(b)
 
-    def read_back(call):
-        return shapes.unwrap(call, name(call))
-
-    out, n = break_long_lines(cst.parse_module(src), is_new, limit, check, bare=read_back if bare else None)
+    out, n = break_long_lines(cst.parse_module(src), is_new, limit, check, bare=bare)
     return out.code, n
 
 
@@ -305,15 +303,18 @@ def test_a_line_already_too_long_before_wrap_keeps_its_layout():
     # `x, y = x.pin_memory().to(device, non_blocking=True), y.pin_memory()...`
     # was too long before wrap: breaking it would change ruff's E501 count (one
     # fewer) and the user's layout; a line wrap made too long is broken
-    wrapped = wrap_source(LONG_BEFORE, "t.py", None, "t.py", style=CodeStyle(line_length=1000)).new.decode()
-    out, n = _break(wrapped, 60, bare=True)
-    assert n == 2, out
+    out = wrap(LONG_BEFORE, CodeStyle(line_length=60)).decode()  # asserts the round trip and idempotence
     assert "        x, y = xfer.to(x.pin_memory(), device, non_blocking=True, site=" in out
-    assert "            device=device, site=\"t.py:get_batch_of_the_model:torch.tensor\",  # a comment long" in out
+    assert "            device=device, site=\"train.py:get_batch_of_the_model:torch.tensor\",  # a comment long" in out
     assert ("            device=device,\n"
-            "            site=\"t.py:get_batch_of_the_model:torch.tensor#2\",  # a short comment\n") in out
-    assert "    w = xfer.cpu(\n        x,\n        site=\"t.py:get_batch_of_the_model:x.cpu\",\n    )\n" in out
-    assert unwrap_source(out.encode(), "t.py").new == LONG_BEFORE
-    # without the bare-call reader, as before: every too-long line is broken
-    out, n = _break(wrapped, 60, bare=False)
+            "            site=\"train.py:get_batch_of_the_model:torch.tensor#2\",  # a short comment\n") in out
+    assert "    w = xfer.cpu(\n        x,\n        site=\"train.py:get_batch_of_the_model:x.cpu\",\n    )\n" in out
+
+
+def test_the_bare_call_reader_given_is_the_one_asked():
+    wrapped = wrap_source(LONG_BEFORE, "t.py", None, "t.py", style=CodeStyle(line_length=1000)).new.decode()
+    out, n = _break(wrapped, 60, bare=None)  # the default reader: as wrap does it
+    assert n == 2 and "x, y = xfer.to(x.pin_memory(), device, non_blocking=True, site=" in out
+    # a reader that reads nothing back: every too-long line is broken
+    out, n = _break(wrapped, 60, bare=lambda call: None)
     assert n == 5 and "x, y = xfer.to(\n" in out
