@@ -318,3 +318,12 @@ def test_the_bare_call_reader_given_is_the_one_asked():
     # a reader that reads nothing back: every too-long line is broken
     out, n = _break(wrapped, 60, bare=lambda call: None)
     assert n == 5 and "x, y = xfer.to(\n" in out
+
+
+def test_one_argument_a_line_without_trailing_comma_keeps_site_beside_the_last():
+    # with site= on a line of its own and no comma after it, the call would
+    # read as one the user wrote with a trailing comma: the line stays long
+    src = (b"import torch\n\n\ndef f(buffer_of_it, dev):\n    if dev:\n        u = torch.tensor(\n"
+           b"            buffer_of_it,\n            device=dev\n        )\n")
+    out = wrap(src, CodeStyle(line_length=60))  # asserts the round trip and idempotence
+    assert b"            device=dev, site=\"train.py:f:torch.tensor\"\n        )\n" in out

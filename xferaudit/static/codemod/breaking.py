@@ -23,6 +23,22 @@ so the layout says exactly what it replaced: ``unwrap`` recognises it by the
 line break after the comma before ``site=`` (or, with no other argument, by
 the break after ``(`` and the trailing comma after ``site=``), which the
 one-line wrapped form never has, and puts the canonical spacing back.
+
+A line that was already over the limit before ``wrap`` keeps the user's
+layout: its new wrapper calls stay on it (a line length check counts it
+before and after alike; the diff stays small). In a call the user wrote over
+several lines, a ``site=`` that makes its line too long goes to a line of its
+own, indented like the argument before it; when the call is written one
+argument a line with a magic trailing comma, that layout would read as the
+one :func:`explode` writes, so the comma after ``site=`` is left out
+(``unwrap`` reads the missing comma as "the user's trailing comma" and puts
+it back)::
+
+    t = torch.tensor(            t = xfer.tensor(
+        data,                        data,
+        device=dev,        ->        device=dev,
+    )                                site="pkg/a.py:f:torch.tensor"
+                                 )
 """
 
 from __future__ import annotations
@@ -316,11 +332,13 @@ class _Breaker(cst.CSTTransformer):
         if self.bare is None:
             return set()
         back = _Bare(self.is_new, self.bare)
-        old = node.with_changes(leading_lines=[]) if hasattr(node, "leading_lines") else node
-        old = old.visit(back)
+        new = node.with_changes(leading_lines=[]) if hasattr(node, "leading_lines") else node
+        old = new.visit(back)
         if back.failed:
             return set()
         lines = _code(old).splitlines()
+        if len(lines) != len(_code(new).splitlines()):
+            return set()  # (lines that do not pair up: nothing is known of them)
         return {i for i, line in enumerate(lines) if indent + len(line.expandtabs(4)) > self.limit}
 
     def _on_long_lines(self, stmt: cst.SimpleStatementLine, indent: int) -> set[str]:
