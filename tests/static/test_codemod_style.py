@@ -115,18 +115,19 @@ def test_long_wrapped_line_is_broken_one_argument_a_line():
 
 
 BLACK_STABLE = [
-    b"y = x.cpu()  # a comment stays after the closing parenthesis, where black keeps it",
+    b"y = x.cpu()  # a comment stays after the closing parenthesis, as black keeps it",
     b"loss_value_for_the_logging_system = compute_the_loss(model, batch).mean().item()",
-    b"return torch.tensor(data_for_the_tensor, dtype=torch.float32, device=device_name)",
+    b"return torch.tensor(data_of_the_tensor, dtype=torch.float32, device=device_name)",
     b"assert some_condition_of_it(x), x.detach().cpu().float().mean().tolist()",
 ]
+# (each statement fits before wrap: a line already over the limit keeps its layout)
 IN_PLACE = [  # part of a larger expression: broken in place, ruff format would redo it
-    b"y = also_a_long_name_for_something + and_another_one_here + x.cpu().numpy().tolist()",
-    b"y = x.cpu().numpy().tolist() + also_a_long_name_for_something + and_another_one_here",
-    b"foo(x.cpu().numpy().tolist(), also_a_long_name_for_something, and_another_one_here)",
-    b"ys = {k: v.item() for k, v in also_a_long_name_for_something.items() if v is not None}",
-    b"if x.cpu().numpy().tolist() == also_a_long_name_for_something + and_another_one_here:\n            pass",
-    b"for t in x.cpu().numpy().tolist() + also_a_long_name_for_something + and_another_one:\n            pass",
+    b"y = a_long_name_for_something + and_another_one_here + x.cpu().numpy().tolist()",
+    b"y = x.cpu().numpy().tolist() + a_long_name_for_something + and_another_one_here",
+    b"foo(x.cpu().numpy().tolist(), a_long_name_for_something, and_another_one_here)",
+    b"ys = {k: v.item() for k, v in long_name_for_something.items() if v is not None}",
+    b"if x.cpu().numpy().tolist() == a_long_name_for_something + and_another_one_here:\n            pass",
+    b"for t in x.cpu().numpy().tolist() + a_long_name_for_something + and_another_one:\n            pass",
 ]
 
 
@@ -219,7 +220,7 @@ STILL_LONG = {
         b"        else torch.tensor(x, device=the_device, dtype=the_default_dtype)\n    )\n",
         b"        else xfer.tensor(\n            x,\n            device=the_device,\n"),
     "a comprehension's element in a call over several lines": (
-        b"    metrics.update({\n        name: torch.tensor(value, device=the_root_device) for name, value in stat.items()\n"
+        b"    metrics.update({\n        name: torch.tensor(value, device=the_root_device) for name, value in s.items()\n"
         b"    })\n",
         b"        name: xfer.tensor(\n            value,\n            device=the_root_device,\n"),
     "a call among the arguments of the call broken first": (
@@ -236,3 +237,93 @@ def test_new_calls_still_too_long_are_broken_where_they_stand(case):
     out = wrap(src)  # asserts the round trip and idempotence
     assert want in out, out.decode()
     assert max(len(line) for line in out.decode().splitlines()) <= 88, out.decode()
+
+
+def test_site_of_a_call_one_argument_a_line_too_long_goes_to_a_line_of_its_own():
+    # the user's own one-argument-a-line call with a magic trailing comma: with
+    # site= on a line of its own and that comma kept, it would read as the
+    # layout wrap writes for a call that was on one line (unwrap would join
+    # it); the comma after site= is left out instead, and unwrap puts it back
+    src = (b"import torch\n\n\nclass Loop:\n    def broadcast_the_signal(self, trainer):\n        try:\n"
+           b"            flag = torch.tensor(\n                [1 if trainer.received else 0],\n"
+           b"                device=trainer.strategy.root_device,\n            )\n"
+           b"        except Exception:\n            flag = torch.tensor([0], device=trainer.strategy.root_device)\n")
+    out = wrap(src, CodeStyle(line_length=79))  # asserts the round trip and idempotence
+    assert (b"                device=trainer.strategy.root_device,\n"
+            b"                site=\"train.py:Loop.broadcast_the_signal:torch.tensor\"\n            )\n") in out
+    # the call that was on one line: one argument a line, trailing comma
+    assert b"site=\"train.py:Loop.broadcast_the_signal:torch.tensor#2\",\n            )\n" in out
+    assert all(len(line) <= 79 for line in out.decode().splitlines() if " " in line.strip()), out.decode()
+
+
+# --- lines already over the limit before wrap -------------------------------------
+
+
+def _break(src: str, limit: int, bare):
+    """break_long_lines over an already wrapped module, as the codemod calls it,
+    with the bare-call reader `bare` (None: the default one)."""
+    import libcst as cst
+
+    from xferaudit.rules import table
+    from xferaudit.static.codemod.breaking import break_long_lines
+    from xferaudit.static.codemod.imports import import_bindings
+    from xferaudit.static.codemod.shapes import _Shapes
+
+    shapes = _Shapes(table(), lambda: import_bindings(src))
+
+    def name(call):
+        f = call.func
+        ok = isinstance(f, cst.Attribute) and isinstance(f.value, cst.Name) and f.value.value == "xfer"
+        return f.attr.value if ok and f.attr.value in shapes.infos else None
+
+    def is_new(call):
+        return name(call) is not None and any(a.keyword is not None and a.keyword.value == "site" for a in call.args)
+
+    def check(old, new):
+        a, b = shapes.unwrap(old, name(old)), shapes.unwrap(new, name(new))
+        return a is not None and b is not None and cst.Module([]).code_for_node(a) == cst.Module([]).code_for_node(b)
+
+    out, n = break_long_lines(cst.parse_module(src), is_new, limit, check, bare=bare)
+    return out.code, n
+
+
+LONG_BEFORE = (
+    b"import torch\n\n\ndef get_batch_of_the_model(x, y, device):\n"
+    b"    if device:\n"
+    b"        x, y = x.pin_memory().to(device, non_blocking=True), y.pin_memory().to(device)\n"
+    b"        z = torch.tensor(\n            x,\n            device=device,  # a comment long enough to be too long\n"
+    b"        )\n"
+    b"        u = torch.tensor(\n            x,\n            device=device,  # a short comment\n        )\n"
+    b"    w = x.cpu()\n"
+    b"    return x, y, z, u, w\n"
+)
+
+
+def test_a_line_already_too_long_before_wrap_keeps_its_layout():
+    # `x, y = x.pin_memory().to(device, non_blocking=True), y.pin_memory()...`
+    # was too long before wrap: breaking it would change ruff's E501 count (one
+    # fewer) and the user's layout; a line wrap made too long is broken
+    out = wrap(LONG_BEFORE, CodeStyle(line_length=60)).decode()  # asserts the round trip and idempotence
+    assert "        x, y = xfer.to(x.pin_memory(), device, non_blocking=True, site=" in out
+    assert "            device=device, site=\"train.py:get_batch_of_the_model:torch.tensor\",  # a comment long" in out
+    assert ("            device=device,\n"
+            "            site=\"train.py:get_batch_of_the_model:torch.tensor#2\",  # a short comment\n") in out
+    assert "    w = xfer.cpu(\n        x,\n        site=\"train.py:get_batch_of_the_model:x.cpu\",\n    )\n" in out
+
+
+def test_the_bare_call_reader_given_is_the_one_asked():
+    wrapped = wrap_source(LONG_BEFORE, "t.py", None, "t.py", style=CodeStyle(line_length=1000)).new.decode()
+    out, n = _break(wrapped, 60, bare=None)  # the default reader: as wrap does it
+    assert n == 2 and "x, y = xfer.to(x.pin_memory(), device, non_blocking=True, site=" in out
+    # a reader that reads nothing back: every too-long line is broken
+    out, n = _break(wrapped, 60, bare=lambda call: None)
+    assert n == 5 and "x, y = xfer.to(\n" in out
+
+
+def test_one_argument_a_line_without_trailing_comma_keeps_site_beside_the_last():
+    # with site= on a line of its own and no comma after it, the call would
+    # read as one the user wrote with a trailing comma: the line stays long
+    src = (b"import torch\n\n\ndef f(buffer_of_it, dev):\n    if dev:\n        u = torch.tensor(\n"
+           b"            buffer_of_it,\n            device=dev\n        )\n")
+    out = wrap(src, CodeStyle(line_length=60))  # asserts the round trip and idempotence
+    assert b"            device=dev, site=\"train.py:f:torch.tensor\"\n        )\n" in out

@@ -48,7 +48,7 @@ def test_wrapped_forms():
     res = wrap_source(src, "train.py", style=WIDE)
     out = res.new.decode()
     for want in (
-        'if xfer.bool(loss > 100, site="train.py:step:truth(loss > 100)") and not xfer.bool(loss.isnan(), site=',
+        'if xfer.bool(loss > 100, site="train.py:step:truth(loss>100)") and not xfer.bool(loss.isnan(), site=',
         "print(xfer.read(loss, site=", "f'{xfer.read(loss, site=\"train.py:step:format(loss)#2\"):.3f}'",
         'a, b = xfer.float(loss, site="train.py:step:float(loss)"), bool(xfer.bool(loss, site=',
         "c = list(seq)[xfer.index(loss.long(), site=", "d = math.isnan(xfer.read(loss, site=",

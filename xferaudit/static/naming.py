@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import ast
 import copy
+import keyword
 import re
 from typing import TYPE_CHECKING
 
@@ -80,19 +81,54 @@ def short_receiver(text: str, limit: int = LABEL_LIMIT) -> str:
     return text if len(text) <= limit else "..." + text[-(limit - 3):]
 
 
+_TAIL_WORD = re.compile(r"\w+$")
+_HEAD_WORD = re.compile(r"^\w+")
+
+
+def _joined(left: str, right: str) -> str:
+    """The gap between two whitespace-free pieces of an expression: ``_`` where
+    a word would otherwise run into the next (``not_ok``), or where one side is
+    a keyword (``d.sum()_if_n_else_d.mean()``); nothing elsewhere (``a==b``)."""
+    a, b = _TAIL_WORD.search(left), _HEAD_WORD.match(right)
+    if (a and b) or (a and keyword.iskeyword(a.group())) or (b and keyword.iskeyword(b.group())):
+        return "_"
+    return ""
+
+
+def compact_label(text: str) -> str:
+    """An implicit site's label as one word, its whitespace dropped:
+    ``bool(decision == world)`` -> ``bool(decision==world)``; a gap next to a
+    keyword, or between two words, is written ``_``: ``bool(not ok)`` ->
+    ``bool(not_ok)``, ``bool(x is None)`` -> ``bool(x_is_None)``.
+
+    Without whitespace the ``site="..."`` argument is one word, which line
+    length checks (ruff's and pycodestyle's E501) let run past the limit, like
+    the path-like names of explicit sites."""
+    parts = text.split()
+    out = parts[0] if parts else ""
+    for p in parts[1:]:
+        out += _joined(out, p) + p
+    return out
+
+
 def name_sites(sites: list["Site"], relpath: str) -> None:
     """Give each unwrapped site the name `xferaudit wrap` would write.
 
     ``relpath:qualname:receiver.method``, with ``#2``, ``#3`` for repeats; names
     already taken by wrapped sites in the file are not reused. No line numbers,
-    so names survive edits elsewhere.
+    so names survive edits elsewhere. An implicit site (no transfer call of its
+    own) is named by its expression without whitespace (:func:`compact_label`):
+    ``relpath:qualname:bool(loss==0)``.
     """
     taken = {s.site for s in sites if s.wrapped and s.site}
     seen: dict[str, int] = {}
     for s in sites:
         if s.wrapped:
             continue
-        base = f"{relpath}:{s.function}:{short_receiver(s.label or s.call)}"
+        label = s.label or s.call
+        if s.implicit:
+            label = compact_label(label)
+        base = f"{relpath}:{s.function}:{short_receiver(label)}"
         n = seen.get(base, 0)
         while True:
             n += 1

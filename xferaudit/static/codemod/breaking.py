@@ -23,6 +23,22 @@ so the layout says exactly what it replaced: ``unwrap`` recognises it by the
 line break after the comma before ``site=`` (or, with no other argument, by
 the break after ``(`` and the trailing comma after ``site=``), which the
 one-line wrapped form never has, and puts the canonical spacing back.
+
+A line that was already over the limit before ``wrap`` keeps the user's
+layout: its new wrapper calls stay on it (a line length check counts it
+before and after alike; the diff stays small). In a call the user wrote over
+several lines, a ``site=`` that makes its line too long goes to a line of its
+own, indented like the argument before it; when the call is written one
+argument a line with a magic trailing comma, that layout would read as the
+one :func:`explode` writes, so the comma after ``site=`` is left out
+(``unwrap`` reads the missing comma as "the user's trailing comma" and puts
+it back)::
+
+    t = torch.tensor(            t = xfer.tensor(
+        data,                        data,
+        device=dev,        ->        device=dev,
+    )                                site="pkg/a.py:f:torch.tensor"
+                                 )
 """
 
 from __future__ import annotations
@@ -136,15 +152,41 @@ def own_line(call: cst.Call, extras: Iterable[str]) -> Optional[cst.Call]:
     args = list(call.args)
     args[i - 1] = before.with_changes(comma=c.with_changes(whitespace_after=brk))
     out = call.with_changes(args=args)
-    return None if is_exploded(out, extras) else out
+    if is_exploded(out, extras):
+        # The user's own one-argument-a-line layout with a magic trailing
+        # comma: with site= on its own line it would read as the layout
+        # :func:`explode` writes for a call that was on one line. The comma
+        # after the last argument is left out instead; unwrap puts it back.
+        last = out.args[-1]
+        args = list(out.args)
+        args[-1] = last.with_changes(comma=cst.MaybeSentinel.DEFAULT, whitespace_after_arg=last.comma.whitespace_after)
+        out = out.with_changes(args=args)
+    return out
+
+
+def _trailing_comma_back(call: cst.Call, extras) -> Optional[cst.Call]:
+    """For a call one argument a line with ``site=`` (and the other extras)
+    last, no comma after the last argument and ``)`` on a line of its own: the
+    call with that comma back, as :func:`own_line` found it; else None."""
+    last = call.args[-1] if call.args else None
+    if last is None or last.comma is not cst.MaybeSentinel.DEFAULT or not _is_break(last.whitespace_after_arg):
+        return None
+    args = list(call.args)
+    args[-1] = last.with_changes(comma=cst.Comma(whitespace_before=_EMPTY, whitespace_after=last.whitespace_after_arg),
+                                 whitespace_after_arg=_EMPTY)
+    out = call.with_changes(args=args)
+    return out if is_exploded(out, extras) else None
 
 
 def undo_own_line(call: cst.Call, extras: Iterable[str]) -> cst.Call:
     """Inverse of :func:`own_line`: the one-line wrapped form never has a line
-    break right after the comma before ``site=``."""
-    i = _site_index(call, set(extras))
+    break right after the comma before ``site=``; one argument a line with no
+    comma after the last means the user's call had a trailing comma."""
+    extras = set(extras)
+    i = _site_index(call, extras)
     if i is None or i == 0:
         return call
+    call = _trailing_comma_back(call, extras) or call
     before = call.args[i - 1]
     c = before.comma
     if isinstance(c, cst.Comma) and _is_break(c.whitespace_after):
@@ -168,9 +210,10 @@ class _Breaker(cst.CSTTransformer):
     """Breaks, per simple statement over the limit, the one new wrapper call
     black would split."""
 
-    def __init__(self, module: cst.Module, is_new, limit: int, check, skip=frozenset()) -> None:
+    def __init__(self, module: cst.Module, is_new, limit: int, check, skip=frozenset(), bare=None) -> None:
         super().__init__()
         self.skip = skip  # ids of statements the wrap did not enter: nothing new in them
+        self.bare = bare  # bare(wrapper_call) -> the call as it was before wrap (None: unknown)
         self.indents = [""]
         self.default_indent = module.default_indent
         self.is_new = is_new
@@ -216,6 +259,8 @@ class _Breaker(cst.CSTTransformer):
         first = first.split("\n", 1)[0]
         if ind + len(first) <= self.limit or not first.rstrip().endswith(":"):
             return node
+        if 0 in self._long_before(node, ind):
+            return node  # over the limit before wrap too: the user's layout stays
         for call in reversed(calls):
             if not canonical(call):
                 continue
@@ -248,10 +293,13 @@ class _Breaker(cst.CSTTransformer):
         bare = updated_node.with_changes(leading_lines=[])
         text = _code(bare).rstrip("\r\n")
         if "\n" in text or "\r" in text:
-            stmt = self._own_lines(updated_node, calls, len(ind))
-            return self._in_place(stmt, len(ind))
+            keep = self._on_long_lines(updated_node, len(ind))
+            stmt = self._own_lines(updated_node, calls, len(ind), keep)
+            return self._in_place(stmt, len(ind), keep)
         if len(ind) + len(text) <= self.limit:
             return updated_node
+        if self._long_before(updated_node, len(ind)):
+            return updated_node  # over the limit before wrap too: the user's layout stays
         value = _value(updated_node.body[0])
         for call in reversed(calls):  # outermost first (calls are left inner first)
             if call is not value or not canonical(call):
@@ -277,7 +325,39 @@ class _Breaker(cst.CSTTransformer):
         # out anew.
         return self._in_place(updated_node, len(ind))
 
-    def _in_place(self, stmt: cst.SimpleStatementLine, indent: int) -> cst.SimpleStatementLine:
+    def _long_before(self, node: cst.CSTNode, indent: int) -> set[int]:
+        """The lines of `node` (0: its first) that were over the limit before
+        wrap: the same lines with every new wrapper call read back as the bare
+        call (wrap adds no line break of its own before these are broken)."""
+        if self.bare is None:
+            return set()
+        back = _Bare(self.is_new, self.bare)
+        new = node.with_changes(leading_lines=[]) if hasattr(node, "leading_lines") else node
+        old = new.visit(back)
+        if back.failed:
+            return set()
+        lines = _code(old).splitlines()
+        if len(lines) != len(_code(new).splitlines()):
+            return set()  # (lines that do not pair up: nothing is known of them)
+        return {i for i, line in enumerate(lines) if indent + len(line.expandtabs(4)) > self.limit}
+
+    def _on_long_lines(self, stmt: cst.SimpleStatementLine, indent: int) -> set[str]:
+        """The ``site=`` literals of the new wrapper calls on lines that were
+        over the limit before wrap: those lines keep the user's layout, so a
+        wrap changes no line length check's count."""
+        long = self._long_before(stmt, indent)
+        if not long:
+            return set()
+        lines = _code(stmt.with_changes(leading_lines=[])).splitlines()
+        out = set()
+        for call in _new_calls(stmt, self.is_new):
+            lit = _site_code(call)
+            at = [i for i, line in enumerate(lines) if lit is not None and lit in line]
+            if at and at[0] in long:
+                out.add(lit)
+        return out
+
+    def _in_place(self, stmt: cst.SimpleStatementLine, indent: int, keep=frozenset()) -> cst.SimpleStatementLine:
         """Each new wrapper call written on one line (canonically) whose line
         is too long broken one argument a line where it stands, indented one
         step deeper than that line, outermost call first, until no such call
@@ -292,7 +372,7 @@ class _Breaker(cst.CSTTransformer):
             pick = None
             for call in reversed(_new_calls(stmt, self.is_new)):  # outermost first
                 one = _code(call)
-                if one in tried or "\n" in one or "\r" in one or not canonical(call):
+                if one in tried or "\n" in one or "\r" in one or not canonical(call) or _site_code(call) in keep:
                     continue
                 hits = [ln for ln in lines if one in ln]
                 if len(hits) != 1 or indent + len(hits[0].expandtabs(4)) <= self.limit:
@@ -311,12 +391,13 @@ class _Breaker(cst.CSTTransformer):
                 stmt = out
                 self.broken += 1
 
-    def _own_lines(self, stmt: cst.SimpleStatementLine, calls, indent: int) -> cst.SimpleStatementLine:
+    def _own_lines(self, stmt: cst.SimpleStatementLine, calls, indent: int,
+                   keep=frozenset()) -> cst.SimpleStatementLine:
         """In a statement over several lines, a ``site=`` that makes its line too
         long goes to a line of its own."""
         for call in calls:
             site = next((a for a in call.args if a.keyword is not None and a.keyword.value == "site"), None)
-            if site is None or not _too_long(stmt, indent, self.limit, _code(site.value)):
+            if site is None or _code(site.value) in keep or not _too_long(stmt, indent, self.limit, _code(site.value)):
                 continue
             new = own_line(call, ("site",))
             if new is None or not self.check(call, new):
@@ -326,6 +407,50 @@ class _Breaker(cst.CSTTransformer):
                 stmt = out
                 self.broken += 1
         return stmt
+
+
+def _grammar_bare(module: cst.Module):
+    """bare(call) through the wrap grammar of the default rule table; built on
+    first use (only a statement over the limit asks)."""
+    made: list = []
+
+    def bare(call: cst.Call) -> Optional[cst.BaseExpression]:
+        if not made:
+            from ...rules import table
+            from .imports import import_bindings
+            from .shapes import _Shapes
+
+            text = module.code
+            made.append(_Shapes(table(), lambda: import_bindings(text)))
+        shapes = made[0]
+        func = call.func
+        if isinstance(func, cst.Attribute) and func.attr.value in shapes.infos:
+            return shapes.unwrap(call, func.attr.value)
+        return None
+
+    return bare
+
+
+def _site_code(call: cst.Call) -> Optional[str]:
+    site = next((a for a in call.args if a.keyword is not None and a.keyword.value == "site"), None)
+    return _code(site.value) if site is not None else None
+
+
+class _Bare(cst.CSTTransformer):
+    """Every new wrapper call read back as the bare call (inner ones first)."""
+
+    def __init__(self, is_new, bare) -> None:
+        super().__init__()
+        self.is_new, self.bare, self.failed = is_new, bare, False
+
+    def leave_Call(self, original_node: cst.Call, updated_node: cst.Call):
+        if not self.is_new(updated_node):
+            return updated_node
+        out = self.bare(updated_node)
+        if out is None:
+            self.failed = True
+            return updated_node
+        return out
 
 
 class _NewCalls(cst.CSTVisitor):
@@ -393,11 +518,17 @@ def _replace(stmt, old: cst.Call, new: cst.Call):
     return out if sw.hit else None
 
 
-def break_long_lines(module: cst.Module, is_new, limit: int, check, skip=frozenset()) -> tuple[cst.Module, int]:
+def break_long_lines(module: cst.Module, is_new, limit: int, check, skip=frozenset(),
+                     bare=None) -> tuple[cst.Module, int]:
     """The module with over-long statements holding a new wrapper call broken;
     and how many were broken. `skip`: ids of statements known to hold none
-    (not entered)."""
-    br = _Breaker(module, is_new, limit, check, skip)
+    (not entered). `bare(call)`: a new wrapper call read back as the call it
+    wraps (None when it cannot be); a line that was already over the limit
+    before wrap keeps the user's layout (wrap leaves a line length check's
+    count as it was, and the diff small). Without `bare`, the wrappers of the
+    default rule table are read back, the file's imports taken from its text
+    (a call it cannot read back leaves its statement to be broken as before)."""
+    br = _Breaker(module, is_new, limit, check, skip, bare or _grammar_bare(module))
     out = module.visit(br)
     return out, br.broken
 

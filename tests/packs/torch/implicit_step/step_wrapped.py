@@ -43,7 +43,7 @@ def step(model, x, y, dev, names, save=True):
     ))
     if xfer.bool(
         loss > 100,
-        site="tests/packs/torch/implicit_step/step_wrapped.py:step:truth(loss > 100)",
+        site="tests/packs/torch/implicit_step/step_wrapped.py:step:truth(loss>100)",
     ):
         total += 1
     while not xfer.bool(
@@ -53,7 +53,7 @@ def step(model, x, y, dev, names, save=True):
         break
     assert xfer.bool(
         loss >= 0,
-        site="tests/packs/torch/implicit_step/step_wrapped.py:step:truth(loss >= 0)",
+        site="tests/packs/torch/implicit_step/step_wrapped.py:step:truth(loss>=0)",
     )
     k = (loss * 0).long()
     for _ in range(xfer.index(
