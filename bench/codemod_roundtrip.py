@@ -61,26 +61,40 @@ def copy_tree(src: Path, dst: Path, limit: int | None) -> list[Path]:
 
 
 def ab(files: list[str], before: dict, cfg) -> None:
-    """Skeleton positions (the default) vs whole-module positions, interleaved."""
+    """wrap and unwrap of the same changed files three ways, interleaved: libcst
+    parsing the file's skeleton (the default), the whole file with positions
+    over a skeleton of its statements, and the whole file with whole-module
+    positions."""
     import statistics
 
     import xferaudit.static.codemod as cm
 
     rules = cfg.table()
     real = cm._layout
-    times: dict[str, list[float]] = {"skeleton": [], "whole module": []}
+    modes = {
+        "skeleton": (True, real),
+        "whole file": (False, real),
+        "whole file, whole-module positions": (False, lambda *a, **k: None),
+    }
+    times: dict[str, list[tuple[float, float]]] = {m: [] for m in modes}
     outs: dict[str, list] = {}
     for _ in range(3):
-        for mode in ("skeleton", "whole module"):
-            cm._layout = real if mode == "skeleton" else (lambda *a, **k: None)
+        for mode, (skel, layout) in modes.items():
+            cm.SKELETON, cm._layout = skel, layout
             t0 = time.perf_counter()
-            outs[mode] = [cm.wrap_source(before[f], f, rules, cfg.relpath(Path(f))).new for f in files]
-            times[mode].append(time.perf_counter() - t0)
-    cm._layout = real
-    same = outs["skeleton"] == outs["whole module"]
-    a, b = (statistics.median(times[k]) for k in ("skeleton", "whole module"))
-    print(f"positions A/B over {len(files)} changed files, median of 3: skeleton {a:.1f} s, "
-          f"whole module {b:.1f} s, ratio {b / a:.2f}x; identical output: {same}")
+            new = [cm.wrap_source(before[f], f, rules, cfg.relpath(Path(f))).new for f in files]
+            t1 = time.perf_counter()
+            back = [cm.unwrap_source(n, f, rules).new if n else None for f, n in zip(files, new)]
+            times[mode].append((t1 - t0, time.perf_counter() - t1))
+            outs[mode] = (new, back)
+    cm.SKELETON, cm._layout = True, real
+    same = all(o == outs["skeleton"] for o in outs.values())
+    base = [statistics.median(t[i] for t in times["skeleton"]) for i in (0, 1)]
+    print(f"codemod A/B over {len(files)} changed files, median of 3 rounds (wrap, unwrap):")
+    for mode in modes:
+        w, u = (statistics.median(t[i] for t in times[mode]) for i in (0, 1))
+        print(f"  {mode:36s} {w:6.1f} s ({w / base[0]:.2f}x)  {u:6.1f} s ({u / base[1]:.2f}x)")
+    print(f"  identical output: {same}")
 
 
 def main() -> int:
@@ -90,8 +104,8 @@ def main() -> int:
     ap.add_argument("--jobs", type=int, help="worker processes (default: one per core)")
     ap.add_argument("--keep", action="store_true", help="keep the temporary copy and print where it is")
     ap.add_argument("--ab", type=int, metavar="N", default=0,
-                    help="also time wrap of the first N changed files with positions over a skeleton of the "
-                         "statements holding a site vs over the whole module, side by side (3 rounds, medians)")
+                    help="also time wrap and unwrap of the first N changed files parsing the file's skeleton "
+                         "(the default) vs the whole file, side by side (3 rounds, medians)")
     ap.add_argument("--transformers", type=Path, metavar="DIR",
                     help="also round-trip a second tree, e.g. transformers' sources (the `transformers` folder "
                          "of `pip download --no-deps transformers`, unzipped), after the first")

@@ -177,7 +177,7 @@ def test_cupy_kinds():
         ("cupy.get", "down"),
         ("cupy.asnumpy", "down"),
     ]
-    assert found[3].site == "m.py:step:(x @ w).get"
+    assert found[3].site == "m.py:step:(x@w).get"
 
 
 def test_cupy_get_narrowing_in_a_cupy_file():

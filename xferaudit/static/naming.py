@@ -96,7 +96,7 @@ def _joined(left: str, right: str) -> str:
 
 
 def compact_label(text: str) -> str:
-    """An implicit site's label as one word, its whitespace dropped:
+    """A site's label as one word, its whitespace dropped:
     ``bool(decision == world)`` -> ``bool(decision==world)``; a gap next to a
     keyword, or between two words, is written ``_``: ``bool(not ok)`` ->
     ``bool(not_ok)``, ``bool(x is None)`` -> ``bool(x_is_None)``.
@@ -116,8 +116,9 @@ def name_sites(sites: list["Site"], relpath: str) -> None:
 
     ``relpath:qualname:receiver.method``, with ``#2``, ``#3`` for repeats; names
     already taken by wrapped sites in the file are not reused. No line numbers,
-    so names survive edits elsewhere. An implicit site (no transfer call of its
-    own) is named by its expression without whitespace (:func:`compact_label`):
+    so names survive edits elsewhere. The label is the code without whitespace
+    (:func:`compact_label`): ``relpath:qualname:criterion(out,y).item``, and
+    for an implicit site (no transfer call of its own) its expression,
     ``relpath:qualname:bool(loss==0)``.
     """
     taken = {s.site for s in sites if s.wrapped and s.site}
@@ -125,9 +126,7 @@ def name_sites(sites: list["Site"], relpath: str) -> None:
     for s in sites:
         if s.wrapped:
             continue
-        label = s.label or s.call
-        if s.implicit:
-            label = compact_label(label)
+        label = compact_label(s.label or s.call)
         base = f"{relpath}:{s.function}:{short_receiver(label)}"
         n = seen.get(base, 0)
         while True:

@@ -53,7 +53,7 @@ class Trainer:
         a = await xfer.cpu(x, site="train.py:Trainer.fetch:x.cpu")
         b = await xfer.cpu(
             (await xfer.to(x, dev, site="train.py:Trainer.fetch:x.to")),
-            site="train.py:Trainer.fetch:(await x.to(dev)).cpu",
+            site="train.py:Trainer.fetch:(await_x.to(dev)).cpu",
         )
         return a, b
 

@@ -18,7 +18,7 @@ def layout(x, dev, a, b, buf, src):
         x, dev,  # where it goes
         non_blocking=True, site="train.py:layout:x.to#2"  # no trailing comma
     )
-    t = xfer.cpu((a + b), site="train.py:layout:(a + b).cpu")
+    t = xfer.cpu((a + b), site="train.py:layout:(a+b).cpu")
     u = xfer.cuda(((a)), site="train.py:layout:a.cuda")
     v = (xfer.cpu(x, site="train.py:layout:x.cpu#2"))
     w = ( xfer.cpu(x, site="train.py:layout:x.cpu#3") )

@@ -324,7 +324,11 @@ class _WrapJob:
                 a, b = shapes.unwrap(old, w), shapes.unwrap(exploded, w)
                 return a is not None and b is not None and _code(a) == _code(b)
 
-            broken_module, n = break_long_lines(new_module, is_new, style.line_length, same_back, tr.pruned)
+            def bare(call: cst.Call):
+                w = _wrapper_name(call, alias, shapes)
+                return shapes.unwrap(call, w) if w is not None else None
+
+            broken_module, n = break_long_lines(new_module, is_new, style.line_length, same_back, tr.pruned, bare)
             if n:
                 new_module = broken_module
                 new = _output(new_module, module, data, layout)
