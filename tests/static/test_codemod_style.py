@@ -327,3 +327,43 @@ def test_one_argument_a_line_without_trailing_comma_keeps_site_beside_the_last()
            b"            buffer_of_it,\n            device=dev\n        )\n")
     out = wrap(src, CodeStyle(line_length=60))  # asserts the round trip and idempotence
     assert b"            device=dev, site=\"train.py:f:torch.tensor\"\n        )\n" in out
+
+
+FSTRINGS = b'''import torch
+
+
+def train(loss, fabric, epoch):
+    fabric.print(f"val loss {loss.item():.4f} and more text to make it long")
+    x = f"{loss.item()}"  # short
+    y = f"{loss.item():.4f} was a long line before wrap, well past the limit of 88 columns"
+    print(
+        f"Train Epoch: {epoch}"
+        f" rest of the text for the line of this: {loss.item():.6f}"
+    )
+    z = f"{loss.item():.4f} and more text to make it long"  # a comment of the user's
+'''
+
+
+def test_a_line_an_fstring_wrapper_takes_past_the_limit_gets_a_noqa_unwrap_takes_away():
+    # no line break can go inside an f-string's braces (before Python 3.12):
+    # the line gets `# noqa: E501 (xferaudit)` when it had no comment and was
+    # within the limit before; unwrap takes it away (asserted by wrap())
+    # (after the user's own comment, the marker goes after it)
+    out = wrap(FSTRINGS).decode().splitlines()
+    marked = [line for line in out if line.endswith("  # noqa: E501 (xferaudit)")]
+    assert len(marked) == 3
+    assert marked[0].startswith('    fabric.print(f"val loss {xfer.item(loss, site=')
+    assert marked[1].startswith('        f" rest of the text for the line of this: {xfer.item(loss, site=')
+    assert marked[2].endswith(":.4f} and more text to make it long\"  # a comment of the user's  # noqa: E501 (xferaudit)")
+    assert not any("noqa" in line for line in out if "was a long line before" in line or "# short" in line)
+
+
+@pytest.mark.skipif(shutil.which("ruff") is None, reason="needs ruff")
+def test_ruff_counts_no_new_line_too_long_after_wrapping_fstrings(tmp_path):
+    f = tmp_path / "t.py"
+    f.write_bytes(FSTRINGS)
+    cmd = ["ruff", "check", "--no-cache", "--select", "E501", "--line-length", "88", "--output-format", "concise", str(f)]
+    before = subprocess.run(cmd, capture_output=True, text=True).stdout.count("E501")
+    f.write_bytes(wrap(FSTRINGS))
+    after = subprocess.run(cmd, capture_output=True, text=True).stdout.count("E501")
+    assert before == after == 1

@@ -47,6 +47,7 @@ from typing import Iterable, Optional
 
 import libcst as cst
 
+from ...wrapform import NOQA_LONG
 from .nodes import _code
 
 _EMPTY = cst.SimpleWhitespace("")
@@ -222,6 +223,7 @@ class _Breaker(cst.CSTTransformer):
         self.calls: list[list[cst.Call]] = []
         self.broken = 0
         self.fstrings = 0
+        self.config = module.config_for_parsing
 
     def visit_IndentedBlock(self, node: cst.IndentedBlock) -> None:
         ind = node.indent if node.indent is not None else self.default_indent
@@ -286,6 +288,64 @@ class _Breaker(cst.CSTTransformer):
         return updated_node
 
     def leave_SimpleStatementLine(self, original_node, updated_node):
+        return self._noqa_if_unbreakable(self._statement(updated_node))
+
+    def _noqa_if_unbreakable(self, stmt):
+        """A line that a new wrapper call inside an f-string's braces took past
+        the limit (no line break can go there before Python 3.12) gets
+        ``# noqa: E501 (xferaudit)``, when it had no comment and was within the
+        limit before wrap; unwrap takes the comment away with the call."""
+        if self.bare is None or not isinstance(stmt, cst.SimpleStatementLine):
+            return stmt
+        inside = _InFString(self.is_new)
+        stmt.visit(inside)
+        if not inside.sites:
+            return stmt
+        ind = len(self.indents[-1].expandtabs(4))
+        bare = stmt.with_changes(leading_lines=[])
+        text = _code(bare)
+        lines = text.splitlines(keepends=True)
+        # the statement's own comment (after its last line) takes the marker
+        # after it; any other '#' outside the site names (in a string too)
+        # leaves the line as it is
+        own = stmt.trailing_whitespace.comment
+        own = own.value if own is not None and "noqa" not in own.value.lower() else None
+        last = len(lines) - 1
+
+        def free(i: int, line: str) -> bool:
+            line = line.rstrip("\r\n")
+            if own is not None and i == last and line.endswith(own):
+                line = line[: -len(own)]
+            return "#" not in _without(line, inside.sites)
+
+        long = [
+            i for i, line in enumerate(lines)
+            if ind + len(line.rstrip("\r\n").expandtabs(4)) > self.limit
+            and any(lit in line for lit in inside.sites) and free(i, line)
+        ]
+        if not long:
+            return stmt
+        before = self._long_before(stmt, ind, paired=True)
+        if before is None:
+            return stmt
+        hits = [i for i in long if i not in before]
+        if not hits:
+            return stmt
+        for i in hits:
+            body = lines[i].rstrip("\r\n")
+            if body != body.rstrip():
+                return stmt  # trailing blanks: unwrap would not give them back
+            lines[i] = body + "  " + NOQA_LONG + lines[i][len(body):]
+        try:
+            out = cst.parse_statement("".join(lines), self.config)
+        except cst.ParserSyntaxError:
+            return stmt
+        if not isinstance(out, cst.SimpleStatementLine):
+            return stmt
+        self.broken += 1  # (a change the caller must keep)
+        return out.with_changes(leading_lines=stmt.leading_lines)
+
+    def _statement(self, updated_node):
         calls = self.calls.pop()
         if not calls or len(updated_node.body) != 1:
             return updated_node
@@ -325,20 +385,22 @@ class _Breaker(cst.CSTTransformer):
         # out anew.
         return self._in_place(updated_node, len(ind))
 
-    def _long_before(self, node: cst.CSTNode, indent: int) -> set[int]:
+    def _long_before(self, node: cst.CSTNode, indent: int, paired: bool = False):
         """The lines of `node` (0: its first) that were over the limit before
         wrap: the same lines with every new wrapper call read back as the bare
-        call (wrap adds no line break of its own before these are broken)."""
+        call (wrap adds no line break of its own before these are broken).
+        When that cannot be known: an empty set, or None with `paired`."""
+        unknown = None if paired else set()
         if self.bare is None:
-            return set()
+            return unknown
         back = _Bare(self.is_new, self.bare)
         new = node.with_changes(leading_lines=[]) if hasattr(node, "leading_lines") else node
         old = new.visit(back)
         if back.failed:
-            return set()
+            return unknown
         lines = _code(old).splitlines()
         if len(lines) != len(_code(new).splitlines()):
-            return set()  # (lines that do not pair up: nothing is known of them)
+            return unknown  # (lines that do not pair up: nothing is known of them)
         return {i for i, line in enumerate(lines) if indent + len(line.expandtabs(4)) > self.limit}
 
     def _on_long_lines(self, stmt: cst.SimpleStatementLine, indent: int) -> set[str]:
@@ -510,6 +572,32 @@ class _Swap(cst.CSTTransformer):
             self.hit = True
             return self.new
         return super().on_leave(original_node, updated_node)
+
+
+def _without(line: str, parts: list[str]) -> str:
+    for p in parts:
+        line = line.replace(p, "")
+    return line
+
+
+class _InFString(cst.CSTVisitor):
+    """The ``site=`` literals of the new wrapper calls inside f-strings' braces."""
+
+    def __init__(self, is_new) -> None:
+        super().__init__()
+        self.is_new, self.depth, self.sites = is_new, 0, []
+
+    def visit_FormattedString(self, node) -> None:
+        self.depth += 1
+
+    def leave_FormattedString(self, original_node) -> None:
+        self.depth -= 1
+
+    def visit_Call(self, node: cst.Call) -> None:
+        if self.depth and self.is_new(node):
+            lit = _site_code(node)
+            if lit is not None:
+                self.sites.append(lit)
 
 
 def _replace(stmt, old: cst.Call, new: cst.Call):

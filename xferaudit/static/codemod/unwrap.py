@@ -8,7 +8,7 @@ from typing import Optional, Sequence
 
 import libcst as cst
 
-from ...wrapform import WrapperInfo
+from ...wrapform import NOQA_LONG, WrapperInfo
 from .layout import _Layout
 from .nodes import _called_name, _dotted
 from .shapes import _Shapes
@@ -39,6 +39,16 @@ class _UnwrapTransformer(cst.CSTTransformer):
         if id(original_node) in self.pruned:
             return updated_node
         return super().on_leave(original_node, updated_node)
+
+    def leave_TrailingWhitespace(self, original_node, updated_node):
+        """The comment wrap put after a line it could not break (an f-string's
+        wrapper call) goes with the call."""
+        c = updated_node.comment
+        if c is not None and c.value == NOQA_LONG and updated_node.whitespace.value == "  ":
+            return updated_node.with_changes(whitespace=cst.SimpleWhitespace(""), comment=None)
+        if c is not None and c.value.endswith("  " + NOQA_LONG) and c.value != "#  " + NOQA_LONG:
+            return updated_node.with_changes(comment=cst.Comment(c.value[: -len(NOQA_LONG) - 2]))
+        return updated_node
 
     def _wrapper_of(self, call: cst.Call) -> Optional[str]:
         func = call.func
