@@ -224,6 +224,8 @@ class _Breaker(cst.CSTTransformer):
         self.broken = 0
         self.fstrings = 0
         self.config = module.config_for_parsing
+        self.fnew = 0  # new wrapper calls met inside f-strings so far
+        self.fnew_at: list[int] = []  # ... when each statement being visited began
 
     def visit_IndentedBlock(self, node: cst.IndentedBlock) -> None:
         ind = node.indent if node.indent is not None else self.default_indent
@@ -235,6 +237,7 @@ class _Breaker(cst.CSTTransformer):
 
     def visit_SimpleStatementLine(self, node) -> None:
         self.calls.append([])
+        self.fnew_at.append(self.fnew)
 
     def on_visit(self, node: cst.CSTNode) -> bool:
         if id(node) in self.skip:
@@ -283,12 +286,26 @@ class _Breaker(cst.CSTTransformer):
         return updated_node
 
     def leave_Call(self, original_node: cst.Call, updated_node: cst.Call):
-        if self.calls and not self.fstrings and self.is_new(updated_node):
-            self.calls[-1].append(updated_node)
+        if self.calls and self.is_new(updated_node):
+            if self.fstrings:
+                self.fnew += 1
+            else:
+                self.calls[-1].append(updated_node)
         return updated_node
 
     def leave_SimpleStatementLine(self, original_node, updated_node):
-        return self._noqa_if_unbreakable(self._statement(updated_node))
+        in_fstrings = self.fnew > self.fnew_at.pop()
+        if not self.calls[-1] and not in_fstrings or self._fits(updated_node):
+            self.calls.pop()  # nothing new here, or nothing too long
+            return updated_node
+        out = self._statement(updated_node)
+        return self._noqa_if_unbreakable(out) if in_fstrings else out
+
+    def _fits(self, stmt) -> bool:
+        """No line of the statement is over the limit: nothing to break."""
+        ind = len(self.indents[-1].expandtabs(4))
+        text = _code(stmt.with_changes(leading_lines=[]))
+        return all(ind + len(line.expandtabs(4)) <= self.limit for line in text.splitlines())
 
     def _noqa_if_unbreakable(self, stmt):
         """A line that a new wrapper call inside an f-string's braces took past
