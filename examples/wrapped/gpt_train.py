@@ -166,7 +166,7 @@ class Trainer:
         self.opt.step()
         self.steps += 1
         if self.steps % self.cfg.log_every == 0:
-            print(f"step {self.steps:4d}  loss {xfer.item(loss, site='examples/gpt_train.py:Trainer.step:loss.item'):.4f}")
+            print(f"step {self.steps:4d}  loss {xfer.item(loss, site='examples/gpt_train.py:Trainer.step:loss.item'):.4f}")  # noqa: E501 (xferaudit)
         if self.plant:
             # Three transfers nobody wrapped: a truth test, a float() and a print.
             if norm > 1e6:
