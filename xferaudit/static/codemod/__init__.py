@@ -20,12 +20,17 @@ One module per job::
     breaking.py   over-long wrapped lines broken as black breaks them, and back
     render.py     the new bytes: unchanged statements copied, changed ones generated
     rename.py     ``wrap --rename-sites``: site names made in another file
+    skeleton.py   what libcst parses: the statements holding no site blanked, put back after
 
 The finder's parse serves the codemod too (:func:`~xferaudit.static.finder.analyse`
-returns the ``ast`` tree and the resolver with the sites): a file is parsed
-once by ``ast`` and once by libcst, and the rewritten text is compiled once
-as a check. Writing the result generates only the top-level statements that
-changed; the rest are copied from the file's bytes (:mod:`.render`).
+returns the ``ast`` tree and the resolver with the sites). libcst then parses
+only the file's *skeleton* (:mod:`.skeleton`): every statement that holds no
+site is one placeholder of the same height, so libcst reads a small part of a
+large file at the same lines and columns; the placeholders' original lines are
+put back in the result, which is compiled once as a check. Any doubt (a
+placeholder moved or lost, a skeleton that cannot be made) and the whole file
+is parsed instead. Writing the result generates only the statements that
+changed; the rest are copied from the bytes (:mod:`.render`).
 
 Code a maintainer accepts: the import goes where isort / ruff's I001 puts it
 (:mod:`.placement`), and a wrapped line longer than the project's line
