@@ -367,3 +367,10 @@ def test_ruff_counts_no_new_line_too_long_after_wrapping_fstrings(tmp_path):
     f.write_bytes(wrap(FSTRINGS))
     after = subprocess.run(cmd, capture_output=True, text=True).stdout.count("E501")
     assert before == after == 1
+
+
+def test_the_noqa_after_a_bare_hash_comment_is_taken_away_too():
+    src = (b"import torch\n\n\ndef f(loss, fabric):\n"
+           b'    fabric.print(f"val loss {loss.item():.4f} and more text to make it long")  #\n')
+    out = wrap(src).decode()  # asserts the round trip
+    assert out.endswith("make it long\")  #  # noqa: E501 (xferaudit)\n")

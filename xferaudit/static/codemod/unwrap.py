@@ -46,7 +46,7 @@ class _UnwrapTransformer(cst.CSTTransformer):
         c = updated_node.comment
         if c is not None and c.value == NOQA_LONG and updated_node.whitespace.value == "  ":
             return updated_node.with_changes(whitespace=cst.SimpleWhitespace(""), comment=None)
-        if c is not None and c.value.endswith("  " + NOQA_LONG) and c.value != "#  " + NOQA_LONG:
+        if c is not None and c.value.endswith("  " + NOQA_LONG):
             return updated_node.with_changes(comment=cst.Comment(c.value[: -len(NOQA_LONG) - 2]))
         return updated_node
 
