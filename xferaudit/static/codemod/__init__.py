@@ -99,7 +99,7 @@ from .imports import (
 from .breaking import break_long_lines
 from .implicit import ImplicitWrap
 from .layout import _ast, _count_lines, _Layout, _layout, _LayoutError  # noqa: F401 - tests and bench patch these
-from .nodes import _code, string_literal
+from .nodes import _code, site_arg, string_literal
 from .placement import insert_import, remove_import
 from .render import _NotReproduced, fast_render
 from .style import DEFAULT_STYLE, CodeStyle, code_style
@@ -321,8 +321,8 @@ class _WrapJob:
                 w = _wrapper_name(call, alias, shapes)
                 if w is None:
                     return False
-                lit = next((a.value for a in call.args if a.keyword is not None and a.keyword.value == "site"), None)
-                return isinstance(lit, cst.SimpleString) and _literal(lit.value) in made
+                site = site_arg(call)
+                return site is not None and isinstance(site.value, cst.SimpleString) and _literal(site.value.value) in made
 
             def same_back(old: cst.Call, exploded: cst.Call) -> bool:
                 w = _wrapper_name(old, alias, shapes)

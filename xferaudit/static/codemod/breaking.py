@@ -48,7 +48,7 @@ from typing import Iterable, Optional
 import libcst as cst
 
 from ...wrapform import NOQA_LONG
-from .nodes import _code
+from .nodes import _code, site_arg
 
 _EMPTY = cst.SimpleWhitespace("")
 _SPACE = cst.SimpleWhitespace(" ")
@@ -475,7 +475,7 @@ class _Breaker(cst.CSTTransformer):
         """In a statement over several lines, a ``site=`` that makes its line too
         long goes to a line of its own."""
         for call in calls:
-            site = next((a for a in call.args if a.keyword is not None and a.keyword.value == "site"), None)
+            site = site_arg(call)
             if site is None or _code(site.value) in keep or not _too_long(stmt, indent, self.limit, _code(site.value)):
                 continue
             new = own_line(call, ("site",))
@@ -511,7 +511,7 @@ def _grammar_bare(module: cst.Module):
 
 
 def _site_code(call: cst.Call) -> Optional[str]:
-    site = next((a for a in call.args if a.keyword is not None and a.keyword.value == "site"), None)
+    site = site_arg(call)
     return _code(site.value) if site is not None else None
 
 

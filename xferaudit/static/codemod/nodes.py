@@ -18,6 +18,11 @@ def _kw(name: str, value: cst.BaseExpression) -> cst.Arg:
     )
 
 
+def site_arg(call: cst.Call) -> Optional[cst.Arg]:
+    """The call's ``site=`` keyword argument, if it has one."""
+    return next((a for a in call.args if a.keyword is not None and a.keyword.value == "site"), None)
+
+
 def _comma() -> cst.Comma:
     return cst.Comma(whitespace_before=_EMPTY, whitespace_after=_SPACE)
 

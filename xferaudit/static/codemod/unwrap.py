@@ -10,7 +10,7 @@ import libcst as cst
 
 from ...wrapform import NOQA_LONG, WrapperInfo
 from .layout import _Layout
-from .nodes import _called_name, _dotted
+from .nodes import _called_name, _dotted, site_arg
 from .shapes import _Shapes
 
 
@@ -59,7 +59,7 @@ class _UnwrapTransformer(cst.CSTTransformer):
         w = func.attr.value
         if w not in self.shapes.infos:
             return None
-        if not any(a.keyword is not None and a.keyword.value == "site" for a in call.args):
+        if site_arg(call) is None:
             return None
         return w
 
@@ -80,7 +80,7 @@ class _UnwrapTransformer(cst.CSTTransformer):
         w = self._wrapper_of(original_node)
         if w is None or not self._at_site(original_node, self.shapes.infos[w]):
             return updated_node
-        site = next(a.value for a in original_node.args if a.keyword is not None and a.keyword.value == "site")
+        site = site_arg(original_node).value
         name = None
         if isinstance(site, cst.SimpleString):
             try:

@@ -13,7 +13,7 @@ from ..finder import Site
 from .implicit import ImplicitWrap
 from .imports import spell
 from .layout import _Layout
-from .nodes import _called_name, _code, _encodable, string_literal
+from .nodes import _called_name, _code, _encodable, site_arg, string_literal
 from .shapes import _Shapes
 
 
@@ -167,7 +167,7 @@ class _WrapTransformer(cst.CSTTransformer):
             return "it runs at import time above the runtime import (`import xferaudit.runtime as ...`)", None
         if rule.wrap != "result" and not isinstance(call, cst.Call):
             return "not a call", None
-        if isinstance(call, cst.Call) and any(a.keyword is not None and a.keyword.value == "site" for a in call.args):
+        if isinstance(call, cst.Call) and site_arg(call) is not None:
             return "the call already passes a `site=` keyword", None
         if rule.wrap == "receiver":
             attr = orig.func
