@@ -29,13 +29,12 @@ from typing import Callable, Optional
 import libcst as cst
 
 from ...wrapform import CALLEE, IMPLICIT, VALUE, form
+from .nodes import _comma, _kw
 
 #: Wrappers replacing the builtin's call (no head), wrapping the value read, or the saving call.
 _CALL_STYLE = tuple(w for w in IMPLICIT if form("implicit", w).head == ())
 _EXPR_STYLE = tuple(w for w in IMPLICIT if form("implicit", w).head == (VALUE,))
 _SAVE = next(w for w in IMPLICIT if form("implicit", w).head == (CALLEE,))
-_EMPTY = cst.SimpleWhitespace("")
-_SPACE = cst.SimpleWhitespace(" ")
 _NO_FORM = {
     "count": "a data-dependent size is read inside the op itself: no wrapped form keeps it as written",
     "upload": "the upload happens inside the indexing or assignment: no wrapped form keeps it as written",
@@ -50,13 +49,8 @@ def _code(node: cst.CSTNode) -> str:
     return _CODEGEN.code_for_node(node)
 
 
-def _comma() -> cst.Comma:
-    return cst.Comma(whitespace_before=_EMPTY, whitespace_after=_SPACE)
-
-
 def _site_kw(lit: str) -> cst.Arg:
-    return cst.Arg(value=cst.SimpleString(lit), keyword=cst.Name("site"),
-                   equal=cst.AssignEqual(whitespace_before=_EMPTY, whitespace_after=_EMPTY))
+    return _kw("site", cst.SimpleString(lit))
 
 
 def _attr(alias: str, name: str) -> cst.Attribute:
