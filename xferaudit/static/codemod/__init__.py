@@ -229,7 +229,7 @@ def _through_skeleton(res: CodemodResult, data: bytes, tree, lines: list[int], r
                 out = None
             else:
                 out.new = new
-        if out is not None and (out.new is None or _compiles(out.new)):
+        if out is not None and (out.new is None or _parse_error(out.new, res.path) is None):
             return out
     out = run(res, data, None, tree)
     if out.new is not None:
@@ -374,19 +374,19 @@ def _literal(value: str):
         return None
 
 
-def _compiles(new: bytes) -> bool:
+def _parse_error(new: bytes, path: str) -> Optional[str]:
+    """Why the rewritten bytes would not parse; None when they do."""
     try:
-        compile(new, "<skeleton>", "exec", flags=ast.PyCF_ONLY_AST, dont_inherit=True)
-    except (SyntaxError, ValueError):
-        return False
-    return True
+        compile(new, path, "exec", flags=ast.PyCF_ONLY_AST, dont_inherit=True)
+    except (SyntaxError, ValueError) as e:
+        return str(e)
+    return None
 
 
 def _must_compile(new: bytes, path: str) -> None:
-    try:
-        compile(new, path, "exec", flags=ast.PyCF_ONLY_AST, dont_inherit=True)
-    except (SyntaxError, ValueError) as e:  # pragma: no cover - a bug, never a user error
-        raise CodemodError(f"internal error: the rewritten file would not parse ({e}); left as it is") from None
+    err = _parse_error(new, path)
+    if err is not None:  # pragma: no cover - a bug, never a user error
+        raise CodemodError(f"internal error: the rewritten file would not parse ({err}); left as it is")
 
 
 

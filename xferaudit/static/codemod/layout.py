@@ -12,6 +12,12 @@ import libcst as cst
 from libcst.metadata import MetadataWrapper, PositionProvider
 
 _NEWLINE = re.compile(r"\r\n?|\n")
+NEWLINE_BYTES = re.compile(rb"\r\n?|\n")  # the line ends ast counts, in a file's bytes
+
+
+def line_starts(data: bytes) -> list[int]:
+    """The offset of each line's first byte (index 0: line 1)."""
+    return [0] + [m.end() for m in NEWLINE_BYTES.finditer(data)]
 
 
 class _LayoutError(Exception):

@@ -19,15 +19,13 @@ generates the whole top-level statement as before.
 
 from __future__ import annotations
 
-import re
 from typing import Callable, Optional, Sequence
 
 import libcst as cst
 from libcst._nodes.internal import CodegenState
 
-from .layout import _Layout
+from .layout import _Layout, line_starts
 
-_NEWLINE = re.compile(rb"\r\n?|\n")
 
 
 class _NotReproduced(Exception):
@@ -48,7 +46,7 @@ def fast_render(new: cst.Module, old: cst.Module, data: bytes, layout: Optional[
         return None
     if new.default_newline != old.default_newline or new.default_indent != old.default_indent:
         return None
-    offs = [0] + [m.end() for m in _NEWLINE.finditer(data)]
+    offs = line_starts(data)
 
     def lines(lo: int, hi: int) -> bytes:  # 1-based, inclusive
         a = offs[lo - 1] if lo - 1 < len(offs) else len(data)

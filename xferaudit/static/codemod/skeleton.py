@@ -35,7 +35,8 @@ import tokenize
 from dataclasses import dataclass
 from typing import Iterable, Optional, Sequence
 
-_NEWLINE = re.compile(rb"\r\n?|\n")
+from .layout import NEWLINE_BYTES, _first_token_line, line_starts
+
 _TAIL_OK = re.compile(rb"[ \t\f]*(#[^\r\n]*)?\Z")
 _MARK = b"__xfa_ph_"
 _QUOTES = b'"""'
@@ -102,11 +103,6 @@ def _utf8(data: bytes) -> bool:
     return enc in ("utf-8", "utf8")
 
 
-def _first_line(node: ast.stmt) -> int:
-    decos = getattr(node, "decorator_list", None)
-    return min([node.lineno] + [d.lineno for d in decos]) if decos else node.lineno
-
-
 def _has_star(node: ast.stmt) -> bool:
     """Whether a statement holds a star import (allowed at module level only:
     functions and classes are not looked into)."""
@@ -126,7 +122,7 @@ def _has_star(node: ast.stmt) -> bool:
 class _Planner:
     def __init__(self, data: bytes, lines: Sequence[int]) -> None:
         self.data = data
-        self.offs = [0] + [m.end() for m in _NEWLINE.finditer(data)]
+        self.offs = line_starts(data)
         self.want = sorted(set(lines))
         self.holes: list[_Hole] = []
 
@@ -134,7 +130,7 @@ class _Planner:
         """Line `n` without its newline."""
         a = self.offs[n - 1]
         b = self.offs[n] if n < len(self.offs) else len(self.data)
-        m = _NEWLINE.search(self.data, a, b)
+        m = NEWLINE_BYTES.search(self.data, a, b)
         return self.data[a:m.start() if m else b]
 
     def newline(self, n: int) -> bytes:
@@ -172,7 +168,7 @@ class _Planner:
 
     def plan(self, body: Iterable[ast.stmt], keep: frozenset = frozenset()) -> None:
         for i, node in enumerate(body):
-            first = _first_line(node)
+            first = _first_token_line(node)
             last = node.end_lineno or first
             if self.holds(first, last):
                 self.inside(node)
