@@ -261,7 +261,7 @@ def test_site_of_a_call_one_argument_a_line_too_long_goes_to_a_line_of_its_own()
 
 def _break(src: str, limit: int, bare):
     """break_long_lines over an already wrapped module, as the codemod calls it,
-    with the bare-call reader `bare` (None: the default one)."""
+    with the bare-call reader `bare` (None: the one the codemod passes)."""
     import libcst as cst
 
     from xferaudit.rules import table
@@ -282,6 +282,10 @@ def _break(src: str, limit: int, bare):
     def check(old, new):
         a, b = shapes.unwrap(old, name(old)), shapes.unwrap(new, name(new))
         return a is not None and b is not None and cst.Module([]).code_for_node(a) == cst.Module([]).code_for_node(b)
+
+    if bare is None:
+        def bare(call):
+            return shapes.unwrap(call, name(call)) if name(call) is not None else None
 
     out, n = break_long_lines(cst.parse_module(src), is_new, limit, check, bare=bare)
     return out.code, n

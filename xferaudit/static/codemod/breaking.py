@@ -488,28 +488,6 @@ class _Breaker(cst.CSTTransformer):
         return stmt
 
 
-def _grammar_bare(module: cst.Module):
-    """bare(call) through the wrap grammar of the default rule table; built on
-    first use (only a statement over the limit asks)."""
-    made: list = []
-
-    def bare(call: cst.Call) -> Optional[cst.BaseExpression]:
-        if not made:
-            from ...rules import table
-            from .imports import import_bindings
-            from .shapes import _Shapes
-
-            text = module.code
-            made.append(_Shapes(table(), lambda: import_bindings(text)))
-        shapes = made[0]
-        func = call.func
-        if isinstance(func, cst.Attribute) and func.attr.value in shapes.infos:
-            return shapes.unwrap(call, func.attr.value)
-        return None
-
-    return bare
-
-
 def _site_code(call: cst.Call) -> Optional[str]:
     site = site_arg(call)
     return _code(site.value) if site is not None else None
@@ -630,10 +608,9 @@ def break_long_lines(module: cst.Module, is_new, limit: int, check, skip=frozens
     (not entered). `bare(call)`: a new wrapper call read back as the call it
     wraps (None when it cannot be); a line that was already over the limit
     before wrap keeps the user's layout (wrap leaves a line length check's
-    count as it was, and the diff small). Without `bare`, the wrappers of the
-    default rule table are read back, the file's imports taken from its text
-    (a call it cannot read back leaves its statement to be broken as before)."""
-    br = _Breaker(module, is_new, limit, check, skip, bare or _grammar_bare(module))
+    count as it was, and the diff small). Without `bare` nothing is known of
+    the lines before wrap: every statement over the limit is broken."""
+    br = _Breaker(module, is_new, limit, check, skip, bare)
     out = module.visit(br)
     return out, br.broken
 
