@@ -24,9 +24,7 @@ import argparse
 import collections
 import io
 import json
-import os
 import sys
-import tempfile
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
@@ -39,23 +37,10 @@ from xferaudit.runtime.guard import resolve_mode  # noqa: E402
 
 
 def memcpys(prof) -> dict:
-    """direction -> [count, bytes] of the profile's gpu_memcpy events."""
-    out = collections.defaultdict(lambda: [0, 0])
-    with tempfile.TemporaryDirectory() as tmp:
-        path = os.path.join(tmp, "trace.json")
-        prof.export_chrome_trace(path)
-        with open(path) as f:
-            trace = json.load(f)
-    for e in trace.get("traceEvents", []):
-        if e.get("cat") != "gpu_memcpy":
-            continue
-        name = e.get("name", "")
-        d = "up" if "HtoD" in name else "down" if "DtoH" in name else "d2d" if "DtoD" in name else "other"
-        out[d][0] += 1
-        out[d][1] += int(e.get("args", {}).get("bytes", 0))
-        if "Pageable" in name:
-            out[d + "_pageable"][0] += 1
-    return dict(out)
+    """direction -> [count, bytes] of the profile's gpu_memcpy events (and the pageable ones)."""
+    from gpu_truth import chrome_trace, memcpy_events
+
+    return memcpy_events(chrome_trace(prof))
 
 
 def ours(rep) -> dict:

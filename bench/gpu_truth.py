@@ -43,8 +43,18 @@ import xferaudit.runtime as xfer  # noqa: E402
 from xferaudit.runtime.guard import resolve_mode  # noqa: E402
 
 
+def chrome_trace(prof) -> dict:
+    """The profile as a chrome trace (torch writes it only to a file)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "trace.json")
+        prof.export_chrome_trace(path)
+        with open(path) as f:
+            return json.load(f)
+
+
 def memcpy_events(trace: dict) -> dict:
-    """direction -> [count, bytes] from a chrome trace's gpu_memcpy events."""
+    """direction -> [count, bytes] from a chrome trace's gpu_memcpy events, and
+    "<direction>_pageable" -> [count, 0] of those from pageable host memory."""
     out = collections.defaultdict(lambda: [0, 0])
     for e in trace.get("traceEvents", []):
         if e.get("cat") != "gpu_memcpy":
@@ -53,6 +63,8 @@ def memcpy_events(trace: dict) -> dict:
         d = "up" if "HtoD" in name else "down" if "DtoH" in name else "d2d" if "DtoD" in name else "other"
         out[d][0] += 1
         out[d][1] += int(e.get("args", {}).get("bytes", 0))
+        if "Pageable" in name:
+            out[d + "_pageable"][0] += 1
     return dict(out)
 
 
@@ -142,12 +154,7 @@ def main() -> int:
     xfer.count(False)
     rep = xfer.report(file=sys.stdout)
     d = rep.to_dict()
-    with tempfile.TemporaryDirectory() as tmp:
-        path = os.path.join(tmp, "trace.json")
-        prof.export_chrome_trace(path)
-        with open(path) as f:
-            trace = json.load(f)
-
+    trace = chrome_trace(prof)
     prof_dirs = memcpy_events(trace)
     ours = xfer_directions(d)
     launches = xfer.launches()

@@ -41,7 +41,7 @@ def _rank_main(rank: int, world: int, init: str, steps: int, warmup: int, tmp: s
 
     import gpt_train as W
     import xferaudit.runtime as xfer
-    from gpu_truth import memcpy_events, xfer_directions
+    from gpu_truth import chrome_trace, memcpy_events, xfer_directions
 
     torch.cuda.set_device(rank)
     dev = torch.device("cuda", rank)
@@ -62,10 +62,7 @@ def _rank_main(rank: int, world: int, init: str, steps: int, warmup: int, tmp: s
             torch.cuda.synchronize()
     xfer.count(False)
     local = xfer.report(file=io.StringIO()).to_dict()
-    trace_path = os.path.join(tmp, f"trace{rank}.json")
-    prof.export_chrome_trace(trace_path)
-    with open(trace_path) as f:
-        prof_dirs = memcpy_events(json.load(f))
+    prof_dirs = memcpy_events(chrome_trace(prof))
     ours = xfer_directions(local)
     rows = [{"direction": d, "profiler": prof_dirs.get(d, [0, 0]), "xferaudit": ours.get(d, [0, 0])}
             for d in ("up", "down")]
