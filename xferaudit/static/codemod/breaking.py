@@ -319,9 +319,7 @@ class _Breaker(cst.CSTTransformer):
         if not inside.sites:
             return stmt
         ind = len(self.indents[-1].expandtabs(4))
-        bare = stmt.with_changes(leading_lines=[])
-        text = _code(bare)
-        lines = text.splitlines(keepends=True)
+        lines = _code(stmt.with_changes(leading_lines=[])).splitlines(keepends=True)
         # the statement's own comment (after its last line) takes the marker
         # after it; any other '#' outside the site names (in a string too)
         # leaves the line as it is
