@@ -207,7 +207,7 @@ def wrap_source(
     if not sites and not implicit:
         return res
     lines = [s.line for s in sites] + [ln for s in implicit for ln in range(s.line, s.end_line + 1)]
-    job = _WrapJob(text, ctx, found, sites, implicit, rules, style)
+    job = _WrapJob(text, ctx, found, sites, implicit, lines, rules, style)
     return _through_skeleton(res, data, ctx.tree, lines, job.run)
 
 
@@ -241,8 +241,9 @@ class _WrapJob:
     """The rewrite of one analysed file, run over the text libcst parses (the
     file, or its skeleton: same lines and columns for every site)."""
 
-    def __init__(self, text, ctx, found, sites, implicit, rules, style) -> None:
+    def __init__(self, text, ctx, found, sites, implicit, lines, rules, style) -> None:
         self.text, self.ctx, self.found, self.sites, self.implicit = text, ctx, found, sites, implicit
+        self.lines = lines  # the lines holding a site (an implicit one's every line)
         self.rules, self.style = rules, style
 
     def run(self, res: CodemodResult, data: bytes, parsed_text: Optional[str], tree) -> CodemodResult:
@@ -250,8 +251,7 @@ class _WrapJob:
         rules, style = self.rules, self.style
         parsed_text = text if parsed_text is None else parsed_text
         module = _parse(data, res.path)
-        implicit_lines = [ln for s in implicit for ln in range(s.line, s.end_line + 1)]
-        layout = _layout(module, tree, parsed_text, [s.line for s in sites] + implicit_lines)
+        layout = _layout(module, tree, parsed_text, self.lines)
         if layout is None:
             _reproduces(module, data)  # else checked per regenerated statement (render.py)
         lines = ctx.source.lines
