@@ -8,7 +8,7 @@ import os
 import pytest
 
 from xferaudit.config import Config
-from xferaudit.runkeys import normalise_text, relative_path
+from xferaudit.runkeys import function_name, normalise_text, relative_path
 
 
 @pytest.mark.parametrize("line, key", [
@@ -51,3 +51,30 @@ def test_the_static_half_names_files_by_the_same_rule(tmp_path):
     cfg = Config(root=tmp_path)
     for p in (tmp_path / "a" / "b.py", tmp_path, tmp_path.parent / "x.py"):
         assert cfg.relpath(p) == relative_path(str(p), str(tmp_path))
+
+
+@pytest.mark.parametrize("qualname, name", [
+    ("<module>", "<module>"),
+    ("Trainer.step", "Trainer.step"),
+    ("train", "train"),
+    ("outer.<locals>.inner", "outer.<locals>.inner"),
+    ("Trainer.step.<locals>.<listcomp>", "Trainer.step"),
+    ("f.<locals>.<lambda>.<locals>.<genexpr>", "f"),
+    ("<genexpr>", "<module>"),
+    ("<listcomp>", "<module>"),
+    ("outer.<locals>.inner.<locals>.<dictcomp>", "outer.<locals>.inner"),
+])
+def test_function_name(qualname, name):
+    assert function_name(qualname) == name
+
+
+def test_function_name_of_real_code_objects():
+    import sys
+
+    if sys.version_info < (3, 11):
+        pytest.skip("co_qualname is Python 3.11+")
+
+    def outer():
+        return [sys._getframe().f_code for _ in range(1)][0]
+
+    assert function_name(outer().co_qualname) == "test_function_name_of_real_code_objects.<locals>.outer"

@@ -12,10 +12,33 @@ from __future__ import annotations
 
 import os
 
-__all__ = ["MODULE_FUNCTION", "normalise_text", "relative_path"]
+__all__ = ["MODULE_FUNCTION", "function_name", "normalise_text", "relative_path"]
 
 #: The function name of a line at a module's top level.
 MODULE_FUNCTION = "<module>"
+
+
+#: Code objects Python makes for parts of a function that are not functions the
+#: user wrote (comprehensions are inlined from Python 3.12 on, lambdas and
+#: generator expressions are not): a line in one belongs to the function around it.
+_INNER = ("<listcomp>", "<dictcomp>", "<setcomp>", "<genexpr>", "<lambda>")
+
+
+def function_name(qualname: str) -> str:
+    """The qualified name of the function a line belongs to, from the
+    ``__qualname__`` (``co_qualname``) of the code running it: a comprehension,
+    generator expression or lambda is part of the function around it.
+
+    ``"Trainer.step.<locals>.<listcomp>"`` -> ``"Trainer.step"``;
+    ``"<genexpr>"`` (at top level) -> ``"<module>"``; ``"f.<locals>.inner"``
+    stays (a nested function is a function of its own).
+    """
+    parts = qualname.split(".")
+    while parts and parts[-1] in _INNER:
+        parts.pop()
+        if parts and parts[-1] == "<locals>":
+            parts.pop()
+    return ".".join(parts) or MODULE_FUNCTION
 
 
 def normalise_text(line: str) -> str:
