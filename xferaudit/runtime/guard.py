@@ -240,13 +240,14 @@ class _Local(threading.local):
         self.quiet = 0  # > 0 while a print is being handled: its inner reads are not new events
         self.print_acc: Any = None  # [copies, bytes] of the print being handled, counted inside
         self.hooked = 0  # > 0 inside a hooked call, or while the full mode is pushed here
-        self.pushed: list = []  # per active guard on this thread: did it push the full mode
+        self.pushed: list = []  # per active guard on this thread: (pushed the full mode, is lite)
         self.lite_mode: Any = None  # the mode a hooked call runs under (the cheap layer)
 
 
 _tls = _Local()
 _seen: set = set()  # (path, line, op) already logged
 _active = 0  # guards active, all threads
+_lite = 0  # of them, those in the cheap mode (its hooks are on while any is)
 _active_lock = threading.Lock()
 
 
@@ -604,11 +605,7 @@ def _build(torch: Any) -> Any:
     hooks = _guard_hooks.Hooks(torch, _enter_full, _tls, _read_scalar)
     print_install = _print_hooks(torch, ops)
 
-    def install(on: bool) -> None:
-        print_install(on)
-        hooks.install(on)
-
-    return _mode_class(ops), install
+    return _mode_class(ops), print_install, hooks.install
 
 
 def _modes() -> Any:
@@ -676,42 +673,53 @@ class guard:
                 + f", mode={self.mode!r})")
 
     def __enter__(self) -> "guard":
-        global _active
-        mode_cls, install = _modes()
+        global _active, _lite
+        mode_cls, install_print, install_hooks = _modes()
+        full = resolve_mode(self.mode) == "full"
         with _active_lock:
             if _active == 0:
-                install(True)
+                install_print(True)
             _active += 1
+            if not full:  # (the cheap layer's hooks are on while a lite guard is: under
+                if _lite == 0:  # the full mode alone they would only sit in every call)
+                    install_hooks(True)
+                _lite += 1
             _recorder.STATE.guard = True
-        push = _tls.mode is None and resolve_mode(self.mode) == "full"
+        push = _tls.mode is None and full
         if push:
             try:
                 mode = mode_cls()
                 mode.stack = _tls.stack
                 mode.__enter__()
             except BaseException:
-                self._release()
+                self._release(not full)
                 raise
             _tls.mode = mode
             _tls.hooked += 1  # (the hooks step aside: the mode sees everything)
-        _tls.pushed.append(push)
+        _tls.pushed.append((push, not full))
         _tls.stack.append(self.levels)
         return self
 
     def __exit__(self, *exc: Any) -> None:
         _tls.stack.pop()
+        push, lite = _tls.pushed.pop()
         try:
-            if _tls.pushed.pop() and _tls.mode is not None:
+            if push and _tls.mode is not None:
                 mode, _tls.mode = _tls.mode, None
                 _tls.hooked -= 1
                 mode.__exit__(None, None, None)
         finally:
-            self._release()
+            self._release(lite)
 
     @staticmethod
-    def _release() -> None:
-        global _active
+    def _release(lite: bool) -> None:
+        global _active, _lite
         with _active_lock:
+            if lite:
+                _lite -= 1
+                if _lite <= 0:
+                    _lite = 0
+                    _modes()[2](False)
             _active -= 1
             if _active <= 0:
                 _active = 0
