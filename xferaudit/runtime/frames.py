@@ -35,8 +35,8 @@ from ..runkeys import function_name, normalise_text, relative_path
 from .rows import MAX_CHAINS
 
 __all__ = [
-    "CHAIN_SAMPLES", "LIBRARY_ENV", "MAX_CHAINS", "MAX_DEPTH", "USER_ENV", "chain", "describe",
-    "locate", "set_frames", "stop_at", "user_frame",
+    "CHAIN_SAMPLES", "LIBRARY", "LIBRARY_ENV", "MAX_CHAINS", "MAX_DEPTH", "SKIP", "STOP", "USER",
+    "USER_ENV", "chain", "describe", "kind", "locate", "set_frames", "stop_at", "user_frame",
 ]
 
 #: What a code object is: xferaudit's, torch's or frozen (never the place of an
@@ -162,6 +162,14 @@ def _info(code: Any) -> tuple:
         _codes.clear()
     e = _codes[id(code)] = (code, kind, _shown_path(fn), fn)
     return e
+
+
+def kind(code: Any) -> int:
+    """What `code` is: :data:`SKIP`, :data:`LIBRARY`, :data:`USER` or :data:`STOP`."""
+    e = _codes.get(id(code))
+    if e is None or e[0] is not code:
+        e = _info(code)
+    return e[1]
 
 
 def locate(f: Any) -> tuple:
