@@ -288,7 +288,7 @@ def _judge(stack: list, op: str, direction: str, nbytes: int, detail: Any, copie
         return None
     place = _frames.locate(sys._getframe(1))
     if level == "raise":
-        path, line, via = _where(place)
+        path, line, via = _frames.where(place)
         raise UnexpectedTransfer(path, line, op, direction, nbytes, _words(detail, via))
     return place, level
 
@@ -300,7 +300,7 @@ def _record(pending: tuple, op: str, direction: str, nbytes: int, detail: Any, c
     place, level = pending
     _recorder.record_event(place, op, direction, int(nbytes), copies, pageable, ns)
     if level == "log":
-        path, line, via = _where(place)
+        path, line, via = _frames.where(place)
         key = (path, line, op)
         if key not in _seen:
             _seen.add(key)
@@ -318,16 +318,6 @@ def _event(stack: list, op: str, direction: str, nbytes: int, detail: Any, copie
     pending = _judge(stack, op, direction, nbytes, detail, copies, pageable)
     if pending is not None:
         _record(pending, op, direction, nbytes, detail, copies, 0, ns)
-
-
-def _where(place: tuple) -> tuple:
-    """(path, line, via) of a place found by :func:`frames.locate`."""
-    user, f, first, first_f = place
-    if user is not None:
-        return user[2], f.f_lineno, "" if first_f is f else f"{first[2]}:{first_f.f_lineno}"
-    if first is not None:
-        return first[2], first_f.f_lineno, ""
-    return "<unknown>", 0, ""
 
 
 def _words(detail: Any, via: str) -> str:
@@ -589,13 +579,13 @@ def _read_scalar(fn: Any, args: tuple, kwargs: dict) -> Any:
     element's bytes, one copy), recorded without entering it."""
     __tracebackhide__ = True
     t = args[0]
-    pending = _judge(_tls.stack, _SCALAR_OP, "down", t.element_size(), (_SCALAR_WORDS, t))
+    n = t.element_size()
+    pending = _judge(_tls.stack, _SCALAR_OP, "down", n, (_SCALAR_WORDS, t))
     if pending is None:
         return fn(*args, **kwargs)
     t0 = perf_counter_ns()
     out = fn(*args, **kwargs)
-    _record(pending, _SCALAR_OP, "down", t.element_size(), (_SCALAR_WORDS, t), 1, 0,
-            perf_counter_ns() - t0)
+    _record(pending, _SCALAR_OP, "down", n, (_SCALAR_WORDS, t), 1, 0, perf_counter_ns() - t0)
     return out
 
 

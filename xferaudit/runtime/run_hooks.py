@@ -45,7 +45,7 @@ def launch_site(api: str, depth: int = 1) -> str:
         return f"<unknown>:0:{api}"
     fn = entry[3]
     path = entry[2] if STATE.root is None or fn.startswith("<") else relative_path(fn, STATE.root)
-    return f"{path}:{frame.f_lineno}:{api}"
+    return f"{path}:{_frames.line(entry, frame)}:{api}"
 
 
 def _mark(obj: Any) -> Any:
@@ -102,7 +102,7 @@ def _replay(orig: Callable) -> Callable:
         caller = sys._getframe(1)
         if _frames.kind(caller.f_code) == _frames.SKIP:
             return out  # torch's own replay (a compiled function's) or xfer.replay's: counted there
-        key = (id(caller.f_code), caller.f_lineno)
+        key = (id(caller.f_code), caller.f_lasti)  # (f_lasti: f_lineno scans the line table)
         hit = sites.get(key)
         if hit is None or hit[0] is not caller.f_code:
             hit = sites[key] = (caller.f_code, launch_site("CUDAGraph.replay"))
