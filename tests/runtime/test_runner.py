@@ -5,6 +5,7 @@ budget; launches and steps without wrap."""
 from __future__ import annotations
 
 import json
+import os
 import sys
 import textwrap
 
@@ -261,8 +262,6 @@ def test_the_program_sees_what_python_gives_a_script(project):
                    "spec": __spec__ is None, "main": sys.modules["__main__"].__dict__ is globals()},
                   open(os.environ["SHOW_OUT"], "w"))
     """)
-    import os
-
     os.environ["SHOW_OUT"] = str(project / "show.json")
     try:
         res = run_path("sub/show.py", ["a", "-o", "b"], output="r.json", quiet=True)
@@ -328,8 +327,6 @@ def test_the_run_file_stays_where_it_was_named_when_the_program_moves(project, t
     (project / "out").mkdir()
     assert main(["run", "-q", "-o", "out/run.json", "cd.py"]) == 0
     assert (project / "out" / "run.json").is_file() and not (elsewhere / "out").exists()
-    import os
-
     assert os.getcwd() == str(project)  # the working directory is put back
 
 
@@ -399,3 +396,25 @@ def test_the_state_is_put_back_after_a_run(project, dev):
     on, root = recorder.STATE.on, recorder.STATE.root
     run_path("p.py", [], output="r.json", quiet=True)
     assert (recorder.STATE.on, recorder.STATE.root, recorder.STATE.guard) == (on, root, False)
+
+
+def test_counted_puts_the_run_on_around_a_block(project, dev):
+    from xferaudit.runtime.runner import counted
+
+    t = torch.ones(2).to(dev)
+    net = torch.nn.Linear(2, 1)
+    opt = torch.optim.SGD(net.parameters(), lr=0.1)
+    with counted() as run:
+        f = torch.compile(lambda x: x + 1, backend="eager")
+        line = sys._getframe().f_lineno - 1
+        for _ in range(2):
+            f(t.cpu())
+            net(torch.ones(2)).sum().backward()
+            opt.step()
+        assert recorder.STATE.on and recorder.STATE.guard
+    rep = run.result.report
+    assert rep.meta["steps"] == 2 and rep.meta["kind"] == "run" and rep.meta["root"] == str(project)
+    here = os.path.abspath(__file__)  # (outside the run's root: absolute)
+    assert {x.site: x.launches for x in rep.launches} == {f"{here}:{line}:torch.compile": 2}
+    assert [(u.op, u.count) for u in rep.unwrapped] == [("aten._to_copy", 2)]
+    assert not recorder.STATE.guard and not (project / "xferaudit-run.json").exists()

@@ -36,6 +36,7 @@ This module never imports the command line; ``xferaudit run`` is
 
 from __future__ import annotations
 
+import contextlib
 import importlib.machinery
 import importlib.util
 import os
@@ -45,14 +46,14 @@ import threading
 import types
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Optional
+from typing import Any, Callable, Iterator, Optional
 
 from . import frames as _frames
 from . import recorder as _recorder
 from .recorder import STATE
 
-__all__ = ["DEFAULT_OUTPUT", "RunError", "RunResult", "output_path", "project_root", "run_module",
-           "run_path"]
+__all__ = ["DEFAULT_OUTPUT", "RunError", "RunResult", "counted", "output_path", "project_root",
+           "run_module", "run_path"]
 
 DEFAULT_OUTPUT = "xferaudit-run.json"
 
@@ -112,7 +113,7 @@ _fork_hook_set = False
 
 @dataclass
 class _Session:
-    output: Path
+    output: Optional[Path]
     argv: list
     root: str
     quiet: bool = False
@@ -228,9 +229,9 @@ class _Session:
         self.saved = True
         rep = self.report()
         res = RunResult(self.exit_code or 0, report=rep)
-        if self.child and not (rep.rows or rep.launches or rep.unwrapped):
+        if self.output is None or self.child and not (rep.rows or rep.launches or rep.unwrapped):
             self.result = res
-            return res  # (a forked worker that recorded nothing writes nothing)
+            return res  # (no file asked for, or a forked worker that recorded nothing)
         try:
             rep.save(self.output)
             res.output = self.output
@@ -330,7 +331,8 @@ def _after_fork_in_child() -> None:
         STATE.lock.release()
     _recorder.reset()
     s.child, s.saved, s.result = True, False, None
-    s.output = output_path(str(s.output), pid=os.getpid())
+    if s.output is not None:
+        s.output = output_path(str(s.output), pid=os.getpid())
 
 
 # --- running the program -------------------------------------------------------------
@@ -407,8 +409,8 @@ def _find_spec(module: str) -> Any:
     return spec
 
 
-def _run(code: Any, main_mod: Any, path0: str, argv: list, run_argv: list, root: str,
-         output: str, quiet: bool, guard_mode: Optional[str]) -> RunResult:
+def _new_session(output: Optional[str], argv: list, root: str, quiet: bool,
+                 guard_mode: Optional[str]) -> "_Session":
     from .guard import GuardConfigError, guard
 
     try:  # (checked now: once the program runs, a bad mode would surface at its `import torch`)
@@ -416,8 +418,35 @@ def _run(code: Any, main_mod: Any, path0: str, argv: list, run_argv: list, root:
     except GuardConfigError as e:
         raise RunError(str(e)) from None
     rank, ws = _env_rank()
-    session = _Session(output_path(output, rank=rank), run_argv, root, quiet,
-                       rank=rank, world_size=ws, pending_guard=pending)
+    return _Session(output_path(output, rank=rank) if output is not None else None, argv, root,
+                    quiet, rank=rank, world_size=ws, pending_guard=pending)
+
+
+@contextlib.contextmanager
+def counted(output: Optional[str] = None, root: Optional[str] = None, quiet: bool = True,
+            guard_mode: Optional[str] = None) -> Iterator[Any]:
+    """What ``xferaudit run`` puts on around a program, around a block instead:
+    counting, the guard, launches and steps (for benchmarks, and programs
+    that run code of their own). At the end the run file is written where
+    `output` is given (else the report is only kept: ``session.result.report``).
+    `root` defaults to the project root above the working directory."""
+    session = _new_session(output, [], root or project_root(os.getcwd()), quiet, guard_mode)
+    try:
+        session.start()
+        yield session
+        session.exit_code = 0
+    finally:
+        if session.exit_code is None:
+            session.exit_code = 1
+        try:
+            session.save()
+        finally:
+            session.stop()
+
+
+def _run(code: Any, main_mod: Any, path0: str, argv: list, run_argv: list, root: str,
+         output: str, quiet: bool, guard_mode: Optional[str]) -> RunResult:
+    session = _new_session(output, run_argv, root, quiet, guard_mode)
     saved_state = (sys.argv, sys.path[0] if sys.path else None, sys.modules.get("__main__"), os.getcwd())
     sys.argv = list(argv)
     if sys.path:
