@@ -29,6 +29,8 @@ class RunCommand(Command):
                    "print the report and write the run file.")
 
     def add_arguments(self, parser: argparse.ArgumentParser) -> None:
+        parser.usage = ("xferaudit run [-h] [-o RUN.json] [-q] [--guard-mode {auto,lite,full}]\n"
+                        "                     (SCRIPT [ARGS...] | -m MODULE [ARGS...])")
         parser.add_argument("-o", "--output", metavar="RUN.json", default=None,
                             help="the run file (default xferaudit-run.json; under torchrun the rank "
                                  "goes into the name: xferaudit-run.rank0.json)")
