@@ -123,3 +123,20 @@ def test_torch_is_the_programs_to_import_and_the_guard_is_on_from_then(tmp_path)
     import torch
 
     assert run_file(tmp_path)["meta"]["torch"] == torch.__version__
+
+
+def test_it_runs_without_libcst(tmp_path):
+    # The GPU machines have torch but no libcst: the runtime and `xferaudit run` need none.
+    (tmp_path / "p.py").write_text("import sys\nprint(sorted(m for m in sys.modules if m.startswith('libcst')))\n")
+    block = ("import sys\n"
+             "class B:\n"
+             "    def find_spec(self, name, path=None, target=None):\n"
+             "        if name.split('.')[0] == 'libcst':\n"
+             "            raise ImportError('no libcst here')\n"
+             "sys.meta_path.insert(0, B())\n"
+             "from xferaudit.cli import main\n"
+             "sys.exit(main(['run', '-q', 'p.py']))\n")
+    r = subprocess.run([sys.executable, "-c", block], cwd=tmp_path, capture_output=True, text=True,
+                       timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout == "[]\n" and run_file(tmp_path)["meta"]["kind"] == "run"

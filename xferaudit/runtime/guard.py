@@ -21,9 +21,11 @@ Two modes (``guard(..., mode=...)``, else ``$XFERAUDIT_GUARD_MODE``, else
 ``auto``: lite on a CUDA machine, full elsewhere and on the simulated device):
 
 * ``lite``, cheap enough to leave on: hooks on the few Python-level calls
-  that can cross (:mod:`xferaudit.runtime.guard_hooks`); a call that could
-  cross runs under the dispatch mode below, so its event is the full mode's
-  own; every other op runs untouched. On an H200 (torch 2.11) it measured
+  that can cross (:mod:`xferaudit.runtime.guard_hooks`), on while a lite
+  guard is; a call that could cross runs under the dispatch mode below, so
+  its event is the full mode's own (a scalar read of one element, always one
+  ``aten._local_scalar_dense``, is recorded by its hook directly); every
+  other op runs untouched. On an H200 (torch 2.11) it measured
   0.99x of the plain program on a small eager step and 1.001x on the example
   GPT step (``bench/gpu_overhead.py``).
 * ``full``: every op through the dispatch mode; it also sees crossings made
@@ -63,7 +65,8 @@ function once more each time the guard is toggled (and route every torch call
 through Python).
 
 Direction: ``up`` host -> device, ``down`` device -> host (scalar reads, sync
-ops and prints included), ``d2d`` between two devices. An op mixing host and
+ops and prints included), ``d2d`` between two devices or within one
+(``dst.copy_(src)`` with both on it: a device-to-device copy). An op mixing host and
 device arguments is ``up`` when its first tensor argument (where the result
 lives) is on the device, else ``down``. Bytes: what crossed where it is known
 (the tensor copied, the host arguments of a mixed op, the element read), the
@@ -75,13 +78,16 @@ Each event is attributed to the user's source line: the innermost frame
 outside xferaudit, torch, the standard library and site-packages (configurable:
 :func:`set_frames`), with the innermost library frame kept as ``via``
 (``model.to(dev)`` on a transformers model is placed at your line, via
-``transformers/modeling_utils.py``). Crossings made inside a counting wrapper
-(``xfer.item(x, site=...)``) are the wrapper's and are not seen twice.
+``transformers/modeling_utils.py``), and keeps the chain of user frames that
+reached it (:mod:`xferaudit.runtime.frames`), the copies among its crossings
+from pageable memory and the host time they blocked (wall time around the op).
+Crossings made inside a counting wrapper (``xfer.item(x, site=...)``) are the
+wrapper's and are not seen twice.
 
 Levels, per direction:
 
 * ``off`` (alias ``allow``): ignore;
-* ``count``: record the event with :func:`recorder.record_unwrapped`, so the
+* ``count``: record the event with :func:`recorder.record_event`, so the
   report shows it as an unwrapped row (``to_dict()["unwrapped"]`` gives its
   ``path`` and ``line``);
 * ``log``: record it, and issue an :class:`UnexpectedTransferWarning` (the
