@@ -124,6 +124,7 @@ def test_every_category_is_counted_at_its_line(project, dev, capsys):
     assert (meta["kind"], meta["root"], meta["argv"], meta["exit_code"]) == (
         "run", str(project), ["every.py"], 0)
     assert meta["python"] == sys.version.split()[0] and meta["torch"] == torch.__version__
+    assert meta["guard_mode"] == "full"  # (the simulated device: every op through the dispatch mode)
     assert "steps" not in meta  # (no optimizer stepped)
 
 

@@ -127,6 +127,7 @@ class _Session:
     steps: Any = None
     guard: Any = None  # the guard entered (on the main thread)
     pending_guard: Any = None  # the guard to enter once torch is imported
+    guard_mode: Optional[str] = None  # the mode the guard ran in ("lite", "full"), once entered
     prev: tuple = ()
     result: Optional[RunResult] = None
 
@@ -166,6 +167,7 @@ class _Session:
     def torch_ready(self, torch: Any) -> None:
         """The program's ``import torch`` has finished: the hooks and the guard go on."""
         from ..packs import runtime_module
+        from .guard import resolve_mode
         from .run_hooks import OptimizerSteps, hook_launches
 
         runtime_module("torch")._init()
@@ -183,6 +185,7 @@ class _Session:
                                  "not seen\n")
             return
         self.guard = g
+        self.guard_mode = resolve_mode(g.mode, torch)
         self.undo.append(lambda: self._leave_guard(g))
 
     def _leave_guard(self, g: Any) -> None:
@@ -210,7 +213,7 @@ class _Session:
             "kind": "run", "root": self.root, "argv": list(self.argv),
             "python": sys.version.split()[0],
             "torch": getattr(torch, "__version__", None) if torch is not None else None,
-            "exit_code": self.exit_code,
+            "exit_code": self.exit_code, "guard_mode": self.guard_mode,
         })
         if not rep.meta.get("steps") and self.steps is not None and self.steps.steps:
             rep.meta["steps"] = self.steps.steps  # (a program marking its own steps keeps them)
