@@ -353,3 +353,19 @@ def test_report_escapes_the_chain_and_via_it_prints(tmp_path, capsys):
     out = capsys.readouterr().out
     assert "\x1b" not in out and not any(ln.startswith("::") for ln in out.splitlines())
     assert "<- p\\n::error::x" in out and "(via p\\n::error" in out
+
+
+def test_diff_finds_a_line_again_after_lines_were_added_above_it():
+    from xferaudit.runtime._report import diff
+    from xferaudit.runtime.rows import Unwrapped
+
+    def rep(line, count, text="return float(t)"):
+        return Report([], [], [Unwrapped("m.py", line, "aten._local_scalar_dense", "down", count,
+                                         4 * count, function="f", text=text)], {})
+
+    moved = diff(rep(7, 3), rep(9, 5))["unwrapped"]
+    assert moved == [{"path": "m.py", "line": 9, "op": "aten._local_scalar_dense", "direction": "down",
+                      "count": [3, 5]}]
+    assert diff(rep(7, 3), rep(9, 3))["unwrapped"] == []  # the same line, moved down: no change
+    changed = diff(rep(7, 3), rep(7, 3, text="return float(t) * 2"))["unwrapped"]
+    assert [c["count"] for c in changed] == [[3, 0], [0, 3]]  # another text: another line

@@ -375,13 +375,14 @@ def diff(a: Report, b: Report) -> dict:
                   else "same" if before == after else "changed")
         launches.append({"site": site, "status": status, "launches": [before or 0, after or 0]})
     launches.sort(key=lambda c: (order[c["status"]], c["site"]))
-    ua = {(u.path, u.line, u.op, u.direction): u.count for u in a.unwrapped}
-    ub = {(u.path, u.line, u.op, u.direction): u.count for u in b.unwrapped}
+    ua, ub = _unwrapped_by_key(a), _unwrapped_by_key(b)
     unwrapped = []
     for key in list(ua) + [k for k in ub if k not in ua]:
-        before, after = ua.get(key, 0), ub.get(key, 0)
+        x, y = ua.get(key), ub.get(key)
+        before, after = x.count if x else 0, y.count if y else 0
         if before != after:
-            unwrapped.append({"path": key[0], "line": key[1], "op": key[2], "direction": key[3],
+            u = y or x
+            unwrapped.append({"path": u.path, "line": u.line, "op": u.op, "direction": u.direction,
                               "count": [before, after]})
     return {
         "sites": changes,
@@ -389,6 +390,20 @@ def diff(a: Report, b: Report) -> dict:
         "unwrapped": unwrapped,
         "totals": [a.totals(), b.totals()],
     }
+
+
+def _unwrapped_by_key(rep: Report) -> dict:
+    """A report's unwrapped entries by the line they name: its path, function
+    and text where the entry has them (a run's: the line is found again after
+    edits above it), else its path and line number."""
+    out: dict = {}
+    for u in rep.unwrapped:
+        key = ((u.path, u.function, u.text, u.op, u.direction) if u.text
+               else (u.path, u.line, u.op, u.direction))
+        if key in out:  # (the same text twice in a function: kept apart by line)
+            key = (u.path, u.line, u.op, u.direction)
+        out[key] = u
+    return out
 
 
 def format_diff(d: dict, a_name: str = "A", b_name: str = "B", show_same: bool = False) -> str:
