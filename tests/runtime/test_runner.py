@@ -419,3 +419,14 @@ def test_counted_puts_the_run_on_around_a_block(project, dev):
     assert {x.site: x.launches for x in rep.launches} == {f"{here}:{line}:torch.compile": 2}
     assert [(u.op, u.count) for u in rep.unwrapped] == [("aten._to_copy", 2)]
     assert not recorder.STATE.guard and not (project / "xferaudit-run.json").exists()
+
+
+def test_a_run_file_that_cannot_be_written_is_said_and_exits_2(project, capsys):
+    (project / "out").mkdir()
+    write(project, "rm.py", "import os\nos.rmdir('out')\n")  # the program takes the folder away
+    assert main(["run", "-q", "-o", "out/r.json", "rm.py"]) == 2
+    err = capsys.readouterr().err
+    assert "xferaudit run: cannot write" in err and "out/r.json" in err
+    write(project, "rm3.py", "import os, sys\nos.rmdir('out')\nsys.exit(3)\n")
+    (project / "out").mkdir()
+    assert main(["run", "-q", "-o", "out/r.json", "rm3.py"]) == 3  # (the program's own code wins)

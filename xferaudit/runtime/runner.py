@@ -117,7 +117,6 @@ class _Session:
     argv: list
     root: str
     quiet: bool = False
-    pid: int = field(default_factory=os.getpid)
     rank: Optional[int] = None
     world_size: Optional[int] = None
     exit_code: Optional[int] = None
@@ -146,7 +145,7 @@ class _Session:
         else:
             watcher = _TorchWatcher(self.torch_ready)
             sys.meta_path.insert(0, watcher)
-            self.undo.append(lambda: watcher in sys.meta_path and sys.meta_path.remove(watcher))
+            self.undo.append(watcher.remove)
         if threading.current_thread() is threading.main_thread():
             prev = signal.getsignal(signal.SIGTERM)
             signal.signal(signal.SIGTERM, _on_sigterm)
@@ -225,8 +224,9 @@ class _Session:
             rep.meta["pid"] = os.getpid()
         return rep
 
-    def save(self, show: bool = True) -> Optional[RunResult]:
-        """Write the run file once (and print the report unless quiet or a child)."""
+    def save(self) -> Optional[RunResult]:
+        """Write the run file once (and print the report unless quiet or a child;
+        a file that could not be written is said even then)."""
         if self.saved:
             return self.result
         self.saved = True
@@ -240,13 +240,16 @@ class _Session:
             res.output = self.output
         except OSError as e:
             res.error = f"xferaudit run: cannot write {self.output}: {e}"
-        if show and not self.quiet and not self.child:
-            try:
+        try:
+            if not self.quiet and not self.child:
                 sys.stderr.write(rep.format())
-                sys.stderr.write(res.error + "\n" if res.error else f"xferaudit run: wrote {self.output}\n")
-                sys.stderr.flush()
-            except (OSError, ValueError):  # (stderr closed by the program)
-                pass
+                if not res.error:
+                    sys.stderr.write(f"xferaudit run: wrote {self.output}\n")
+            if res.error:
+                sys.stderr.write(res.error + "\n")
+            sys.stderr.flush()
+        except (OSError, ValueError):  # (stderr closed by the program)
+            pass
         self.result = res
         return res
 
@@ -278,6 +281,10 @@ class _TorchWatcher:
     def invalidate_caches(self) -> None:
         pass
 
+    def remove(self) -> None:
+        if self in sys.meta_path:
+            sys.meta_path.remove(self)
+
 
 class _ReadyLoader:
     def __init__(self, loader: Any, ready: Callable) -> None:
@@ -291,7 +298,10 @@ class _ReadyLoader:
         if getattr(module, "__spec__", None) is not None:
             module.__spec__.loader = self.loader
         self.loader.exec_module(module)
-        self.ready(module)
+        try:
+            self.ready(module)
+        except Exception as e:  # (the program's `import torch` must not fail for our sake)
+            sys.stderr.write(f"xferaudit run: counting could not start ({e!r}); the program runs on\n")
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.loader, name)
