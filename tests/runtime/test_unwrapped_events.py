@@ -369,3 +369,14 @@ def test_diff_finds_a_line_again_after_lines_were_added_above_it():
     assert diff(rep(7, 3), rep(9, 3))["unwrapped"] == []  # the same line, moved down: no change
     changed = diff(rep(7, 3), rep(7, 3, text="return float(t) * 2"))["unwrapped"]
     assert [c["count"] for c in changed] == [[3, 0], [0, 3]]  # another text: another line
+
+
+def test_a_budget_sees_a_copy_within_the_device_unless_d2d_is_off(dev):
+    from xferaudit.runtime.budget import BudgetExceeded
+
+    a, b = torch.zeros(2).to(dev), torch.ones(2).to(dev)
+    with xfer.expect({}, guard="count,d2d:off", steps=1):
+        a.copy_(b)
+    with pytest.raises(BudgetExceeded, match=r"aten.copy_ \(d2d\)"):
+        with xfer.expect({}, steps=1):
+            a.copy_(b)
