@@ -126,6 +126,7 @@ import threading
 import warnings
 from typing import Any, Mapping, Optional
 
+from .. import opforms as _opforms
 from . import guard_hooks as _guard_hooks
 from . import guard_ops
 from . import recorder as _recorder
@@ -158,8 +159,7 @@ class UnexpectedTransfer(RuntimeError):
         self.direction, self.nbytes, self.detail = direction, nbytes, detail
         super().__init__(
             f"unexpected {direction} transfer at {path}:{line}: {op} ({detail}). "
-            "Wrap it in a named site (e.g. xfer.item(x, site=...)) if it is meant, "
-            "or move it out of the guarded step."
+            + _opforms.advice(op, direction)  # the form `wrap` writes for this op
         )
 
 
