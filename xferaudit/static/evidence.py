@@ -49,8 +49,8 @@ from ..runkeys import normalise_text
 from .source import split_lines
 
 __all__ = [
-    "Entry", "Evidence", "EvidenceError", "FileEvidence", "Matched", "Stale", "code_key", "load",
-    "match_file", "static_function",
+    "Entry", "Evidence", "EvidenceError", "FileEvidence", "Matched", "Stale", "category_of", "code_key",
+    "fitting", "load", "match_file", "seen", "static_function", "wrap_outcome",
 ]
 
 
@@ -369,7 +369,7 @@ def match_file(entries: Sequence[Entry], text: str, tree: Optional[ast.Module] =
         missing = _match_rewritten(missing, text, layout, bare, out)
     for e in missing:
         where = f"in {static_function(e.function)}" if e.function is not None else "in the file"
-        out.stale.append(Stale(e, f"no line `{e.text}` {where} any more: its text changed since the run"))
+        out.stale.append(Stale(e, f"no line of that text {where} any more: it changed since the run"))
     for m in out.matched:
         cats = opforms.site_categories(m.entry.op, m.entry.direction)
         for ln in m.lines:
@@ -412,3 +412,51 @@ def _map_line(ops: list, line: int) -> list:
                 return list(range(j1 + 1, j2 + 1))
             return []
     return []
+
+
+# --- what became of each line --------------------------------------------------------------
+
+
+def category_of(site: Any) -> str:
+    """A static site's category, as the op table names them."""
+    return opforms.site_category(site.implicit, site.op, site.kind)
+
+
+def fitting(m: Matched, sites: Iterable) -> list:
+    """The sites on `m`'s statement whose category can make its op."""
+    cats = opforms.site_categories(m.entry.op, m.entry.direction)
+    lines = set(m.lines)
+    return [s for s in sites if s.line in lines and category_of(s) in cats]
+
+
+def seen(e: Entry) -> str:
+    """``the run (run.json) saw `text` crossing (op, down, 3 times, 12 bytes)``."""
+    what = f"`{e.text}`" if e.text is not None else "this line"
+    return f"the run ({e.source}) saw {what} crossing outside every wrapper ({e.describe()})"
+
+
+def wrap_outcome(fe: FileEvidence, sites: Sequence, wrapped: Sequence) -> tuple:
+    """What ``wrap --from`` did with each line of a file's evidence:
+    ``(counts, left)``, counts a dict of ``wrapped`` / ``already`` / ``left`` /
+    ``stale``, and ``left`` the ``(line, column, label, reason)`` of each line
+    left as it is that no site's own reason explains (no construct of the op's
+    categories, or stale evidence). `sites`: the file's sites before the rewrite;
+    `wrapped`: those it wrapped."""
+    counts = dict.fromkeys(("wrapped", "already", "left", "stale"), 0)
+    left = []
+    done = {id(s) for s in wrapped}
+    for m in fe.matched:
+        fit = fitting(m, sites)
+        if any(id(s) in done for s in fit):
+            counts["wrapped"] += 1
+        elif fit and all(s.wrapped for s in fit):
+            counts["already"] += 1
+        else:
+            counts["left"] += 1
+            if not fit:  # (a site left has its own reason)
+                left.append((m.line, 1, m.entry.text or "", f"{seen(m.entry)}; {opforms.no_form_reason(m.entry.op)}"))
+    for st in fe.stale:
+        counts["stale"] += 1
+        left.append((st.entry.line, 1, st.entry.text or "", f"stale evidence: {seen(st.entry)}; {st.reason}; "
+                     "record a new run"))
+    return counts, left
