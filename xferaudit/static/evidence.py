@@ -50,7 +50,8 @@ from .source import split_lines
 
 __all__ = [
     "Entry", "Evidence", "EvidenceError", "FileEvidence", "Matched", "Stale", "category_of", "code_key",
-    "fitting", "load", "match_file", "seen", "static_function", "wrap_outcome",
+    "check_findings", "fitting", "load", "match_file", "run_message", "seen", "stale_message", "static_function",
+    "wrap_outcome",
 ]
 
 
@@ -261,6 +262,13 @@ class _Layout:
         s = self.span[line] if 0 < line < len(self.span) else None
         return tuple(range(s[0], s[1] + 1)) if s is not None else (line,)
 
+    def column(self, line: int) -> int:
+        """1-based column where `line`'s code starts."""
+        if not 0 < line <= len(self.lines):
+            return 1
+        text = self.lines[line - 1]
+        return len(text) - len(text.lstrip()) + 1 if text.strip() else 1
+
     def find(self, function: Optional[str], key: str) -> list:
         lines = self.index.get((function, key))
         if lines is None and function is not None and "." not in function and function != "<module>":
@@ -295,6 +303,7 @@ class Matched:
     line: int
     lines: tuple
     rewritten: bool = False
+    column: int = 1  # where the line's code starts (1-based)
 
 
 @dataclass
@@ -311,6 +320,7 @@ class FileEvidence:
     stale: list = field(default_factory=list)
     #: line -> the site categories seen crossing on its statement (for the value layer)
     hot: dict = field(default_factory=dict)
+    lines: int = 0  # the file's lines today
 
 
 def _assign(entries: list, cands: list) -> list:
@@ -362,9 +372,10 @@ def match_file(entries: Sequence[Entry], text: str, tree: Optional[ast.Module] =
     if not entries:
         return out
     layout = _Layout(text, tree if tree is not None else _parse(text))
+    out.lines = len(layout.lines)
     found, missing = _match(list(entries), layout)
     for e, line in found:
-        out.matched.append(Matched(e, line, layout.statement(line)))
+        out.matched.append(Matched(e, line, layout.statement(line), column=layout.column(line)))
     if missing and bare is not None:
         missing = _match_rewritten(missing, text, layout, bare, out)
     for e in missing:
@@ -397,7 +408,7 @@ def _match_rewritten(missing: list, text: str, layout: _Layout, bare: Callable, 
         stmt: set = set()
         for ln in lines:
             stmt.update(layout.statement(ln))
-        out.matched.append(Matched(e, lines[0], tuple(sorted(stmt)), rewritten=True))
+        out.matched.append(Matched(e, lines[0], tuple(sorted(stmt)), rewritten=True, column=layout.column(lines[0])))
     return still
 
 
@@ -460,3 +471,42 @@ def wrap_outcome(fe: FileEvidence, sites: Sequence, wrapped: Sequence) -> tuple:
         left.append((st.entry.line, 1, st.entry.text or "", f"stale evidence: {seen(st.entry)}; {st.reason}; "
                      "record a new run"))
     return counts, left
+
+
+def check_findings(fe: FileEvidence, sites: Sequence) -> tuple:
+    """What ``check --evidence`` reports for one file: ``(notes, findings)``.
+
+    `notes` maps ``id(site)`` of each unwrapped site that a run saw crossing to
+    ``(the words added to its message, the run file)``; `findings` are ``(line, column, code,
+    message, function)`` of the lines the run saw crossing with no unwrapped
+    or wrapped site of the op's category (XFA501), and of stale lines (XFA502).
+    """
+    notes: dict = {}
+    findings = []
+    for m in fe.matched:
+        fit = fitting(m, sites)
+        e = m.entry
+        if not fit:
+            findings.append((m.line, m.column, "XFA501", f"{run_message(e)}; nothing on this line has a wrapped "
+                             f"form for it: {opforms.no_form_reason(e.op)}", static_function(e.function) or "<module>"))
+            continue
+        for s in fit:
+            if not s.wrapped:
+                notes.setdefault(id(s), []).append(e)
+    for st in fe.stale:
+        line = min(max(st.entry.line, 1), max(fe.lines, 1))  # the line it was on, as near as the file has
+        findings.append((line, 1, "XFA502", stale_message(st), static_function(st.entry.function) or "<module>"))
+    said = {k: ("; seen crossing at run time (" + " and ".join(f"{e.describe()}; {e.source}" for e in v) + ")",
+                v[0].source) for k, v in notes.items()}
+    return said, findings
+
+
+def run_message(e: Entry) -> str:
+    """``text` was seen crossing at run time, outside every wrapper (...; run.json)``."""
+    what = f"`{e.text}`" if e.text is not None else "this line"
+    return f"{what} was seen crossing at run time, outside every wrapper ({e.describe()}; {e.source})"
+
+
+def stale_message(st: Stale) -> str:
+    return (f"stale evidence: {seen(st.entry)} at line {st.entry.line}; {st.reason}: record a new run "
+            "(or drop the run file from `evidence`)")

@@ -120,6 +120,9 @@ class FileResult:
     #: (``print "x"``, ``x.cuda(async=True)``) it did: ``sites`` are from that
     #: reading (:mod:`.repair`).
     repaired: bool = False
+    #: ``check --evidence``: the run's lines of this file, matched to its text
+    #: (:class:`~.evidence.FileEvidence`; never cached)
+    evidence: Optional[object] = None
 
 
 def _position(source: Source, colmap, node: ast.AST, at: ast.AST) -> tuple[int, int, int, int, int]:
