@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any, Iterable, Iterator, Mapping, Optional
 
 from .rules import RuleError, RuleTable, available_packs, table, user_rules
+from .runkeys import relative_path
 
 DEFAULT_EXCLUDE = (
     ".git", ".hg", ".svn", ".tox", ".nox", ".venv", "venv", ".eggs", "__pycache__",
@@ -108,16 +109,7 @@ class Config:
     def relpath(self, path) -> str:
         """Path relative to the project root, with forward slashes (for site
         names, baselines and the cache); a path outside the root stays absolute."""
-        ap = os.path.abspath(path)
-        root = str(self.root)
-        if ap == root:
-            return "."
-        prefix = root if root.endswith(os.sep) else root + os.sep
-        if ap.startswith(prefix):
-            rel = ap[len(prefix):]
-        else:
-            rel = ap
-        return rel.replace(os.sep, "/") if os.sep != "/" else rel
+        return relative_path(path, str(self.root))
 
     def code_enabled(self, code: str, relpath: str = "") -> bool:
         if self.select and not any(code.startswith(p) or p == "ALL" for p in self.select):

@@ -72,6 +72,43 @@ def _check_timeline(tl: Any, where: str) -> Optional[dict]:
     return tl
 
 
+def _frames_of(raw: Any, w: str) -> list:
+    """A saved chain of user frames: ``[{"path", "line", "function", "text"}]``."""
+    if not isinstance(raw, list):
+        raise ReportError(f"{w}: must be a list of frames")
+    out = []
+    for j, f in enumerate(raw):
+        fw = f"{w}[{j}]"
+        if not isinstance(f, dict):
+            raise ReportError(f"{fw}: must be an object")
+        out.append({"path": _field(f, "path", str, fw), "line": _field(f, "line", int, fw),
+                    "function": _field(f, "function", str, fw, ""),
+                    "text": _field(f, "text", str, fw, "")})
+    return out
+
+
+def _unwrapped_of(u: Any, w: str) -> Unwrapped:
+    """One saved unwrapped entry (a run file's fields are optional: older
+    reports have none of them)."""
+    if not isinstance(u, dict):
+        raise ReportError(f"{w}: must be an object")
+    seconds = u.get("seconds", 0.0)
+    if isinstance(seconds, bool) or not isinstance(seconds, (int, float)):
+        raise ReportError(f"{w}: 'seconds' must be a number, not {seconds!r}")
+    chains = u.get("chains", [])
+    if not isinstance(chains, list):
+        raise ReportError(f"{w}: 'chains' must be a list of frame lists")
+    return Unwrapped(
+        _field(u, "path", str, w), _field(u, "line", int, w), _field(u, "op", str, w),
+        _field(u, "direction", str, w), _field(u, "count", int, w, 0),
+        _field(u, "bytes", int, w, 0), _field(u, "via", str, w, ""),
+        _field(u, "copies", int, w, None), _field(u, "pageable", int, w, 0), float(seconds),
+        _field(u, "function", str, w, ""), _field(u, "text", str, w, ""),
+        _frames_of(u.get("frames", []), f"{w}: frames"),
+        [_frames_of(c, f"{w}: chains[{k}]") for k, c in enumerate(chains)],
+    )
+
+
 @dataclass
 class Report:
     rows: list = field(default_factory=list)  # list[Row], sorted by crossings (desc)
@@ -142,7 +179,7 @@ class Report:
             "rows": [r.to_dict() for r in self.rows[:top]],
             "totals": self.totals(),
             "launches": [asdict(x) for x in self.launches],
-            "unwrapped": [asdict(u) for u in self.unwrapped],
+            "unwrapped": [u.to_dict() for u in self.unwrapped],
         }
         if top is not None:
             out["rows_hidden"] = len(self.rows[top:])
@@ -197,17 +234,8 @@ class Report:
             if nodes is not None and (isinstance(nodes, bool) or not isinstance(nodes, int)):
                 raise ReportError(f"{w}: 'nodes' must be an integer or null")
             launches.append(Launch(_field(x, "site", str, w), _field(x, "launches", int, w), nodes))
-        unwrapped = []
-        for i, u in enumerate(data.get("unwrapped", []) or []):
-            w = f"{where}: unwrapped[{i}]"
-            if not isinstance(u, dict):
-                raise ReportError(f"{w}: must be an object")
-            unwrapped.append(Unwrapped(
-                _field(u, "path", str, w), _field(u, "line", int, w), _field(u, "op", str, w),
-                _field(u, "direction", str, w), _field(u, "count", int, w, 0),
-                _field(u, "bytes", int, w, 0), _field(u, "via", str, w, ""),
-                _field(u, "copies", int, w, None),
-            ))
+        unwrapped = [_unwrapped_of(u, f"{where}: unwrapped[{i}]")
+                     for i, u in enumerate(data.get("unwrapped", []) or [])]
         meta = data.get("meta") if isinstance(data.get("meta"), dict) else {}
         timeline = _check_timeline(data.get("timeline"), where)
         if cls is Report:
@@ -280,11 +308,15 @@ class Report:
         if self.unwrapped:
             lines.append("")
             lines.append("unwrapped transfers (seen by the guard outside every wrapper)")
-            lines.append(f"{'direction':<10} {'count':>8} {'copies':>8} {'MB':>14}  {'op':<28} where")
+            lines.append(f"{'direction':<10} {'count':>8} {'copies':>8} {'MB':>14} {'host ms':>10}  "
+                         f"{'op':<28} where")
             for u in self.unwrapped:
                 via = f"  (via {u.via})" if u.via else ""
-                lines.append(f"{u.direction:<10} {u.count:>8} {u.copies:>8} {_mb(u.bytes):>14}  "
-                             f"{u.op:<28} {u.path}:{u.line}{via}")
+                pg = f"  [pageable {u.pageable}]" if u.pageable else ""
+                outer = u.frames[-1] if len(u.frames) > 1 else None  # the chain's outermost user line
+                called = f"  <- {outer['path']}:{outer['line']}" if outer else ""
+                lines.append(f"{u.direction:<10} {u.count:>8} {u.copies:>8} {_mb(u.bytes):>14} "
+                             f"{u.seconds * 1e3:>10.3f}  {u.op:<28} {u.path}:{u.line}{via}{called}{pg}")
         return "\n".join(lines) + "\n"
 
     __str__ = format

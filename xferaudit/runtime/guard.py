@@ -124,9 +124,11 @@ import os
 import sys
 import threading
 import warnings
+from time import perf_counter_ns
 from typing import Any, Mapping, Optional
 
 from .. import opforms as _opforms
+from . import frames as _frames
 from . import guard_hooks as _guard_hooks
 from . import guard_ops
 from . import recorder as _recorder
@@ -222,105 +224,11 @@ def _resolve(level: Optional[str], per: Mapping[str, Optional[str]]) -> dict:
     return levels
 
 
-# --- where an event happened ---------------------------------------------------
+# --- where an event happened: xferaudit/runtime/frames.py ---------------------------
 
-_PKG_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
-_skip_dirs: tuple = (_PKG_DIR,)  # never the place of an event: xferaudit, torch
-_library_dirs: tuple = ()  # the standard library and site-packages: not the user's code
-_user_dirs: tuple = ()  # the user's code even where it lies under a library folder
-_path_cache: dict = {}
-LIBRARY_ENV = "XFERAUDIT_LIBRARY_PATHS"
-USER_ENV = "XFERAUDIT_USER_PATHS"
-
-
-def _dirs(paths: Any) -> tuple:
-    return tuple(sorted({os.path.abspath(p).rstrip(os.sep) + os.sep for p in paths if p}))
-
-
-def _env_paths(name: str) -> list:
-    return [p for p in os.environ.get(name, "").split(os.pathsep) if p.strip()]
-
-
-def _default_library_dirs() -> list:
-    import site
-    import sysconfig
-
-    paths = [sysconfig.get_paths().get(k) for k in ("stdlib", "platstdlib", "purelib", "platlib")]
-    try:
-        paths += list(site.getsitepackages()) + [site.getusersitepackages()]
-    except AttributeError:  # pragma: no cover - a virtualenv's old site module
-        pass
-    return paths
-
-
-def set_frames(library: Optional[Any] = None, user: Optional[Any] = None) -> None:
-    """Where the guard looks for the user's line of an event.
-
-    An event is placed at the innermost frame outside xferaudit, torch and the
-    `library` folders (default: the standard library and site-packages, plus
-    ``$XFERAUDIT_LIBRARY_PATHS``, os.pathsep-separated), unless it lies under
-    one of the `user` folders (``$XFERAUDIT_USER_PATHS``; e.g. your package
-    installed in site-packages). The innermost frame outside xferaudit and
-    torch is kept as ``via`` when it is not the user's (``super().to`` in
-    ``transformers/modeling_utils.py``). With no user frame on the stack, the
-    event is placed at that library frame.
-    """
-    global _library_dirs, _user_dirs
-    lib = list(_default_library_dirs()) if library is None else list(library)
-    _library_dirs = _dirs(lib + _env_paths(LIBRARY_ENV))
-    _user_dirs = _dirs((list(user) if user is not None else []) + _env_paths(USER_ENV))
-    _path_cache.clear()
-
-
-def _init_skip_dirs(torch: Any) -> None:
-    global _skip_dirs
-    tdir = os.path.dirname(os.path.abspath(torch.__file__)) + os.sep
-    _skip_dirs = (_PKG_DIR, tdir)
-    if not _library_dirs:
-        set_frames()
-
-
-def _shown_path(filename: str) -> str:
-    p = _path_cache.get(filename)
-    if p is None:
-        p = filename
-        if os.path.isabs(filename):
-            try:
-                rel = os.path.relpath(filename)
-            except ValueError:  # pragma: no cover - another drive on Windows
-                rel = filename
-            if not rel.startswith(".." + os.sep) and rel != "..":
-                p = rel.replace(os.sep, "/")
-        _path_cache[filename] = p
-    return p
-
-
-def _users(filename: str) -> bool:
-    if not filename.startswith(_library_dirs):
-        return True
-    return bool(_user_dirs) and filename.startswith(_user_dirs)
-
-
-def user_frame(depth: int = 1) -> tuple:
-    """(path, line, via) of the event's place: the innermost frame of the user's
-    code (see :func:`set_frames`); `via` is ``"path:line"`` of the innermost
-    library frame below it, or "" when the user's frame is the innermost."""
-    f: Any = sys._getframe(depth)
-    skip = _skip_dirs
-    first: Any = None
-    while f is not None:
-        fn = f.f_code.co_filename
-        if not fn.startswith(skip) and not fn.startswith("<frozen"):
-            if first is None:
-                first = f
-            if _users(fn):
-                via = "" if f is first else (
-                    f"{_shown_path(first.f_code.co_filename)}:{first.f_lineno}")
-                return _shown_path(fn), f.f_lineno, via
-        f = f.f_back
-    if first is not None:
-        return _shown_path(first.f_code.co_filename), first.f_lineno, ""
-    return "<unknown>", 0, ""
+set_frames = _frames.set_frames
+user_frame = _frames.user_frame
+LIBRARY_ENV, USER_ENV = _frames.LIBRARY_ENV, _frames.USER_ENV
 
 
 # --- thread state ---------------------------------------------------------------
@@ -347,45 +255,83 @@ def clear_log_history() -> None:
     _seen.clear()
 
 
-def _event(stack: list, op: str, direction: str, nbytes: int, detail: str, copies: int = 1,
-           pageable: bool = False) -> None:
-    """One unwrapped crossing seen by the mode or the print hook.
+def _judge(stack: list, op: str, direction: str, nbytes: int, detail: Any, copies: int = 1,
+           hazard: bool = False) -> Any:
+    """An unwrapped crossing seen by the mode or a hook, before it runs: what
+    to record after it ran (``(place, level)``), or None when nothing is (off,
+    inside a wrapper, a read the printer makes); raises under "raise", so
+    nothing crosses.
 
     `stack` is the level stack of the thread that entered the guard: the mode
     carries it, so ops run for that thread elsewhere (autograd's device
-    threads, which inherit the mode) are judged by the same levels.
+    threads, which inherit the mode) are judged by the same levels. `hazard`:
+    a pageable ``non_blocking`` copy, flagged wrapped or not (the "pageable"
+    level). No string is formatted here (see :func:`_words`).
     """
     __tracebackhide__ = True  # pytest shows the user's line, not this module's source
     if _tls.quiet:
         acc = _tls.print_acc
-        if acc is not None:  # a read the printer makes (e.g. format's .item()): part of the print
+        if acc is not None and direction != "d2d":  # a read the printer makes: part of the print
             acc[0] += copies
             acc[1] += int(nbytes)
-        return
+        return None
     if not stack:
-        return
-    if pageable:  # a hazard wrapped or not: judged by the "pageable" level
+        return None
+    if hazard:
         level = stack[-1].get("pageable", "off")
     elif _recorder.in_wrapper():
-        return
+        return None
     else:
         level = stack[-1][direction]
     if level == "off":
-        return
-    path, line, via = user_frame(2)
-    if via:
-        detail = f"{detail}; via {via}"
+        return None
+    place = _frames.locate(sys._getframe(1))
     if level == "raise":
-        raise UnexpectedTransfer(path, line, op, direction, nbytes, detail)
-    _recorder.record_unwrapped(path, line, op, direction, int(nbytes), via, copies)
+        path, line, via = _where(place)
+        raise UnexpectedTransfer(path, line, op, direction, nbytes, _words(detail, via))
+    return place, level
+
+
+def _record(pending: tuple, op: str, direction: str, nbytes: int, detail: Any, copies: int = 1,
+            pageable: int = 0, ns: int = 0) -> None:
+    """Record a crossing :func:`_judge` let through, once it ran (`ns`: the
+    host time it took); under "log", warn the first time its line and op are seen."""
+    place, level = pending
+    _recorder.record_event(place, op, direction, int(nbytes), copies, pageable, ns)
     if level == "log":
+        path, line, via = _where(place)
         key = (path, line, op)
         if key not in _seen:
             _seen.add(key)
             warnings.warn_explicit(
-                f"xferaudit guard: unexpected {direction} transfer: {op} ({detail})",
+                f"xferaudit guard: unexpected {direction} transfer: {op} ({_words(detail, via)})",
                 UnexpectedTransferWarning, path, line,
             )
+
+
+def _event(stack: list, op: str, direction: str, nbytes: int, detail: Any, copies: int = 1,
+           pageable: bool = False, ns: int = 0) -> None:
+    """:func:`_judge` and :func:`_record` at once (`ns`: the host time already
+    measured; `pageable`: the event is a pageable-copy hazard)."""
+    __tracebackhide__ = True
+    pending = _judge(stack, op, direction, nbytes, detail, copies, pageable)
+    if pending is not None:
+        _record(pending, op, direction, nbytes, detail, copies, 0, ns)
+
+
+def _where(place: tuple) -> tuple:
+    """(path, line, via) of a place found by :func:`frames.locate`."""
+    user, f, first, first_f = place
+    if user is not None:
+        return user[2], f.f_lineno, "" if first_f is f else f"{first[2]}:{first_f.f_lineno}"
+    if first is not None:
+        return first[2], first_f.f_lineno, ""
+    return "<unknown>", 0, ""
+
+
+def _words(detail: Any, via: str) -> str:
+    text = guard_ops.detail_text(detail)
+    return f"{text}; via {via}" if via else text
 
 
 # --- the thin shell: a dispatch mode and print hooks (made on first use: they need torch)
@@ -441,15 +387,24 @@ def _mode_class(ops: guard_ops.Ops) -> Any:
             if kwargs is None:
                 kwargs = {}
             ev = classify(ops, func, args, kwargs)
-            if ev is not None:
-                _event(self.stack, op_name(func), ev[0], ev[1], ev[2],
-                       copies=ev[3] if len(ev) > 3 else 1)
-                if self.stack and "pageable" in self.stack[-1]:
-                    pg = pageable_copy(ops, func, args, kwargs)
-                    if pg is not None:
-                        _event(self.stack, "pageable " + op_name(func), pg[0], pg[1], pg[2],
-                               pageable=True)
-            return func(*args, **kwargs)
+            if ev is None:
+                return func(*args, **kwargs)
+            stack = self.stack
+            copies = ev[3] if len(ev) > 3 else 1
+            pending = _judge(stack, op_name(func), ev[0], ev[1], ev[2], copies)
+            pg = None
+            if pending is not None or (stack and "pageable" in stack[-1]):
+                pg = pageable_copy(ops, func, args, kwargs)
+                if pg is not None and stack and "pageable" in stack[-1]:
+                    _event(stack, "pageable " + op_name(func), pg[0], pg[1], pg[2], pageable=True)
+            if pending is None:
+                return func(*args, **kwargs)
+            t0 = perf_counter_ns()  # the host time the crossing blocks
+            try:
+                return func(*args, **kwargs)
+            finally:
+                _record(pending, op_name(func), ev[0], ev[1], ev[2], copies, pg is not None,
+                        perf_counter_ns() - t0)
 
     return GuardDispatchMode
 
@@ -472,7 +427,7 @@ def _print_counter_class() -> Any:
             acc = _tls.print_acc
             if acc is not None:
                 ev = guard_ops.classify(self.ops, func, args, kwargs)
-                if ev is not None:
+                if ev is not None and ev[0] != "d2d":  # (a copy on the device is no read)
                     acc[0] += ev[3] if len(ev) > 3 else 1
                     acc[1] += ev[1]
             return func(*args, **kwargs)
@@ -509,7 +464,8 @@ def _printer(orig: Any, name: str, what: str, compiling: Any, counts_inside: boo
     import functools
 
     op = f"Tensor.{name}"
-    on_device, nbytes, where = guard_ops.on_device, guard_ops.nbytes, guard_ops.where
+    words = what + " of a {} tensor"
+    on_device, nbytes = guard_ops.on_device, guard_ops.nbytes
 
     @functools.wraps(orig)
     def hooked(self: Any, *args: Any, **kwargs: Any) -> Any:
@@ -517,7 +473,7 @@ def _printer(orig: Any, name: str, what: str, compiling: Any, counts_inside: boo
         if (not _tls.stack or _tls.quiet or _tls.print_acc is not None or compiling()
                 or not on_device(self)):
             return orig(self, *args, **kwargs)  # (print_acc: a wrapper is counting this print)
-        detail = f"{what} of a {where(self)} tensor"
+        detail = (words, self)
         if not counts_inside or _tls.stack[-1]["down"] == "raise" or _recorder.in_wrapper():
             _event(_tls.stack, op, "down", nbytes(self), detail)  # (raises before it prints)
             acc = None
@@ -525,13 +481,14 @@ def _printer(orig: Any, name: str, what: str, compiling: Any, counts_inside: boo
             acc = [0, 0]
         _tls.quiet += 1  # the reads the printer makes are part of this one event
         prev, _tls.print_acc = _tls.print_acc, acc
+        t0 = perf_counter_ns()
         try:
             out = orig(self, *args, **kwargs)
         finally:
             _tls.quiet -= 1
             _tls.print_acc = prev
         if acc is not None:
-            _event(_tls.stack, op, "down", acc[1], detail, copies=acc[0])
+            _event(_tls.stack, op, "down", acc[1], detail, copies=acc[0], ns=perf_counter_ns() - t0)
         return out
 
     hooked.__xferaudit_original__ = orig  # type: ignore[attr-defined]
@@ -621,10 +578,30 @@ def _enter_full(fn: Any, args: tuple, kwargs: dict) -> Any:
         _tls.hooked -= 1
 
 
+_SCALAR_OP = "aten._local_scalar_dense"
+_SCALAR_WORDS = "a scalar read of a {} tensor"
+
+
+def _read_scalar(fn: Any, args: tuple, kwargs: dict) -> Any:
+    """The cheap layer's scalar read of a one-element device tensor: the event
+    the dispatch mode would record (``aten._local_scalar_dense``, down, the
+    element's bytes, one copy), recorded without entering it."""
+    __tracebackhide__ = True
+    t = args[0]
+    pending = _judge(_tls.stack, _SCALAR_OP, "down", t.element_size(), (_SCALAR_WORDS, t))
+    if pending is None:
+        return fn(*args, **kwargs)
+    t0 = perf_counter_ns()
+    out = fn(*args, **kwargs)
+    _record(pending, _SCALAR_OP, "down", t.element_size(), (_SCALAR_WORDS, t), 1, 0,
+            perf_counter_ns() - t0)
+    return out
+
+
 def _build(torch: Any) -> Any:
-    _init_skip_dirs(torch)
+    _frames.init_skip_dirs(torch)
     ops = guard_ops.Ops(torch)
-    hooks = _guard_hooks.Hooks(torch, _enter_full, _tls)
+    hooks = _guard_hooks.Hooks(torch, _enter_full, _tls, _read_scalar)
     print_install = _print_hooks(torch, ops)
 
     def install(on: bool) -> None:

@@ -30,8 +30,9 @@ import threading
 import time
 from collections import deque
 from dataclasses import dataclass, field
-from typing import Optional
+from typing import Any, Optional
 
+from . import frames as _frames
 from .kinds import KINDS
 from .rows import Launch, Row, Unwrapped, direction_of
 
@@ -45,7 +46,7 @@ class _State:
     """
 
     __slots__ = ("_on", "_guard", "active", "lock", "sites", "launches", "unwrapped", "local",
-                 "timeline", "steps")
+                 "timeline", "steps", "root")
 
     def __init__(self) -> None:
         self._on = False
@@ -63,6 +64,9 @@ class _State:
         # Steps marked with xfer.step() (or counting()'s handle) while counting:
         # the report carries them, so a budget made from it is per step.
         self.steps = 0
+        # The project root unwrapped paths are written relative to (``xferaudit
+        # run`` sets it); None: as shown, relative to the working directory.
+        self.root: Optional[str] = None
 
     @property
     def on(self) -> bool:
@@ -125,6 +129,14 @@ class LaunchTally:
 
 @dataclass
 class UnwrappedTally:
+    """The live counts of one line's unwrapped crossings of one op and direction.
+
+    ``code`` is the code object running the line (None for an event recorded by
+    path); ``chains`` the distinct chains of user frames that reached it (flat
+    ``(code, line, code, line, ...)`` tuples, innermost first), walked for its
+    first ``samples`` events. Names and texts are read at :meth:`snapshot`.
+    """
+
     path: str
     line: int
     op: str
@@ -133,10 +145,24 @@ class UnwrappedTally:
     bytes: int = 0
     via: str = ""  # the library frame below the user's line (the first seen)
     copies: int = 0  # copies on the wire (a print makes several)
+    pageable: int = 0  # non_blocking copies with a pageable host side (they ran synchronously)
+    ns: int = 0  # host time the crossings blocked, in nanoseconds
+    code: Any = None
+    chains: list = field(default_factory=list)
+    samples: int = _frames.CHAIN_SAMPLES
 
     def snapshot(self) -> Unwrapped:
-        return Unwrapped(self.path, self.line, self.op, self.direction, self.count, self.bytes,
-                         self.via, self.copies)
+        root = STATE.root
+        function = text = ""
+        path = self.path
+        chains = [[_frames.describe(c[i], c[i + 1], root) for i in range(0, len(c), 2)]
+                  for c in self.chains]
+        if self.code is not None:
+            own = _frames.describe(self.code, self.line, root)
+            path, function, text = own["path"], own["function"], own["text"]
+        return Unwrapped(path, self.line, self.op, self.direction, self.count, self.bytes,
+                         self.via, self.copies, self.pageable, self.ns / 1e9, function, text,
+                         chains[0] if chains else [], chains if len(chains) > 1 else [])
 
 
 class Timeline:
@@ -247,21 +273,64 @@ def record_launch(site: str, nodes: Optional[int] = None) -> None:
 
 
 def record_unwrapped(path: str, line: int, op: str, direction: str, nbytes: int,
-                     via: str = "", copies: int = 1) -> None:
-    """A crossing the guard saw outside every wrapper, at the user's source line
-    (`via`: the library frame it happened in, if not the user's)."""
+                     via: str = "", copies: int = 1, pageable: int = 0, ns: int = 0) -> None:
+    """A crossing outside every wrapper at `path`:`line` (`via`: the library
+    frame it happened in, if not the user's), `ns` nanoseconds of host time.
+    The guard records through :func:`record_event`, which also keeps the code
+    object and the chain of user frames."""
     key = (path, line, op, direction)
-    with STATE.lock:
+    _acquire()
+    try:
         t = STATE.unwrapped.get(key)
         if t is None:
             t = STATE.unwrapped[key] = UnwrappedTally(path, line, op, direction, via=via)
-        t.count += 1
-        t.bytes += nbytes
-        t.copies += copies
-        tl = STATE.timeline
-        if tl is not None:
-            tl.seen += 1
-            tl.events.append((time.time_ns(), "unwrapped", f"{path}:{line} {op}", direction, nbytes))
+        _add_unwrapped(t, nbytes, copies, pageable, ns)
+    finally:
+        _release()
+
+
+def record_event(place: tuple, op: str, direction: str, nbytes: int, copies: int = 1,
+                 pageable: int = 0, ns: int = 0) -> None:
+    """One crossing the guard saw outside every wrapper, at `place`
+    (:func:`xferaudit.runtime.frames.locate`'s answer; the frames on it are
+    still running). No string is made and no path looked at, except the first
+    time a line is seen."""
+    user, f, first, first_f = place
+    if user is not None:
+        entry, line = user, f.f_lineno
+    elif first is not None:
+        entry, line = first, first_f.f_lineno
+    else:
+        entry, line = None, 0
+    key = (entry[2] if entry is not None else "<unknown>", line, op, direction)
+    _acquire()
+    try:
+        t = STATE.unwrapped.get(key)
+        if t is None:
+            via = "" if user is None or first_f is f else f"{first[2]}:{first_f.f_lineno}"
+            t = STATE.unwrapped[key] = UnwrappedTally(
+                key[0], line, op, direction, via=via, code=entry[0] if entry is not None else None)
+        _add_unwrapped(t, nbytes, copies, pageable, ns)
+        if t.samples and user is not None:
+            t.samples -= 1
+            c = _frames.chain(f)
+            if len(t.chains) < _frames.MAX_CHAINS and c not in t.chains:
+                t.chains.append(c)
+    finally:
+        _release()
+
+
+def _add_unwrapped(t: UnwrappedTally, nbytes: int, copies: int, pageable: int, ns: int) -> None:
+    t.count += 1
+    t.bytes += nbytes
+    t.copies += copies
+    t.pageable += pageable
+    t.ns += ns
+    tl = STATE.timeline
+    if tl is not None:
+        tl.seen += 1
+        tl.events.append((time.time_ns(), "unwrapped", f"{t.path}:{t.line} {t.op}", t.direction,
+                          nbytes))
 
 
 def in_wrapper() -> bool:

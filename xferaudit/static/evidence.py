@@ -45,7 +45,7 @@ from typing import Any, Callable, Iterable, Optional, Sequence
 
 from .. import opforms
 from .._validate import check_report, parse_json
-from ..runkeys import normalise_text
+from ..runkeys import MODULE_FUNCTION, function_name, normalise_text
 from .source import split_lines
 
 __all__ = [
@@ -166,11 +166,11 @@ def read_run(path: str, root: Path) -> list:
         op = _field(u, "op", str, where)
         if not name or name.startswith("<") or not opforms.is_crossing(op):
             continue  # no user line (a device thread's event), or a flag on a crossing
-        text = _field(u, "text", str, where, None)
+        text = _field(u, "text", str, where, "") or None  # "" or absent: not recorded
         file = name if os.path.isabs(name) else str(base / name)
         out.append(Entry(
             source=path, path=name, file=os.path.abspath(file), line=_field(u, "line", int, where),
-            function=_field(u, "function", str, where, None),
+            function=_field(u, "function", str, where, "") or None,
             text=normalise_text(text) if text is not None else None,
             op=op, direction=_field(u, "direction", str, where, ""), count=_field(u, "count", int, where, 0),
             copies=_field(u, "copies", int, where, 0), bytes=_field(u, "bytes", int, where, 0),
@@ -192,17 +192,14 @@ def load(paths: Iterable[str], root: Path) -> Evidence:
 
 # --- keys ------------------------------------------------------------------------------
 
-_ANON = ("<lambda>", "<listcomp>", "<dictcomp>", "<setcomp>", "<genexpr>")
-
-
 def static_function(qualname: Optional[str]) -> Optional[str]:
     """A code object's qualified name as the finder names functions:
     ``Trainer.fit.<locals>.step`` -> ``Trainer.fit.step``; lambdas and
-    comprehensions are their enclosing function's lines."""
+    comprehensions are their enclosing function's lines (:func:`~xferaudit.runkeys.function_name`)."""
     if qualname is None:
         return None
-    parts = [p for p in qualname.split(".") if p != "<locals>" and p not in _ANON]
-    return ".".join(parts) or "<module>"
+    parts = [p for p in function_name(qualname).split(".") if p != "<locals>"]
+    return ".".join(parts) or MODULE_FUNCTION
 
 
 def code_key(line: str) -> str:
