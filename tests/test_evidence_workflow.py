@@ -1,0 +1,202 @@
+"""The run-to-source loop end to end, on the simulated device: a program that
+crosses in every category, none of it wrapped, is recorded; `wrap --from`
+wraps every wrappable line the run saw (the crossings on function parameters
+too, which plain `wrap` leaves alone); a second run sees no unwrapped event on
+those lines and the same totals; `check --evidence` on the original reports
+those lines and nothing else; edits above keep the evidence, an edited line is
+stale."""
+
+from __future__ import annotations
+
+import json
+import linecache
+import os
+import runpy
+import shutil
+import sys
+import textwrap
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+torch = pytest.importorskip("torch")
+pytest.importorskip("libcst")
+
+import xferaudit.runtime as xfer  # noqa: E402
+from xferaudit.cli import main  # noqa: E402
+from xferaudit.testing import simulated_device  # noqa: E402
+
+METRICS = textwrap.dedent("""\
+    import math
+
+
+    def report(loss, step):
+        print(f"loss {loss}")
+        if loss > 100:
+            raise ValueError(step)
+        if math.isnan(loss):
+            raise ValueError(step)
+        return float(loss)
+""")
+
+EVERY = textwrap.dedent("""\
+    import torch
+
+    from metrics import report
+    from xferaudit.testing import simulated_device
+
+
+    def main():
+        dev = simulated_device()
+        w = torch.ones(4, 3).to(dev)
+        idx = torch.tensor([0, 2], device=dev)
+        mask = w[:, 0] > 0
+        total = 0.0
+        for step in range(2):
+            loss = (w * step).sum()
+            total += report(loss, step)
+            kept = w[mask]
+            host = w.cpu()
+            rows = w[[0, 1]]
+            n = loss.item()
+        buf = torch.zeros(4, 3)
+        buf.copy_(w)
+        return total, idx, kept, host, rows, n
+
+
+    main()
+""")
+
+#: Each line the run must see crossing, worked out by hand: (file, text) ->
+#: (op, direction, events, copies, bytes). Two steps; w is 4x3 float32 (48 B).
+EXPECTED = {
+    ("metrics.py", 'print(f"loss {loss}")'): ("aten._local_scalar_dense", "down", 2, 2, 8),  # 0-dim: .item()
+    ("metrics.py", "if loss > 100:"): ("aten._local_scalar_dense", "down", 2, 2, 2),  # a bool, 1 B
+    ("metrics.py", "if math.isnan(loss):"): ("aten._local_scalar_dense", "down", 2, 2, 8),
+    ("metrics.py", "return float(loss)"): ("aten._local_scalar_dense", "down", 2, 2, 8),
+    ("every.py", "w = torch.ones(4, 3).to(dev)"): ("aten._to_copy", "up", 1, 1, 48),
+    ("every.py", "idx = torch.tensor([0, 2], device=dev)"): ("aten.lift_fresh", "up", 1, 1, 16),  # 2 int64
+    ("every.py", "kept = w[mask]"): ("aten.index.Tensor", "down", 2, 2, 8),  # an int32 count each
+    ("every.py", "host = w.cpu()"): ("aten._to_copy", "down", 2, 2, 96),
+    ("every.py", "rows = w[[0, 1]]"): ("aten.lift_fresh", "up", 2, 2, 32),  # the index, 2 int64
+    ("every.py", "n = loss.item()"): ("aten._local_scalar_dense", "down", 2, 2, 8),
+    ("every.py", "buf.copy_(w)"): ("aten.copy_", "down", 1, 1, 48),
+}
+NO_FORM = {("every.py", "kept = w[mask]"), ("every.py", "rows = w[[0, 1]]")}
+
+
+@pytest.fixture
+def proj(tmp_path, monkeypatch):
+    simulated_device()
+    (tmp_path / "pyproject.toml").write_text("[project]\nname = 'p'\n")
+    (tmp_path / "metrics.py").write_text(METRICS)
+    (tmp_path / "every.py").write_text(EVERY)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    return tmp_path
+
+
+def record(proj: Path, out: str) -> dict:
+    """Run every.py counted, the guard on at count level for the whole run, and
+    write what it saw as a run file (the report's JSON, kind "run")."""
+    sys.modules.pop("metrics", None)
+    linecache.checkcache()  # (the files change between runs of this one process)
+    with xfer.counting(), xfer.guard("count"):
+        runpy.run_path(str(proj / "every.py"), run_name="__main__")
+    data = xfer.snapshot().to_dict()
+    xfer.reset()
+    data["meta"].update(kind="run", root=str(proj))
+    (proj / out).write_text(json.dumps(data))
+    return data
+
+
+def _text(proj: Path, path: str, line: int) -> str:
+    return (proj / path).read_text().splitlines()[line - 1].strip()
+
+
+def _totals(data: dict) -> Counter:
+    """Copies and bytes per direction, wrapped and not."""
+    out: Counter = Counter()
+    for r in data["rows"]:
+        for d, cell in r["by_direction"].items():
+            out[(d, "copies")] += cell["copies"]
+            out[(d, "bytes")] += cell["bytes"]
+    for u in data["unwrapped"]:
+        out[(u["direction"], "copies")] += u["copies"]
+        out[(u["direction"], "bytes")] += u["bytes"]
+    return +out
+
+
+def _findings(out: str) -> list:
+    return [(ln.split(":")[0], int(ln.split(":")[1]), ln.split()[1]) for ln in out.splitlines()
+            if ln.endswith(")") or " XFA" in ln]
+
+
+def test_run_apply_run_again_check(proj, capsys):
+    first = record(proj, "run.json")
+    seen = {(u["path"], u["text"]): (u["op"], u["direction"], u["count"], u["copies"], u["bytes"])
+            for u in first["unwrapped"]}
+    assert seen == EXPECTED
+    for u in first["unwrapped"]:
+        assert _text(proj, u["path"], u["line"]) == u["text"]
+    original = {p: (proj / p).read_text() for p in ("metrics.py", "every.py")}
+
+    # check --evidence on the original: those lines, and nothing else
+    assert main(["check", "--no-cache", "--evidence", "run.json", "."]) == 1
+    out = capsys.readouterr().out
+    lines = {(p, ln) for p, ln, _ in _findings(out)}
+    assert lines == {(u["path"], u["line"]) for u in first["unwrapped"]}
+    assert out.count("seen crossing at run time") == len(EXPECTED)
+
+    # plain wrap leaves the crossings on report()'s parameters alone
+    plain = proj.parent / (proj.name + "_plain")
+    plain.mkdir()
+    for p in original:
+        shutil.copy(proj / p, plain / p)
+    assert main(["wrap", "-q", str(plain)]) == 1  # (the two lines no form keeps)
+    capsys.readouterr()
+    assert (plain / "metrics.py").read_text() == METRICS
+    assert "xfer.cpu(w, site=" in (plain / "every.py").read_text()
+
+    # wrap --from: every wrappable line, the two without a form left and said why
+    assert main(["wrap", "--from", "run.json"]) == 1
+    err = capsys.readouterr().err
+    assert "11 lines the run saw crossing: 9 wrapped, 2 left as they are" in err
+    assert err.count("left as it is") == 2
+    metrics = (proj / "metrics.py").read_text()
+    for form in ("xfer.read(loss, site=", "xfer.bool(loss > 100, site=", "math.isnan(xfer.read(loss, site=",
+                 "return xfer.float(loss, site="):
+        assert form in metrics
+    every = (proj / "every.py").read_text()
+    for form in ("xfer.to(torch.ones(4, 3), dev, site=", "xfer.tensor([0, 2], device=dev, site=",
+                 "xfer.cpu(w, site=", "xfer.item(loss, site=", "xfer.copy_(buf, w, site="):
+        assert form in every
+    assert "kept = w[mask]" in every and "rows = w[[0, 1]]" in every
+
+    # a second run: the same totals, unwrapped events only on the lines with no form
+    second = record(proj, "run2.json")
+    assert {(u["path"], u["text"]) for u in second["unwrapped"]} == NO_FORM
+    assert _totals(second) == _totals(first)
+
+    # check --evidence after the apply: only the lines no wrapper can count
+    assert main(["check", "--no-cache", "--evidence", "run.json", "."]) == 1
+    out = capsys.readouterr().out
+    assert sorted(code for _, _, code in _findings(out)) == ["XFA405", "XFA406"]
+    assert "XFA502" not in out
+
+    # back to the original; edits above keep the evidence matched
+    for p, text in original.items():
+        (proj / p).write_text("import os\nimport sys\n\n\n" + text)
+    assert main(["check", "--no-cache", "--evidence", "run.json", "."]) == 1
+    out = capsys.readouterr().out
+    assert {(p, ln - 4) for p, ln, _ in _findings(out)} == {(u["path"], u["line"]) for u in first["unwrapped"]}
+    assert "XFA502" not in out
+
+    # an edited line is stale
+    (proj / "metrics.py").write_text(original["metrics.py"].replace("return float(loss)", "return float(loss) * 2"))
+    assert main(["check", "--no-cache", "--evidence", "run.json", "--select", "XFA502", "."]) == 1
+    out = capsys.readouterr().out
+    (stale,) = [ln for ln in out.splitlines() if "XFA502" in ln]
+    assert stale.startswith("metrics.py:10:1: XFA502 stale evidence:") and "`return float(loss)`" in stale
+    assert os.path.exists(proj / "run.json")
