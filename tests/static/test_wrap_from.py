@@ -75,9 +75,9 @@ def test_lines_without_a_wrapped_form_are_left_with_the_reason(proj, capsys):
     err = capsys.readouterr().err
     index_line = TRAIN.splitlines().index("    n = x[mask]") + 1
     equal_line = index_line + 1
-    assert f"train.py:{index_line}:1: left as it is: the run (run.json) saw `n = x[mask]` crossing outside " \
+    assert f"train.py:{index_line}:5: left as it is: the run (run.json) saw `n = x[mask]` crossing outside " \
            "every wrapper (aten.index.Tensor, down, once, 4 bytes); the crossing happens inside the indexing" in err
-    assert f"train.py:{equal_line}:1: left as it is:" in err and "no wrapper can count it" in err
+    assert f"train.py:{equal_line}:5: left as it is:" in err and "no wrapper can count it" in err
     assert "5 lines the run saw crossing: 3 wrapped, 2 left as they are" in err
     assert "n = x[mask]" in (proj / "train.py").read_text()
 

@@ -462,7 +462,8 @@ def wrap_outcome(fe: FileEvidence, sites: Sequence, wrapped: Sequence) -> tuple:
         else:
             counts["left"] += 1
             if not fit:  # (a site left has its own reason)
-                left.append((m.line, 1, m.entry.text or "", f"{seen(m.entry)}; {opforms.no_form_reason(m.entry.op)}"))
+                left.append((m.line, m.column, m.entry.text or "",
+                             f"{seen(m.entry)}; {opforms.no_form_reason(m.entry.op)}"))
     for st in fe.stale:
         counts["stale"] += 1
         left.append((st.entry.line, 1, st.entry.text or "", f"stale evidence: {seen(st.entry)}; {st.reason}; "
