@@ -32,6 +32,11 @@ for m in $modes; do
   timeout 150 python3 bench/gpu_truth.py --program copies --mode $m --steps 5 --out "$out/gpu_truth_copies_$m.json" 2>&1 \
     | tee "$out/gpu_truth_copies_$m.txt" | tail -14
 done
+# run evidence: the every-category program and its `wrap --from` twin against the profiler
+for m in $modes; do
+  timeout 150 python3 bench/gpu_evidence.py --mode $m --runs 3 --out "$out/gpu_evidence_$m.json" 2>&1 \
+    | tee "$out/gpu_evidence_$m.txt" | tail -12
+done
 timeout 300 python3 bench/gpu_overhead.py --rounds 5 --out "$out/gpu_overhead.json" 2>&1 | tee "$out/gpu_overhead.txt" | tail -10
 timeout 150 python3 bench/gpu_overhead.py --small --rounds 7 --steps 50 --out "$out/gpu_overhead_small.json" 2>&1 | tee "$out/gpu_overhead_small.txt" | tail -10
 timeout 150 python3 bench/gpu_copies.py --steps 5 --out "$out/gpu_copies.json" 2>&1 | grep -v USDT | tee "$out/gpu_copies.txt" | tail -24

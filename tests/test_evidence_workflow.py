@@ -14,7 +14,6 @@ import os
 import runpy
 import shutil
 import sys
-import textwrap
 from collections import Counter
 from pathlib import Path
 
@@ -27,46 +26,10 @@ import xferaudit.runtime as xfer  # noqa: E402
 from xferaudit.cli import main  # noqa: E402
 from xferaudit.testing import simulated_device  # noqa: E402
 
-METRICS = textwrap.dedent("""\
-    import math
-
-
-    def report(loss, step):
-        print(f"loss {loss}")
-        if loss > 100:
-            raise ValueError(step)
-        if math.isnan(loss):
-            raise ValueError(step)
-        return float(loss)
-""")
-
-EVERY = textwrap.dedent("""\
-    import torch
-
-    from metrics import report
-    from xferaudit.testing import simulated_device
-
-
-    def main():
-        dev = simulated_device()
-        w = torch.ones(4, 3).to(dev)
-        idx = torch.tensor([0, 2], device=dev)
-        mask = w[:, 0] > 0
-        total = 0.0
-        for step in range(2):
-            loss = (w * step).sum()
-            total += report(loss, step)
-            kept = w[mask]
-            host = w.cpu()
-            rows = w[[0, 1]]
-            n = loss.item()
-        buf = torch.zeros(4, 3)
-        buf.copy_(w)
-        return total, idx, kept, host, rows, n
-
-
-    main()
-""")
+REPO = Path(__file__).resolve().parents[1]
+PROGRAM = REPO / "bench" / "evidence_program"  # (bench/gpu_evidence.py runs the same on a GPU)
+METRICS = (PROGRAM / "metrics.py").read_text()
+EVERY = (PROGRAM / "every.py").read_text()
 
 #: Each line the run must see crossing, worked out by hand: (file, text) ->
 #: (op, direction, events, copies, bytes). Two steps; w is 4x3 float32 (48 B).
@@ -200,3 +163,16 @@ def test_run_apply_run_again_check(proj, capsys):
     (stale,) = [ln for ln in out.splitlines() if "XFA502" in ln]
     assert stale.startswith("metrics.py:10:1: XFA502 stale evidence:") and "`return float(loss)`" in stale
     assert os.path.exists(proj / "run.json")
+
+
+def test_the_gpu_benchs_wrapped_twin_is_what_wrap_from_writes(tmp_path):
+    """bench/gpu_evidence.py runs bench/evidence_program/wrapped/ on a GPU, where
+    there is no libcst: it must be what `wrap --from` writes from a run today."""
+    sys.path.insert(0, str(REPO / "bench"))
+    try:
+        import gpu_evidence
+    finally:
+        sys.path.remove(str(REPO / "bench"))
+    gpu_evidence.regen(tmp_path)
+    for f in gpu_evidence.FILES:
+        assert (tmp_path / f).read_text() == (gpu_evidence.WRAPPED / f).read_text(), f
