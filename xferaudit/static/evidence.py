@@ -217,18 +217,25 @@ def code_key(line: str) -> str:
 
 
 class _Layout:
-    """Per line of a file: its key, its function, its statement's lines."""
+    """Per line of a file: its function, its statement's lines, and the lines
+    holding each of the `wanted` keys."""
 
-    def __init__(self, text: str, tree: Optional[ast.Module]) -> None:
+    def __init__(self, text: str, tree: Optional[ast.Module], wanted: Iterable[str] = ()) -> None:
         self.lines = split_lines(text)
         n = len(self.lines)
-        self.function = ["<module>"] * (n + 2)
+        self.function = [MODULE_FUNCTION] * (n + 2)
         self.span: list = [None] * (n + 2)
         if tree is not None:
             self._walk(tree, n)
         self.index: dict = {}  # (function, key) -> sorted lines
+        wanted = frozenset(wanted)
         for i, ln in enumerate(self.lines, 1):
-            self.index.setdefault((self.function[i], code_key(ln)), []).append(i)
+            key = normalise_text(ln)
+            # a trailing comment is left out of the key: the key is then a prefix of the text
+            if key not in wanted and "#" in ln and any(key.startswith(w) for w in wanted):
+                key = code_key(ln)
+            if key in wanted:
+                self.index.setdefault((self.function[i], key), []).append(i)
 
     def _walk(self, tree: ast.Module, n: int) -> None:
         spans: list = []
@@ -268,7 +275,7 @@ class _Layout:
 
     def find(self, function: Optional[str], key: str) -> list:
         lines = self.index.get((function, key))
-        if lines is None and function is not None and "." not in function and function != "<module>":
+        if lines is None and function is not None and "." not in function and function != MODULE_FUNCTION:
             # only the code object's name was recorded (no co_qualname): any function of that name
             lines = sorted(ln for (f, k), ls in self.index.items() if k == key and f.rsplit(".", 1)[-1] == function
                            for ln in ls)
@@ -335,6 +342,10 @@ def _assign(entries: list, cands: list) -> list:
     return out
 
 
+def _keys(entries: Iterable[Entry]) -> set:
+    return {e.text for e in entries if e.text is not None}
+
+
 def _match(entries: list, layout: _Layout) -> tuple:
     """([(entry, line)], [unmatched entries]) against one text."""
     groups: dict = {}
@@ -368,7 +379,7 @@ def match_file(entries: Sequence[Entry], text: str, tree: Optional[ast.Module] =
     out = FileEvidence()
     if not entries:
         return out
-    layout = _Layout(text, tree if tree is not None else _parse(text))
+    layout = _Layout(text, tree if tree is not None else _parse(text), _keys(entries))
     out.lines = len(layout.lines)
     found, missing = _match(list(entries), layout)
     for e, line in found:
@@ -390,12 +401,12 @@ def _match_rewritten(missing: list, text: str, layout: _Layout, bare: Callable, 
     bare_text = bare()
     if bare_text is None or bare_text == text:
         return missing
-    blayout = _Layout(bare_text, _parse(bare_text))
+    blayout = _Layout(bare_text, _parse(bare_text), _keys(missing))
     found, still = _match(missing, blayout)
     if not found:
         return missing
-    now = [code_key(ln) for ln in layout.lines]
-    was = [code_key(ln) for ln in blayout.lines]
+    now = [normalise_text(ln) for ln in layout.lines]
+    was = [normalise_text(ln) for ln in blayout.lines]
     ops = difflib.SequenceMatcher(None, was, now, autojunk=False).get_opcodes()
     for e, bline in found:
         lines = _map_line(ops, bline)
@@ -486,14 +497,14 @@ def check_findings(fe: FileEvidence, sites: Sequence) -> tuple:
         e = m.entry
         if not fit:
             findings.append((m.line, m.column, "XFA501", f"{run_message(e)}; nothing on this line has a wrapped "
-                             f"form for it: {opforms.no_form_reason(e.op)}", static_function(e.function) or "<module>"))
+                             f"form for it: {opforms.no_form_reason(e.op)}", static_function(e.function) or MODULE_FUNCTION))
             continue
         for s in fit:
             if not s.wrapped:
                 notes.setdefault(id(s), []).append(e)
     for st in fe.stale:
         line = min(max(st.entry.line, 1), max(fe.lines, 1))  # the line it was on, as near as the file has
-        findings.append((line, 1, "XFA502", stale_message(st), static_function(st.entry.function) or "<module>"))
+        findings.append((line, 1, "XFA502", stale_message(st), static_function(st.entry.function) or MODULE_FUNCTION))
     said = {k: ("; seen crossing at run time (" + " and ".join(f"{e.describe()}; {e.source}" for e in v) + ")",
                 v[0].source) for k, v in notes.items()}
     return said, findings

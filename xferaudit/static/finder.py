@@ -524,9 +524,10 @@ def find_in_source(
     rules: Optional[RuleTable] = None,
     relpath: Optional[str] = None,
     evidence: Optional[dict] = None,
+    tree: Optional[ast.Module] = None,
 ) -> FileResult:
     """All sites of one file's text, in source order, named and with suppressions applied."""
-    return analyse(text, path, rules, relpath, evidence)[0]
+    return analyse(text, path, rules, relpath, evidence, tree)[0]
 
 
 def analyse(
@@ -535,15 +536,17 @@ def analyse(
     rules: Optional[RuleTable] = None,
     relpath: Optional[str] = None,
     evidence: Optional[dict] = None,
+    tree: Optional[ast.Module] = None,
 ) -> tuple[FileResult, Optional[FileContext]]:
     """:func:`find_in_source`, plus the parsed file (None when it does not parse)
     for a caller that needs more of it than the sites (the codemod). `evidence`:
-    the lines a recorded run saw crossing (:attr:`FileContext.evidence`)."""
+    the lines a recorded run saw crossing (:attr:`FileContext.evidence`); `tree`:
+    the text's parse, when the caller has made it."""
     rules = rules or _default_rules()
     res = FileResult(path=path)
     colmap = None
     try:
-        tree = parse(text, path)
+        tree = parse(text, path) if tree is None else tree
     except SyntaxError as e:
         res.error = f"{type(e).__name__}: {e.msg}"
         res.error_line = e.lineno or 1

@@ -38,7 +38,7 @@ from ..rules import RuleTable
 from .finder import FileResult, find_in_source
 from . import notebook
 from .notebook import is_notebook
-from .source import decode_source
+from .source import decode_source, parse
 
 #: Below this many bytes to parse, a process pool costs more than it saves.
 PARALLEL_MIN_BYTES = 1_500_000
@@ -72,13 +72,17 @@ def analyze(data: bytes, display: str, relpath: str, rules: RuleTable, evidence:
         return res
     if not evidence or nb:
         return find_in_source(text, display, rules, relpath)
-    fe = _match_evidence(evidence, text, data, display, rules)
-    res = find_in_source(text, display, rules, relpath, fe.hot)
+    try:
+        tree = parse(text, display)  # once, for the evidence and the finder
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return find_in_source(text, display, rules, relpath)  # XFA001: nothing to match evidence to
+    fe = _match_evidence(evidence, text, tree, data, display, rules)
+    res = find_in_source(text, display, rules, relpath, fe.hot, tree)
     res.evidence = fe
     return res
 
 
-def _match_evidence(entries: Sequence, text: str, data: bytes, path: str, rules: RuleTable):
+def _match_evidence(entries: Sequence, text: str, tree, data: bytes, path: str, rules: RuleTable):
     """The run's lines of one file, matched to its text (through its unwrapped
     text where ``wrap`` rewrote them: libcst is imported only then)."""
     from .evidence import match_file
@@ -92,7 +96,7 @@ def _match_evidence(entries: Sequence, text: str, data: bytes, path: str, rules:
             return None
         return decode_source(new) if new is not None else None
 
-    return match_file(entries, text, bare=bare)
+    return match_file(entries, text, tree, bare=bare)
 
 
 def _work(item: tuple) -> FileResult:
