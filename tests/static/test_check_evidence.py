@@ -157,3 +157,29 @@ def test_the_rule_pages_document_the_new_codes(capsys):
     assert "seen-crossing-at-run-time" in out and "--evidence" in out
     assert main(["rule", "XFA502"]) == 0
     assert "stale-evidence" in capsys.readouterr().out
+
+
+def test_check_with_evidence_needs_neither_torch_nor_libcst(proj):
+    """The pre-commit hook's path: the run file is plain JSON; libcst only when a
+    line was rewritten by wrap (not here)."""
+    import subprocess
+    import sys
+
+    code = textwrap.dedent("""
+        import sys, importlib.abc
+
+        class Block(importlib.abc.MetaPathFinder):
+            def find_spec(self, name, path=None, target=None):
+                if name.split(".")[0] in ("torch", "libcst"):
+                    raise ModuleNotFoundError(f"No module named {name!r}", name=name)
+                return None
+
+        sys.meta_path.insert(0, Block())
+        from xferaudit.cli import main
+        rc = main(["check", "--no-cache", "--evidence", "run.json", "train.py"])
+        print(rc, "torch" in sys.modules, "libcst" in sys.modules)
+    """)
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, cwd=proj)
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.splitlines()[-1] == "1 False False"
+    assert "XFA501" in p.stdout
