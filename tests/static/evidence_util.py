@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import textwrap
 from pathlib import Path
 from typing import Optional
 
@@ -31,3 +32,37 @@ def write_run(path: Path, entries: list, root: Optional[Path] = None) -> Path:
             "rows": [], "launches": [], "unwrapped": entries}
     path.write_text(json.dumps(data, indent=1))
     return path
+
+
+#: A program whose crossings the static half cannot place (log's parameters),
+#: with lines no wrapped form keeps (w[mask], torch.equal) and one plain site.
+TRAIN = textwrap.dedent("""\
+    import torch
+
+
+    def log(loss, step):
+        print(f"loss {loss}")
+        if loss > 10:
+            raise ValueError(step)
+        return float(loss)
+
+
+    def other(x, mask):
+        y = x.cpu()
+        n = x[mask]
+        same = torch.equal(x, y)
+        return y, n, same
+""")
+
+
+def line_of(text: str, source: str = TRAIN) -> int:
+    """The number of the line of `source` whose stripped text is `text`."""
+    return next(i for i, ln in enumerate(source.splitlines(), 1) if ln.strip() == text)
+
+
+def project(tmp_path: Path, monkeypatch) -> Path:
+    """A project holding TRAIN as train.py, the working directory."""
+    (tmp_path / "pyproject.toml").write_text("[project]\nname = 'p'\n")
+    (tmp_path / "train.py").write_text(TRAIN)
+    monkeypatch.chdir(tmp_path)
+    return tmp_path

@@ -9,43 +9,24 @@ import json
 import textwrap
 
 import pytest
-from evidence_util import entry, entry_at, write_run
+from evidence_util import TRAIN, entry, entry_at, line_of, project, write_run
 
 from xferaudit.cli import main
 
-TRAIN = textwrap.dedent("""\
-    import torch
-
-
-    def log(loss, step):
-        print(f"loss {loss}")
-        if loss > 10:
-            raise ValueError(step)
-        return float(loss)
-
-
-    def other(x, mask):
-        n = x[mask]
-        same = torch.equal(x, n)
-        return n, same
-""")
-
-
 def _line(text: str) -> int:
-    return next(i for i, ln in enumerate(TRAIN.splitlines(), 1) if ln.strip() == text)
+    return line_of(text)
 
 
 @pytest.fixture
 def proj(tmp_path, monkeypatch):
-    (tmp_path / "pyproject.toml").write_text("[project]\nname = 'p'\n")
-    (tmp_path / "train.py").write_text(TRAIN)
-    monkeypatch.chdir(tmp_path)
+    project(tmp_path, monkeypatch)
     raw = [
         entry_at(tmp_path, "train.py", 'print(f"loss {loss}")', "Tensor.__format__", function="log"),
         entry_at(tmp_path, "train.py", "if loss > 10:", function="log"),
         entry_at(tmp_path, "train.py", "return float(loss)", function="log", count=3, nbytes=12),
+        entry_at(tmp_path, "train.py", "y = x.cpu()", "aten._to_copy", function="other", nbytes=48),
         entry_at(tmp_path, "train.py", "n = x[mask]", "aten.index.Tensor", function="other"),
-        entry_at(tmp_path, "train.py", "same = torch.equal(x, n)", "aten.equal", function="other"),
+        entry_at(tmp_path, "train.py", "same = torch.equal(x, y)", "aten.equal", function="other"),
     ]
     write_run(tmp_path / "run.json", raw)
     return tmp_path
@@ -60,9 +41,9 @@ def _found(out: str) -> list:
     return [(int(ln.split(":")[1]), ln.split()[1]) for ln in out.splitlines() if ln.startswith("train.py:")]
 
 
-def test_without_evidence_the_parameters_pass(proj, capsys):
+def test_without_evidence_only_the_plain_site_is_found(proj, capsys):
     rc, out = _check(capsys, "train.py")
-    assert rc == 0 and "All checks passed!" in out
+    assert _found(out) == [(_line("y = x.cpu()"), "XFA202")]
 
 
 def test_every_line_the_run_saw_is_a_finding_and_nothing_else(proj, capsys):
@@ -70,8 +51,8 @@ def test_every_line_the_run_saw_is_a_finding_and_nothing_else(proj, capsys):
     assert rc == 1
     assert _found(out) == [
         (_line('print(f"loss {loss}")'), "XFA403"), (_line("if loss > 10:"), "XFA402"),
-        (_line("return float(loss)"), "XFA401"), (_line("n = x[mask]"), "XFA501"),
-        (_line("same = torch.equal(x, n)"), "XFA501"),
+        (_line("return float(loss)"), "XFA401"), (_line("y = x.cpu()"), "XFA202"), (_line("n = x[mask]"), "XFA501"),
+        (_line("same = torch.equal(x, y)"), "XFA501"),
     ]
     conv = next(ln for ln in out.splitlines() if "XFA401" in ln)
     assert "seen crossing at run time (aten._local_scalar_dense, down, 3 times, 12 bytes; run.json)" in conv
@@ -106,8 +87,8 @@ def test_edits_above_keep_every_finding_on_its_line(proj, capsys):
     rc, out = _check(capsys, "--evidence", "run.json", "train.py")
     got = _found(out)
     assert [ln - 3 for ln, _ in got] == [_line('print(f"loss {loss}")'), _line("if loss > 10:"),
-                                         _line("return float(loss)"), _line("n = x[mask]"),
-                                         _line("same = torch.equal(x, n)")]
+                                         _line("return float(loss)"), _line("y = x.cpu()"), _line("n = x[mask]"),
+                                         _line("same = torch.equal(x, y)")]
     assert "XFA502" not in out
 
 
@@ -120,11 +101,11 @@ def test_a_deleted_file_under_the_paths_is_stale(proj, capsys):
 
 def test_the_config_names_evidence_and_a_noqa_accepts_a_line(proj, capsys):
     (proj / "pyproject.toml").write_text("[project]\nname = 'p'\n\n[tool.xferaudit]\nevidence = [\"run.json\"]\n")
-    src = TRAIN.replace("same = torch.equal(x, n)", "same = torch.equal(x, n)  # noqa: XFA501")
+    src = TRAIN.replace("same = torch.equal(x, y)", "same = torch.equal(x, y)  # noqa: XFA501")
     (proj / "train.py").write_text(src)
     rc, out = _check(capsys, "train.py")
     codes = [code for _, code in _found(out)]
-    assert codes == ["XFA403", "XFA402", "XFA401", "XFA501"]
+    assert codes == ["XFA403", "XFA402", "XFA401", "XFA202", "XFA501"]
     assert "XFA502" not in out  # a trailing comment keeps the key
 
 
@@ -143,12 +124,13 @@ def test_json_output_carries_the_evidence_findings(proj, capsys):
 
 
 def test_the_cache_never_mixes_findings_with_and_without_evidence(proj, capsys):
-    assert main(["check", "train.py"]) == 0
-    capsys.readouterr()
+    assert main(["check", "train.py"]) == 1
+    assert "seen crossing" not in capsys.readouterr().out
     assert main(["check", "--evidence", "run.json", "train.py"]) == 1
     assert "XFA501" in capsys.readouterr().out
-    assert main(["check", "train.py"]) == 0
-    assert "All checks passed!" in capsys.readouterr().out
+    assert main(["check", "train.py"]) == 1
+    out = capsys.readouterr().out
+    assert "XFA501" not in out and "seen crossing" not in out and "Found 1 finding." in out
 
 
 def test_the_rule_pages_document_the_new_codes(capsys):

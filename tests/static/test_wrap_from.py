@@ -4,38 +4,14 @@ wrapped form and stale lines are reported with the reason."""
 
 from __future__ import annotations
 
-import textwrap
-
 import pytest
-from evidence_util import entry_at, write_run
+from evidence_util import TRAIN, entry_at, project, write_run
 
 from xferaudit.cli import main
 
-TRAIN = textwrap.dedent("""\
-    import torch
-
-
-    def log(loss, step):
-        print(f"loss {loss}")
-        if loss > 10:
-            raise ValueError(step)
-        return float(loss)
-
-
-    def other(x, mask):
-        y = x.cpu()
-        n = x[mask]
-        same = torch.equal(x, y)
-        return y, n, same
-""")
-
-
 @pytest.fixture
 def proj(tmp_path, monkeypatch):
-    (tmp_path / "pyproject.toml").write_text("[project]\nname = 'p'\n")
-    (tmp_path / "train.py").write_text(TRAIN)
-    monkeypatch.chdir(tmp_path)
-    return tmp_path
+    return project(tmp_path, monkeypatch)
 
 
 def _run(proj, *extra):
