@@ -298,3 +298,58 @@ def test_bad_run_fields_are_one_clear_error(tmp_path, entry, message):
     with pytest.raises(ReportError) as e:
         Report.load(p)
     assert message in str(e.value) and "unwrapped[0]" in str(e.value)
+
+
+def _frame(line):
+    return {"path": "t.py", "line": line, "function": "f", "text": f"x{line}"}
+
+
+def test_merging_adds_counts_and_keeps_distinct_chains_up_to_the_bound():
+    from xferaudit.runtime.rows import Unwrapped
+
+    a = Unwrapped("t.py", 3, "op", "down", 2, 8, copies=2, pageable=1, seconds=0.5,
+                  function="f", text="x3", frames=[_frame(3), _frame(10)])
+    for n in range(11, 16):
+        a.add(Unwrapped("t.py", 3, "op", "down", 1, 4, copies=1, pageable=0, seconds=0.25,
+                        frames=[_frame(3), _frame(n)]))
+    assert (a.count, a.bytes, a.copies, a.pageable, a.seconds) == (7, 28, 7, 1, 1.75)
+    assert [c[1]["line"] for c in a.chains] == [10, 11, 12, 13] and a.frames == a.chains[0]
+    assert (a.function, a.text) == ("f", "x3")
+
+
+@pytest.mark.parametrize("metas, message", [
+    ([{"kind": "run", "root": "/p"}, {}], "not a run file"),
+    ([{"kind": "run", "root": "/p"}, {"kind": "run", "root": "/q"}], "different project roots"),
+])
+def test_merge_refuses_to_mix_run_files_with_others(metas, message):
+    from xferaudit.runtime.distributed import merge
+
+    reps = [Report([], [], [], dict(m, rank=i)) for i, m in enumerate(metas)]
+    with pytest.raises(ReportError, match=message):
+        merge(reps, ["a.json", "b.json"])
+    same = merge([Report([], [], [], {"kind": "run", "root": "/p", "rank": i}) for i in (0, 1)])
+    assert (same.meta["kind"], same.meta["root"]) == ("run", "/p")
+
+
+def test_under_the_full_mode_alone_torchs_methods_are_not_hooked(dev):
+    item = torch.Tensor.item  # (TensorBase's: a hook would sit on Tensor itself)
+    with guard("count", mode="full"):
+        assert torch.Tensor.item is item
+        with guard("count", mode="lite"):
+            assert getattr(torch.Tensor.item, "__xferaudit_original__", None) is item
+        assert torch.Tensor.item is item
+    assert "item" not in torch.Tensor.__dict__
+
+
+def test_report_escapes_the_chain_and_via_it_prints(tmp_path, capsys):
+    from xferaudit.cli import main
+
+    evil = "p\n::error::x\x1b[2J"
+    u = {"path": "t.py", "line": 1, "op": "op", "direction": "down", "count": 1, "via": evil + ":3",
+         "frames": [_frame(1), {"path": evil, "line": 9, "function": "f", "text": ""}]}
+    p = tmp_path / "r.json"
+    p.write_text(json.dumps({"format": "xferaudit.report", "version": 1, "rows": [], "unwrapped": [u]}))
+    assert main(["report", str(p)]) == 0
+    out = capsys.readouterr().out
+    assert "\x1b" not in out and not any(ln.startswith("::") for ln in out.splitlines())
+    assert "<- p\\n::error::x" in out and "(via p\\n::error" in out

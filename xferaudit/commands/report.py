@@ -107,7 +107,10 @@ def printable_report(rep: object) -> object:
                                   direction=printable(r.direction)) for r in rep.rows]
     c.launches = [dataclasses.replace(x, site=printable(x.site)) for x in rep.launches]
     c.unwrapped = [dataclasses.replace(u, path=printable(u.path), op=printable(u.op),
-                                       direction=printable(u.direction)) for u in rep.unwrapped]
+                                       direction=printable(u.direction), via=printable(u.via),
+                                       frames=[{k: printable(v) if isinstance(v, str) else v
+                                                for k, v in f.items()} for f in u.frames])
+                   for u in rep.unwrapped]
     c.meta = {k: printable(v) if isinstance(v, str) else v for k, v in rep.meta.items()}
     if isinstance(getattr(rep, "ranks", None), list):
         c.ranks = [printable_report(r) for r in rep.ranks]

@@ -35,8 +35,9 @@ from ..runkeys import function_name, normalise_text, relative_path
 from .rows import MAX_CHAINS
 
 __all__ = [
-    "CHAIN_SAMPLES", "LIBRARY_ENV", "MAX_CHAINS", "MAX_DEPTH", "USER_ENV", "chain", "describe",
-    "locate", "set_frames", "stop_at", "user_frame",
+    "CHAIN_SAMPLES", "LIBRARY", "LIBRARY_ENV", "MAX_CHAINS", "MAX_DEPTH", "SKIP", "STOP", "USER",
+    "USER_ENV", "chain", "describe", "kind", "line", "locate", "set_frames", "stop_at", "user_frame",
+    "where",
 ]
 
 #: What a code object is: xferaudit's, torch's or frozen (never the place of an
@@ -160,13 +161,32 @@ def _info(code: Any) -> tuple:
         kind = USER if _users(fn) else LIBRARY
     if len(_codes) >= MAX_CODES:
         _codes.clear()
-    e = _codes[id(code)] = (code, kind, _shown_path(fn), fn)
+    e = _codes[id(code)] = (code, kind, _shown_path(fn), fn, {})
     return e
+
+
+def line(entry: tuple, f: Any) -> int:
+    """Frame `f`'s line, `entry` its code's: looked up once per instruction
+    (``f_lineno`` scans the code's line table: microseconds in a long function)."""
+    lines = entry[4]
+    i = f.f_lasti
+    n = lines.get(i)
+    if n is None:
+        n = lines[i] = f.f_lineno
+    return n
+
+
+def kind(code: Any) -> int:
+    """What `code` is: :data:`SKIP`, :data:`LIBRARY`, :data:`USER` or :data:`STOP`."""
+    e = _codes.get(id(code))
+    if e is None or e[0] is not code:
+        e = _info(code)
+    return e[1]
 
 
 def locate(f: Any) -> tuple:
     """``(user, user_frame, first, first_frame)`` from frame `f` outwards: the
-    innermost user frame's entry ``(code, kind, shown path, filename)`` and the
+    innermost user frame's entry ``(code, kind, shown path, filename, lines)`` and the
     frame itself, and the innermost frame outside xferaudit and torch (entry and
     frame). ``user`` is None when no user frame is on the stack."""
     codes = _codes
@@ -206,7 +226,7 @@ def chain(f: Any) -> tuple:
             break
         if k == USER:
             out.append(c)
-            out.append(f.f_lineno)
+            out.append(line(e, f))
             if len(out) >= 2 * MAX_DEPTH:
                 break
         walked += 1
@@ -214,16 +234,23 @@ def chain(f: Any) -> tuple:
     return tuple(out)
 
 
+def where(place: tuple) -> tuple:
+    """(path, line, via) of a place :func:`locate` found: the user's frame (or,
+    with none on the stack, the innermost library frame); `via` is
+    ``"path:line"`` of the innermost library frame below the user's, or ""."""
+    user, f, first, first_f = place
+    if user is not None:
+        return user[2], line(user, f), "" if first_f is f else f"{first[2]}:{line(first, first_f)}"
+    if first is not None:
+        return first[2], line(first, first_f), ""
+    return "<unknown>", 0, ""
+
+
 def user_frame(depth: int = 1) -> tuple:
     """(path, line, via) of the event's place: the innermost frame of the user's
     code (see :func:`set_frames`); `via` is ``"path:line"`` of the innermost
     library frame below it, or "" when the user's frame is the innermost."""
-    user, f, first, first_f = locate(sys._getframe(depth + 1))
-    if user is not None:
-        return user[2], f.f_lineno, "" if first_f is f else f"{first[2]}:{first_f.f_lineno}"
-    if first is not None:
-        return first[2], first_f.f_lineno, ""
-    return "<unknown>", 0, ""
+    return where(locate(sys._getframe(depth + 1)))
 
 
 def shown(code: Any) -> str:

@@ -240,13 +240,14 @@ class _Local(threading.local):
         self.quiet = 0  # > 0 while a print is being handled: its inner reads are not new events
         self.print_acc: Any = None  # [copies, bytes] of the print being handled, counted inside
         self.hooked = 0  # > 0 inside a hooked call, or while the full mode is pushed here
-        self.pushed: list = []  # per active guard on this thread: did it push the full mode
+        self.pushed: list = []  # per active guard on this thread: (pushed the full mode, is lite)
         self.lite_mode: Any = None  # the mode a hooked call runs under (the cheap layer)
 
 
 _tls = _Local()
 _seen: set = set()  # (path, line, op) already logged
 _active = 0  # guards active, all threads
+_lite = 0  # of them, those in the cheap mode (its hooks are on while any is)
 _active_lock = threading.Lock()
 
 
@@ -287,7 +288,7 @@ def _judge(stack: list, op: str, direction: str, nbytes: int, detail: Any, copie
         return None
     place = _frames.locate(sys._getframe(1))
     if level == "raise":
-        path, line, via = _where(place)
+        path, line, via = _frames.where(place)
         raise UnexpectedTransfer(path, line, op, direction, nbytes, _words(detail, via))
     return place, level
 
@@ -299,7 +300,7 @@ def _record(pending: tuple, op: str, direction: str, nbytes: int, detail: Any, c
     place, level = pending
     _recorder.record_event(place, op, direction, int(nbytes), copies, pageable, ns)
     if level == "log":
-        path, line, via = _where(place)
+        path, line, via = _frames.where(place)
         key = (path, line, op)
         if key not in _seen:
             _seen.add(key)
@@ -317,16 +318,6 @@ def _event(stack: list, op: str, direction: str, nbytes: int, detail: Any, copie
     pending = _judge(stack, op, direction, nbytes, detail, copies, pageable)
     if pending is not None:
         _record(pending, op, direction, nbytes, detail, copies, 0, ns)
-
-
-def _where(place: tuple) -> tuple:
-    """(path, line, via) of a place found by :func:`frames.locate`."""
-    user, f, first, first_f = place
-    if user is not None:
-        return user[2], f.f_lineno, "" if first_f is f else f"{first[2]}:{first_f.f_lineno}"
-    if first is not None:
-        return first[2], first_f.f_lineno, ""
-    return "<unknown>", 0, ""
 
 
 def _words(detail: Any, via: str) -> str:
@@ -588,13 +579,13 @@ def _read_scalar(fn: Any, args: tuple, kwargs: dict) -> Any:
     element's bytes, one copy), recorded without entering it."""
     __tracebackhide__ = True
     t = args[0]
-    pending = _judge(_tls.stack, _SCALAR_OP, "down", t.element_size(), (_SCALAR_WORDS, t))
+    n = t.element_size()
+    pending = _judge(_tls.stack, _SCALAR_OP, "down", n, (_SCALAR_WORDS, t))
     if pending is None:
         return fn(*args, **kwargs)
     t0 = perf_counter_ns()
     out = fn(*args, **kwargs)
-    _record(pending, _SCALAR_OP, "down", t.element_size(), (_SCALAR_WORDS, t), 1, 0,
-            perf_counter_ns() - t0)
+    _record(pending, _SCALAR_OP, "down", n, (_SCALAR_WORDS, t), 1, 0, perf_counter_ns() - t0)
     return out
 
 
@@ -604,11 +595,7 @@ def _build(torch: Any) -> Any:
     hooks = _guard_hooks.Hooks(torch, _enter_full, _tls, _read_scalar)
     print_install = _print_hooks(torch, ops)
 
-    def install(on: bool) -> None:
-        print_install(on)
-        hooks.install(on)
-
-    return _mode_class(ops), install
+    return _mode_class(ops), print_install, hooks.install
 
 
 def _modes() -> Any:
@@ -676,42 +663,53 @@ class guard:
                 + f", mode={self.mode!r})")
 
     def __enter__(self) -> "guard":
-        global _active
-        mode_cls, install = _modes()
+        global _active, _lite
+        mode_cls, install_print, install_hooks = _modes()
+        full = resolve_mode(self.mode) == "full"
         with _active_lock:
             if _active == 0:
-                install(True)
+                install_print(True)
             _active += 1
+            if not full:  # (the cheap layer's hooks are on while a lite guard is: under
+                if _lite == 0:  # the full mode alone they would only sit in every call)
+                    install_hooks(True)
+                _lite += 1
             _recorder.STATE.guard = True
-        push = _tls.mode is None and resolve_mode(self.mode) == "full"
+        push = _tls.mode is None and full
         if push:
             try:
                 mode = mode_cls()
                 mode.stack = _tls.stack
                 mode.__enter__()
             except BaseException:
-                self._release()
+                self._release(not full)
                 raise
             _tls.mode = mode
             _tls.hooked += 1  # (the hooks step aside: the mode sees everything)
-        _tls.pushed.append(push)
+        _tls.pushed.append((push, not full))
         _tls.stack.append(self.levels)
         return self
 
     def __exit__(self, *exc: Any) -> None:
         _tls.stack.pop()
+        push, lite = _tls.pushed.pop()
         try:
-            if _tls.pushed.pop() and _tls.mode is not None:
+            if push and _tls.mode is not None:
                 mode, _tls.mode = _tls.mode, None
                 _tls.hooked -= 1
                 mode.__exit__(None, None, None)
         finally:
-            self._release()
+            self._release(lite)
 
     @staticmethod
-    def _release() -> None:
-        global _active
+    def _release(lite: bool) -> None:
+        global _active, _lite
         with _active_lock:
+            if lite:
+                _lite -= 1
+                if _lite <= 0:
+                    _lite = 0
+                    _modes()[2](False)
             _active -= 1
             if _active <= 0:
                 _active = 0

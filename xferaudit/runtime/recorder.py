@@ -37,6 +37,14 @@ from .kinds import KINDS
 from .rows import Launch, Row, Unwrapped, direction_of
 
 
+class _Depth(threading.local):
+    """Per thread: how many wrapper calls are in progress (a class default, so
+    reading it on a thread that never set it is a plain lookup, not a caught
+    AttributeError: the guard reads it on every event)."""
+
+    depth = 0
+
+
 class _State:
     """Process-wide switches and tallies.
 
@@ -58,7 +66,7 @@ class _State:
         self.unwrapped: dict[tuple, "UnwrappedTally"] = {}
         # Per-thread depth of wrapper calls in progress: the guard does not
         # count a crossing made inside a wrapper a second time.
-        self.local = threading.local()
+        self.local = _Depth()
         # The event timeline (a Timeline) while it is on, else None.
         self.timeline: Optional["Timeline"] = None
         # Steps marked with xfer.step() (or counting()'s handle) while counting:
@@ -297,9 +305,9 @@ def record_event(place: tuple, op: str, direction: str, nbytes: int, copies: int
     time a line is seen."""
     user, f, first, first_f = place
     if user is not None:
-        entry, line = user, f.f_lineno
+        entry, line = user, _frames.line(user, f)
     elif first is not None:
-        entry, line = first, first_f.f_lineno
+        entry, line = first, _frames.line(first, first_f)
     else:
         entry, line = None, 0
     key = (entry[2] if entry is not None else "<unknown>", line, op, direction)
@@ -307,7 +315,7 @@ def record_event(place: tuple, op: str, direction: str, nbytes: int, copies: int
     try:
         t = STATE.unwrapped.get(key)
         if t is None:
-            via = "" if user is None or first_f is f else f"{first[2]}:{first_f.f_lineno}"
+            via = _frames.where(place)[2]
             t = STATE.unwrapped[key] = UnwrappedTally(
                 key[0], line, op, direction, via=via, code=entry[0] if entry is not None else None)
         _add_unwrapped(t, nbytes, copies, pageable, ns)
@@ -335,7 +343,7 @@ def _add_unwrapped(t: UnwrappedTally, nbytes: int, copies: int, pageable: int, n
 
 def in_wrapper() -> bool:
     """True while the current thread is inside a counting wrapper."""
-    return getattr(STATE.local, "depth", 0) > 0
+    return STATE.local.depth > 0
 
 
 def call_inside(fn, args: tuple, kwargs: dict):
@@ -343,7 +351,7 @@ def call_inside(fn, args: tuple, kwargs: dict):
     the guard (:func:`in_wrapper`) does not count the wrapper's own crossing
     a second time."""
     loc = STATE.local
-    d = getattr(loc, "depth", 0)
+    d = loc.depth
     loc.depth = d + 1
     try:
         return fn(*args, **kwargs)
