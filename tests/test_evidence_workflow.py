@@ -1,5 +1,5 @@
 """The run-to-source loop end to end, on the simulated device: a program that
-crosses in every category, none of it wrapped, is recorded; `wrap --from`
+crosses in every category, none of it wrapped, is recorded by `xferaudit run`; `wrap --from`
 wraps every wrappable line the run saw (the crossings on function parameters
 too, which plain `wrap` leaves alone); a second run sees no unwrapped event on
 those lines and the same totals; `check --evidence` on the original reports
@@ -9,10 +9,9 @@ stale."""
 from __future__ import annotations
 
 import json
-import linecache
 import os
-import runpy
 import shutil
+import subprocess
 import sys
 from collections import Counter
 from pathlib import Path
@@ -22,9 +21,7 @@ import pytest
 torch = pytest.importorskip("torch")
 pytest.importorskip("libcst")
 
-import xferaudit.runtime as xfer  # noqa: E402
 from xferaudit.cli import main  # noqa: E402
-from xferaudit.testing import simulated_device  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 PROGRAM = REPO / "bench" / "evidence_program"  # (bench/gpu_evidence.py runs the same on a GPU)
@@ -51,26 +48,22 @@ NO_FORM = {("every.py", "kept = w[mask]"), ("every.py", "rows = w[[0, 1]]")}
 
 @pytest.fixture
 def proj(tmp_path, monkeypatch):
-    simulated_device()
     (tmp_path / "pyproject.toml").write_text("[project]\nname = 'p'\n")
     (tmp_path / "metrics.py").write_text(METRICS)
     (tmp_path / "every.py").write_text(EVERY)
     monkeypatch.chdir(tmp_path)
-    monkeypatch.syspath_prepend(str(tmp_path))
     return tmp_path
 
 
 def record(proj: Path, out: str) -> dict:
-    """Run every.py counted, the guard on at count level for the whole run, and
-    write what it saw as a run file (the report's JSON, kind "run")."""
-    sys.modules.pop("metrics", None)
-    linecache.checkcache()  # (the files change between runs of this one process)
-    with xfer.counting(), xfer.guard("count"):
-        runpy.run_path(str(proj / "every.py"), run_name="__main__")
-    data = xfer.snapshot().to_dict()
-    xfer.reset()
-    data["meta"].update(kind="run", root=str(proj))
-    (proj / out).write_text(json.dumps(data))
+    """`xferaudit run -o OUT every.py` in `proj`: the unmodified program counted,
+    the guard on at count level for the whole run; the run file it wrote."""
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    p = subprocess.run([sys.executable, "-m", "xferaudit", "run", "-q", "-o", out, "every.py"], cwd=proj,
+                       capture_output=True, text=True, timeout=300, env=env)
+    assert p.returncode == 0, p.stderr
+    data = json.loads((proj / out).read_text())
+    assert data["meta"]["kind"] == "run"
     return data
 
 
