@@ -165,3 +165,21 @@ def test_check_with_evidence_needs_neither_torch_nor_libcst(proj):
     assert p.returncode == 0, p.stderr
     assert p.stdout.splitlines()[-1] == "1 False False"
     assert "XFA501" in p.stdout
+
+
+def test_a_line_wrap_broke_over_several_lines_keeps_its_evidence(tmp_path, monkeypatch, capsys):
+    src = ("def step(model, batch, device_for_batch):\n"
+           "    loss = model(batch.to(device_for_batch, non_blocking=True)).mean().sum()\n"
+           "    return loss\n")
+    (tmp_path / "pyproject.toml").write_text("[project]\nname = 'p'\n")
+    (tmp_path / "train.py").write_text(src)
+    monkeypatch.chdir(tmp_path)
+    write_run(tmp_path / "run.json", [entry("train.py", 2, src.splitlines()[1], "aten._to_copy", "up", "step")])
+    assert main(["wrap", "-q", "--from", "run.json"]) == 0
+    wrapped = (tmp_path / "train.py").read_text()
+    assert len(wrapped.splitlines()) > len(src.splitlines()) + 2  # broken as black breaks it
+    rc, out = _check(capsys, "--evidence", "run.json", "train.py")
+    assert rc == 0 and "All checks passed!" in out
+    (tmp_path / "train.py").write_text("import os\n\n" + wrapped)  # and an edit above, after the wrap
+    rc, out = _check(capsys, "--evidence", "run.json", "train.py")
+    assert rc == 0, out
