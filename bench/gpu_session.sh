@@ -32,6 +32,11 @@ for m in $modes; do
   timeout 150 python3 bench/gpu_truth.py --program copies --mode $m --steps 5 --out "$out/gpu_truth_copies_$m.json" 2>&1 \
     | tee "$out/gpu_truth_copies_$m.txt" | tail -14
 done
+# run evidence: the every-category program and its `wrap --from` twin against the profiler
+for m in $modes; do
+  timeout 150 python3 bench/gpu_evidence.py --mode $m --runs 3 --out "$out/gpu_evidence_$m.json" 2>&1 \
+    | tee "$out/gpu_evidence_$m.txt" | tail -12
+done
 # xferaudit run: the unmodified programs, whole, against the profiler (copies, bytes, launches)
 for prog in copies example; do
   timeout 300 python3 bench/gpu_truth.py --runner --program $prog --steps 20 --out "$out/gpu_truth_runner_$prog.json" 2>&1 \

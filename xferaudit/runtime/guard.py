@@ -133,6 +133,7 @@ import warnings
 from time import perf_counter_ns
 from typing import Any, Mapping, Optional
 
+from .. import opforms as _opforms
 from . import frames as _frames
 from . import guard_hooks as _guard_hooks
 from . import guard_ops
@@ -166,8 +167,7 @@ class UnexpectedTransfer(RuntimeError):
         self.direction, self.nbytes, self.detail = direction, nbytes, detail
         super().__init__(
             f"unexpected {direction} transfer at {path}:{line}: {op} ({detail}). "
-            "Wrap it in a named site (e.g. xfer.item(x, site=...)) if it is meant, "
-            "or move it out of the guarded step."
+            + _opforms.advice(op, direction)  # the form `wrap` writes for this op
         )
 
 

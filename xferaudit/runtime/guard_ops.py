@@ -14,14 +14,15 @@ from __future__ import annotations
 
 from typing import Any, Optional
 
+from ..opforms import COUNT_OPS
 from .crossing import HOST, NO_DATA
 from .crossing import direction as _crossing
 
 GENERIC, SCALAR, TO_COPY, COPY, LIFT, SYNC, SYNC_BOOL_INDEX, REPEAT = range(8)
 
-#: Ops that read a size back (their output's length) before they return.
-SYNC_OPS = ("nonzero", "masked_select", "unique", "_unique", "_unique2", "unique_dim",
-            "unique_consecutive", "unique_dim_consecutive")
+#: Ops that read a size back (their output's length) before they return (the
+#: op table's count read-backs, :mod:`xferaudit.opforms`).
+SYNC_OPS = COUNT_OPS
 #: Bytes a sync op reads back (its output's size), per op family, as the wire
 #: carries them on an H200 with torch 2.11 (measured with the profiler,
 #: ``bench/gpu_copies.py``'s "alone" table): an int32 count for the nonzero
