@@ -188,8 +188,9 @@ def report(
     if file is None:
         sys.stdout.write(text)
     elif isinstance(file, (str, os.PathLike)):
-        with open(file, "w", encoding="utf-8") as fh:
-            fh.write(text)
+        from .._atomic import atomic_write
+
+        atomic_write(file, text)  # never half-written; a device node or FIFO written through
     else:
         file.write(text)
     return rep

@@ -30,6 +30,7 @@ import hashlib
 import json
 import os
 import re
+import stat
 import sys
 from dataclasses import fields
 from pathlib import Path
@@ -150,8 +151,13 @@ class Cache:
 
     def _load(self) -> None:
         try:
-            st = self.path.stat()
-            with open(self.path, "rb") as fh:
+            # Non-blocking, and only a regular file: a FIFO in the cache's place
+            # would block the open and the read.
+            fd = os.open(self.path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+            with open(fd, "rb") as fh:
+                st = os.fstat(fd)
+                if not stat.S_ISREG(st.st_mode):
+                    return
                 data = json.loads(fh.read())
             if isinstance(data, dict) and data.get("format") == FORMAT:
                 self.entries = data.get("files", {})
@@ -199,7 +205,7 @@ class Cache:
             except OSError:
                 pass
             payload = json.dumps({"format": FORMAT, "files": self.entries}, separators=(",", ":"))
-            atomic_write(self.path, payload)
+            atomic_write(self.path, payload, special="refuse")
             self._prune()
             self.new = {}
             return True

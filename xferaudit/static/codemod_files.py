@@ -344,7 +344,7 @@ def _write(o: FileOutcome, new: bytes) -> Optional[str]:
         if is_read_only(o.path):
             n = sum(o.result.wrapped.values()) or sum(o.result.unwrapped.values())
             return f"read-only: not rewritten ({n} call{'s' if n != 1 else ''} would change)"
-        atomic_write(o.path, new, hard_links="refuse")
+        atomic_write(o.path, new, hard_links="refuse", special="refuse")
     except HardLinkError as e:
         return str(e)
     except OSError as e:
