@@ -59,8 +59,11 @@ What it cannot do (it is a test double, not a device):
 
 from __future__ import annotations
 
+import sys
 import threading
 from typing import Any
+
+from .runtime.recorder import new_lock_after_fork
 
 NAME = "fakegpu"
 
@@ -103,6 +106,7 @@ def _warn_compile() -> bool:
 
 
 _lock = threading.Lock()
+new_lock_after_fork(sys.modules[__name__], "_lock")
 _ready = False
 _keep: list = []  # the torch.library.Library holding our kernels must stay alive
 SimulatedTensor: Any = None  # the class, made on first use (it needs torch)

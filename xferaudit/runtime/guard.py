@@ -342,6 +342,20 @@ _active = 0  # guards active, all threads
 _active_lock = threading.Lock()
 
 
+def _after_fork_in_child() -> None:
+    """Only the forking thread lives on in a child: the guards still active are
+    its own; with none, the hooks come off as at the last guard's exit."""
+    global _active
+    _active = len(_tls.pushed)
+    if _active == 0 and _recorder.STATE.guard:
+        _recorder.STATE.guard = False
+        if _modes_cls is not None:
+            _modes_cls[1](False)
+
+
+_recorder.new_lock_after_fork(sys.modules[__name__], "_active_lock", then=_after_fork_in_child)
+
+
 def clear_log_history() -> None:
     """Forget which lines ``guard("log")`` has already warned about."""
     _seen.clear()
