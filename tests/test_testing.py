@@ -6,6 +6,7 @@ from __future__ import annotations
 import subprocess
 import sys
 import textwrap
+import warnings
 
 import pytest
 
@@ -225,3 +226,23 @@ def test_no_warning_without_torch_compile(dev):
         x = torch.ones(3).to(dev)
         (x + 1).sum().item()
     assert not [w for w in seen if issubclass(w.category, testing.SimulatedDeviceWarning)]
+
+
+# --- the simulated device and the machine's pinned memory, in one process --------------
+
+def test_pinning_asks_the_real_accelerator_not_the_simulated_device(dev):
+    """PyTorch takes a registered PrivateUse1 backend as the accelerator, and a
+    Python backend has no pinned-memory allocator: pin_memory() would fail with
+    PrivateUse1's NotImplementedError even where CUDA is there to pin."""
+    x = torch.randn(4)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no deprecation warning from the device handed on
+        assert x.is_pinned() is False
+    if torch.cuda.is_available():
+        assert x.pin_memory().is_pinned()  # (tests/runtime/test_simulated_pinned_gpu.py: the rest)
+        return
+    with pytest.raises(RuntimeError) as ei:
+        x.pin_memory()
+    assert "PrivateUse1HooksInterface" not in str(ei.value)
+    assert "needs a real accelerator" in str(ei.value) and "fakegpu" in str(ei.value)
+    assert torch.Tensor.pin_memory.__doc__ and torch.Tensor.is_pinned.__doc__  # help() still reads
