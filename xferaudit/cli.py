@@ -81,7 +81,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     try:
         return int(cmd.run(args) or 0)
     except UserError as e:
-        print(f"xferaudit: error: {e}", file=sys.stderr)
+        from ._text import printable  # names from files: one line, no escape sequences
+
+        print(f"xferaudit: error: {printable(e)}", file=sys.stderr)
         return EXIT_ERROR
     except KeyboardInterrupt:
         return 130

@@ -184,7 +184,7 @@ def report(
         if merged is None:
             return rep
         rep = merged
-    text = rep.format()
+    text = str(rep)  # names escaped for the terminal
     if file is None:
         sys.stdout.write(text)
     elif isinstance(file, (str, os.PathLike)):

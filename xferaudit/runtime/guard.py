@@ -126,6 +126,7 @@ import threading
 import warnings
 from typing import Any, Mapping, Optional
 
+from .._text import printable
 from . import guard_hooks as _guard_hooks
 from . import guard_ops
 from . import recorder as _recorder
@@ -156,6 +157,7 @@ class UnexpectedTransfer(RuntimeError):
     def __init__(self, path: str, line: int, op: str, direction: str, nbytes: int, detail: str):
         self.path, self.line, self.op = path, line, op
         self.direction, self.nbytes, self.detail = direction, nbytes, detail
+        path, op, detail = printable(path), printable(op), printable(detail)  # (the message only)
         super().__init__(
             f"unexpected {direction} transfer at {path}:{line}: {op} ({detail}). "
             "Wrap it in a named site (e.g. xfer.item(x, site=...)) if it is meant, "
@@ -397,8 +399,8 @@ def _event(stack: list, op: str, direction: str, nbytes: int, detail: str, copie
         if key not in _seen:
             _seen.add(key)
             warnings.warn_explicit(
-                f"xferaudit guard: unexpected {direction} transfer: {op} ({detail})",
-                UnexpectedTransferWarning, path, line,
+                f"xferaudit guard: unexpected {direction} transfer: {printable(op)} ({printable(detail)})",
+                UnexpectedTransferWarning, printable(path), line,
             )
 
 
