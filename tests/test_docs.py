@@ -69,3 +69,15 @@ def test_the_site_builds_strictly(tmp_path):
         assert (tmp_path / "site" / "rules" / code / "index.html").is_file()
     sites = (tmp_path / "site" / "sites" / "index.html").read_text(encoding="utf-8")
     assert "torch.cpu" in sites and "jax.device_put" in sites
+
+
+def test_every_pre_commit_rev_in_the_docs_is_a_placeholder_or_a_commit():
+    """A `rev:` naming a tag the repository does not have fails `pre-commit install`."""
+    import re
+
+    pages = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
+    revs = [(p.name, m.group(1)) for p in pages
+            for m in re.finditer(r"^\s*rev:\s*(<[^>\n]*>|\S+)", p.read_text(encoding="utf-8"), re.M)]
+    assert revs  # the set-up is documented
+    for page, rev in revs:
+        assert re.fullmatch(r"<[^>]+>|[0-9a-f]{40}", rev), f"{page}: rev: {rev}"
