@@ -43,7 +43,7 @@ def _build_parser(only: Optional[str]) -> argparse.ArgumentParser:
         cmd = _load(name)
         p = sub.add_parser(cmd.NAME, help=cmd.DESCRIPTION, description=cmd.DESCRIPTION)
         cmd.add_arguments(p)
-        p.set_defaults(_command=cmd)
+        p.set_defaults(_command=cmd, _parser=p)
     return parser
 
 
@@ -73,7 +73,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     first = next((a for a in argv if not a.startswith("-")), None)
     only = first if first in {n.replace("_", "-") for n in _command_names()} else None
     parser = _build_parser(only)
-    args = parser.parse_args(argv)
+    args, unknown = parser.parse_known_args(argv)
+    if unknown:  # said by the command's own parser, with its usage (not the top level's)
+        getattr(args, "_parser", parser).error(f"unrecognized arguments: {' '.join(unknown)}")
     cmd = getattr(args, "_command", None)
     if cmd is None:
         parser.print_help()

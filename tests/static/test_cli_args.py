@@ -121,3 +121,17 @@ def test_options_that_name_no_file_still_work(proj, capsys):
     assert main(["check", "--no-cache", "--exit-zero", "train.py"]) == 0
     assert main(["check", "--no-cache", "--exit", "train.py"]) == 2
     capsys.readouterr()
+
+
+@pytest.mark.parametrize("argv, usage", [
+    (["check", "--bogus", "train.py"], "usage: xferaudit check"),
+    (["wrap", "--exit-zero", "train.py"], "usage: xferaudit wrap"),
+    (["budget", "--from", "run.json", "--nope"], "usage: xferaudit budget"),
+])
+def test_an_unknown_option_prints_the_usage_of_its_command(proj, capsys, argv, usage):
+    with pytest.raises(SystemExit) as ei:
+        main(argv)
+    assert ei.value.code == 2
+    err = capsys.readouterr().err
+    assert err.startswith(usage) and f"unrecognized arguments: {argv[-2] if argv[0] != 'budget' else argv[-1]}" in err
+    assert "usage: xferaudit [-h]" not in err
