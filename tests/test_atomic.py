@@ -150,3 +150,38 @@ def test_dev_stdout_redirected_to_a_file_appends_to_that_open_file(tmp_path):
         out = subprocess.run([sys.executable, "-c", code], stdout=fh, stderr=subprocess.PIPE, text=True, timeout=60)
     assert out.returncode == 0, out.stderr
     assert dest.read_text() == "before\nwritten\n"  # the shell's file kept, not replaced
+
+
+# --- extended attributes ------------------------------------------------------------
+
+def _xattrs_or_skip(path):
+    if not hasattr(os, "setxattr"):
+        pytest.skip("no extended attributes on this platform")
+    try:
+        os.setxattr(path, "user.xferaudit.test", b"kept")
+    except OSError as e:
+        pytest.skip(f"this file system keeps no user extended attributes: {e}")
+
+
+def test_extended_attributes_are_kept(tmp_path):
+    f = tmp_path / "a.py"
+    f.write_text("old")
+    _xattrs_or_skip(f)
+    os.setxattr(f, "user.origin", b"downloaded from somewhere")
+    atomic_write(f, "new")
+    assert f.read_text() == "new"
+    assert os.getxattr(f, "user.xferaudit.test") == b"kept"
+    assert os.getxattr(f, "user.origin") == b"downloaded from somewhere"
+
+
+def test_wrap_keeps_a_source_files_extended_attributes(tmp_path, monkeypatch, capsys):
+    from xferaudit.cli import main
+
+    (tmp_path / "pyproject.toml").write_text("[tool.xferaudit]\n")
+    f = tmp_path / "train.py"
+    f.write_text("def step(loss):\n    return loss.item()\n")
+    _xattrs_or_skip(f)
+    monkeypatch.chdir(tmp_path)
+    assert main(["wrap", "train.py"]) == 0
+    assert "xfer.item(loss" in f.read_text() and os.getxattr(f, "user.xferaudit.test") == b"kept"
+    capsys.readouterr()

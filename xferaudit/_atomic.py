@@ -6,7 +6,9 @@ content goes to a temporary file in the same folder, is flushed to disk, takes
 the old file's owner, group and permissions (the owner and group where the
 process may set them: as root, or a group the user belongs to), and is renamed
 over the old name in one step. An interrupted run leaves either the old file or
-the new one.
+the new one. The old file's extended attributes (Linux: a download's origin,
+an SELinux label, POSIX ACLs) are copied to the new one, each where the process
+may set it.
 
 Targets that are not regular files: a rename would put a regular file in
 place of a device node, a FIFO or a socket (as root, ``-o /dev/null`` would
@@ -105,6 +107,22 @@ def _keep_owner(tmp: str, st: os.stat_result) -> None:
             continue
 
 
+def _keep_xattrs(real: str, tmp: str) -> None:
+    """Copy the old file's extended attributes (a download's origin, an SELinux
+    label, POSIX ACLs) to `tmp`, each where the process may set it."""
+    if not hasattr(os, "listxattr"):
+        return
+    try:
+        names = os.listxattr(real)
+    except OSError:  # a file system without them
+        return
+    for name in names:
+        try:
+            os.setxattr(tmp, name, os.getxattr(real, name))
+        except OSError:  # (trusted.* needs root; a name the new file's system refuses)
+            continue
+
+
 def atomic_write(path: Union[str, "os.PathLike[str]"], data: Union[bytes, str], encoding: str = "utf-8",
                  *, hard_links: str = "split", special: str = "write") -> None:
     """Replace (or create) `path` with `data` atomically.
@@ -157,6 +175,8 @@ def atomic_write(path: Union[str, "os.PathLike[str]"], data: Union[bytes, str], 
             os.fsync(f.fileno())
         if st is not None and hasattr(os, "chown"):
             _keep_owner(tmp, st)
+        if st is not None:
+            _keep_xattrs(real, tmp)
         os.chmod(tmp, mode)  # after chown, which may clear set-id bits
         os.replace(tmp, real)
     except BaseException:
