@@ -25,6 +25,7 @@ from typing import Callable, Optional, Sequence, TextIO
 
 from .._atomic import HardLinkError, atomic_write
 from .._text import printable, printable_path
+from .._workers import KeptInterrupt
 from ..config import Config
 from ..rules import KINDS
 from . import progress as _progress
@@ -262,8 +263,10 @@ def run_codemod(
     messages: list[str] = []
     written: list[str] = []
     o = None
+    ctrl_c = KeptInterrupt()
     try:
         for o in _outcomes(list(paths), mode, cfg, tuple(select), diff, jobs, rename_sites):
+            ctrl_c.check()  # one swallowed by a finalizer: this file is not written
             r = o.result
             progress.step(sites=(sum(r.wrapped.values()) + sum(r.unwrapped.values())) if r is not None else 0)
             if on_outcome is not None:
@@ -294,12 +297,15 @@ def run_codemod(
             if o.error is not None:
                 summary.skipped[_skip_class(o.error)] += 1
                 messages.append(f"{printable_path(o.rel)}: skipped: {printable(o.error)}")
+        ctrl_c.check()
     except KeyboardInterrupt:
         progress.close()
         if o is not None and (not written or written[-1] != o.rel) and _was_written(o, dry):
             written.append(o.rel)  # interrupted between its rename and the bookkeeping
         err.write(interrupted_message(mode, written) + "\n")
         return EXIT_INTERRUPTED
+    finally:
+        ctrl_c.close()
     progress.close()
     out.flush()
     for m in messages:
