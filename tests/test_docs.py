@@ -81,3 +81,13 @@ def test_every_pre_commit_rev_in_the_docs_is_a_placeholder_or_a_commit():
     assert revs  # the set-up is documented
     for page, rev in revs:
         assert re.fullmatch(r"<[^>]+>|[0-9a-f]{40}", rev), f"{page}: rev: {rev}"
+
+
+def test_the_cli_reference_fits_the_page():
+    """The site's code blocks show about 80 characters (Material's content column
+    beside both sidebars): longer help lines were cut off on the right."""
+    hook = _hook()
+    text = hook.cli_help()
+    long = [ln for ln in text.splitlines() if len(ln) > 80]
+    assert not long, long[:3]
+    assert "--jobs N" in text and "--select CODES" in text
