@@ -91,3 +91,27 @@ def test_the_cli_reference_fits_the_page():
     long = [ln for ln in text.splitlines() if len(ln) > 80]
     assert not long, long[:3]
     assert "--jobs N" in text and "--select CODES" in text
+
+
+def test_rule_pages_say_that_wrapping_an_implicit_sync_counts_it_and_keeps_it():
+    from xferaudit.static.codes import CODES, render
+
+    hook = _hook()
+    for code in ("XFA401", "XFA402", "XFA403", "XFA404", "XFA408"):
+        d = CODES[code]
+        for page in (render(d), hook.rule_page(d)):
+            assert "Fix is available" not in page and "**Fix:** available" not in page, code
+            assert "does not remove" in page, code
+    for code in ("XFA201", "XFA202", "XFA203", "XFA204"):
+        for page in (render(CODES[code]), hook.rule_page(CODES[code])):
+            assert "rewrites the call into its counting wrapper" in page, code
+
+
+def test_the_use_instead_of_a_read_in_a_loop_shows_the_read_after_the_loop():
+    """XFA401's example keeps the sum on the device "for one read after the loop": show it."""
+    from xferaudit.static.codes import CODES
+
+    lines = CODES["XFA401"].instead.rstrip().splitlines()
+    loop = next(i for i, ln in enumerate(lines) if ln.startswith("for "))
+    after = [ln for ln in lines[loop + 1:] if ln and not ln.startswith((" ", "\t"))]
+    assert after and ".item()" in after[-1]

@@ -65,10 +65,7 @@ def _fence(code: str) -> str:
 
 
 def rule_page(d) -> str:
-    fix = (
-        "**Fix:** available: `xferaudit wrap PATH` rewrites the call into its counting wrapper.\n\n"
-        if getattr(d, "fixable", False) else ""
-    )
+    fix = f"**Fix:** {d.fix}\n\n" if getattr(d, "fix", "") else ""
     note = getattr(d, "note", "")
     return (
         f"# {d.code} {d.name}\n\n"
