@@ -115,3 +115,14 @@ def test_the_use_instead_of_a_read_in_a_loop_shows_the_read_after_the_loop():
     loop = next(i for i, ln in enumerate(lines) if ln.startswith("for "))
     after = [ln for ln in lines[loop + 1:] if ln and not ln.startswith((" ", "\t"))]
     assert after and ".item()" in after[-1]
+
+
+def test_the_set_up_is_written_for_a_users_machine():
+    """How to get torch on your own machine (PyTorch's CPU wheels, or the torch you
+    have), not a description of the machines the project was built on."""
+    for page in (ROOT / "README.md", ROOT / "docs" / "getting-started.md"):
+        text = page.read_text(encoding="utf-8")
+        setup = text.split("## Set up", 1)[1].split("\n## ", 1)[0]
+        assert "these machines" not in setup, page.name
+        assert "https://download.pytorch.org/whl/cpu" in setup, page.name
+        assert "torch you have" in setup, page.name
