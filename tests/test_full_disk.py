@@ -23,11 +23,8 @@ SRC = "def step(loss):\n    return loss.item()\n"
 
 
 @pytest.fixture
-def proj(tmp_path, monkeypatch):
-    (tmp_path / "pyproject.toml").write_text("[tool.xferaudit]\n")
-    (tmp_path / "train.py").write_text(SRC)
-    monkeypatch.chdir(tmp_path)
-    return tmp_path
+def proj(make_project):
+    return make_project({"train.py": SRC})
 
 
 def _mount(where: Path, *options: str) -> None:

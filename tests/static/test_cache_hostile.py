@@ -15,12 +15,8 @@ OTHER = "def g(t):\n    return t.cuda()\n"
 
 
 @pytest.fixture
-def proj(tmp_path, monkeypatch):
-    (tmp_path / "pyproject.toml").write_text("[tool.xferaudit]\n")
-    (tmp_path / "train.py").write_text(STEP)
-    (tmp_path / "other.py").write_text(OTHER)
-    monkeypatch.chdir(tmp_path)
-    return tmp_path
+def proj(make_project):
+    return make_project({"train.py": STEP, "other.py": OTHER})
 
 
 def _cache_file(proj):
