@@ -25,11 +25,16 @@ pytestmark = pytest.mark.skipif(not hasattr(os, "register_at_fork"), reason="nee
 DEADLINE_S = 60.0
 
 
+def _quiet_fork_warnings() -> None:
+    warnings.simplefilter("ignore", DeprecationWarning)  # 3.12+: fork with threads running
+    warnings.filterwarnings("ignore", r"os\.fork\(\) was called", RuntimeWarning)  # JAX, once imported
+
+
 def _fork(child) -> tuple:
     """Fork; the child runs `child()` and writes its JSON-able result to a pipe."""
     r, w = os.pipe()
-    with warnings.catch_warnings():  # (3.12+: fork with threads running is deprecated)
-        warnings.simplefilter("ignore", DeprecationWarning)
+    with warnings.catch_warnings():  # (fork with threads running: the children use none of them)
+        _quiet_fork_warnings()
         pid = os.fork()
     if pid == 0:  # pragma: no cover - the child
         code = 1
@@ -198,7 +203,7 @@ def test_a_fork_dataloader_whose_dataset_wraps_calls_runs_while_threads_count():
     loader = torch.utils.data.DataLoader(Items(), batch_size=4, num_workers=2, timeout=30,
                                          multiprocessing_context="fork")
     with xfer.counting(), warnings.catch_warnings():
-        warnings.simplefilter("ignore", DeprecationWarning)
+        _quiet_fork_warnings()
         t = threading.Thread(target=metrics, daemon=True)
         t.start()
         try:
