@@ -186,7 +186,7 @@ def scan(
             continue
         if cache is not None:
             digest = hashlib.blake2b(data, digest_size=16).hexdigest()
-            hit = cache.get(rel, digest, display, line_bound(data, is_notebook(rel) or is_notebook(display)))
+            hit = cache.get(rel, digest, display, line_bound(data))
             if hit is not None:
                 out.stats.cached += 1
                 out.results.append(hit)
