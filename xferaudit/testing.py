@@ -294,6 +294,8 @@ def _keep_host_pinning(torch: Any) -> None:
     machine's real accelerator instead (found on first use), as before the
     simulated device was set up. A device named in the call is kept."""
     bare_pin, bare_is_pinned = torch.Tensor.pin_memory, torch.Tensor.is_pinned
+    # The op pin_memory() calls, with a device and without a deprecation warning.
+    pin_to = getattr(torch, "_pin_memory", None) or torch.ops.aten._pin_memory.default
     found: list = []
 
     def real_accelerator(device: Any) -> Any:
@@ -323,7 +325,7 @@ def _keep_host_pinning(torch: Any) -> None:
                 "no pinned memory: leave pin_memory out where only the simulated device runs")
         if is_pinned(self):
             return self
-        return torch._pin_memory(self, acc)  # (no deprecation warning: the op pin_memory() calls)
+        return pin_to(self, acc)
 
     is_pinned.__doc__, pin_memory.__doc__ = bare_is_pinned.__doc__, bare_pin.__doc__
     torch.Tensor.is_pinned, torch.Tensor.pin_memory = is_pinned, pin_memory
