@@ -15,7 +15,7 @@ and autograd's threads are not lost.
 
 Fork safety: a thread may hold the lock when another thread forks, and the
 child would then wait for it forever (a fork DataLoader with metric threads
-counting). In a forked child the lock is freed and the tallies start empty:
+counting). A forked child gets a new lock, and its tallies start empty:
 counting, the guard and the timeline stay as they were, and what the child
 counts is its own. A child's counts are not sent back to the parent; a worker
 that wants them kept saves a report of its own (``xfer.snapshot().save(...)``).
