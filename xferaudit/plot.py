@@ -16,9 +16,12 @@ backend, no global state).
 
 from __future__ import annotations
 
+import io
 import os
 from pathlib import Path
 from typing import Any, Optional, Union
+
+from ._atomic import atomic_write
 
 #: At most this many sites are drawn (the rest are counted in the title).
 MAX_SITES = 40
@@ -229,14 +232,12 @@ def plot_report(rep: Any, path: Union[str, "os.PathLike[str]"], top: Optional[in
     fig.suptitle(_title(rep, len(items), total), fontsize=10.5, x=0.5, ha="center")
 
     fmt = out.suffix.lstrip(".").lower() or "png"
-    tmp = out.with_name(f".{out.name}.{os.getpid()}.tmp")
+    image = io.BytesIO()
     try:
-        fig.savefig(tmp, format=fmt, dpi=dpi)
-        os.replace(tmp, out)
-    except (OSError, ValueError) as e:
-        try:
-            tmp.unlink()
-        except OSError:
-            pass
+        fig.savefig(image, format=fmt, dpi=dpi)
+        atomic_write(out, image.getvalue())
+    except OSError as e:
+        raise PlotError(f"{out}: cannot write the plot: {e.strerror or e}") from None
+    except ValueError as e:
         raise PlotError(f"{out}: cannot write the plot: {e}") from None
     return out

@@ -445,3 +445,12 @@ def test_the_cache_key_covers_every_module_of_the_static_package_and_every_pack(
     assert static <= hashed  # found, not listed by hand: a new module is covered too
     assert (pkg / "static" / "codemod" / "shapes.py") in hashed and (pkg / "wrapform.py") in hashed
     assert set(pack_files()) <= hashed and pack_files()
+
+
+def test_a_backslash_continued_call_reads_as_one_line(proj, capsys):
+    write(proj, "train.py", "def step(x, loss, model):\n    y = x \\\n        .cpu()\n"
+                            "    z = loss.to(\\\n        'cpu')\n    return y, z\n")
+    rc, out, _ = run(capsys, "check", "--no-cache", "-q")
+    assert rc == 1
+    assert "XFA202 `x.cpu()` reads" in out and "\\." not in out
+    assert "`loss.to('cpu')`" in out and "\\" not in out

@@ -144,3 +144,26 @@ def test_a_committed_run_file_rejects_a_commit_that_leaves_its_line_unwrapped(pr
     git(proj, "add", "train.py")
     r = pre_commit(proj, env)
     assert r.returncode == 0, r.stdout + r.stderr
+
+def test_files_named_like_options_cannot_pass_the_hook_or_overwrite_a_file(project):
+    """A committed `--exit-zero` (an executable python script) would make the check
+    pass; `--write-baseline=bad.py` would overwrite bad.py: the hook refuses both."""
+    proj, env = project
+    git(proj, "reset", "-q")
+    script = proj / "--exit-zero"
+    script.write_text("#!/usr/bin/env python\nimport torch\n\n\ndef f(x):\n    return x.cpu()\n")
+    script.chmod(0o755)
+    bad = "def g(y):\n    return y.item()\n"
+    (proj / "bad.py").write_text(bad)
+    git(proj, "add", "--", "--exit-zero", "bad.py")
+    r = pre_commit(proj, env)
+    out = r.stdout + r.stderr
+    assert r.returncode == 1 and "exit code: 2" in out and "names a file here" in out, out
+
+    (proj / "--write-baseline=bad.py").write_text("import torch\n")
+    git(proj, "add", "--", "--write-baseline=bad.py")
+    r = pre_commit(proj, env)
+    out = r.stdout + r.stderr
+    assert r.returncode != 0 and "names a file here" in out, out
+    assert (proj / "bad.py").read_text() == bad
+    git(proj, "rm", "-q", "--cached", "--", "--exit-zero", "bad.py", "--write-baseline=bad.py")

@@ -184,12 +184,13 @@ def report(
         if merged is None:
             return rep
         rep = merged
-    text = rep.format()
+    text = str(rep)  # names escaped for the terminal
     if file is None:
         sys.stdout.write(text)
     elif isinstance(file, (str, os.PathLike)):
-        with open(file, "w", encoding="utf-8") as fh:
-            fh.write(text)
+        from .._atomic import atomic_write
+
+        atomic_write(file, text)  # never half-written; a device node or FIFO written through
     else:
         file.write(text)
     return rep

@@ -319,10 +319,15 @@ class Report:
                              f"{u.seconds * 1e3:>10.3f}  {u.op:<28} {u.path}:{u.line}{via}{called}{pg}")
         return "\n".join(lines) + "\n"
 
-    __str__ = format
+    def __str__(self) -> str:
+        """The table, control characters in names escaped (see :mod:`.printable`);
+        :meth:`format` gives the names as recorded."""
+        from .printable import printable_report
+
+        return printable_report(self).format()
 
     def print(self, file: Optional[IO[str]] = None) -> None:
-        (file if file is not None else sys.stdout).write(self.format())
+        (file if file is not None else sys.stdout).write(str(self))
 
 
 # --- diff ----------------------------------------------------------------------

@@ -134,6 +134,7 @@ from time import perf_counter_ns
 from typing import Any, Mapping, Optional
 
 from .. import opforms as _opforms
+from .._text import printable
 from . import frames as _frames
 from . import guard_hooks as _guard_hooks
 from . import guard_ops
@@ -165,6 +166,7 @@ class UnexpectedTransfer(RuntimeError):
     def __init__(self, path: str, line: int, op: str, direction: str, nbytes: int, detail: str):
         self.path, self.line, self.op = path, line, op
         self.direction, self.nbytes, self.detail = direction, nbytes, detail
+        path, op, detail = printable(path), printable(op), printable(detail)  # (the message only)
         super().__init__(
             f"unexpected {direction} transfer at {path}:{line}: {op} ({detail}). "
             + _opforms.advice(op, direction)  # the form `wrap` writes for this op
@@ -257,6 +259,20 @@ _lite = 0  # of them, those in the cheap mode (its hooks are on while any is)
 _active_lock = threading.Lock()
 
 
+def _after_fork_in_child() -> None:
+    """Only the forking thread lives on in a child: the guards still active are
+    its own; with none, the hooks come off as at the last guard's exit."""
+    global _active
+    _active = len(_tls.pushed)
+    if _active == 0 and _recorder.STATE.guard:
+        _recorder.STATE.guard = False
+        if _modes_cls is not None:
+            _modes_cls[1](False)
+
+
+_recorder.new_lock_after_fork(sys.modules[__name__], "_active_lock", then=_after_fork_in_child)
+
+
 def clear_log_history() -> None:
     """Forget which lines ``guard("log")`` has already warned about."""
     _seen.clear()
@@ -311,8 +327,8 @@ def _record(pending: tuple, op: str, direction: str, nbytes: int, detail: Any, c
         if key not in _seen:
             _seen.add(key)
             warnings.warn_explicit(
-                f"xferaudit guard: unexpected {direction} transfer: {op} ({_words(detail, via)})",
-                UnexpectedTransferWarning, path, line,
+                f"xferaudit guard: unexpected {direction} transfer: {printable(op)} ({printable(_words(detail, via))})",
+                UnexpectedTransferWarning, printable(path), line,
             )
 
 

@@ -13,6 +13,13 @@ a bug worth seeing without asking.
 Thread safety: one lock around every update, so counts from pin-memory threads
 and autograd's threads are not lost.
 
+Fork safety: a thread may hold the lock when another thread forks, and the
+child would then wait for it forever (a fork DataLoader with metric threads
+counting). A forked child gets a new lock, and its tallies start empty:
+counting, the guard and the timeline stay as they were, and what the child
+counts is its own. A child's counts are not sent back to the parent; a worker
+that wants them kept saves a report of its own (``xfer.snapshot().save(...)``).
+
 Timeline (off by default, ``xfer.timeline(True)``): a bounded ring buffer of
 timestamped events, one per wrapped call, launch and unwrapped crossing, for
 ``xferaudit report RUN.json --trace``. Its clock is ``time.time_ns()`` (the
@@ -30,7 +37,7 @@ import threading
 import time
 from collections import deque
 from dataclasses import dataclass, field
-from typing import Any, Optional
+from typing import Any, Callable, Optional
 
 from . import frames as _frames
 from .kinds import KINDS
@@ -220,7 +227,8 @@ class Timeline:
 
 # The lock's bound methods, looked up once: ``acquire(); try: ... finally:
 # release()`` costs about half of ``with STATE.lock:`` on CPython 3.11, and
-# record() runs on every wrapped call while counting.
+# record() runs on every wrapped call while counting. A forked child binds
+# them to its new lock (see new_lock_after_fork).
 _acquire = STATE.lock.acquire
 _release = STATE.lock.release
 
@@ -362,12 +370,44 @@ def call_inside(fn, args: tuple, kwargs: dict):
 def reset() -> None:
     """Forget every count (transfers, launches and unwrapped events) and timeline event."""
     with STATE.lock:
-        STATE.sites.clear()
-        STATE.launches.clear()
-        STATE.unwrapped.clear()
-        STATE.steps = 0
-        if STATE.timeline is not None:
-            STATE.timeline.clear()
+        _forget()
+
+
+def _forget() -> None:
+    STATE.sites.clear()
+    STATE.launches.clear()
+    STATE.unwrapped.clear()
+    STATE.steps = 0
+    if STATE.timeline is not None:
+        STATE.timeline.clear()
+
+
+def new_lock_after_fork(owner: Any, name: str, then: Optional[Callable[[], None]] = None) -> None:
+    """In every forked child, give ``owner.<name>`` a new ``threading.Lock``,
+    then call `then`. Registered once per lock, at import.
+
+    Freeing the old lock is not enough: a thread that was woken to take it
+    may own it without having marked it taken yet (``locked()`` says False,
+    ``acquire()`` waits forever). So code must look such a lock up where it
+    lives (``STATE.lock``, a module global), never keep its own reference.
+    """
+    def child() -> None:
+        setattr(owner, name, threading.Lock())
+        if then is not None:
+            then()
+
+    if hasattr(os, "register_at_fork"):
+        os.register_at_fork(after_in_child=child)
+
+
+def _after_fork_in_child() -> None:
+    """The child's tally is its own: the parent's counts stay in the parent."""
+    global _acquire, _release
+    _acquire, _release = STATE.lock.acquire, STATE.lock.release
+    _forget()
+
+
+new_lock_after_fork(STATE, "lock", then=_after_fork_in_child)
 
 
 def set_timeline(on: bool, maxlen: int = 100_000) -> bool:

@@ -25,6 +25,7 @@ from typing import Callable, Optional, Sequence, TextIO
 
 from .._atomic import HardLinkError, atomic_write
 from .._text import printable, printable_path
+from .._workers import KeptInterrupt
 from ..config import Config
 from ..rules import KINDS
 from . import progress as _progress
@@ -283,8 +284,10 @@ def run_codemod(
     messages: list[str] = []
     written: list[str] = []
     o = None
+    ctrl_c = KeptInterrupt()
     try:
         for o in _outcomes(list(paths), mode, cfg, tuple(select), diff, jobs, rename_sites, evidence):
+            ctrl_c.check()  # one swallowed by a finalizer: this file is not written
             r = o.result
             progress.step(sites=(sum(r.wrapped.values()) + sum(r.unwrapped.values())) if r is not None else 0)
             if on_outcome is not None:
@@ -316,12 +319,15 @@ def run_codemod(
             if o.error is not None:
                 summary.skipped[_skip_class(o.error)] += 1
                 messages.append(f"{printable_path(o.rel)}: skipped: {printable(o.error)}")
+        ctrl_c.check()
     except KeyboardInterrupt:
         progress.close()
         if o is not None and (not written or written[-1] != o.rel) and _was_written(o, dry):
             written.append(o.rel)  # interrupted between its rename and the bookkeeping
         err.write(interrupted_message(mode, written) + "\n")
         return EXIT_INTERRUPTED
+    finally:
+        ctrl_c.close()
     progress.close()
     out.flush()
     for m in messages:
@@ -366,7 +372,7 @@ def _write(o: FileOutcome, new: bytes) -> Optional[str]:
         if is_read_only(o.path):
             n = sum(o.result.wrapped.values()) or sum(o.result.unwrapped.values())
             return f"read-only: not rewritten ({n} call{'s' if n != 1 else ''} would change)"
-        atomic_write(o.path, new, hard_links="refuse")
+        atomic_write(o.path, new, hard_links="refuse", special="refuse")
     except HardLinkError as e:
         return str(e)
     except OSError as e:

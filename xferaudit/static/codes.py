@@ -50,6 +50,18 @@ class CodeDoc:
     instead: str
     fixable: bool = False  # `xferaudit wrap` rewrites it
     note: str = ""  # said after the "Use instead" example
+    counts_only: bool = False  # the wrapped form counts the crossing; the code still makes it
+
+    @property
+    def fix(self) -> str:
+        """What `xferaudit wrap` does about a finding: one sentence, "" for nothing."""
+        if not self.fixable:
+            return ""
+        if self.counts_only:
+            return ("`xferaudit wrap` counts it: the read goes through a counting wrapper, so the "
+                    "report names it, but the wrapped code still reads and waits; it does not "
+                    "remove the synchronisation. To remove it, write what *Use instead* shows.")
+        return "`xferaudit wrap` rewrites the call into its counting wrapper."
 
 
 CODES: dict[str, CodeDoc] = {}
@@ -258,7 +270,8 @@ _IMPLICIT_DOCS = [
      "synchronisation hidden in what reads like arithmetic. Once per step it stalls the pipeline "
      "every step, and no `.item()` in the code shows it.",
      "for x, y in loader:\n    loss = crit(model(x.to(dev)), y.to(dev))\n    total += float(loss)\n",
-     "for x, y in loader:\n    loss = crit(model(x.to(dev)), y.to(dev))\n    total += loss.detach()  # one read after the loop\n",
+     "total = torch.zeros((), device=dev)\nfor x, y in loader:\n    loss = crit(model(x.to(dev)), y.to(dev))\n"
+     "    total += loss.detach()  # stays on the device\nmean = total.item() / len(loader)  # one read, after the loop\n",
      "xferaudit wrap rewrites `float(loss)` as `xfer.float(loss, site=...)` (and `range(t)`, "
      "`seq[t]`, `x[:t]` with `xfer.index(t, site=...)`) so the runtime counts each read."),
     ("XFA402", "implicit-truth", "A device tensor tested for truth",
@@ -338,6 +351,7 @@ for _code, _name, _summary, _what, _why, _ex, _inst, _note in _IMPLICIT_DOCS:
         what=_what + " " + _IMPLICIT_NOTE.format(code=_code),
         why=_why, example=_ex, instead=_inst,
         fixable=_code in ("XFA401", "XFA402", "XFA403", "XFA404", "XFA408"), note=_note,
+        counts_only=True,
     ))
 
 
@@ -350,7 +364,7 @@ def doc(code: str) -> CodeDoc:
 
 def render(d: CodeDoc) -> str:
     """The ruff-style Markdown page of one code (``xferaudit rule CODE``)."""
-    fix = "Fix is available with `xferaudit wrap`.\n\n" if d.fixable else ""
+    fix = f"{d.fix}\n\n" if d.fix else ""
     return (
         f"# {d.name} ({d.code})\n\n"
         f"{d.summary}.\n\n{fix}"

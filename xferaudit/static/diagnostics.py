@@ -107,11 +107,15 @@ _EOL_COMMA = re.compile(r",[ \t]*(?:#[^\n]*)?\r?\n\s*([)\]}])")
 _AFTER_OPEN = re.compile(r"([(\[{]) ")
 _BEFORE_CLOSE = re.compile(r" ([)\]}])")
 _BEFORE_DOT = re.compile(r" \.(?=[A-Za-z_])")
+_CONTINUATION = re.compile(r"\\(?:\r\n|\r|\n)")
 
 
 def _squash(text: str) -> str:
     """Source text on one line, for a message: comments dropped by the caller,
-    runs of blanks made one, none inside brackets or before a dot."""
+    line continuations (a backslash at a line's end) and runs of blanks made one
+    blank, none inside brackets or before a dot."""
+    if "\\" in text:
+        text = _CONTINUATION.sub(" ", text)
     if "\n" in text:
         # A trailing comma at a line's end goes (`f(\n  a,\n)`); one inside a
         # line stays: `(x,)` is a tuple.

@@ -199,7 +199,7 @@ def scan(
 
     cache = None
     if use_cache and files:
-        from .cache import Cache
+        from .cache import Cache, line_bound
 
         cache = Cache.open(cache_dir or cfg.cache_path(), cfg)
     todo: list[tuple[int, tuple]] = []  # (index in results, (data, display, relpath))
@@ -226,7 +226,7 @@ def scan(
             continue
         if cache is not None:
             digest = hashlib.blake2b(data, digest_size=16).hexdigest()
-            hit = cache.get(rel, digest, display)
+            hit = cache.get(rel, digest, display, line_bound(data))
             if hit is not None:
                 out.stats.cached += 1
                 out.results.append(hit)

@@ -46,7 +46,7 @@ from typing import Any, Optional
 from ...runtime.crossing import HOST, NO_DATA, largest
 from ...runtime.crossing import direction as _crossing
 from ...runtime.recorder import STATE as _S
-from ...runtime.recorder import call_inside, record
+from ...runtime.recorder import call_inside, new_lock_after_fork, record
 from .graphs import cuda_graph_nodes, graph, replay
 
 __all__ = [
@@ -81,6 +81,7 @@ def _need_torch() -> Any:
 
 
 _init_lock = threading.Lock()
+new_lock_after_fork(sys.modules[__name__], "_init_lock")
 
 
 def _init(import_it: bool = False) -> Any:
