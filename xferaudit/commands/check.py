@@ -124,7 +124,7 @@ class CheckCommand(Command):
     def run(self, args: argparse.Namespace) -> int:
         from ..static import baseline as bl
         from ..static.diagnostics import (
-            collect, format_github, format_json, format_sarif, format_statistics, format_text, reported,
+            collect, docs_base, format_github, format_json, format_sarif, format_statistics, format_text, reported,
         )
         from ..static.scan import scan
 
@@ -167,14 +167,18 @@ class CheckCommand(Command):
             return EXIT_ERROR if fatal or res.skipped else EXIT_OK
 
         shown = reported(diags)
+        if args.format in ("json", "sarif") and not args.statistics:
+            from ..static.fixes import attach
+
+            attach(diags, result, cfg, rules)  # the edits `wrap` would make (runs the codemod)
         if args.statistics:
             text = format_statistics(diags)
         elif args.format == "json":
-            text = format_json(diags, args.show_suppressed)
+            text = format_json(diags, args.show_suppressed, docs_base(cfg))
         elif args.format == "github":
             text = format_github(diags)
         elif args.format == "sarif":
-            text = format_sarif(diags, str(cfg.root))
+            text = format_sarif(diags, str(cfg.root), docs_base(cfg))
         else:
             text = format_text(diags, args.show_suppressed)
         if text:

@@ -1,0 +1,262 @@
+"""Fixes as data: the edit ``xferaudit wrap`` would make for one finding.
+
+``check --format json`` and ``sarif``, and the editor server, carry with each
+finding that ``wrap`` can rewrite the exact edits that rewrite it, in ruff's
+shape (:class:`Fix`: applicability, message, edits). The edits are not written
+by a second writer: they are the difference between the file and the
+codemod's output for it (:func:`~xferaudit.static.codemod.wrap_source`), so a
+fix is what ``wrap`` writes, and follows it when ``wrap`` changes.
+
+One codemod run serves a whole file: its output is split into runs of changed
+lines (:func:`~xferaudit.static.edits.hunks`). A run that holds no site is
+shared by every fix (the ``import xferaudit.runtime as xfer`` line and the
+blank lines around it); a run that holds exactly one site is that site's. A
+site that shares its run with another (two sites in one statement, or on
+adjacent lines) is wrapped on its own, in a run of the codemod for that site
+alone. Applied alone, a fix gives what ``wrap`` writes when it wraps that
+site alone; applied together (an identical edit once, overlapping ones
+skipped, as ruff applies fixes), the fixes of a file give what ``wrap`` writes
+for all of them, or a part of it that a second round completes.
+
+Applicability, per kind of finding (ruff's meaning: *safe* keeps what the code
+does and may be applied without review; *unsafe* may change it and is applied
+only on request):
+
+- ``XFA201``-``XFA203`` (up, down, move): **safe**. The wrapper makes the bare
+  call and returns what it returns, raises what it raises; ``unwrap`` gives
+  back the original bytes.
+- ``XFA204`` (graph): **unsafe**. The compiled function or graph comes back
+  inside a counting callable: its identity, and attributes beyond those
+  ``functools.update_wrapper`` copies, are the wrapper's.
+- ``XFA4xx`` (implicit): **unsafe**. The rewrite rests on the value layer's
+  reading of what an expression holds (a "gpu-first" reading assumes the
+  model's parameters live on the device), and it puts a call where the code
+  had none (``if t:`` becomes ``if xfer.bool(t, site=...):``).
+- ``XFA302`` (a site name made in another file): **unsafe**. Renaming the site
+  changes the key its counts are kept under: budgets, baselines and saved
+  reports keyed by the old name stop matching it.
+
+No fix is *display*-only: every fix offered is an exact edit. A site ``wrap``
+leaves as it is (not safely wrappable), a notebook (its edits would be to the
+cells' JSON) and a file that changed since it was read get no fix.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Iterable, Optional
+
+from .edits import Edit, Hunk, Positions, hunks, split_leading
+from .notebook import is_notebook
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ..config import Config
+    from ..rules import RuleTable
+    from .diagnostics import Diagnostic
+    from .finder import Site
+
+SAFE, UNSAFE, DISPLAY = "safe", "unsafe", "display"
+
+#: Codes whose fix may change what the code does (the module docstring says why).
+UNSAFE_CODES = ("XFA204", "XFA302", "XFA4")
+
+
+@dataclass(frozen=True)
+class Fix:
+    applicability: str
+    message: str
+    edits: tuple[Edit, ...] = field(default_factory=tuple)
+
+    def to_json(self) -> dict:
+        """ruff's shape: ``{"applicability", "message", "edits": [...]}``."""
+        return {
+            "applicability": self.applicability,
+            "message": self.message,
+            "edits": [e.to_json() for e in self.edits],
+        }
+
+
+def applicability(code: str) -> str:
+    return UNSAFE if code.startswith(UNSAFE_CODES) else SAFE
+
+
+def _lines_of(s: "Site") -> tuple[int, int]:
+    """The lines the rewrite of `s` may touch: from the first line of the call's
+    text (a receiver may start lines above the called name) to its end."""
+    return min(s.line, s.end_line - s.call.count("\n")), max(s.line, s.end_line)
+
+
+def _is_runtime_import(line: str) -> bool:
+    from ..wrapform import RUNTIME_MODULE
+
+    return line.lstrip().startswith(("import " + RUNTIME_MODULE + " ", "from xferaudit import runtime "))
+
+
+def _runtime_import_lines(text: str) -> int:
+    return sum(1 for ln in text.splitlines() if _is_runtime_import(ln))
+
+
+def _runs(old: str, new: str) -> list[Hunk]:
+    """The changed runs of lines from `old` to `new`, an added runtime import
+    (and the blank lines after it) a run of its own even where it lands right
+    above a changed line."""
+    pos = Positions(old)
+
+    def apart(line: str, k: int) -> bool:
+        return _is_runtime_import(line) if k == 0 else (not line.strip() or _is_runtime_import(line))
+
+    return [part for h in hunks(old, new) for part in split_leading(h, pos, apart)]
+
+
+def _decode(data: bytes) -> Optional[str]:
+    from .source import decode_source
+
+    try:
+        return decode_source(data)
+    except (SyntaxError, UnicodeDecodeError, LookupError):
+        return None
+
+
+def wrap_fixes(data: bytes, path: str, relpath: str, cfg: "Config", rules: "RuleTable",
+               sites: Iterable["Site"], style=None) -> dict[tuple[int, int, str], tuple[Edit, ...]]:
+    """{(line, column, code) of a site: the edits that wrap it} for the sites of
+    one file's bytes that ``wrap`` rewrites (the others are left out)."""
+    from .codemod import CodemodError, code_style, wrap_source
+
+    style = style or code_style(cfg.root)
+
+    def codes_ok(code: str) -> bool:
+        return cfg.code_enabled(code, relpath)
+
+    wanted = [s for s in sites if not s.wrapped and not s.suppressed and codes_ok(s.rule)]
+    old = _decode(data)
+    if not wanted or old is None:
+        return {}
+    try:
+        res = wrap_source(data, path, rules, relpath, codes_ok, style)
+    except (CodemodError, RecursionError):
+        return {}
+    if res.new is None:
+        return {}
+    new = _decode(res.new)
+    if new is None:  # pragma: no cover - wrap writes the file's own encoding
+        return {}
+    skipped = {(k.line, k.column) for k in res.skipped}
+    wanted = [s for s in wanted if (s.line, s.column) not in skipped]
+    runs = _runs(old, new)
+    owners: list[list["Site"]] = [[] for _ in runs]
+    for s in wanted:
+        lo, hi = _lines_of(s)
+        for i, h in enumerate(runs):
+            if h.touches(lo, hi):
+                owners[i].append(s)
+    shared = [h.edit for h, o in zip(runs, owners) if not o]
+    import_apart = _runtime_import_lines("".join(e.content for e in shared)) > 0 or (
+        _runtime_import_lines(new) == _runtime_import_lines(old))
+    out: dict[tuple[int, int, str], tuple[Edit, ...]] = {}
+    alone: list["Site"] = []
+    for s in wanted:
+        mine = [h for h, o in zip(runs, owners) if any(x is s for x in o)]
+        if mine and import_apart and all(len(o) == 1 for h, o in zip(runs, owners) if any(x is s for x in o)):
+            out[(s.line, s.column, s.rule)] = _ordered(shared + [h.edit for h in mine])
+        elif mine:
+            alone.append(s)
+    for s in alone:
+        try:
+            one = wrap_source(data, path, rules, relpath, codes_ok, style, site_ok=lambda x, s=s: _same(x, s))
+        except (CodemodError, RecursionError):  # pragma: no cover - the whole file's run passed
+            continue
+        if one.new is None:
+            continue
+        text = _decode(one.new)
+        if text is not None:
+            out[(s.line, s.column, s.rule)] = _ordered(_prefer_shared(_runs(old, text), s, shared))
+    return out
+
+
+def _same(a: "Site", b: "Site") -> bool:
+    return (a.line, a.column, a.rule, a.implicit) == (b.line, b.column, b.rule, b.implicit)
+
+
+def _prefer_shared(runs: list[Hunk], s: "Site", shared: list[Edit]) -> list[Edit]:
+    """A lone site's edits, with the edits it shares with the others taken
+    from the file's run when they are the same change: identical edits are
+    applied once when several fixes are applied together."""
+    lo, hi = _lines_of(s)
+    own = [h.edit for h in runs if h.touches(lo, hi)]
+    rest = [h.edit for h in runs if not h.touches(lo, hi)]
+    return (shared if sorted(rest, key=_key) == sorted(shared, key=_key) else rest) + own
+
+
+def _key(e: Edit):
+    return (e.start, e.end, e.content)
+
+
+def _ordered(edits: list[Edit]) -> tuple[Edit, ...]:
+    return tuple(sorted(edits, key=_key))
+
+
+def rename_fixes(data: bytes, path: str, relpath: str, rules: "RuleTable",
+                 sites: Iterable["Site"]) -> dict[tuple[int, int, str], tuple[Edit, ...]]:
+    """{(line, column): edits} renaming the site names of wrapped calls made in
+    another file (XFA302), as ``wrap --rename-sites`` renames them."""
+    from .codemod import CodemodError
+    from .codemod.rename import rename_sites_source
+
+    old = _decode(data)
+    try:
+        renamed = rename_sites_source(data, path, rules, relpath)
+    except CodemodError:
+        return {}
+    new = _decode(renamed) if renamed is not None else None
+    if old is None or new is None:
+        return {}
+    runs = hunks(old, new)
+    out = {}
+    for s in sites:
+        mine = [h.edit for h in runs if h.touches(*_lines_of(s))]
+        if mine:
+            out[(s.line, s.column, "XFA302")] = _ordered(mine)
+    return out
+
+
+def attach(diags: list["Diagnostic"], scan, cfg: "Config", rules: "RuleTable",
+           sources: Optional[dict[str, bytes]] = None) -> None:
+    """Set ``fix`` on each reported finding that ``wrap`` can rewrite.
+
+    `scan` is the :class:`~xferaudit.static.scan.Scan` the findings came from
+    (its sites); `sources` maps a displayed path to the bytes that were
+    checked (standard input), else each file is read again.
+    """
+    from .codemod import code_style
+    from .diagnostics import fix_message
+
+    by_path: dict[str, list] = {}
+    for d in diags:
+        if d.suppressed is None and (d.code.startswith(("XFA2", "XFA4")) or d.code == "XFA302"):
+            by_path.setdefault(d.path, []).append(d)
+    if not by_path:
+        return
+    style = code_style(cfg.root)
+    by_id = {r.id: r for r in rules.rules}
+    for res, rel in zip(scan.results, scan.relpaths):
+        found = by_path.get(res.path)
+        if not found or res.error is not None or is_notebook(res.path):
+            continue
+        data = (sources or {}).get(res.path)
+        if data is None:
+            try:
+                with open(res.path, "rb") as fh:
+                    data = fh.read()
+            except OSError:
+                continue
+        at = {(s.line, s.column, "XFA302" if s.wrapped else s.rule): s for s in res.sites}
+        edits = wrap_fixes(data, res.path, rel, cfg, rules, res.sites, style)
+        if any(d.code == "XFA302" for d in found):
+            edits.update(rename_fixes(data, res.path, rel, rules, [s for s in res.sites if s.wrapped]))
+        for d in found:
+            e = edits.get((d.line, d.column, d.code))
+            s = at.get((d.line, d.column, d.code))
+            if e and s is not None:
+                d.fix = Fix(applicability(d.code), fix_message(s, by_id.get(s.rule_id), d.code, rel), e)
+
