@@ -84,6 +84,29 @@ def load(args: argparse.Namespace):
     return cfg, rules, paths
 
 
+def stdin_name(args: argparse.Namespace) -> "str | None":
+    """The name standard input is checked under (``-`` as the only path, or
+    ``--stdin-filename`` with no path); None when files are named."""
+    name = getattr(args, "stdin_filename", None)
+    paths = list(args.paths or [])
+    if "-" in paths and paths != ["-"]:
+        raise UserError("`-` (standard input) must be the only path")
+    if paths == ["-"]:
+        return name or "-"
+    if name is not None:
+        if paths:
+            raise UserError("--stdin-filename names what standard input holds: give `-` as the only path, or no path")
+        return name
+    return None
+
+
+def read_stdin() -> bytes:
+    try:
+        return sys.stdin.buffer.read()
+    except (OSError, AttributeError, ValueError) as e:
+        raise UserError(f"cannot read standard input: {e}") from None
+
+
 def scan_or_exit(scan, paths, cfg, rules, args, **kw):
     """Run `scan`; a cache folder that cannot be used is an error (exit 2)."""
     from ..static.cache import CacheError
@@ -100,6 +123,9 @@ class CheckCommand(Command):
 
     def add_arguments(self, parser: argparse.ArgumentParser) -> None:
         add_scan_arguments(parser)
+        parser.add_argument("--stdin-filename", metavar="PATH", default=None,
+                            help="check standard input (PATH `-`) as the file PATH: its config, excludes and "
+                                 "per-file-ignores apply, and findings are reported under its name")
         parser.add_argument("--format", choices=FORMATS, default="text",
                             help="text (default), json (ruff's record), github (annotations), sarif (2.1.0)")
         parser.add_argument("--select", metavar="CODES", default=None,
@@ -126,17 +152,27 @@ class CheckCommand(Command):
         from ..static.diagnostics import (
             collect, docs_base, format_github, format_json, format_sarif, format_statistics, format_text, reported,
         )
-        from ..static.scan import scan
+        from ..static.scan import scan, scan_source
 
         from ..static.progress import Progress
 
-        cfg, rules, paths = load(args)
-        progress = Progress(0, sys.stderr, enabled=not args.quiet, label="xferaudit check")
-        try:
-            result = scan_or_exit(scan, paths, cfg, rules, args, progress=progress)
-        finally:
-            progress.close()
-        diags = collect(result, cfg, rules)
+        name = stdin_name(args)
+        sources = None
+        if name is not None:
+            if args.add_noqa:
+                raise UserError("--add-noqa rewrites files: it cannot take standard input")
+            cfg, rules, _ = load(argparse.Namespace(**{**vars(args), "paths": [name] if name != "-" else []}))
+            data = read_stdin()
+            result = scan_source(data, name, cfg, rules)
+            sources = {res.path: data for res in result.results}
+        else:
+            cfg, rules, paths = load(args)
+            progress = Progress(0, sys.stderr, enabled=not args.quiet, label="xferaudit check")
+            try:
+                result = scan_or_exit(scan, paths, cfg, rules, args, progress=progress)
+            finally:
+                progress.close()
+        diags = collect(result, cfg, rules, sources)
         out = sys.stdout
 
         if args.write_baseline:
@@ -170,7 +206,7 @@ class CheckCommand(Command):
         if args.format in ("json", "sarif") and not args.statistics:
             from ..static.fixes import attach
 
-            attach(diags, result, cfg, rules)  # the edits `wrap` would make (runs the codemod)
+            attach(diags, result, cfg, rules, sources)  # the edits `wrap` would make (runs the codemod)
         if args.statistics:
             text = format_statistics(diags)
         elif args.format == "json":

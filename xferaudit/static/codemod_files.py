@@ -270,11 +270,7 @@ def run_codemod(
                 on_outcome(o)
             res = o.result
             if o.error is None and res is not None:
-                for s in res.skipped:
-                    name = printable_path(o.rel)
-                    where = f"{name}:{s.where or s.line}:{s.column}:" if s.line else f"{name}:"
-                    code = f" {s.code}" if s.code else ""
-                    messages.append(f"{where}{code} left as it is: {printable(s.reason)} [{printable(s.label)}]")
+                messages.extend(skipped_messages(res, o.rel))
                 summary.left += len(res.skipped) if mode == "wrap" else 0
                 summary.suppressed += res.suppressed
                 if res.changed:
@@ -313,6 +309,71 @@ def run_codemod(
     if mode == "wrap" and summary.left:
         return EXIT_FINDINGS
     return EXIT_OK
+
+
+def run_stdin(src, dst, filename: str, mode: str, cfg: Config, *, select: Sequence[str] = (),
+              diff: bool = False, check: bool = False, quiet: bool = False, rename_sites: bool = False,
+              err: Optional[TextIO] = None) -> int:
+    """Wrap or unwrap the bytes of `src` (standard input) as the file
+    `filename` and write the result to `dst`: the new bytes, or the unchanged
+    ones when nothing changes, the file is excluded or cannot be processed (an
+    editor that pipes its buffer through never gets it blanked); with `diff` a
+    unified diff, with `check` nothing. Exit codes as :func:`run_codemod`'s."""
+    err = err or sys.stderr
+    data = src.read()
+    ap = os.path.abspath(filename)
+    rel = cfg.relpath(ap)
+    root = str(cfg.root)
+    inside = ap == root or ap.startswith(root.rstrip(os.sep) + os.sep)
+    summary = Summary(mode=mode, files=1)
+    out = FileOutcome(path=filename, rel=rel)
+    if not (inside and cfg.excluded(rel)):
+        _init(mode, cfg, tuple(select), False, rename_sites)
+
+        def codes_ok(code: str) -> bool:
+            return (not select or any(code.startswith(p) for p in select)) and cfg.code_enabled(code, rel)
+
+        try:
+            out.result = _rewrite(data, filename, rel, codes_ok)
+        except CodemodError as e:
+            out.error = str(e) if str(e).startswith(("cannot", "libcst", "internal")) else f"cannot process: {e}"
+        except RecursionError:
+            out.error = "cannot parse: too deeply nested for the parser"
+    res = out.result
+    new = res.new if res is not None and res.changed else data
+    if diff:
+        if new != data:
+            dst.write(unified_diff(data, new, rel).encode("utf-8"))
+    elif not check:
+        dst.write(new)
+    dst.flush()
+    if out.error is not None:
+        err.write(f"{printable_path(rel)}: left as it is: {printable(out.error)}\n")
+        return EXIT_ERROR
+    if res is not None:
+        for m in skipped_messages(res, rel):
+            err.write(m + "\n")
+        summary.left = len(res.skipped) if mode == "wrap" else 0
+        if res.changed:
+            summary.changed = 1
+            summary.kinds.update(res.wrapped)
+            summary.restored = sum(res.unwrapped.values())
+    if not quiet:
+        err.write(format_summary(summary, diff or check) + "\n")
+    if diff or check:
+        return EXIT_FINDINGS if summary.changed else EXIT_OK
+    return EXIT_FINDINGS if mode == "wrap" and summary.left else EXIT_OK
+
+
+def skipped_messages(res: CodemodResult, rel: str) -> list[str]:
+    """One line per site left as it is: where, its code, why."""
+    out = []
+    name = printable_path(rel)
+    for s in res.skipped:
+        where = f"{name}:{s.where or s.line}:{s.column}:" if s.line else f"{name}:"
+        code = f" {s.code}" if s.code else ""
+        out.append(f"{where}{code} left as it is: {printable(s.reason)} [{printable(s.label)}]")
+    return out
 
 
 def _was_written(o: FileOutcome, dry: bool) -> bool:
@@ -382,7 +443,11 @@ def format_summary(s: Summary, dry: bool) -> str:
 
 def add_common_arguments(parser, mode: str) -> None:
     verb = "rewrite" if mode == "wrap" else "restore"
-    parser.add_argument("paths", nargs="+", metavar="PATH", help="files or folders to " + verb)
+    parser.add_argument("paths", nargs="+", metavar="PATH",
+                        help=f"files or folders to {verb}; `-`: standard input, written to standard output")
+    parser.add_argument("--stdin-filename", metavar="PATH",
+                        help="the file standard input holds (with PATH `-`): its config applies and names its "
+                             "sites; an excluded file is written back unchanged")
     parser.add_argument("--diff", action="store_true", help="print a unified diff and write nothing (exit 1 if any)")
     parser.add_argument("--check", action="store_true",
                         help="write nothing; exit 1 if any file would change (for pre-commit)")
@@ -396,9 +461,16 @@ def run_command(args, mode: str) -> int:
     from ..errors import UserError
     from ..config import ConfigError, iter_python_files, load_config
 
+    stdin = "-" in args.paths
+    if stdin and args.paths != ["-"]:
+        raise UserError("`-` (standard input) must be the only path")
+    if args.stdin_filename is not None and not stdin:
+        raise UserError("--stdin-filename names what standard input holds: give `-` as the path")
     try:
         if args.config:
             cfg = load_config(path=Path(args.config))
+        elif stdin:
+            cfg = load_config(start=Path(args.stdin_filename) if args.stdin_filename else Path.cwd())
         else:
             cfg = load_config(start=Path(args.paths[0]))
         cfg.table()
@@ -419,6 +491,10 @@ def run_command(args, mode: str) -> int:
         cfg.ignore = tuple(cfg.ignore) + ignore
     if args.jobs is not None and args.jobs < 1:
         raise UserError("--jobs must be at least 1")
+    if stdin:
+        return run_stdin(sys.stdin.buffer, sys.stdout.buffer, args.stdin_filename or "-", mode, cfg,
+                         select=select, diff=args.diff, check=args.check, quiet=args.quiet,
+                         rename_sites=bool(getattr(args, "rename_sites", False)))
     for p in args.paths:
         if not os.path.exists(p) and not os.path.islink(p):
             raise UserError(f"{p}: no such file or folder")

@@ -252,8 +252,9 @@ def _suppresses(codes: Optional[tuple], code: str) -> bool:
     return codes is not None and (codes == () or code in codes)
 
 
-def collect(scan: Scan, cfg: Config, rules: RuleTable) -> list[Diagnostic]:
-    """Every finding of a scan, suppressed ones marked, in file and line order."""
+def collect(scan: Scan, cfg: Config, rules: RuleTable, sources: Optional[dict[str, bytes]] = None) -> list[Diagnostic]:
+    """Every finding of a scan, suppressed ones marked, in file and line order;
+    `sources` holds the bytes of files not read from disk (standard input), by path."""
     by_id = {r.id: r for r in rules.rules}
     out: list[Diagnostic] = []
     first_use: dict[str, tuple[int, Site]] = {}  # site name -> (file index, wrapped site)
@@ -303,7 +304,7 @@ def collect(scan: Scan, cfg: Config, rules: RuleTable) -> list[Diagnostic]:
             ))
         out.extend(file_diags)
         if sup and cfg.code_enabled("XFA101", rel):
-            out.extend(_unused(res, rel, sup, file_diags, cfg))
+            out.extend(_unused(res, rel, sup, file_diags, cfg, (sources or {}).get(res.path)))
     out.sort(key=_order(scan))
     return out
 
@@ -313,7 +314,8 @@ def _order(scan: Scan):
     return lambda d: (index.get(d.path, 0), d.line, d.column, d.code)
 
 
-def _unused(res, rel: str, sup: dict, diags: list[Diagnostic], cfg: Config) -> list[Diagnostic]:
+def _unused(res, rel: str, sup: dict, diags: list[Diagnostic], cfg: Config,
+            data: Optional[bytes] = None) -> list[Diagnostic]:
     """XFA101: suppression codes that suppress nothing on their line."""
     on_line: dict[int, set] = {}
     for d in diags:
@@ -338,7 +340,7 @@ def _unused(res, rel: str, sup: dict, diags: list[Diagnostic], cfg: Config) -> l
                               " (a site's line is the line of its called name)"))
     if not found:
         return []
-    cols = _comment_columns(res.path, [ln for ln, _ in found])
+    cols = _comment_columns(res.path, [ln for ln, _ in found], data)
     return [
         Diagnostic(res.path, rel, ln, cols.get(ln, 1), ln, cols.get(ln, 1), "XFA101", msg)
         for ln, msg in found
@@ -348,11 +350,12 @@ def _unused(res, rel: str, sup: dict, diags: list[Diagnostic], cfg: Config) -> l
 _SUP_START = re.compile(r"#\s*(?:noqa|xferaudit\s*:)", re.I)
 
 
-def _comment_columns(path: str, lines: list[int]) -> dict[int, int]:
+def _comment_columns(path: str, lines: list[int], data: Optional[bytes] = None) -> dict[int, int]:
     """1-based columns of the suppression comments on `lines` (re-read: rare)."""
     try:
-        with open(path, "rb") as fh:
-            data = fh.read()
+        if data is None:
+            with open(path, "rb") as fh:
+                data = fh.read()
         text = read_notebook(data).text if is_notebook(path) else decode_source(data)
     except (OSError, SyntaxError, UnicodeDecodeError, LookupError, ValueError):
         return {}

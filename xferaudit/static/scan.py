@@ -207,6 +207,24 @@ def scan(
     return out
 
 
+def scan_source(data: bytes, filename: str, cfg: Config, rules: Optional[RuleTable] = None) -> Scan:
+    """The scan of one file's bytes that were not read from disk (standard
+    input, an editor's buffer), reported under `filename`: its path relative to
+    the project root names its sites and picks its per-file-ignores, and an
+    excluded path has no result at all (as when a folder is walked)."""
+    rules = rules if rules is not None else cfg.table()
+    out = Scan()
+    ap = os.path.abspath(filename)
+    rel = cfg.relpath(ap)
+    root = str(cfg.root)
+    if (ap == root or ap.startswith(root.rstrip(os.sep) + os.sep)) and cfg.excluded(rel):
+        return out
+    out.stats.files = out.stats.parsed = 1
+    out.relpaths.append(rel)
+    out.results.append(analyze(data, display_path(ap, os.getcwd()), rel, rules))
+    return out
+
+
 def _run(todo: list, rules: RuleTable, jobs: Optional[int],
          tick: Callable[[int], None] = lambda sites: None) -> tuple[list[FileResult], int]:
     nbytes = sum(len(item[0]) for _, item in todo)
