@@ -71,3 +71,137 @@ def test_the_schema_rejects_what_it_should(proj, capsys):
     bad["fixes"][0]["artifactChanges"][0]["replacements"][0]["deletedRegion"]["startLine"] = 0
     with pytest.raises(jsonschema.ValidationError):
         jsonschema.Draft4Validator(schema).validate(log)
+
+
+# --- gitlab -----------------------------------------------------------------------------
+
+
+def test_gitlab_code_quality_validates_and_keys_survive_moved_lines(proj, capsys, monkeypatch):
+    jsonschema = pytest.importorskip("jsonschema")
+    schema = json.loads((SCHEMAS / "gitlab-code-quality.schema.json").read_text(encoding="utf-8"))
+    monkeypatch.delenv("CI_PROJECT_DIR", raising=False)
+    rc, out = check(capsys, "--format", "gitlab")
+    issues = json.loads(out)
+    jsonschema.Draft7Validator(schema).validate(issues)
+    assert rc == 2  # bad.py
+    by = {(i["check_name"], i["location"]["path"]): i for i in issues}
+    item = by[("XFA202", "src/train.py")]
+    assert item["severity"] == "major" and item["location"]["lines"] == {"begin": 6, "end": 6}
+    assert item["description"].startswith("XFA202 `loss.item()` reads a device value")
+    assert by[("XFA001", "src/bad.py")]["severity"] == "critical"
+    assert len({i["fingerprint"] for i in issues}) == len(issues)
+    # two blank lines above: every line moves, no fingerprint does
+    (proj / "src" / "train.py").write_text("\n\n" + STEP)
+    again = json.loads(check(capsys, "--format", "gitlab")[1])
+    assert {i["fingerprint"] for i in again} == {i["fingerprint"] for i in issues}
+    moved = next(i for i in again if i["fingerprint"] == item["fingerprint"])
+    assert moved["location"]["lines"]["begin"] == item["location"]["lines"]["begin"] + 2
+    # the same call twice in one function: two findings, two fingerprints
+    (proj / "src" / "train.py").write_text(STEP + "    loss.item()\n")
+    twice = [i for i in json.loads(check(capsys, "--format", "gitlab")[1]) if i["check_name"] == "XFA202"]
+    assert len(twice) == 2 and twice[0]["fingerprint"] != twice[1]["fingerprint"]
+
+
+def test_gitlab_paths_are_relative_to_the_ci_project_dir(proj, capsys, monkeypatch):
+    monkeypatch.setenv("CI_PROJECT_DIR", str(proj / "src"))
+    issues = json.loads(check(capsys, "--format", "gitlab", "src/train.py")[1])
+    assert {i["location"]["path"] for i in issues} == {"train.py"}
+
+
+def test_gitlab_schema_is_strict_enough_to_fail(proj, capsys):
+    jsonschema = pytest.importorskip("jsonschema")
+    schema = json.loads((SCHEMAS / "gitlab-code-quality.schema.json").read_text(encoding="utf-8"))
+    issues = json.loads(check(capsys, "--format", "gitlab")[1])
+    issues[0]["location"]["path"] = "./" + issues[0]["location"]["path"]
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.Draft7Validator(schema).validate(issues)
+
+
+# --- junit ------------------------------------------------------------------------------
+
+
+def _junit_schema():
+    xmlschema = pytest.importorskip("xmlschema")
+    return xmlschema.XMLSchema(str(SCHEMAS / "junit.xsd"))
+
+
+def test_junit_validates_one_suite_per_file_one_failing_case_per_finding(proj, capsys):
+    import xml.etree.ElementTree as ET
+
+    schema = _junit_schema()
+    (proj / "src" / "weird.py").write_text("import torch\nx = torch.ones(1)\ny = x.cpu()  # <&>\n")
+    rc, out = check(capsys, "--format", "junit")
+    schema.validate(out)
+    root = ET.fromstring(out)
+    suites = {s.get("name"): s for s in root}
+    assert set(suites) == {"src/bad.py", "src/train.py", "src/ok.py", "src/weird.py"}
+    train = suites["src/train.py"]
+    assert train.get("tests") == train.get("failures") == "2"
+    case = train.findall("testcase")[1]
+    assert case.get("classname") == "src.train" and case.get("name") == "XFA202 src/train.py:6:17"
+    fail = case.find("failure")
+    assert fail.get("type") == "XFA202" and fail.text.startswith("src/train.py:6:17: XFA202 `loss.item()`")
+    assert int(root.get("tests")) == int(root.get("failures")) == sum(int(s.get("tests")) for s in root)
+
+
+def test_junit_of_a_clean_run_is_one_passing_case(proj, capsys):
+    schema = _junit_schema()
+    rc, out = check(capsys, "--format", "junit", "src/ok.py", "--ignore", "XFA302,XFA101")
+    schema.validate(out)
+    assert rc == 0 and 'failures="0"' in out and "<failure" not in out
+
+
+def test_junit_control_characters_stay_valid_xml(proj, capsys):
+    schema = _junit_schema()
+    (proj / "src" / "ctl.py").write_text('import torch\ndef f(batch, dev):\n    y = batch.to(dev, "\x1b[2J")\n')
+    rc, out = check(capsys, "--format", "junit", "src/ctl.py")
+    schema.validate(out)
+    assert "\x1b" not in out and "\\x1b" in out
+
+
+# --- full -------------------------------------------------------------------------------
+
+
+def test_full_shows_the_line_with_a_caret_under_the_call(proj, capsys):
+    (proj / "src" / "tab.py").write_text('import torch\n\ndef f(x):\n\treturn "é", x.cpu()\n')
+    rc, out = check(capsys, "--format", "full", "src/tab.py")
+    assert rc == 1
+    assert out.splitlines()[:7] == [
+        "src/tab.py:4:16: XFA202 `x.cpu()` reads a device value to the host (down); wrap it: "
+        "`xfer.cpu(x, site=...)` or run `xferaudit wrap`",
+        "  |",
+        "2 |",
+        "3 | def f(x):",
+        '4 |     return "é", x.cpu()',
+        "  |                   ^^^^^ XFA202",
+        "  |",
+    ]
+    assert "  = help: https://docs.example.org/xa/rules/XFA202/ explains unwrapped-down" in out
+    assert out.rstrip().endswith("Found 1 finding.")
+
+
+def test_full_reads_stdin_for_the_snippet(proj):
+    import subprocess
+    import sys
+
+    r = subprocess.run([sys.executable, "-m", "xferaudit", "check", "--format", "full", "-",
+                        "--stdin-filename", "src/nowhere.py"], cwd=proj, input=STEP.encode(),
+                       capture_output=True, timeout=120)
+    assert "6 |     return loss.item()\n  |                 ^^^^^^ XFA202" in r.stdout.decode()
+
+
+def test_the_ci_formats_stay_light(proj):
+    """Only json and sarif run the codemod (their fixes): the others import no libcst."""
+    import os
+    import subprocess
+    import sys
+
+    code = (
+        "import sys; from xferaudit.cli import main\n"
+        "for f in ('full', 'gitlab', 'junit', 'github'):\n"
+        "    main(['check', '--no-cache', '-q', '--format', f, 'src/train.py'])\n"
+        "print('LOADED', [m for m in ('libcst', 'torch') if m in sys.modules])"
+    )
+    out = subprocess.run([sys.executable, "-c", code], cwd=proj, capture_output=True, text=True,
+                         env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])})
+    assert out.stdout.strip().splitlines()[-1] == "LOADED []", out.stderr

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from . import EXIT_ERROR, EXIT_FINDINGS, EXIT_OK, Command, UserError
 
-FORMATS = ("text", "json", "github", "sarif")
+FORMATS = ("text", "full", "json", "github", "gitlab", "junit", "sarif")
 
 
 def emit(text: str, file=None) -> None:
@@ -127,7 +127,9 @@ class CheckCommand(Command):
                             help="check standard input (PATH `-`) as the file PATH: its config, excludes and "
                                  "per-file-ignores apply, and findings are reported under its name")
         parser.add_argument("--format", choices=FORMATS, default="text",
-                            help="text (default), json (ruff's record), github (annotations), sarif (2.1.0)")
+                            help="text (default), full (with the source line and a caret), json (ruff's record, "
+                                 "with fixes), github (annotations), gitlab (Code Quality), junit (XML), "
+                                 "sarif (2.1.0, with fixes)")
         parser.add_argument("--select", metavar="CODES", default=None,
                             help="comma-separated codes or prefixes to report, replacing the config's (e.g. XFA202,XFA3)")
         parser.add_argument("--ignore", metavar="CODES", default=None,
@@ -215,11 +217,16 @@ class CheckCommand(Command):
             text = format_github(diags)
         elif args.format == "sarif":
             text = format_sarif(diags, str(cfg.root), docs_base(cfg))
+        elif args.format in ("gitlab", "junit", "full"):
+            from ..static import formats
+
+            text = (formats.format_full(diags, args.show_suppressed, sources, docs_base(cfg)) if args.format == "full"
+                    else getattr(formats, f"format_{args.format}")(diags))
         else:
             text = format_text(diags, args.show_suppressed)
         if text:
             emit(text, out)
-        if args.format == "text" and not args.quiet and not args.statistics:
+        if args.format in ("text", "full") and not args.quiet and not args.statistics:
             n = len(shown)
             sup = len(diags) - n
             tail = f" ({sup} suppressed)" if sup else ""
