@@ -252,9 +252,10 @@ def _suppresses(codes: Optional[tuple], code: str) -> bool:
     return codes is not None and (codes == () or code in codes)
 
 
-def collect(scan: Scan, cfg: Config, rules: RuleTable, sources: Optional[dict[str, bytes]] = None) -> list[Diagnostic]:
+def collect(scan: Scan, cfg: Config, rules: RuleTable, sources: Optional[dict] = None) -> list[Diagnostic]:
     """Every finding of a scan, suppressed ones marked, in file and line order;
-    `sources` holds the bytes of files not read from disk (standard input), by path."""
+    `sources` holds the source (bytes or text) of files not read from disk
+    (standard input, an editor's buffer), by path."""
     by_id = {r.id: r for r in rules.rules}
     out: list[Diagnostic] = []
     first_use: dict[str, tuple[int, Site]] = {}  # site name -> (file index, wrapped site)
@@ -315,7 +316,7 @@ def _order(scan: Scan):
 
 
 def _unused(res, rel: str, sup: dict, diags: list[Diagnostic], cfg: Config,
-            data: Optional[bytes] = None) -> list[Diagnostic]:
+            data: "bytes | str | None" = None) -> list[Diagnostic]:
     """XFA101: suppression codes that suppress nothing on their line."""
     on_line: dict[int, set] = {}
     for d in diags:
@@ -350,13 +351,16 @@ def _unused(res, rel: str, sup: dict, diags: list[Diagnostic], cfg: Config,
 _SUP_START = re.compile(r"#\s*(?:noqa|xferaudit\s*:)", re.I)
 
 
-def _comment_columns(path: str, lines: list[int], data: Optional[bytes] = None) -> dict[int, int]:
+def _comment_columns(path: str, lines: list[int], data: "bytes | str | None" = None) -> dict[int, int]:
     """1-based columns of the suppression comments on `lines` (re-read: rare)."""
     try:
         if data is None:
             with open(path, "rb") as fh:
                 data = fh.read()
-        text = read_notebook(data).text if is_notebook(path) else decode_source(data)
+        if isinstance(data, str):
+            text = read_notebook(data.encode("utf-8")).text if is_notebook(path) else data
+        else:
+            text = read_notebook(data).text if is_notebook(path) else decode_source(data)
     except (OSError, SyntaxError, UnicodeDecodeError, LookupError, ValueError):
         return {}
     all_lines = split_lines(text)

@@ -108,6 +108,19 @@ def _runs(old: str, new: str) -> list[Hunk]:
     return [part for h in hunks(old, new) for part in split_leading(h, pos, apart)]
 
 
+def _encoded(text: str) -> Optional[bytes]:
+    """An editor's text as the bytes of the file it would save (its coding
+    declaration's encoding), for the codemod, which reads bytes."""
+    import io
+    import tokenize
+
+    try:
+        enc, _ = tokenize.detect_encoding(io.BytesIO(text.encode("utf-8", "surrogatepass")).readline)
+        return text.encode(enc)
+    except (SyntaxError, UnicodeError, LookupError):
+        return None
+
+
 def _decode(data: bytes) -> Optional[str]:
     from .source import decode_source
 
@@ -221,12 +234,13 @@ def rename_fixes(data: bytes, path: str, relpath: str, rules: "RuleTable",
 
 
 def attach(diags: list["Diagnostic"], scan, cfg: "Config", rules: "RuleTable",
-           sources: Optional[dict[str, bytes]] = None) -> None:
+           sources: Optional[dict] = None) -> None:
     """Set ``fix`` on each reported finding that ``wrap`` can rewrite.
 
     `scan` is the :class:`~xferaudit.static.scan.Scan` the findings came from
-    (its sites); `sources` maps a displayed path to the bytes that were
-    checked (standard input), else each file is read again.
+    (its sites); `sources` maps a displayed path to the source that was
+    checked (standard input's bytes, an editor's text), else each file is
+    read again.
     """
     from .codemod import code_style
     from .diagnostics import fix_message
@@ -244,6 +258,8 @@ def attach(diags: list["Diagnostic"], scan, cfg: "Config", rules: "RuleTable",
         if not found or res.error is not None or is_notebook(res.path):
             continue
         data = (sources or {}).get(res.path)
+        if isinstance(data, str):
+            data = _encoded(data)
         if data is None:
             try:
                 with open(res.path, "rb") as fh:

@@ -207,11 +207,12 @@ def scan(
     return out
 
 
-def scan_source(data: bytes, filename: str, cfg: Config, rules: Optional[RuleTable] = None) -> Scan:
-    """The scan of one file's bytes that were not read from disk (standard
-    input, an editor's buffer), reported under `filename`: its path relative to
-    the project root names its sites and picks its per-file-ignores, and an
-    excluded path has no result at all (as when a folder is walked)."""
+def scan_source(data: "bytes | str", filename: str, cfg: Config, rules: Optional[RuleTable] = None) -> Scan:
+    """The scan of one file's source that was not read from disk (standard
+    input's bytes, an editor's or flake8's text), reported under `filename`:
+    its path relative to the project root names its sites and picks its
+    per-file-ignores, and an excluded path has no result at all (as when a
+    folder is walked)."""
     rules = rules if rules is not None else cfg.table()
     out = Scan()
     ap = os.path.abspath(filename)
@@ -221,7 +222,11 @@ def scan_source(data: bytes, filename: str, cfg: Config, rules: Optional[RuleTab
         return out
     out.stats.files = out.stats.parsed = 1
     out.relpaths.append(rel)
-    out.results.append(analyze(data, display_path(ap, os.getcwd()), rel, rules))
+    display = display_path(ap, os.getcwd())
+    if isinstance(data, str) and not is_notebook(filename):
+        out.results.append(find_in_source(data, display, rules, rel))  # already text: no decoding
+    else:
+        out.results.append(analyze(data.encode("utf-8") if isinstance(data, str) else data, display, rel, rules))
     return out
 
 
