@@ -51,17 +51,13 @@ class XferauditChecker:
         self.lines = lines
 
     def run(self) -> Iterator[tuple[int, int, str, type]]:
-        from .static.diagnostics import collect
-        from .static.scan import scan_source
+        from .static.lint import lint_source
 
         cfg, rules, error = _config(self.filename)
         if error is not None:
             yield 1, 0, f"XFA001 cannot read the xferaudit config: {error}", type(self)
             return
-        text = "".join(self.lines)
-        name = self._name()
-        result = scan_source(text, name, cfg, rules)
-        for d in collect(result, cfg, rules, {r.path: text for r in result.results}):
+        for d in lint_source("".join(self.lines), self._name(), cfg, rules).diags:
             if d.suppressed is None:
                 yield d.line, max(0, d.column - 1), f"{d.code} {d.message}", type(self)
 

@@ -154,7 +154,8 @@ class CheckCommand(Command):
         from ..static.diagnostics import (
             collect, docs_base, format_github, format_json, format_sarif, format_statistics, format_text, reported,
         )
-        from ..static.scan import scan, scan_source
+        from ..static.lint import lint_source
+        from ..static.scan import scan
 
         from ..static.progress import Progress
 
@@ -164,9 +165,8 @@ class CheckCommand(Command):
             if args.add_noqa:
                 raise UserError("--add-noqa rewrites files: it cannot take standard input")
             cfg, rules, _ = load(argparse.Namespace(**{**vars(args), "paths": [name] if name != "-" else []}))
-            data = read_stdin()
-            result = scan_source(data, name, cfg, rules)
-            sources = {res.path: data for res in result.results}
+            linted = lint_source(read_stdin(), name, cfg, rules)
+            result, diags, sources = linted.scan, linted.diags, linted.sources
         else:
             cfg, rules, paths = load(args)
             progress = Progress(0, sys.stderr, enabled=not args.quiet, label="xferaudit check")
@@ -174,7 +174,7 @@ class CheckCommand(Command):
                 result = scan_or_exit(scan, paths, cfg, rules, args, progress=progress)
             finally:
                 progress.close()
-        diags = collect(result, cfg, rules, sources)
+            diags = collect(result, cfg, rules)
         out = sys.stdout
 
         if args.write_baseline:

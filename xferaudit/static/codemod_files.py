@@ -68,10 +68,14 @@ class Summary:
 _JOB: dict = {}
 
 
+def _job(mode: str, cfg: Config, select: tuple[str, ...], want_old: bool, rename: bool = False) -> dict:
+    return dict(mode=mode, cfg=cfg, table=cfg.table(), select=select, want_old=want_old,
+                style=code_style(cfg.root), rename=rename)
+
+
 def _init(mode: str, cfg: Config, select: tuple[str, ...], want_old: bool, rename: bool = False) -> None:
     _JOB.clear()
-    _JOB.update(mode=mode, cfg=cfg, table=cfg.table(), select=select, want_old=want_old,
-                style=code_style(cfg.root), rename=rename)
+    _JOB.update(_job(mode, cfg, select, want_old, rename))
 
 
 def _read_bytes(path: str) -> bytes:
@@ -83,9 +87,10 @@ def _skip_class(error: str) -> str:
     return error.split(":", 1)[0]
 
 
-def _rewrite(data: bytes, path: str, rel: str, codes_ok) -> CodemodResult:
+def _rewrite(data: bytes, path: str, rel: str, codes_ok, job: Optional[dict] = None) -> CodemodResult:
     """wrap or unwrap one file's bytes; a notebook through the Python text of its
     code cells, written back into the cells it changed (:mod:`.notebook`)."""
+    job = job if job is not None else _JOB
     nb = renamed = None
     if notebook.is_notebook(path):
         try:
@@ -93,15 +98,15 @@ def _rewrite(data: bytes, path: str, rel: str, codes_ok) -> CodemodResult:
         except notebook.NotebookError as e:
             raise CodemodError(f"cannot parse: {e}") from None
         data = nb.text.encode("utf-8")
-    if _JOB["mode"] == "wrap":
-        if _JOB.get("rename"):
-            renamed = rename_sites_source(data, path, _JOB["table"], rel)
+    if job["mode"] == "wrap":
+        if job.get("rename"):
+            renamed = rename_sites_source(data, path, job["table"], rel)
             data = renamed if renamed is not None else data
-        res = wrap_source(data, path, _JOB["table"], rel, codes_ok, _JOB["style"])
+        res = wrap_source(data, path, job["table"], rel, codes_ok, job["style"])
         if renamed is not None and res.new is None:
             res.new = data
     else:
-        res = unwrap_source(data, path, _JOB["table"], _JOB["style"])
+        res = unwrap_source(data, path, job["table"], job["style"])
     if nb is not None:
         for k in res.skipped:
             if k.line:
@@ -311,6 +316,29 @@ def run_codemod(
     return EXIT_OK
 
 
+def rewrite_source(data: bytes, filename: str, mode: str, cfg: Config, *, select: Sequence[str] = (),
+                   rename_sites: bool = False) -> FileOutcome:
+    """Wrap or unwrap one file's bytes that were not read from disk (standard
+    input, an editor's buffer) as the file `filename` (its config, its site
+    names); writes nothing. An excluded file has neither result nor error."""
+    out = FileOutcome(path=filename, rel=cfg.relpath(os.path.abspath(filename)))
+    ap, root = os.path.abspath(filename), str(cfg.root)
+    if (ap == root or ap.startswith(root.rstrip(os.sep) + os.sep)) and cfg.excluded(out.rel):
+        return out
+    job = _job(mode, cfg, tuple(select), False, rename_sites)
+
+    def codes_ok(code: str) -> bool:
+        return (not select or any(code.startswith(p) for p in select)) and cfg.code_enabled(code, out.rel)
+
+    try:
+        out.result = _rewrite(data, filename, out.rel, codes_ok, job)
+    except CodemodError as e:
+        out.error = str(e) if str(e).startswith(("cannot", "libcst", "internal")) else f"cannot process: {e}"
+    except RecursionError:
+        out.error = "cannot parse: too deeply nested for the parser"
+    return out
+
+
 def run_stdin(src, dst, filename: str, mode: str, cfg: Config, *, select: Sequence[str] = (),
               diff: bool = False, check: bool = False, quiet: bool = False, rename_sites: bool = False,
               err: Optional[TextIO] = None) -> int:
@@ -321,24 +349,9 @@ def run_stdin(src, dst, filename: str, mode: str, cfg: Config, *, select: Sequen
     unified diff, with `check` nothing. Exit codes as :func:`run_codemod`'s."""
     err = err or sys.stderr
     data = src.read()
-    ap = os.path.abspath(filename)
-    rel = cfg.relpath(ap)
-    root = str(cfg.root)
-    inside = ap == root or ap.startswith(root.rstrip(os.sep) + os.sep)
+    out = rewrite_source(data, filename, mode, cfg, select=select, rename_sites=rename_sites)
+    rel = out.rel
     summary = Summary(mode=mode, files=1)
-    out = FileOutcome(path=filename, rel=rel)
-    if not (inside and cfg.excluded(rel)):
-        _init(mode, cfg, tuple(select), False, rename_sites)
-
-        def codes_ok(code: str) -> bool:
-            return (not select or any(code.startswith(p) for p in select)) and cfg.code_enabled(code, rel)
-
-        try:
-            out.result = _rewrite(data, filename, rel, codes_ok)
-        except CodemodError as e:
-            out.error = str(e) if str(e).startswith(("cannot", "libcst", "internal")) else f"cannot process: {e}"
-        except RecursionError:
-            out.error = "cannot parse: too deeply nested for the parser"
     res = out.result
     new = res.new if res is not None and res.changed else data
     if diff:
