@@ -108,7 +108,7 @@ def _runs(old: str, new: str) -> list[Hunk]:
     return [part for h in hunks(old, new) for part in split_leading(h, pos, apart)]
 
 
-def _encoded(text: str) -> Optional[bytes]:
+def source_bytes(text: str) -> Optional[bytes]:
     """An editor's text as the bytes of the file it would save (its coding
     declaration's encoding), for the codemod, which reads bytes."""
     import io
@@ -121,7 +121,8 @@ def _encoded(text: str) -> Optional[bytes]:
         return None
 
 
-def _decode(data: bytes) -> Optional[str]:
+def source_text(data: bytes) -> Optional[str]:
+    """A file's bytes as text by its coding declaration; None when they do not decode."""
     from .source import decode_source
 
     try:
@@ -142,7 +143,7 @@ def wrap_fixes(data: bytes, path: str, relpath: str, cfg: "Config", rules: "Rule
         return cfg.code_enabled(code, relpath)
 
     wanted = [s for s in sites if not s.wrapped and not s.suppressed and codes_ok(s.rule)]
-    old = _decode(data)
+    old = source_text(data)
     if not wanted or old is None:
         return {}
     try:
@@ -151,7 +152,7 @@ def wrap_fixes(data: bytes, path: str, relpath: str, cfg: "Config", rules: "Rule
         return {}
     if res.new is None:
         return {}
-    new = _decode(res.new)
+    new = source_text(res.new)
     if new is None:  # pragma: no cover - wrap writes the file's own encoding
         return {}
     skipped = {(k.line, k.column) for k in res.skipped}
@@ -181,7 +182,7 @@ def wrap_fixes(data: bytes, path: str, relpath: str, cfg: "Config", rules: "Rule
             continue
         if one.new is None:
             continue
-        text = _decode(one.new)
+        text = source_text(one.new)
         if text is not None:
             out[(s.line, s.column, s.rule)] = _ordered(_prefer_shared(_runs(old, text), s, shared))
     return out
@@ -216,12 +217,12 @@ def rename_fixes(data: bytes, path: str, relpath: str, rules: "RuleTable",
     from .codemod import CodemodError
     from .codemod.rename import rename_sites_source
 
-    old = _decode(data)
+    old = source_text(data)
     try:
         renamed = rename_sites_source(data, path, rules, relpath)
     except CodemodError:
         return {}
-    new = _decode(renamed) if renamed is not None else None
+    new = source_text(renamed) if renamed is not None else None
     if old is None or new is None:
         return {}
     runs = hunks(old, new)
@@ -259,7 +260,7 @@ def attach(diags: list["Diagnostic"], scan, cfg: "Config", rules: "RuleTable",
             continue
         data = (sources or {}).get(res.path)
         if isinstance(data, str):
-            data = _encoded(data)
+            data = source_bytes(data)
         if data is None:
             try:
                 with open(res.path, "rb") as fh:
