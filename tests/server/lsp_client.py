@@ -98,10 +98,15 @@ class Client:
 
     # --- the usual sequence -----------------------------------------------------------------
 
-    def initialize(self, root: Path, options: Optional[dict] = None) -> dict:
+    def initialize(self, root: Path, options: Optional[dict] = None, resolve: bool = False) -> dict:
+        """`resolve`: say, as VS Code and Neovim do, that a code action's edit
+        may come later, from codeAction/resolve."""
+        text_document: dict = {"publishDiagnostics": {"versionSupport": True}}
+        if resolve:
+            text_document["codeAction"] = {"resolveSupport": {"properties": ["edit"]}}
         result = self.request("initialize", {
             "processId": os.getpid(), "rootUri": root.as_uri(),
-            "capabilities": {"textDocument": {"publishDiagnostics": {"versionSupport": True}}},
+            "capabilities": {"textDocument": text_document},
             "initializationOptions": options or {},
         })
         self.notify("initialized", {})

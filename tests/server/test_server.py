@@ -156,6 +156,29 @@ def test_wrap_all_and_noqa_actions(client, proj):
     assert [a["kind"] for a in src] == ["source.wrapAll.xferaudit"]
 
 
+def test_wrap_all_edit_is_made_on_resolve_for_clients_that_resolve(proj):
+    c = Client(proj)
+    try:
+        c.initialize(proj, resolve=True)
+        uri = c.open(proj / "train.py", TRAIN)
+        p = c.wait_for("textDocument/publishDiagnostics")
+        actions = c.request("textDocument/codeAction", {
+            "textDocument": {"uri": uri}, "range": p["diagnostics"][0]["range"],
+            "context": {"diagnostics": p["diagnostics"][:1]}})
+        whole = next(a for a in actions if a["title"].startswith("Wrap every site"))
+        assert "edit" not in whole  # not made until picked
+        done = c.request("codeAction/resolve", whole)
+        want = wrap_source(TRAIN.encode(), str(proj / "train.py"), None, "train.py", None,
+                           code_style(proj)).new.decode()
+        assert apply_text_edits(TRAIN, done["edit"]["changes"][uri]) == want
+        # a stale action (the document changed since) resolves to no edit
+        c.notify("textDocument/didChange", {"textDocument": {"uri": uri, "version": 2},
+                                            "contentChanges": [{"text": TRAIN + "\n"}]})
+        assert "edit" not in c.request("codeAction/resolve", whole)
+    finally:
+        c.close()
+
+
 def test_changes_are_debounced_and_published_with_the_latest_version(client, proj):
     uri = client.open(proj / "train.py", TRAIN)
     client.wait_for("textDocument/publishDiagnostics", lambda q: q["version"] == 1)

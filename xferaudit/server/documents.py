@@ -34,6 +34,7 @@ class Document:
     linted: Optional[Linted] = None
     config_error: Optional[str] = None
     fixes_done: bool = False
+    wrap_all: Optional[list] = None  # the edits of wrap over the whole document, once made
     lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     def reported(self) -> list:

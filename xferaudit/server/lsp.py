@@ -44,6 +44,7 @@ SOURCE = "xferaudit"
 #: The kind of the "wrap every site of the file" action (a source action, so
 #: an editor can bind it: VS Code's "editor.codeActionsOnSave").
 WRAP_ALL = "source.wrapAll.xferaudit"
+WRAP_ALL_TITLE = "Wrap every site in this file (xferaudit wrap)"
 
 
 class XferauditServer(LanguageServer):
@@ -224,7 +225,7 @@ def _wanted(kind: str, only: Optional[list]) -> bool:
 
 
 @server.feature(types.TEXT_DOCUMENT_CODE_ACTION, types.CodeActionOptions(
-    code_action_kinds=[types.CodeActionKind.QuickFix, WRAP_ALL]))
+    code_action_kinds=[types.CodeActionKind.QuickFix, WRAP_ALL], resolve_provider=True))
 async def code_action(ls: XferauditServer, params: types.CodeActionParams) -> list[types.CodeAction]:
     uri = params.text_document.uri
     doc = _current(ls, uri)
@@ -237,16 +238,54 @@ async def code_action(ls: XferauditServer, params: types.CodeActionParams) -> li
         for diag in ours:
             actions.extend(await _site_actions(ls, doc, diag))
     wrappable = any(d.code.startswith(("XFA2", "XFA4")) for d in doc.reported())
-    if wrappable and (ours or _wanted(WRAP_ALL, only) and only):
-        loop = asyncio.get_running_loop()
-        edits = await loop.run_in_executor(ls.thread_pool, D.wrap_all, doc, ls.projects)
-        if edits:
-            kind = types.CodeActionKind.QuickFix if ours and _wanted(types.CodeActionKind.QuickFix, only) else WRAP_ALL
-            if _wanted(kind, only):
-                actions.append(types.CodeAction(
-                    title="Wrap every site in this file (xferaudit wrap)", kind=kind,
-                    edit=types.WorkspaceEdit(changes={uri: _text_edits(ls, doc, edits)})))
+    kind = types.CodeActionKind.QuickFix if ours and _wanted(types.CodeActionKind.QuickFix, only) else WRAP_ALL
+    if wrappable and (ours or only) and _wanted(kind, only):
+        action = await _deferred(ls, doc, WRAP_ALL_TITLE, kind, {"action": "wrap-all"})
+        if action is not None:
+            actions.append(action)
     return actions
+
+
+async def _deferred(ls: XferauditServer, doc: D.Document, title: str, kind: str, what: dict,
+                    diagnostics: Optional[list] = None) -> Optional[types.CodeAction]:
+    """An action whose edit costs a pass over the whole document: made when the
+    user picks it (codeAction/resolve) where the client can wait for it, else now."""
+    action = types.CodeAction(title=title, kind=kind, diagnostics=diagnostics,
+                              data={**what, "uri": doc.uri, "version": doc.version})
+    if _resolves_edits(ls):
+        return action
+    action = await resolve_code_action(ls, action)
+    return action if action.edit is not None else None
+
+
+def _resolves_edits(ls: XferauditServer) -> bool:
+    try:
+        props = ls.client_capabilities.text_document.code_action.resolve_support.properties
+    except AttributeError:
+        return False
+    return "edit" in (props or ())
+
+
+@server.feature(types.CODE_ACTION_RESOLVE)
+async def resolve_code_action(ls: XferauditServer, action: types.CodeAction) -> types.CodeAction:
+    """The edit of a deferred action, for the version of the document it was
+    offered for (none when the document changed since)."""
+    data = action.data if isinstance(action.data, dict) else {}
+    uri = data.get("uri")
+    doc = _current(ls, uri) if isinstance(uri, str) else None
+    if doc is None or doc.version != data.get("version"):
+        return action
+    edits: list = []
+    if data.get("action") == "wrap-all":
+        if doc.wrap_all is None:  # once per version: wrap over the whole buffer costs what the codemod costs
+            loop = asyncio.get_running_loop()
+            doc.wrap_all = await loop.run_in_executor(ls.thread_pool, D.wrap_all, doc, ls.projects)
+        edits = doc.wrap_all
+    elif data.get("action") == "noqa" and isinstance(data.get("line"), int):
+        edits = D.noqa(doc, data["line"], {str(data.get("code"))})
+    if edits:
+        action.edit = types.WorkspaceEdit(changes={uri: _text_edits(ls, doc, edits)})
+    return action
 
 
 async def _site_actions(ls: XferauditServer, doc: D.Document, diag: types.Diagnostic) -> list[types.CodeAction]:
@@ -273,11 +312,11 @@ async def _site_actions(ls: XferauditServer, doc: D.Document, diag: types.Diagno
             edit=types.WorkspaceEdit(changes={doc.uri: edits})))
     if D.suppressible(code):
         line = _codec(ls).position_from_client_units(split_lines(doc.text), diag.range.start).line + 1
-        noqa = D.noqa(doc, line, {code})
-        if noqa:
-            out.append(types.CodeAction(
-                title=f"Suppress {code} on this line (# noqa: {code})", kind=types.CodeActionKind.QuickFix,
-                diagnostics=[diag], edit=types.WorkspaceEdit(changes={doc.uri: _text_edits(ls, doc, noqa)})))
+        action = await _deferred(ls, doc, f"Suppress {code} on this line (# noqa: {code})",
+                                 types.CodeActionKind.QuickFix, {"action": "noqa", "line": line, "code": code},
+                                 [diag])
+        if action is not None:
+            out.append(action)
     return out
 
 

@@ -142,50 +142,98 @@ def wrap_fixes(data: bytes, path: str, relpath: str, cfg: "Config", rules: "Rule
     def codes_ok(code: str) -> bool:
         return cfg.code_enabled(code, relpath)
 
+    def run(only: Optional[list]) -> Optional[str]:
+        """The file's text after wrap, of every site or of the sites `only`."""
+        site_ok = None if only is None else (lambda x: any(_same(x, s) for s in only))
+        try:
+            res = wrap_source(data, path, rules, relpath, codes_ok, style, site_ok=site_ok)
+        except (CodemodError, RecursionError):
+            return None
+        if only is None:
+            skipped.update((k.line, k.column) for k in res.skipped)
+        return source_text(res.new) if res.new is not None else None
+
     wanted = [s for s in sites if not s.wrapped and not s.suppressed and codes_ok(s.rule)]
     old = source_text(data)
-    if not wanted or old is None:
+    skipped: set = set()
+    new = run(None) if wanted and old is not None else None
+    if new is None:
         return {}
-    try:
-        res = wrap_source(data, path, rules, relpath, codes_ok, style)
-    except (CodemodError, RecursionError):
-        return {}
-    if res.new is None:
-        return {}
-    new = source_text(res.new)
-    if new is None:  # pragma: no cover - wrap writes the file's own encoding
-        return {}
-    skipped = {(k.line, k.column) for k in res.skipped}
     wanted = [s for s in wanted if (s.line, s.column) not in skipped]
+    out: dict[tuple[int, int, str], tuple[Edit, ...]] = {}
+    shared, groups = _resolve(old, new, wanted, None, out)
+    left = [s for s in wanted if _fix_key(s) not in out]
+    # Sites that shared a run of lines (adjacent statements, one statement) are
+    # wrapped again in a few batches, no two such sites in one batch, and
+    # split there; what still shares a run is wrapped alone.
+    while left:
+        done = len(out)
+        batches = _batches(left, groups)
+        groups = []
+        for batch in batches:
+            text = run(batch)
+            if text is not None:
+                groups += _resolve(old, text, batch, shared, out)[1]
+        left = [s for s in left if _fix_key(s) not in out]
+        if len(out) == done or len(batches) == len(left):
+            break
+    for s in left:
+        text = run([s])
+        if text is not None:
+            own = _runs(old, text)
+            out[_fix_key(s)] = _ordered(_prefer_shared(own, s, shared))
+    return out
+
+
+def _fix_key(s: "Site") -> tuple[int, int, str]:
+    return (s.line, s.column, s.rule)
+
+
+def _resolve(old: str, new: str, sites: list["Site"], shared: Optional[list[Edit]],
+             out: dict) -> tuple[list[Edit], list[list["Site"]]]:
+    """Split one codemod output over `sites`: each site alone in its runs of
+    changed lines gets a fix (into `out`): its runs, and the runs no site
+    holds (the import), taken from `shared` where they are the same change.
+    Returns the runs no site holds and the groups of sites that shared a run."""
     runs = _runs(old, new)
     owners: list[list["Site"]] = [[] for _ in runs]
-    for s in wanted:
+    for s in sites:
         lo, hi = _lines_of(s)
         for i, h in enumerate(runs):
             if h.touches(lo, hi):
                 owners[i].append(s)
-    shared = [h.edit for h, o in zip(runs, owners) if not o]
-    import_apart = _runtime_import_lines("".join(e.content for e in shared)) > 0 or (
+    free = [h.edit for h, o in zip(runs, owners) if not o]
+    if shared is not None and sorted(free, key=_key) == sorted(shared, key=_key):
+        free = shared
+    import_apart = _runtime_import_lines("".join(e.content for e in free)) > 0 or (
         _runtime_import_lines(new) == _runtime_import_lines(old))
-    out: dict[tuple[int, int, str], tuple[Edit, ...]] = {}
-    alone: list["Site"] = []
-    for s in wanted:
-        mine = [h for h, o in zip(runs, owners) if any(x is s for x in o)]
-        if mine and import_apart and all(len(o) == 1 for h, o in zip(runs, owners) if any(x is s for x in o)):
-            out[(s.line, s.column, s.rule)] = _ordered(shared + [h.edit for h in mine])
-        elif mine:
-            alone.append(s)
-    for s in alone:
-        try:
-            one = wrap_source(data, path, rules, relpath, codes_ok, style, site_ok=lambda x, s=s: _same(x, s))
-        except (CodemodError, RecursionError):  # pragma: no cover - the whole file's run passed
-            continue
-        if one.new is None:
-            continue
-        text = source_text(one.new)
-        if text is not None:
-            out[(s.line, s.column, s.rule)] = _ordered(_prefer_shared(_runs(old, text), s, shared))
-    return out
+    groups = [o for o in owners if len(o) > 1]
+    for s in sites:
+        mine = [i for i, o in enumerate(owners) if any(x is s for x in o)]
+        if mine and import_apart and all(len(owners[i]) == 1 for i in mine):
+            out[_fix_key(s)] = _ordered(free + [runs[i].edit for i in mine])
+        elif mine and not import_apart:
+            groups.append([s])
+    return free, groups
+
+
+def _batches(sites: list["Site"], groups: list[list["Site"]]) -> list[list["Site"]]:
+    """`sites` in batches where no two of a group meet (a greedy colouring)."""
+    apart: dict[int, set] = {id(s): set() for s in sites}
+    for g in groups:
+        for a in g:
+            for b in g:
+                if a is not b and id(a) in apart:
+                    apart[id(a)].add(id(b))
+    batches: list[list["Site"]] = []
+    for s in sites:
+        for batch in batches:
+            if not any(id(x) in apart[id(s)] for x in batch):
+                batch.append(s)
+                break
+        else:
+            batches.append([s])
+    return batches
 
 
 def _same(a: "Site", b: "Site") -> bool:
