@@ -48,7 +48,8 @@ def codemod_runs(root: str) -> tuple[int, int, int]:
     cm.wrap_source = counting
     try:
         for path in iter_python_paths([root], cfg):
-            data = open(path, "rb").read()
+            with open(path, "rb") as fh:
+                data = fh.read()
             rel = cfg.relpath(path)
             sites = find_in_source(data.decode("utf-8", "replace"), path, rules, rel).sites
             before = runs[0]

@@ -10,7 +10,6 @@ import subprocess
 import sys
 import textwrap
 import time
-from pathlib import Path
 
 import pytest
 
@@ -125,9 +124,9 @@ def test_fixes_arrive_in_data_and_the_quick_fix_is_what_wrap_writes(client, proj
         quick = next(a for a in actions if a["title"].startswith("Wrap it"))
         assert quick["kind"] == "quickfix" and quick["isPreferred"] is True
         assert quick["edit"]["changes"][uri] == fix["edits"]  # from data: no second lint
-        row = diag["range"]["start"]["line"] + 1
+        row, code = diag["range"]["start"]["line"] + 1, diag["code"]
         want = wrap_source(TRAIN.encode(), str(proj / "train.py"), None, "train.py", None, code_style(proj),
-                           site_ok=lambda s: s.line == row and s.rule == diag["code"]).new.decode()
+                           site_ok=lambda s, row=row, code=code: s.line == row and s.rule == code).new.decode()
         assert apply_text_edits(TRAIN, quick["edit"]["changes"][uri]) == want
 
 

@@ -82,24 +82,22 @@ def check(doc: Document, projects: Projects) -> None:
     doc.fixes_done = False
 
 
-def fixes(doc: Document, projects: Projects) -> None:
+def fixes(doc: Document, cfg: Config, rules: RuleTable) -> None:
     """Attach to each finding the edits ``wrap`` makes for it (runs the codemod:
     hundreds of milliseconds on a large file, so the shell runs it off the
-    event loop, after the findings are shown)."""
+    event loop, after the findings are shown; the config is read on the loop)."""
     with doc.lock:
         if doc.fixes_done or doc.linted is None:
             return
-        cfg, rules = projects.config(doc.path)
         add_fixes(doc.linted, cfg, rules)
         doc.fixes_done = True
 
 
-def wrap_all(doc: Document, projects: Projects) -> list[Edit]:
+def wrap_all(doc: Document, cfg: Config) -> list[Edit]:
     """The edits of ``wrap`` over the whole document (none when it changes nothing)."""
     from ..static.codemod_files import rewrite_source
     from ..static.fixes import source_bytes, source_text
 
-    cfg, _ = projects.config(doc.path)
     data = source_bytes(doc.text)
     if data is None:
         return []

@@ -31,6 +31,7 @@ from pygls.lsp.server import LanguageServer
 from pygls.workspace.position_codec import ServerTextPosition, ServerTextRange
 
 from .. import __version__
+from ..config import ConfigError
 from ..static.diagnostics import docs_base, rule_url
 from ..static.edits import Edit
 from ..static.source import split_lines
@@ -130,7 +131,7 @@ def _diagnostics(ls: XferauditServer, doc: D.Document) -> list[types.Diagnostic]
 def _config_or_none(ls: XferauditServer, doc: D.Document):
     try:
         return ls.projects.config(doc.path)[0]
-    except Exception:  # noqa: BLE001 - reported when the document was checked
+    except ConfigError:  # shown when the document was checked
         return None
 
 
@@ -152,10 +153,20 @@ async def _check(ls: XferauditServer, uri: str) -> None:
     _publish(ls, doc)
     if doc.linted is None or not any(d.code.startswith(("XFA2", "XFA3", "XFA4")) for d in doc.reported()):
         return
-    loop = asyncio.get_running_loop()
-    await loop.run_in_executor(ls.thread_pool, D.fixes, doc, ls.projects)
+    await _fixes(ls, doc)
     if ls.docs.get(uri) is doc:
         _publish(ls, doc)
+
+
+async def _fixes(ls: XferauditServer, doc: D.Document) -> None:
+    """The document's fixes, made off the event loop (once per version)."""
+    if doc.fixes_done or doc.linted is None:
+        return
+    try:
+        cfg, rules = ls.projects.config(doc.path)
+    except ConfigError:  # broken since the document was checked: its next check says so
+        return
+    await asyncio.get_running_loop().run_in_executor(ls.thread_pool, D.fixes, doc, cfg, rules)
 
 
 def _schedule(ls: XferauditServer, uri: str, delay: float) -> None:
@@ -278,8 +289,10 @@ async def resolve_code_action(ls: XferauditServer, action: types.CodeAction) -> 
     edits: list = []
     if data.get("action") == "wrap-all":
         if doc.wrap_all is None:  # once per version: wrap over the whole buffer costs what the codemod costs
-            loop = asyncio.get_running_loop()
-            doc.wrap_all = await loop.run_in_executor(ls.thread_pool, D.wrap_all, doc, ls.projects)
+            cfg = _config_or_none(ls, doc)
+            if cfg is None:
+                return action
+            doc.wrap_all = await asyncio.get_running_loop().run_in_executor(ls.thread_pool, D.wrap_all, doc, cfg)
         edits = doc.wrap_all
     elif data.get("action") == "noqa" and isinstance(data.get("line"), int):
         edits = D.noqa(doc, data["line"], {str(data.get("code"))})
@@ -299,8 +312,7 @@ async def _site_actions(ls: XferauditServer, doc: D.Document, diag: types.Diagno
         message, applicability = fix["message"], fix["applicability"]
     else:
         # published before its fix was ready: the same computation, once per version
-        loop = asyncio.get_running_loop()
-        await loop.run_in_executor(ls.thread_pool, D.fixes, doc, ls.projects)
+        await _fixes(ls, doc)
         found = _finding(ls, doc, diag)
         if found is not None and found.fix is not None:
             edits = _text_edits(ls, doc, list(found.fix.edits))
