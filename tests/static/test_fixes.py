@@ -272,3 +272,12 @@ def test_edits_never_split_a_word_and_insertions_are_whole_lines():
     ins, call = hunks(old, new)
     assert ins.edit.content == "import xferaudit.runtime as xfer\n" and ins.edit.start == ins.edit.end == (2, 1)
     assert call.edit.content == "xfer.cpu(y" and call.edit.start == (3, 5)
+
+
+def test_fixes_made_on_a_process_pool_are_the_ones_made_in_process(proj, capsys):
+    for i, rel in enumerate(["tests/corpus/train_classifier.py", "tests/corpus/eval_lm.py",
+                             "examples/gpt_train.py"] * 3):
+        shutil.copy(ROOT / rel, proj / f"m{i}.py")
+    serial = check_json(capsys, "--jobs", "1")
+    pooled = check_json(capsys, "--jobs", "2")
+    assert pooled == serial and sum(1 for r in serial if r["fix"]) > 20

@@ -208,7 +208,7 @@ class CheckCommand(Command):
         if args.format in ("json", "sarif") and not args.statistics:
             from ..static.fixes import attach
 
-            attach(diags, result, cfg, rules, sources)  # the edits `wrap` would make (runs the codemod)
+            attach(diags, result, cfg, rules, sources, args.jobs)  # the edits `wrap` would make (the codemod)
         if args.statistics:
             text = format_statistics(diags)
         elif args.format == "json":

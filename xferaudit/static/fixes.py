@@ -283,15 +283,15 @@ def rename_fixes(data: bytes, path: str, relpath: str, rules: "RuleTable",
 
 
 def attach(diags: list["Diagnostic"], scan, cfg: "Config", rules: "RuleTable",
-           sources: Optional[dict] = None) -> None:
+           sources: Optional[dict] = None, jobs: Optional[int] = None) -> None:
     """Set ``fix`` on each reported finding that ``wrap`` can rewrite.
 
     `scan` is the :class:`~xferaudit.static.scan.Scan` the findings came from
     (its sites); `sources` maps a displayed path to the source that was
     checked (standard input's bytes, an editor's text), else each file is
-    read again.
+    read again. Many files are done on every core (`jobs` processes), as
+    ``wrap`` does them.
     """
-    from .codemod import code_style
     from .diagnostics import fix_message
 
     by_path: dict[str, list] = {}
@@ -300,8 +300,7 @@ def attach(diags: list["Diagnostic"], scan, cfg: "Config", rules: "RuleTable",
             by_path.setdefault(d.path, []).append(d)
     if not by_path:
         return
-    style = code_style(cfg.root)
-    by_id = {r.id: r for r in rules.rules}
+    todo = []  # (file result, relpath, its findings, its bytes)
     for res, rel in zip(scan.results, scan.relpaths):
         found = by_path.get(res.path)
         if not found or res.error is not None or is_notebook(res.path):
@@ -315,13 +314,59 @@ def attach(diags: list["Diagnostic"], scan, cfg: "Config", rules: "RuleTable",
                     data = fh.read()
             except OSError:
                 continue
+        todo.append((res, rel, found, data))
+    items = [(data, res.path, rel, res.sites, any(d.code == "XFA302" for d in found))
+             for res, rel, found, data in todo]
+    by_id = {r.id: r for r in rules.rules}
+    for (res, rel, found, _), edits in zip(todo, _file_edits_all(items, cfg, rules, jobs)):
         at = {(s.line, s.column, "XFA302" if s.wrapped else s.rule): s for s in res.sites}
-        edits = wrap_fixes(data, res.path, rel, cfg, rules, res.sites, style)
-        if any(d.code == "XFA302" for d in found):
-            edits.update(rename_fixes(data, res.path, rel, rules, [s for s in res.sites if s.wrapped]))
         for d in found:
             e = edits.get((d.line, d.column, d.code))
             s = at.get((d.line, d.column, d.code))
             if e and s is not None:
                 d.fix = Fix(applicability(d.code), fix_message(s, by_id.get(s.rule_id), d.code, rel), e)
 
+
+#: From this many files on, fixes are made on a process pool (wrap's threshold: the same work).
+PARALLEL_MIN_FILES = 16
+_STATE: list = []  # a worker's (config, rules, style)
+
+
+def _init(cfg: "Config", rules: "RuleTable") -> None:
+    from .codemod import code_style
+
+    _STATE[:] = [(cfg, rules, code_style(cfg.root))]
+
+
+def _worker_init(cfg: "Config", rules: "RuleTable", run_pid: int) -> None:
+    from .._workers import die_with_parent  # end with the run, leave Ctrl-C to it
+
+    die_with_parent(run_pid)
+    _init(cfg, rules)
+
+
+def _file_edits(item: tuple) -> dict:
+    data, path, rel, sites, rename = item
+    cfg, rules, style = _STATE[0]
+    edits = wrap_fixes(data, path, rel, cfg, rules, sites, style)
+    if rename:
+        edits.update(rename_fixes(data, path, rel, rules, [s for s in sites if s.wrapped]))
+    return edits
+
+
+def _file_edits_all(items: list, cfg: "Config", rules: "RuleTable", jobs: Optional[int]) -> list[dict]:
+    import os
+
+    from .scan import _start_method, worker_count
+
+    workers = max(1, min(jobs if jobs is not None else worker_count(), len(items)))
+    if workers == 1 or (jobs is None and len(items) < PARALLEL_MIN_FILES):
+        _init(cfg, rules)
+        return [_file_edits(item) for item in items]
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    ctx = multiprocessing.get_context(_start_method())
+    with ProcessPoolExecutor(max_workers=workers, mp_context=ctx, initializer=_worker_init,
+                             initargs=(cfg, rules, os.getpid())) as ex:
+        return list(ex.map(_file_edits, items, chunksize=1))
