@@ -233,6 +233,15 @@ def test_settings_come_from_the_workspace_pyproject(client, proj):
     assert [d["code"] for d in p["diagnostics"]] == ["XFA203"]
 
 
+def test_an_unsaved_buffer_is_checked_as_a_file_of_the_workspace(client, proj):
+    client.notify("textDocument/didOpen", {"textDocument": {
+        "uri": "untitled:Untitled-1", "languageId": "python", "version": 1, "text": TRAIN}})
+    p = client.wait_for("textDocument/publishDiagnostics", lambda q: q["uri"] == "untitled:Untitled-1")
+    assert [d["code"] for d in p["diagnostics"]] == ["XFA203", "XFA202", "XFA202"]
+    # its rule links come from the workspace's pyproject.toml
+    assert p["diagnostics"][0]["codeDescription"]["href"].startswith("https://docs.example.org/xa/")
+
+
 def test_a_broken_config_is_shown_not_crashed_on(client, proj):
     (proj / "pyproject.toml").write_text("[tool.xferaudit]\nselect = 3\n")
     uri = client.open(proj / "train.py", TRAIN)

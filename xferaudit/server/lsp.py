@@ -28,6 +28,7 @@ from urllib.parse import unquote, urlparse
 from lsprotocol import types
 from lsprotocol.converters import get_converter
 from pygls.lsp.server import LanguageServer
+from pygls.uris import to_fs_path
 from pygls.workspace.position_codec import ServerTextPosition, ServerTextRange
 
 from .. import __version__
@@ -86,7 +87,7 @@ def _path(ls: XferauditServer, uri: str) -> str:
     a name under the workspace root (so the project's config still applies)."""
     parsed = urlparse(uri)
     if parsed.scheme == "file":
-        return unquote(parsed.path)
+        return to_fs_path(uri) or unquote(parsed.path)
     root = ls.workspace.root_path or os.getcwd()
     return os.path.join(root, os.path.basename(unquote(parsed.path)) or "untitled.py")
 
