@@ -65,8 +65,13 @@ def test_the_site_builds_strictly(tmp_path):
     assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-4000:]
     from xferaudit.static.codes import CODES
 
+    from xferaudit.static.diagnostics import rule_url
+
     for code in CODES:
         assert (tmp_path / "site" / "rules" / code / "index.html").is_file()
+        # the address a finding links to (docs-url = the site) is that page
+        url = rule_url(code, (tmp_path / "site").as_uri())
+        assert Path(url[len("file://"):]).is_file()
     sites = (tmp_path / "site" / "sites" / "index.html").read_text(encoding="utf-8")
     assert "torch.cpu" in sites and "jax.device_put" in sites
 

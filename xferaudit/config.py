@@ -11,6 +11,7 @@ Keys follow ruff's names where ruff has one::
     per-file-ignores = { "tests/*" = ["XFA202"] }
     cache-dir = ".xferaudit_cache" # where `check` keeps its findings (relative to the root)
     evidence = ["xferaudit-run.json"]  # run files `check` reads as evidence (relative to the root)
+    docs-url = "https://..."       # where this documentation site is served: findings link to its rule pages
 
     [[tool.xferaudit.rule]]        # rows of your own stack, same schema as a pack
     call = "function"
@@ -40,7 +41,7 @@ DEFAULT_EXCLUDE = (
 )
 KNOWN_KEYS = {
     "packs", "select", "ignore", "exclude", "extend-exclude", "per-file-ignores",
-    "rule", "budget", "cache-dir", "evidence",
+    "rule", "budget", "cache-dir", "evidence", "docs-url",
 }
 
 
@@ -94,6 +95,7 @@ class Config:
     raw: Mapping[str, Any] = field(default_factory=dict)
     cache_dir: Optional[Path] = None  # None: <root>/.xferaudit_cache
     evidence: tuple[str, ...] = ()  # run files read as evidence by `check` (paths, relative to the root)
+    docs_url: Optional[str] = None  # the documentation site's address; None: the installed package's, if any
     _globs: Optional[_Globs] = field(default=None, repr=False, compare=False)
 
     def table(self) -> RuleTable:
@@ -199,6 +201,16 @@ def _cache_dir(value: Any, root: Path, where: str) -> Path:
     return path
 
 
+def _docs_url(value: Any, where: str) -> str:
+    """The docs-url setting: an http(s) address, or a file:// one of a site built
+    locally (findings link to its rule pages)."""
+    if (not isinstance(value, str) or not re.match(r"(?:https?://[^\s/]+|file:///)", value)
+            or any(c.isspace() for c in value)):
+        raise ConfigError(f"{where}: [tool.xferaudit] docs-url must be an http(s) or file:// address, "
+                          f"e.g. \"https://example.org/xferaudit/\" (got {value!r})")
+    return value
+
+
 def load_config(start: Optional[Path] = None, path: Optional[Path] = None) -> Config:
     """Read the config for the project holding `start` (or the file `path`)."""
     if path is None:
@@ -255,6 +267,8 @@ def load_config(start: Optional[Path] = None, path: Optional[Path] = None) -> Co
     if "cache-dir" in raw:
         cfg.cache_dir = _cache_dir(raw["cache-dir"], root, where)
     cfg.evidence = tuple(str(root / p) for p in _strings(raw.get("evidence", []), "evidence", where))
+    if "docs-url" in raw:
+        cfg.docs_url = _docs_url(raw["docs-url"], where)
     rows = raw.get("rule", [])
     if not isinstance(rows, list) or not all(isinstance(r, dict) for r in rows):
         raise ConfigError(f"{where}: [[tool.xferaudit.rule]] must be an array of tables")

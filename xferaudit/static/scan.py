@@ -262,6 +262,32 @@ def _gone(evidence: Any, paths: Sequence) -> list:
     return out
 
 
+def scan_source(data: "bytes | str", filename: str, cfg: Config, rules: Optional[RuleTable] = None,
+                evidence: Optional[Any] = None) -> Scan:
+    """The scan of one file's source that was not read from disk (standard
+    input's bytes, an editor's or flake8's text), reported under `filename`:
+    its path relative to the project root names its sites and picks its
+    per-file-ignores, and an excluded path has no result at all (as when a
+    folder is walked); `evidence` as for :func:`scan`."""
+    rules = rules if rules is not None else cfg.table()
+    out = Scan()
+    ap = os.path.abspath(filename)
+    rel = cfg.relpath(ap)
+    root = str(cfg.root)
+    if (ap == root or ap.startswith(root.rstrip(os.sep) + os.sep)) and cfg.excluded(rel):
+        return out
+    out.stats.files = out.stats.parsed = 1
+    out.relpaths.append(rel)
+    display = display_path(ap, os.getcwd())
+    entries = tuple(evidence.for_file(ap)) if evidence else ()
+    if isinstance(data, str) and not is_notebook(filename) and not entries:
+        out.results.append(find_in_source(data, display, rules, rel))  # already text: no decoding
+    else:
+        out.results.append(analyze(data.encode("utf-8") if isinstance(data, str) else data, display, rel, rules,
+                                   entries))
+    return out
+
+
 def _run(todo: list, rules: RuleTable, jobs: Optional[int],
          tick: Callable[[int], None] = lambda sites: None) -> tuple[list[FileResult], int]:
     nbytes = sum(len(item[0]) for _, item in todo)

@@ -81,7 +81,7 @@ from __future__ import annotations
 import ast
 import copy
 from collections import Counter
-from typing import Iterable, Optional
+from typing import Callable, Iterable, Optional
 
 import re
 
@@ -161,9 +161,11 @@ def _reproduces(module: cst.Module, data: bytes) -> None:
         raise CodemodError("libcst does not reproduce this file byte for byte; left as it is")
 
 
-def _eligible(sites: Iterable[Site], codes_ok, hot: Optional[dict] = None) -> tuple[list[Site], int, int]:
+def _eligible(sites: Iterable[Site], codes_ok, hot: Optional[dict] = None,
+              site_ok=None) -> tuple[list[Site], int, int]:
     """The sites to wrap; with `hot` (``wrap --from``: line -> the categories a
-    run saw crossing there), only those on such lines, of such a category."""
+    run saw crossing there), only those on such lines, of such a category;
+    with `site_ok`, only the sites it accepts."""
     out, suppressed, not_selected = [], 0, 0
     for s in sites:
         if s.wrapped:
@@ -172,7 +174,7 @@ def _eligible(sites: Iterable[Site], codes_ok, hot: Optional[dict] = None) -> tu
             continue
         if s.suppressed:
             suppressed += 1
-        elif not codes_ok(s.rule):
+        elif not codes_ok(s.rule) or (site_ok is not None and not site_ok(s)):
             not_selected += 1
         else:
             out.append(s)
@@ -187,6 +189,7 @@ def wrap_source(
     codes_ok=None,
     style: Optional[CodeStyle] = None,
     evidence=None,
+    site_ok: Optional[Callable[[Site], bool]] = None,
 ) -> CodemodResult:
     """Wrap every eligible unwrapped site of one file's bytes.
 
@@ -197,7 +200,8 @@ def wrap_source(
     is reported in ``skipped`` with the reason.
 
     `codes_ok(code) -> bool` filters sites by rule code (``--select`` and the
-    config's select/ignore/per-file-ignores); suppressed sites are never wrapped
+    config's select/ignore/per-file-ignores), `site_ok(site) -> bool` by site
+    (``check``'s fixes wrap one site at a time); suppressed sites are never wrapped
     (wrapping them would leave their suppression unused). `style` (the
     project's line length and import sorting, :func:`code_style`) decides
     where the runtime import goes and which long lines are broken. Raises
@@ -213,7 +217,8 @@ def wrap_source(
     found, ctx = analyse(text, path, rules, relpath if relpath is not None else path, hot)
     if found.error or ctx is None:
         raise CodemodError(f"cannot parse: {found.error} (line {found.error_line})")
-    sites, res.suppressed, res.not_selected = _eligible(found.sites, codes_ok or (lambda code: True), hot)
+    sites, res.suppressed, res.not_selected = _eligible(found.sites, codes_ok or (lambda code: True), hot,
+                                                        site_ok)
     # implicit sites (float(t), if t:, print(t)...) are expressions: codemod/implicit.py
     implicit = [s for s in sites if s.implicit]
     sites = [s for s in sites if not s.implicit]
