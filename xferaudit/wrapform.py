@@ -14,6 +14,7 @@ Each row of :data:`FORMS` is one shape::
     receiver  method    recv.m(args)        xfer.method(recv, "m", args, site="...")       receiver, method
     function  (row's)   mod.f(args)         xfer.W(args, site="...")                       -
     function  call      mod.f(args)         xfer.call(mod.f, args, site="...")             callee
+    receiver  call      recv.m(f(a))        xfer.call(recv.m, f(a), site="...")            callee (bound)
     result    (row's)   make(args)          xfer.W(make(args), site="...")                 inner
                         @make               @xfer.W(make, site="...", decorator=True)
     implicit  (value)   if t:, print(t)     if xfer.bool(t, site="..."):, print(xfer.read(...))  value
@@ -27,6 +28,12 @@ and the kind it records): ``bool``, ``index`` and ``read`` wrap the value read
 in place (``bool(t)`` becomes ``bool(xfer.bool(t, site=...))``); ``float``,
 ``int`` and ``complex`` replace the builtin's call; ``save`` wraps the saving
 call the way ``call`` does.
+
+The bound form serves a receiver row whose arguments may have side effects
+(the finder marks such a site ``op="bound"``): the bare call looks ``recv.m``
+up before it evaluates them, and so does ``xfer.call(recv.m, ...)``. It is the
+generic ``call`` form with the bound method as its callee; reading it back,
+a callee ``name.m`` that is no import is the receiver row of ``m``.
 
 *head* are the arguments the wrapper takes before the call's own; *extras*
 the keywords it takes after them. A row without a wrapper of its own gets

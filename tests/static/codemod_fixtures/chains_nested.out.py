@@ -16,7 +16,11 @@ def step(model, x, dev, y, d, m):
         dev,
         site="train.py:step:torch.compile(m).to",
     )
-    e = xfer.to(x, xfer.cpu(y, site="train.py:step:y.cpu"), site="train.py:step:x.to")
+    e = xfer.call(
+        x.to,
+        xfer.cpu(y, site="train.py:step:y.cpu"),
+        site="train.py:step:x.to",
+    )
     f = xfer.tensor(
         xfer.tolist(x, site="train.py:step:x.tolist"),
         device=dev,
