@@ -34,6 +34,7 @@ from typing import Optional
 
 from .kinds import KINDS
 from .rows import Launch, Row, Unwrapped, direction_of
+from .sitenames import full_name
 
 
 class _State:
@@ -198,8 +199,11 @@ def record(site: str, key: str, direction: str, nbytes: int, copies: int = 1,
 
     `key` names the wrapper (and, for the generic ones, the method or
     function): the site's kind is looked up from the rule table once, when the
-    site is first seen (see :mod:`xferaudit.runtime.kinds`).
+    site is first seen (see :mod:`xferaudit.runtime.kinds`). A short literal
+    (``":f:x.cpu"``) is named after the caller's file (:mod:`.sitenames`).
     """
+    if site and site[0] == ":":
+        site = full_name(site)
     _acquire()
     try:
         t = STATE.sites.get(site)
@@ -229,6 +233,8 @@ def record(site: str, key: str, direction: str, nbytes: int, copies: int = 1,
 
 def record_launch(site: str, nodes: Optional[int] = None) -> None:
     """One launch of a graph at `site` (``nodes``: its node count, where known)."""
+    if site and site[0] == ":":
+        site = full_name(site)
     _acquire()
     try:
         t = STATE.launches.get(site)

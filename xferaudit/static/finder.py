@@ -236,6 +236,7 @@ class _FileFinder(ast.NodeVisitor):
         self.cand: list[int] = []  # lines where a site may be (see prefilter.candidate_lines)
         self.colmap = None  # repair.ColumnMap when the text is a repaired reading
         self.nodes: dict = {}  # id(site) -> (node, scope): see FileContext.nodes
+        self.relpath = display_path  # the file's name in site names (short literals are named after it)
 
     def _segment(self, node: ast.AST) -> str:
         return self.source.segment(node)
@@ -563,6 +564,7 @@ def analyse(
         return res, None
     f = _FileFinder(path, text, rules, path, tree)
     f.colmap = colmap
+    f.relpath = relpath if relpath is not None else path
     limit = sys.getrecursionlimit()
     try:
         # A 2,000-term `a + b + ...` is a 2,000-deep tree: the visit recurses.

@@ -13,7 +13,7 @@ from __future__ import annotations
 import ast
 from typing import TYPE_CHECKING
 
-from ..wrapform import IMPLICIT, INNER, METHOD, RUNTIME_MODULE, SITE, VALUE, split
+from ..wrapform import IMPLICIT, INNER, METHOD, RUNTIME_MODULE, SITE, VALUE, full_site, split
 from .classify import const_str, fallback_kind
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -39,6 +39,8 @@ def read_wrapped(f: "_FileFinder", node: ast.Call, wrapper: str) -> None:
         return
     form = info.form
     site = const_str(site_kw)
+    if site is not None:
+        site = full_site(site, f.relpath)  # ":f:x.cpu" in a.py is a.py:f:x.cpu
     kwargs = {k.arg: k.value for k in node.keywords if k.arg not in form.extras}
     parts = split(form, node.args)
     if form.style == "result":

@@ -13,6 +13,7 @@ from ..finder import Site
 from .implicit import ImplicitWrap
 from .imports import spell
 from .layout import _Layout
+from ...wrapform import site_literal
 from ..unwrappable import SELF_DOCUMENTING
 from .nodes import _called_name, _code, _encodable, string_literal
 from .shapes import _Shapes
@@ -26,8 +27,9 @@ class _WrapTransformer(cst.CSTTransformer):
     def __init__(self, sites: dict[tuple[int, int], Site], rules: RuleTable, shapes: _Shapes,
                  alias: str, encoding: str, first_line: int, taken: Iterable[str],
                  positions, layout: Optional[_Layout], names: dict[tuple[int, int], str],
-                 implicit: Optional[ImplicitWrap] = None) -> None:
+                 implicit: Optional[ImplicitWrap] = None, relpath: str = "") -> None:
         super().__init__()
+        self.relpath = relpath  # the file's name: a site of this file gets a short literal (wrapform.site_literal)
         self.positions = positions
         self.layout = layout
         self.sites = sites
@@ -209,7 +211,7 @@ class _WrapTransformer(cst.CSTTransformer):
                 return "inside nested f-strings that use both quote characters (no quote left for `site=`)", None
             quote = free[0]
             name = self._fstring_name(name, set(self.fquotes) | {quote})
-        return None, string_literal(name, quote, self.encoding)
+        return None, string_literal(site_literal(name, self.relpath), quote, self.encoding)
 
     def _fstring_name(self, name: str, quotes: set) -> str:
         """Before Python 3.12 an f-string's replacement field cannot hold a
