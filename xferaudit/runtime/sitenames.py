@@ -8,10 +8,11 @@ it (relative to the project root, with ``/``), so a name counted at run time is
 the name ``xferaudit sites`` lists. Every other name (a full ``path:...``
 literal written before, a name chosen by hand) is taken as it is.
 
-Cost: only the counting path calls this, and only for a short literal. One
-frame walk up to the user's code (the runtime's own frames skipped), then two
-dict lookups: the code's file -> the names of its literals, literal -> full
-name. The name of each file is worked out once.
+Cost: only the counting path calls this, and only for a short literal. A
+literal is a constant of its file's code, the same string object on every call,
+so its full name is cached by the object: one dict lookup. The first call from
+each literal walks the frames up to the user's code (the runtime's own frames
+skipped) and names the file (once per file).
 
 Which root: the project root found from the working directory, as
 ``xferaudit wrap .`` run there finds it (the nearest folder at or above it
@@ -30,6 +31,7 @@ from __future__ import annotations
 
 import os
 import sys
+import sysconfig
 from typing import Any, Optional
 
 __all__ = ["SHORT", "file_name", "full_name", "is_short", "traced_name"]
@@ -47,6 +49,14 @@ _OURS: dict = {}  # a marker: the file is the runtime's own
 # compare (and hash) equal.
 _BY_FILE: dict = {}
 _FILES: dict[str, str] = {}  # co_filename -> the name of its file
+# id(literal) -> (the literal, its full name). A short literal is a constant of
+# one file's code: CPython shares a string constant between files only when it
+# interns it, which it does for identifier-like strings (never one holding ":"),
+# except in the free-threaded build, which interns every constant: there the
+# frames are read on every call.
+_BY_ID: dict = {}
+_BY_OBJECT = not sysconfig.get_config_var("Py_GIL_DISABLED")
+_MAX_IDS = 4096
 
 
 def is_short(site: Any) -> bool:
@@ -57,6 +67,18 @@ def is_short(site: Any) -> bool:
 def full_name(site: str, depth: int = 2) -> str:
     """The full name of the short literal `site`, from the first frame of user
     code at or above `depth` (2: the caller of the function calling this)."""
+    hit = _BY_ID.get(id(site))
+    if hit is not None and hit[0] is site:
+        return hit[1]
+    full = _from_frames(site, depth + 1)
+    if _BY_OBJECT:
+        if len(_BY_ID) >= _MAX_IDS:  # names built at run time: a new object each call
+            _BY_ID.clear()
+        _BY_ID[id(site)] = (site, full)  # the object kept, so its id is not reused
+    return full
+
+
+def _from_frames(site: str, depth: int) -> str:
     f: Any = sys._getframe(depth)
     while True:
         filename = f.f_code.co_filename
@@ -142,6 +164,7 @@ def _roots(path: str):
 def forget() -> None:
     """Forget every cached name (tests; after changing ``XFERAUDIT_ROOT`` or directory)."""
     _BY_FILE.clear()
+    _BY_ID.clear()
     _FILES.clear()
 
 
