@@ -83,6 +83,7 @@ def test_xferaudit_root_names_the_root_outright(tmp_path):
 
 
 def test_runtime_names_are_the_names_sites_lists_after_wrap(tmp_path):
+    pytest.importorskip("libcst")  # the codemod (the GPU image has no libcst)
     (tmp_path / "pyproject.toml").write_text("[tool.xferaudit]\n")
     (tmp_path / "src").mkdir()
     (tmp_path / "src" / "step.py").write_text(textwrap.dedent('''\
@@ -116,6 +117,7 @@ def test_runtime_names_are_the_names_sites_lists_after_wrap(tmp_path):
 
 
 def test_a_budget_made_with_full_literals_holds_after_they_are_shortened(tmp_path):
+    pytest.importorskip("libcst")  # the codemod (the GPU image has no libcst)
     (tmp_path / "pyproject.toml").write_text("[tool.xferaudit]\n")
     old = textwrap.dedent('''\
         import torch
@@ -207,6 +209,42 @@ def test_under_torch_compile_the_site_is_named_after_its_own_file(tmp_path, monk
             outer.run(torch.ones(2))
     rows = {r.site: r.calls for r in xfer.snapshot().rows}
     assert rows == {"inner.py:down:x.to": 3}
+    sitenames.forget()
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
+def test_under_inductor_on_cuda_the_site_is_named_after_its_own_file(tmp_path, monkeypatch):
+    (tmp_path / "pyproject.toml").write_text("[tool.xferaudit]\n")
+    (tmp_path / "inner_gpu.py").write_text(textwrap.dedent('''\
+        import xferaudit.runtime as xfer
+
+
+        def up(x):
+            return xfer.to(x, "cuda", site=":up:x.to") * 2
+    '''))
+    (tmp_path / "outer_gpu.py").write_text(textwrap.dedent('''\
+        import torch
+        import inner_gpu
+
+
+        @torch.compile
+        def run(x):
+            return inner_gpu.up(x + 1).sum()
+    '''))
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    sitenames.forget()
+    import outer_gpu
+
+    torch._dynamo.reset()
+    xfer.reset()
+    with xfer.counting():
+        for _ in range(3):
+            outer_gpu.run(torch.ones(256))
+    torch.cuda.synchronize()
+    rows = {r.site: (r.calls, r.direction, r.bytes) for r in xfer.snapshot().rows}
+    assert rows == {"inner_gpu.py:up:x.to": (3, "up", 3 * 256 * 4)}
     sitenames.forget()
 
 

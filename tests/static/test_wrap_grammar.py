@@ -15,8 +15,10 @@ import textwrap
 
 import pytest
 
-from xferaudit.static.codemod import unwrap_source, wrap_source
-from xferaudit.static.finder import find_in_source
+pytest.importorskip("libcst")
+
+from xferaudit.static.codemod import unwrap_source, wrap_source  # noqa: E402
+from xferaudit.static.finder import find_in_source  # noqa: E402
 
 torch = pytest.importorskip("torch")
 
