@@ -240,6 +240,26 @@ def test_the_method_is_looked_up_before_the_arguments_are_evaluated(tmp_path):
     assert 'xfer.call(y.to, device=arg("cpu"), site=' in new
 
 
+@pytest.mark.parametrize("call, bound", [
+    ("y.to(devs[0], non_blocking=True)", False),  # reads are taken as free of effects
+    ("y.to(self.device)", False),
+    ("y.to(*devs)", False),
+    ("y.to(dev, **opts)", False),
+    ("y.to(-1)", False),
+    ("y.to(torch.device(dev))", True),
+    ("y.to(devs[pick()])", True),
+    ("y.to(a + b)", True),
+    ("y.to(*make())", True),
+    ("y.to(dev, non_blocking=flag())", True),
+    ("y.to(d := dev)", True),
+])
+def test_which_arguments_take_the_bound_form(call, bound):
+    src = f"import torch\n\n\ndef f(self, y, dev, devs, opts, a, b, pick, make, flag):\n    return {call}\n"
+    new, skipped = wrapped(src)
+    assert not skipped
+    assert ("xfer.call(y.to, " in new) == bound, new
+
+
 def test_the_bound_form_is_read_back_named_and_suggested(tmp_path):
     src = "import torch\nit = iter([torch.float64])\nx = torch.ones(1)\nx = x.to(next(it))\n"
     new, _ = wrapped(src)

@@ -126,14 +126,18 @@ _FREE_NODES = (ast.Name, ast.Constant, ast.Lambda)
 
 def may_have_effects(node: ast.AST) -> bool:
     """Whether evaluating `node` (an argument) may do something: a call, an
-    index, an operator (a user's ``__add__``), a walrus, ``await``/``yield``...
-    Names, constants, lambdas, attribute reads (taken as free of effects,
-    like the method lookup itself), ``*name``/``**name``, and displays and
-    signs of those are free."""
+    operator (a user's ``__add__``), a walrus, ``await``/``yield``...
+    Names, constants, lambdas, reads (``a.b``, ``a[i]``: taken as free of
+    effects, like the method lookup itself), ``*name``/``**name``, and
+    displays and signs of those are free."""
     if isinstance(node, _FREE_NODES):
         return False
     if isinstance(node, ast.Attribute):
         return may_have_effects(node.value)
+    if isinstance(node, ast.Subscript):
+        return may_have_effects(node.value) or may_have_effects(node.slice)
+    if isinstance(node, ast.Slice):
+        return any(p is not None and may_have_effects(p) for p in (node.lower, node.upper, node.step))
     if isinstance(node, ast.Starred):
         return not isinstance(node.value, ast.Name)
     if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
