@@ -179,73 +179,51 @@ def test_a_graph_is_named_after_the_file_that_made_it_not_the_one_that_launches_
     sitenames.forget()
 
 
-def test_under_torch_compile_the_site_is_named_after_its_own_file(tmp_path, monkeypatch):
+def compiled_rows(tmp_path, monkeypatch, name: str, device: str, compile_args: str) -> dict:
+    """{site: (calls, direction, bytes)} of 3 calls of a compiled function of
+    `name`_outer.py that calls a wrapped `.to(device)` of `name`_inner.py (inlined)."""
     (tmp_path / "pyproject.toml").write_text("[tool.xferaudit]\n")
-    (tmp_path / "inner.py").write_text(textwrap.dedent('''\
+    (tmp_path / f"{name}_inner.py").write_text(textwrap.dedent(f'''\
         import xferaudit.runtime as xfer
 
 
-        def down(x):
-            return xfer.to(x, "cpu", site=":down:x.to") * 2
+        def move(x):
+            return xfer.to(x, "{device}", site=":move:x.to") * 2
     '''))
-    (tmp_path / "outer.py").write_text(textwrap.dedent('''\
+    (tmp_path / f"{name}_outer.py").write_text(textwrap.dedent(f'''\
         import torch
-        import inner
+        import {name}_inner
 
 
-        @torch.compile(backend="eager", fullgraph=True)
+        @torch.compile({compile_args})
         def run(x):
-            return inner.down(x + 1)
+            return {name}_inner.move(x + 1).sum()
     '''))
     monkeypatch.chdir(tmp_path)
     monkeypatch.syspath_prepend(str(tmp_path))
     sitenames.forget()
-    import outer
-
+    outer = __import__(f"{name}_outer")
     torch._dynamo.reset()
     xfer.reset()
     with xfer.counting():
         for _ in range(3):
-            outer.run(torch.ones(2))
-    rows = {r.site: r.calls for r in xfer.snapshot().rows}
-    assert rows == {"inner.py:down:x.to": 3}
+            outer.run(torch.ones(256))
+    if device == "cuda":
+        torch.cuda.synchronize()
     sitenames.forget()
+    return {r.site: (r.calls, r.direction, r.bytes) for r in xfer.snapshot().rows}
+
+
+def test_under_torch_compile_the_site_is_named_after_its_own_file(tmp_path, monkeypatch):
+    rows = compiled_rows(tmp_path, monkeypatch, "eager", "cpu", 'backend="eager", fullgraph=True')
+    assert rows == {"eager_inner.py:move:x.to": (3, "none", 0)}
 
 
 @pytest.mark.gpu
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
 def test_under_inductor_on_cuda_the_site_is_named_after_its_own_file(tmp_path, monkeypatch):
-    (tmp_path / "pyproject.toml").write_text("[tool.xferaudit]\n")
-    (tmp_path / "inner_gpu.py").write_text(textwrap.dedent('''\
-        import xferaudit.runtime as xfer
-
-
-        def up(x):
-            return xfer.to(x, "cuda", site=":up:x.to") * 2
-    '''))
-    (tmp_path / "outer_gpu.py").write_text(textwrap.dedent('''\
-        import torch
-        import inner_gpu
-
-
-        @torch.compile
-        def run(x):
-            return inner_gpu.up(x + 1).sum()
-    '''))
-    monkeypatch.chdir(tmp_path)
-    monkeypatch.syspath_prepend(str(tmp_path))
-    sitenames.forget()
-    import outer_gpu
-
-    torch._dynamo.reset()
-    xfer.reset()
-    with xfer.counting():
-        for _ in range(3):
-            outer_gpu.run(torch.ones(256))
-    torch.cuda.synchronize()
-    rows = {r.site: (r.calls, r.direction, r.bytes) for r in xfer.snapshot().rows}
-    assert rows == {"inner_gpu.py:up:x.to": (3, "up", 3 * 256 * 4)}
-    sitenames.forget()
+    rows = compiled_rows(tmp_path, monkeypatch, "inductor", "cuda", "")
+    assert rows == {"inductor_inner.py:move:x.to": (3, "up", 3 * 256 * 4)}
 
 
 def test_full_names_and_hand_names_are_taken_as_they_are():
