@@ -47,6 +47,8 @@ timeout 300 python3 bench/gpu_overhead.py --rounds 5 --out "$out/gpu_overhead.js
 timeout 150 python3 bench/gpu_overhead.py --small --rounds 7 --steps 50 --out "$out/gpu_overhead_small.json" 2>&1 | tee "$out/gpu_overhead_small.txt" | tail -10
 timeout 150 python3 bench/gpu_copies.py --steps 5 --out "$out/gpu_copies.json" 2>&1 | grep -v USDT | tee "$out/gpu_copies.txt" | tail -24
 [ "$only" = "--guard" ] && exit 0
+# What a wrapper costs per call with a full and a short site literal (host tensors, this machine's CPU).
+timeout 150 python3 bench/runtime_overhead.py --quick 2>&1 | tee "$out/runtime_overhead.txt" | tail -6
 # The DDP run (one rank per GPU): 2 ranks where 2 GPUs exist, else 1 to prove the script.
 n=$(python3 -c "import torch; print(min(2, torch.cuda.device_count()))")
 timeout 300 python3 bench/gpu_truth_ddp.py --nproc "$n" --steps 20 --out "$out/gpu_truth_ddp_${n}rank.json" 2>&1 | tee "$out/gpu_truth_ddp_${n}rank.txt" | tail -12

@@ -6,7 +6,9 @@
 1. ``x.cpu()`` on a host tensor (the cheapest call there is, so the wrapper's
    share is as large as it gets): ns per call bare, wrapped with counting off,
    wrapped with counting on, and the added ns. Targets: off <= 150 ns added,
-   on <= 1,000 ns added. Also ``x.item()`` and ``x.to("meta")``.
+   on <= 1,000 ns added. Also ``x.item()`` and ``x.to("meta")``. The last
+   columns: counting on with a short site literal (``site=":f:x.cpu"``, named
+   after the caller's file at run time) and what it adds over a full one.
 2. Inside ``torch.compile`` (inductor): a compiled function with one wrapped
    ``.to`` versus the same function bare; counting on records through the
    ``xferaudit::record`` custom op on every call, with one compilation.
@@ -65,21 +67,23 @@ def section_calls(number: int, repeats: int) -> None:
     s = torch.tensor(3.0)
     g = {"x": x, "s": s, "xfer": xfer}
     print(f"1. per call on a host tensor, ns (median of {repeats} interleaved repeats x {number:,} calls)")
-    print(f"   {'call':<22} {'bare':>8} {'off':>8} {'on':>8} {'+off':>8} {'+on':>8}")
+    print(f"   {'call':<22} {'bare':>8} {'off':>8} {'on':>8} {'+off':>8} {'+on':>8} {'on short':>9} {'+short':>7}")
     for name, bare, wrapped in (
-        ("x.cpu()", "x.cpu()", "xfer.cpu(x, site='b:f:x.cpu')"),
-        ("s.item()", "s.item()", "xfer.item(s, site='b:f:s.item')"),
-        ("x.to('meta')", "x.to('meta')", "xfer.to(x, 'meta', site='b:f:x.to')"),
+        ("x.cpu()", "x.cpu()", "xfer.cpu(x, site='b.py:f:x.cpu')"),
+        ("s.item()", "s.item()", "xfer.item(s, site='b.py:f:s.item')"),
+        ("x.to('meta')", "x.to('meta')", "xfer.to(x, 'meta', site='b.py:f:x.to')"),
     ):
         n = number if name != "x.to('meta')" else max(1, number // 10)
         r = interleaved({
             "bare": (bare, g, off),
             "off": (wrapped, g, off),
             "on": (wrapped, g, on),
+            "short": (wrapped.replace("site='b.py:", "site=':"), g, on),
         }, n, repeats)
         xfer.reset()
         print(f"   {name:<22} {r['bare']:>8.0f} {r['off']:>8.0f} {r['on']:>8.0f} "
-              f"{r['off'] - r['bare']:>+8.0f} {r['on'] - r['bare']:>+8.0f}")
+              f"{r['off'] - r['bare']:>+8.0f} {r['on'] - r['bare']:>+8.0f} {r['short']:>9.0f} "
+              f"{r['short'] - r['on']:>+7.0f}")
 
 
 def section_compiled(number: int, repeats: int) -> None:

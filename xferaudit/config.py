@@ -145,14 +145,20 @@ def _match(relpath: str, pattern: str) -> bool:
 
 
 def find_root(start: Path) -> Path:
-    """The nearest folder at or above `start` holding pyproject.toml or .git."""
+    """The nearest folder at or above `start` holding pyproject.toml or .git
+    (`start` itself when there is none)."""
     start = Path(os.path.abspath(start))
     if start.is_file():
         start = start.parent
+    return marked_root(start) or start
+
+
+def marked_root(start: Path) -> Optional[Path]:
+    """The nearest folder at or above the folder `start` holding pyproject.toml or .git, or None."""
     for d in (start, *start.parents):
         if (d / "pyproject.toml").is_file() or (d / ".git").exists():
             return d
-    return start
+    return None
 
 
 def _strings(value: Any, key: str, where: str) -> tuple[str, ...]:

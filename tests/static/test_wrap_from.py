@@ -28,9 +28,9 @@ def test_wrap_from_wraps_the_runs_lines_and_no_other(proj, capsys):
     _run(proj)
     assert main(["wrap", "--from", "run.json"]) == 0
     text = (proj / "train.py").read_text()
-    assert "print(f\"loss {xfer.read(loss, site='train.py:log:format(loss)')}\")" in text
-    assert 'if xfer.bool(loss > 10, site="train.py:log:truth(loss>10)"):' in text
-    assert 'return xfer.float(loss, site="train.py:log:float(loss)")' in text
+    assert "print(f\"loss {xfer.read(loss, site=':log:format(loss)')}\")" in text
+    assert 'if xfer.bool(loss > 10, site=":log:truth(loss>10)"):' in text
+    assert 'return xfer.float(loss, site=":log:float(loss)")' in text
     assert "y = x.cpu()" in text  # a site plain wrap wraps, but the run never saw it
     assert "import xferaudit.runtime as xfer" in text
     err = capsys.readouterr().err

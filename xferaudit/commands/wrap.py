@@ -1,6 +1,6 @@
 """``xferaudit wrap PATH...``: rewrite every unwrapped site into its counting wrapper.
 
-``loss.item()`` becomes ``xfer.item(loss, site="train.py:train_step:loss.item")``
+``loss.item()`` becomes ``xfer.item(loss, site=":train_step:loss.item")``
 and ``import xferaudit.runtime as xfer`` is added once per file. ``unwrap``
 restores the bare calls byte for byte. See :mod:`xferaudit.static.codemod`.
 
@@ -32,9 +32,10 @@ class WrapCommand(Command):
         parser.add_argument("--ignore", action="append", metavar="CODES",
                             help="not the sites with these codes or prefixes, comma-separated (e.g. XFA204)")
         parser.add_argument("--rename-sites", action="store_true",
-                            help="also rename wrapped calls whose site name names another file (XFA302, after a "
-                                 "move or rename) to this file's path; off by default, as budgets and baselines "
-                                 "keyed by the old names would stop matching")
+                            help="also turn full site literals into short ones (\":f:x.cpu\"): a file's own "
+                                 "names stay the same; names of another file (XFA302, after a move or rename) "
+                                 "take this file's path; off by default, as budgets and baselines keyed by a "
+                                 "moved file's old names would stop matching")
 
     def run(self, args: argparse.Namespace) -> int:
         from ..static.codemod_files import run_command

@@ -2,9 +2,12 @@
 
 Rewritten code reads ``import xferaudit.runtime as xfer`` and calls, e.g.::
 
-    loss_value = xfer.item(loss, site="train.py:step:loss.item")
-    x = xfer.to(x, device, site="train.py:step:x.to")
-    model = xfer.graph(torch.compile(model), site="train.py:<module>:torch.compile")
+    loss_value = xfer.item(loss, site=":step:loss.item")
+    x = xfer.to(x, device, site=":step:x.to")
+    model = xfer.graph(torch.compile(model), site=":<module>:torch.compile")
+
+(a literal starting with ``:`` is named after the calling file: in ``train.py``
+the first is the site ``train.py:step:loss.item``; see :mod:`.sitenames`)
 
 Then, around one step::
 

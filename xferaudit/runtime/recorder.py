@@ -42,6 +42,7 @@ from typing import Any, Callable, Optional
 from . import frames as _frames
 from .kinds import KINDS
 from .rows import Launch, Row, Unwrapped, direction_of
+from .sitenames import full_name
 
 
 class _Depth(threading.local):
@@ -240,8 +241,11 @@ def record(site: str, key: str, direction: str, nbytes: int, copies: int = 1,
 
     `key` names the wrapper (and, for the generic ones, the method or
     function): the site's kind is looked up from the rule table once, when the
-    site is first seen (see :mod:`xferaudit.runtime.kinds`).
+    site is first seen (see :mod:`xferaudit.runtime.kinds`). A short literal
+    (``":f:x.cpu"``) is named after the caller's file (:mod:`.sitenames`).
     """
+    if site and site[0] == ":":
+        site = full_name(site)
     _acquire()
     try:
         t = STATE.sites.get(site)
@@ -271,6 +275,8 @@ def record(site: str, key: str, direction: str, nbytes: int, copies: int = 1,
 
 def record_launch(site: str, nodes: Optional[int] = None) -> None:
     """One launch of a graph at `site` (``nodes``: its node count, where known)."""
+    if site and site[0] == ":":
+        site = full_name(site)
     _acquire()
     try:
         t = STATE.launches.get(site)

@@ -233,8 +233,9 @@ _add(CodeDoc(
     what=(
         "Reports a wrapped call whose `site=` name starts with a path other than its "
         "own file's (relative to the project root), as after a file is moved or "
-        "renamed. Names not of the `path:qualname:label` shape `wrap` writes (chosen "
-        "by hand) are not checked."
+        "renamed. Only full literals name a file: a short one (`\":step:loss.item\"`, "
+        "what `wrap` writes) is named after the file it is in, and names not of the "
+        "`path:qualname:label` shape (chosen by hand) are not checked."
     ),
     why=(
         "A site name says where the crossing happens: reports, budgets and "
@@ -246,11 +247,12 @@ _add(CodeDoc(
         "a = xfer.item(loss, site=\"train.py:step:loss.item\")\n"
     ),
     instead=(
-        "a = xfer.item(loss, site=\"train/loop.py:step:loss.item\")\n"
+        "a = xfer.item(loss, site=\":step:loss.item\")  # the site train/loop.py:step:loss.item\n"
     ),
     fixable=True,
     note=(
-        "`xferaudit wrap --rename-sites PATH` renames them (the path part only). It is "
+        "`xferaudit wrap --rename-sites PATH` renames them to the short form (the file's "
+        "own path is then the name's). It is "
         "not done by a plain `wrap`: a budget or baseline keyed by the old names would "
         "silently stop matching, so renaming is asked for."
     ),

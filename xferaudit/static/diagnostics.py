@@ -142,10 +142,10 @@ def suggestion(s: Site, rule: Optional[Rule]) -> str:
     (its shape from :mod:`xferaudit.wrapform`), original arguments unchanged."""
     if rule is None:
         return "xfer.<wrapper>(..., site=...)"
-    form = form_of(rule)
+    shape = form_of(rule)
     w = rule.wrapper
-    if INNER in form.head:
-        return wf_suggestion(form, w, {INNER: call_text(s)}, None, s.decorator)
+    if INNER in shape.head:
+        return wf_suggestion(shape, w, {INNER: call_text(s)}, None, s.decorator)
     parts = _split_call(s, rule)
     if parts is None:
         return f"xfer.{w}(..., site=...)"
@@ -153,11 +153,13 @@ def suggestion(s: Site, rule: Optional[Rule]) -> str:
     args = _squash(_COMMENT.sub("", args) if "#" in args else args)
     head = _squash(head)
     heads = {RECEIVER: head, CALLEE: head, METHOD: method}
-    if METHOD in form.head and not method:
+    if METHOD in shape.head and not method:
         return f"xfer.{w}(..., site=...)"
-    text = wf_suggestion(form, w, heads, args, s.decorator)
+    if s.op == "bound":  # arguments with side effects: the bound method, looked up first
+        shape, w, heads = form("function", "call"), "call", {CALLEE: f"{head}.{method}"}
+    text = wf_suggestion(shape, w, heads, args, s.decorator)
     if len(text) > 90:
-        text = wf_suggestion(form, w, heads, "..." if args else None, s.decorator)
+        text = wf_suggestion(shape, w, heads, "..." if args else None, s.decorator)
     return text
 
 
@@ -185,6 +187,14 @@ def implicit_suggestion(s: Site) -> Optional[str]:
             return f"bool({wf_suggestion(form('implicit', 'bool'), 'bool', {VALUE: inner}, None)})"
         return wf_suggestion(form("implicit", name), name, {}, inner)
     return wf_suggestion(form("implicit", wrapper), wrapper, {VALUE: text}, None)
+
+
+def no_wrap_message(s: Site, code: str) -> str:
+    """The message of a site no wrapped form can keep as it is (``s.no_wrap``
+    says why): what crosses, and that `wrap` leaves it, with no form to write."""
+    head = implicit_message(s.op, call_text(s)).split("; ")[0] if s.implicit else \
+        site_message(s, None).split("; ")[0]
+    return f"{head}; `xferaudit wrap` leaves it: {s.no_wrap} (suppress it with `# noqa: {code}` where it is meant)"
 
 
 def site_message(s: Site, rule: Optional[Rule]) -> str:
@@ -301,8 +311,11 @@ def collect(scan: Scan, cfg: Config, rules: RuleTable, sources: Optional[dict] =
             else:
                 code = s.rule
                 # implicit sites (the value layer's) say what crosses and how to count it
-                msg = (implicit_message(s.op, call_text(s), implicit_suggestion(s)) if s.implicit
-                       else site_message(s, by_id.get(s.rule_id)))
+                if s.no_wrap:
+                    msg = no_wrap_message(s, code)
+                else:
+                    msg = (implicit_message(s.op, call_text(s), implicit_suggestion(s)) if s.implicit
+                           else site_message(s, by_id.get(s.rule_id)))
                 if id(s) in notes:  # seen crossing by a run: `wrap --from` wraps it
                     said, run = notes[id(s)]
                     msg = msg.replace("run `xferaudit wrap`", f"run `xferaudit wrap --from {run}`") + said

@@ -4,9 +4,9 @@ import xferaudit.runtime as xfer
 
 
 def report(loss, step):
-    print(f"loss {xfer.read(loss, site='metrics.py:report:format(loss)')}")
-    if xfer.bool(loss > 100, site="metrics.py:report:truth(loss>100)"):
+    print(f"loss {xfer.read(loss, site=':report:format(loss)')}")
+    if xfer.bool(loss > 100, site=":report:truth(loss>100)"):
         raise ValueError(step)
-    if math.isnan(xfer.read(loss, site="metrics.py:report:math(loss)")):
+    if math.isnan(xfer.read(loss, site=":report:math(loss)")):
         raise ValueError(step)
-    return xfer.float(loss, site="metrics.py:report:float(loss)")
+    return xfer.float(loss, site=":report:float(loss)")

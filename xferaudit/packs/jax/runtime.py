@@ -40,6 +40,7 @@ from ...runtime._lazy import library
 from ...runtime.crossing import direction as _crossing
 from ...runtime.crossing import largest
 from ...runtime.recorder import STATE as _S
+from ...runtime.sitenames import named
 from ...runtime.recorder import call_inside, record, record_launch
 
 
@@ -232,6 +233,7 @@ def jax_jit(obj: Any, site: Optional[str] = None, decorator: bool = False) -> An
     ``functools.partial(jax.jit, ...)``), the result is a decorator that applies
     `obj` and counts launches of what it returns.
     """
+    site = named(site)  # a short literal takes the file of the code that made the launcher
     if decorator or not hasattr(obj, "lower"):
         def apply(fn: Any) -> Launched:
             return Launched(obj(fn), site)

@@ -35,6 +35,7 @@ import weakref
 from typing import Any, Optional
 
 from ...runtime.recorder import record_launch
+from ...runtime.sitenames import named
 
 # module -> (site, hook handles): a module wrapped twice keeps one set of hooks.
 _hooked: "weakref.WeakKeyDictionary[Any, Any]" = weakref.WeakKeyDictionary()
@@ -147,6 +148,7 @@ def _wrap_callable(fn: Any, site: Optional[str]) -> Any:
 
 def graph(obj: Any, *, site: Optional[str] = None, decorator: bool = False) -> Any:
     """Count launches of what ``torch.compile`` / ``make_graphed_callables`` returned."""
+    site = named(site)  # a short literal takes the file of the code that made the graph
     if decorator:
         inner = obj
 

@@ -41,6 +41,7 @@ from typing import Any, Optional
 
 from ...runtime.recorder import STATE as _S
 from ...runtime.recorder import call_inside, record
+from ...runtime.sitenames import named
 from . import runtime as _w
 
 
@@ -160,7 +161,8 @@ def read(x: Any, site: Optional[str] = None) -> Any:
     A value that is no tensor is returned as it is."""
     if not _tensor(x):
         return x
-    return _Read(x, site)
+    # formatted later (a logging handler may do it): a short literal takes this caller's file now
+    return _Read(x, named(site) if _S.active else site)
 
 
 def save(fn: Any, obj: Any, /, *args: Any, site: Optional[str] = None, **kwargs: Any) -> Any:

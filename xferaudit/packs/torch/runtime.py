@@ -40,6 +40,7 @@ from __future__ import annotations
 
 import sys
 import threading
+from types import ModuleType
 from collections.abc import Mapping
 from typing import Any, Optional
 
@@ -47,6 +48,7 @@ from ...runtime.crossing import HOST, NO_DATA, largest
 from ...runtime.crossing import direction as _crossing
 from ...runtime.recorder import STATE as _S
 from ...runtime.recorder import call_inside, new_lock_after_fork, record
+from ...runtime.sitenames import is_short, traced_name
 from .graphs import cuda_graph_nodes, graph, replay
 
 __all__ = [
@@ -378,7 +380,8 @@ def _counted(site: Optional[str], key: str, fn: Any, args: tuple, kwargs: dict,
         out = fn(*args, **kwargs)
         if _S._on:
             d, n = measure(subject, out)
-            _traced_record(site, key, d, n)
+            # the graph runs where no frame says which file the site is in: name it now
+            _traced_record(traced_name(site) if is_short(site) else site, key, d, n)
         return out
     if _S._guard:
         out = call_inside(fn, args, kwargs)
@@ -486,11 +489,23 @@ def _qualname(fn: Any) -> str:
 def call(fn: Any, /, *args: Any, site: Optional[str] = None, **kwargs: Any) -> Any:
     """``fn(*args, **kwargs)`` for a function row without a wrapper of its own
     (``send_to_device(batch, dev)``): the first argument is taken as what moves,
-    and the result as where it went; the kind is the row's."""
+    and the result as where it went; the kind is the row's.
+
+    `fn` may also be a bound method, ``xfer.call(x.to, next(it), site=...)``:
+    ``wrap`` writes that form where the arguments may have side effects, so
+    that ``x.to`` is looked up before they are evaluated, as in ``x.to(next(it))``.
+    It is counted as the method's own wrapper counts it (``xfer.to(x, ...)``)."""
     if not _S.active:
         return fn(*args, **kwargs)
     if _torch is None:
         _init()
+    recv = getattr(fn, "__self__", None)
+    if recv is not None and not isinstance(recv, (ModuleType, type)):
+        name = getattr(fn, "__name__", "")
+        own = _BOUND.get(name)
+        if own is not None:
+            return own(recv, *args, site=site, **kwargs)
+        return _counted_other(site, "method:" + name, fn, args, kwargs, recv)
     on = _S._on
     subject = args[0] if args else None
     before = _devices(subject) if (on and args and _Tensor is not None) else None
@@ -627,3 +642,8 @@ def load(*args: Any, site: Optional[str] = None, **kwargs: Any) -> Any:
         d, n = _loaded(None, out)
         record(site, "load", d, n)
     return out
+
+
+#: The methods with a wrapper of their own, for ``call`` of a bound method.
+_BOUND = {"cpu": cpu, "cuda": cuda, "to": to, "item": item, "tolist": tolist, "numpy": numpy,
+          "copy_": copy_}

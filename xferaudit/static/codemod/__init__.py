@@ -89,7 +89,7 @@ import libcst as cst
 from libcst.metadata import MetadataWrapper, PositionProvider
 
 from ...rules import RuleTable
-from ...wrapform import ALIAS, wrapper_infos
+from ...wrapform import ALIAS, site_literal, wrapper_infos
 from ..evidence import category_of, wrap_outcome
 from ..finder import Site, analyse
 from ..source import char_col, collector_paused, decode_source
@@ -224,7 +224,8 @@ def wrap_source(
     sites = [s for s in sites if not s.implicit]
     if sites or implicit:
         lines = [s.line for s in sites] + [ln for s in implicit for ln in range(s.line, s.end_line + 1)]
-        job = _WrapJob(text, ctx, found, sites, implicit, lines, rules, style)
+        job = _WrapJob(text, ctx, found, sites, implicit, lines, rules, style,
+                       relpath if relpath is not None else path)
         res = _through_skeleton(res, data, ctx.tree, lines, job.run)
     if evidence is not None:
         res.evidence, left = wrap_outcome(evidence, found.sites, res.wrapped_sites)
@@ -263,10 +264,11 @@ class _WrapJob:
     """The rewrite of one analysed file, run over the text libcst parses (the
     file, or its skeleton: same lines and columns for every site)."""
 
-    def __init__(self, text, ctx, found, sites, implicit, lines, rules, style) -> None:
+    def __init__(self, text, ctx, found, sites, implicit, lines, rules, style, relpath) -> None:
         self.text, self.ctx, self.found, self.sites, self.implicit = text, ctx, found, sites, implicit
         self.lines = lines  # the lines holding a site (an implicit one's every line)
         self.rules, self.style = rules, style
+        self.relpath = relpath  # the file's name in site names
 
     def run(self, res: CodemodResult, data: bytes, parsed_text: Optional[str], tree) -> CodemodResult:
         text, ctx, found, sites, implicit = self.text, self.ctx, self.found, self.sites, self.implicit
@@ -299,7 +301,7 @@ class _WrapJob:
             at = existing if have_import else index
             first_line = tops[at] if at < len(tops) else _count_lines(parsed_text) + 1
             tr = _WrapTransformer(keyed, rules, shapes, alias, module.encoding, first_line, taken,
-                                  layout.positions(), layout, names, imp)
+                                  layout.positions(), layout, names, imp, self.relpath)
             new_module = module.visit(tr)
             if len(tr.done) < len(keyed) or (imp is not None and imp.missed()):
                 tr = None  # a site the skeleton did not place: redo with whole-module positions
@@ -312,7 +314,7 @@ class _WrapJob:
             elif index > 0:
                 first_line = positions[module.body[index - 1]].end.line + 1
             tr = _WrapTransformer(keyed, rules, shapes, alias, module.encoding, first_line, taken, positions, None,
-                                  names, imp)
+                                  names, imp, self.relpath)
             new_module = module.visit(tr)
         for s, reason in tr.skipped:
             res.skipped.append(Skipped(s.line, s.column, s.rule, s.label or s.call, reason))
@@ -337,7 +339,7 @@ class _WrapJob:
             new_module = insert_import(new_module, alias, import_index(new_module), style)[0]
         new = _output(new_module, module, data, layout)
         if _has_long_line(new, alias, style.line_length, module.encoding):
-            made = {s.site for s in tr.wrapped}
+            made = {site_literal(s.site, self.relpath) for s in tr.wrapped}  # the literals written
 
             def is_new(call: cst.Call) -> bool:
                 w = _wrapper_name(call, alias, shapes)
