@@ -269,3 +269,23 @@ def test_pinning_beside_the_simulated_device_goes_to_cuda_where_there_is_one():
     r = subprocess.run([sys.executable, "-c", ROUTED_TO_CUDA], capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, r.stderr[-2000:]
     assert "CUDA" in r.stdout and "PrivateUse1" not in r.stdout, r.stdout
+
+
+def test_setting_up_beside_cuda_warns_that_a_cuda_backward_will_fail():
+    """On a machine with CUDA, registering the simulated device breaks CUDA's
+    backward in that process (inside torch): the set-up says so, once."""
+    import subprocess
+    import sys
+
+    code = (
+        "import warnings, torch\n"
+        "torch.cuda.is_available = lambda: True\n"
+        "from xferaudit.testing import SimulatedDeviceWarning, simulated_device\n"
+        "with warnings.catch_warnings(record=True) as w:\n"
+        "    warnings.simplefilter('always')\n"
+        "    simulated_device(); simulated_device()\n"
+        "said = [str(x.message) for x in w if issubclass(x.category, SimulatedDeviceWarning)]\n"
+        "assert len(said) == 1 and '161129' in said[0], said\n"
+    )
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr

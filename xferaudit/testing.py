@@ -88,8 +88,18 @@ class SimulatedDeviceError(RuntimeError):
     """The simulated device cannot be set up here, or an op it cannot simulate ran."""
 
 
+_BESIDE_CUDA_MESSAGE = (
+    "xferaudit: the simulated device is now torch's accelerator in this process, beside CUDA: "
+    "a backward over CUDA tensors will fail inside torch's autograd engine "
+    "('opt_ready_stream && opt_parent_stream', pytorch/pytorch#161129). Run CUDA training "
+    "and the simulated device in separate processes, or set the simulated device up last."
+)
+
+
 class SimulatedDeviceWarning(UserWarning):
-    """Issued once per process when ``torch.compile`` (Dynamo) meets a simulated tensor.
+    """Issued once per process when ``torch.compile`` (Dynamo) meets a simulated
+    tensor, and when the simulated device is set up on a machine with CUDA
+    (a CUDA backward in the same process then fails inside torch).
 
     Dynamo cannot trace the simulated device's tensors: it graph-breaks on them
     or falls back to running the code eagerly. Results and counts are then
@@ -362,6 +372,10 @@ def _setup() -> None:
     if current != NAME or not hasattr(torch, NAME):
         _setup_privateuseone_for_python_backend(NAME, backend_module=_BackendModule())
         _keep_host_pinning(torch)
+        if torch.cuda.is_available():  # (asks the driver; creates no CUDA context)
+            import warnings
+
+            warnings.warn(_BESIDE_CUDA_MESSAGE, SimulatedDeviceWarning, stacklevel=3)
     cls = _make_class(torch)
 
     def empty(size, dtype=None, layout=None, device=None, pin_memory=None, memory_format=None):

@@ -17,12 +17,11 @@ import xferaudit.runtime as xfer  # noqa: E402
 from xferaudit.cli import main  # noqa: E402
 from xferaudit.runtime._report import Launch, Report, Row  # noqa: E402
 from xferaudit.runtime.budget import BudgetExceeded, expect  # noqa: E402
-from xferaudit.testing import simulated_device  # noqa: E402
 
 EVIL = "t.py:step:x\n::error file=a.py,line=1::injected\x1b[2J"
 SHOWN = "t.py:step:x\\n::error file=a.py,line=1::injected\\x1b[2J"
 
-DEV = simulated_device()
+DEV = None  # the simulated device, set by tests/conftest.py before each test runs (not at import)
 
 
 def _no_raw_control(text: str) -> None:

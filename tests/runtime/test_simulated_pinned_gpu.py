@@ -17,6 +17,7 @@ torch = pytest.importorskip("torch")
 
 pytestmark = [
     pytest.mark.gpu,
+    pytest.mark.simulated_beside_cuda,  # run last: CUDA's backward fails after it (tests/conftest.py)
     pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device"),
 ]
 

@@ -9,10 +9,9 @@ import pytest
 torch = pytest.importorskip("torch")
 
 import xferaudit.runtime as xfer  # noqa: E402
-from xferaudit.testing import simulated_device  # noqa: E402
 
 # A device on a CPU-only machine (meta holds no data: moving there crosses nothing).
-DEV = simulated_device()
+DEV = None  # the simulated device, set by tests/conftest.py before each test runs (not at import)
 from xferaudit.runtime.recorder import STATE  # noqa: E402
 
 THREADS, CALLS = 8, 10_000
