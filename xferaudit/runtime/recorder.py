@@ -13,6 +13,24 @@ a bug worth seeing without asking.
 Thread safety: one lock around every update, so counts from pin-memory threads
 and autograd's threads are not lost.
 
+Time: while counting is on, a wrapper reads ``time.perf_counter_ns()`` just
+before and just after the bare call and records the difference with the call,
+so each row holds the host (wall) time spent inside its calls: for a sync
+(``item``, ``float``, ``.cpu()`` of a fresh result) that is the stall. The
+clock is read only while counting is on; calls recorded from inside a
+compiled graph carry no time (the graph's own time is the launch's).
+
+Ranges (off by default, ``xfer.count(True, ranges=True)`` or
+``XFERAUDIT_RANGES=1``): each counted call also runs inside a
+``torch.profiler`` range and an NVTX range named by its site
+(:mod:`xferaudit.runtime.ranges`), so a profiler attributes the memcpys and
+syncs inside to the site.
+
+The live tally is one cell per site and direction (:class:`SiteTally`, a dict
+of ``direction -> [calls, ns, bytes, copies, pageable]``); a row's totals are
+summed from its cells when it is read, so a recorded call updates one cell
+(two numbers of it for a call that crossed nothing).
+
 Timeline (off by default, ``xfer.timeline(True)``): a bounded ring buffer of
 timestamped events, one per wrapped call, launch and unwrapped crossing, for
 ``xferaudit report RUN.json --trace``. Its clock is ``time.time_ns()`` (the
@@ -32,6 +50,7 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import Optional
 
+from . import ranges as _ranges
 from .kinds import KINDS
 from .rows import Launch, Row, Unwrapped, direction_of
 
@@ -39,18 +58,25 @@ from .rows import Launch, Row, Unwrapped, direction_of
 class _State:
     """Process-wide switches and tallies.
 
-    ``on`` (counting) and ``guard`` (the dispatcher-level guard) are properties
-    that keep ``active = on or guard`` up to date, so a wrapper's fast path is a
-    single attribute read: ``if not STATE.active: return bare_call()``.
+    ``on`` (counting), ``guard`` (the dispatcher-level guard) and ``ranges``
+    (profiler ranges named by site) are properties that keep two derived flags
+    up to date, so a wrapper decides with single attribute reads:
+
+    * ``active = on or guard``: ``if not STATE.active: return bare_call()``;
+    * ``plain = on and not guard and not ranges``: counting with nothing else
+      to do around the call, so the wrapper times the bare call itself and
+      records (no "inside a wrapper" mark, no range).
     """
 
-    __slots__ = ("_on", "_guard", "active", "lock", "sites", "launches", "unwrapped", "local",
-                 "timeline", "steps")
+    __slots__ = ("_on", "_guard", "_ranges", "active", "plain", "lock", "sites", "launches",
+                 "unwrapped", "local", "_timeline", "steps", "start_ns", "step_ns")
 
     def __init__(self) -> None:
         self._on = False
         self._guard = False
+        self._ranges = False
         self.active = False
+        self.plain = False
         self.lock = threading.Lock()
         self.sites: dict[str, "SiteTally"] = {}
         self.launches: dict[str, "LaunchTally"] = {}
@@ -58,11 +84,18 @@ class _State:
         # Per-thread depth of wrapper calls in progress: the guard does not
         # count a crossing made inside a wrapper a second time.
         self.local = threading.local()
-        # The event timeline (a Timeline) while it is on, else None.
-        self.timeline: Optional["Timeline"] = None
+        self._timeline: Optional["Timeline"] = None
         # Steps marked with xfer.step() (or counting()'s handle) while counting:
         # the report carries them, so a budget made from it is per step.
         self.steps = 0
+        # perf_counter_ns() when the tally was last reset and at the last step
+        # mark: the wall time of the steps counted, for each site's share.
+        self.start_ns = time.perf_counter_ns()
+        self.step_ns = 0
+
+    def _derive(self) -> None:
+        self.active = self._on or self._guard
+        self.plain = self._on and not self._guard and not self._ranges
 
     @property
     def on(self) -> bool:
@@ -72,7 +105,7 @@ class _State:
     @on.setter
     def on(self, value: bool) -> None:
         self._on = bool(value)
-        self.active = self._on or self._guard
+        self._derive()
 
     @property
     def guard(self) -> bool:
@@ -82,35 +115,98 @@ class _State:
     @guard.setter
     def guard(self, value: bool) -> None:
         self._guard = bool(value)
-        self.active = self._on or self._guard
+        self._derive()
+
+    @property
+    def timeline(self) -> Optional["Timeline"]:
+        """The event timeline (a :class:`Timeline`) while it is on, else None."""
+        return self._timeline
+
+    @timeline.setter
+    def timeline(self, value: Optional["Timeline"]) -> None:
+        global _timeline
+        self._timeline = _timeline = value
+
+    @property
+    def ranges(self) -> bool:
+        """Counted calls run inside ranges named by their site (see :func:`set_ranges`)."""
+        return self._ranges
+
+    @ranges.setter
+    def ranges(self, value: bool) -> None:
+        self._ranges = bool(value)
+        self._derive()
 
 
+_timeline: Optional["Timeline"] = None  # STATE.timeline, as a global: record() reads it on every call
 STATE = _State()
 
 
-@dataclass
-class SiteTally:
-    """The live counts of one wrapped site; :meth:`snapshot` is its report Row."""
+class SiteTally(dict):
+    """The live counts of one wrapped site: ``direction -> cell``, a cell being
+    ``[calls, ns, bytes, copies, pageable]`` (a call that crossed nothing is
+    counted in the ``"none"`` cell, which keeps calls and ns alone).
+    The row's totals are sums over its cells; :meth:`snapshot` is its report Row."""
 
-    site: str
-    kind: str
-    calls: int = 0
-    crossings: int = 0
-    copies: int = 0
-    bytes: int = 0
-    pageable: int = 0
-    # direction -> [calls, bytes, copies, pageable]; "none" counts calls that crossed nothing
-    by_direction: dict = field(default_factory=dict)
+    __slots__ = ("site", "kind")
+
+    def __init__(self, site: str, kind: str) -> None:
+        super().__init__()
+        self.site = site
+        self.kind = kind
+
+    def _crossed(self, i: int) -> int:
+        return sum(c[i] for d, c in self.items() if d != "none")
+
+    @property
+    def calls(self) -> int:
+        return sum(c[0] for c in self.values())
+
+    @property
+    def crossings(self) -> int:
+        return self._crossed(0)
+
+    @property
+    def bytes(self) -> int:
+        return self._crossed(2)
+
+    @property
+    def copies(self) -> int:
+        return self._crossed(3)
+
+    @property
+    def pageable(self) -> int:
+        return self._crossed(4)
+
+    @property
+    def ns(self) -> int:
+        """Host time inside the site's calls, in nanoseconds."""
+        return sum(c[1] for c in self.values())
+
+    @property
+    def by_direction(self) -> dict:
+        return {d: {"calls": c[0], "bytes": c[2], "copies": c[3], "pageable": c[4],
+                    "seconds": c[1] / 1e9}
+                for d, c in self.items()}
 
     @property
     def direction(self) -> str:
-        return direction_of(self.by_direction)
+        return direction_of(self)
 
     def snapshot(self) -> Row:
-        by = {d: {"calls": v[0], "bytes": v[1], "copies": v[2], "pageable": v[3]}
-              for d, v in self.by_direction.items()}
-        return Row(self.site, self.kind, self.direction, self.calls, self.crossings, self.bytes,
-                   by, self.copies, self.pageable)
+        calls = crossings = nbytes = copies = pageable = ns = 0
+        by = {}
+        for d, (n, t, b, k, p) in self.items():  # one pass: a report may hold a million sites
+            calls += n
+            ns += t
+            if d != "none":
+                crossings += n
+                nbytes += b
+                copies += k
+                pageable += p
+            by[d] = {"calls": n, "bytes": b, "copies": k, "pageable": p, "seconds": t / 1e9}
+        return Row(self.site, self.kind, direction_of(self), calls, crossings, nbytes, by, copies,
+                   pageable, ns / 1e9)
 
 
 @dataclass
@@ -189,12 +285,14 @@ class Timeline:
 # record() runs on every wrapped call while counting.
 _acquire = STATE.lock.acquire
 _release = STATE.lock.release
+_sites = STATE.sites  # (cleared in place by reset(), never replaced)
 
 
 def record(site: str, key: str, direction: str, nbytes: int, copies: int = 1,
-           pageable: int = 0) -> None:
+           pageable: int = 0, ns: int = 0) -> None:
     """One call of a wrapped site that took `direction` and moved `nbytes` in
-    `copies` copies (`pageable` of them non-blocking from or to pageable host memory).
+    `copies` copies (`pageable` of them non-blocking from or to pageable host
+    memory), having spent `ns` nanoseconds of host time in the bare call.
 
     `key` names the wrapper (and, for the generic ones, the method or
     function): the site's kind is looked up from the rule table once, when the
@@ -202,29 +300,31 @@ def record(site: str, key: str, direction: str, nbytes: int, copies: int = 1,
     """
     _acquire()
     try:
-        t = STATE.sites.get(site)
-        if t is None:
-            t = STATE.sites[site] = SiteTally(site, KINDS[key])
-        t.calls += 1
-        d = t.by_direction.get(direction)
-        if d is None:
-            d = t.by_direction[direction] = [0, 0, 0, 0]
-        d[0] += 1
+        try:
+            c = _sites[site][direction]
+        except KeyError:
+            c = _new_cell(site, key, direction)
+        c[0] += 1
+        c[1] += ns
         if direction != "none":
-            t.crossings += 1
-            t.bytes += nbytes
-            t.copies += copies
-            d[1] += nbytes
-            d[2] += copies
+            c[2] += nbytes
+            c[3] += copies
             if pageable:
-                t.pageable += pageable
-                d[3] += pageable
-        tl = STATE.timeline
-        if tl is not None:
-            tl.seen += 1
-            tl.events.append((time.time_ns(), "site", site, direction, nbytes))
+                c[4] += pageable
+        if _timeline is not None:
+            _timeline.seen += 1
+            _timeline.events.append((time.time_ns(), "site", site, direction, nbytes))
     finally:
         _release()
+
+
+def _new_cell(site: str, key: str, direction: str) -> list:
+    """The cell of a site and direction seen for the first time (under the lock)."""
+    t = _sites.get(site)
+    if t is None:
+        t = _sites[site] = SiteTally(site, KINDS[key])
+    c = t[direction] = [0, 0, 0, 0, 0]
+    return c
 
 
 def record_launch(site: str, nodes: Optional[int] = None) -> None:
@@ -282,6 +382,48 @@ def call_inside(fn, args: tuple, kwargs: dict):
         loc.depth = d
 
 
+_clock = time.perf_counter_ns
+
+
+def timed_call(site: Optional[str], fn, args: tuple, kwargs: dict) -> tuple:
+    """``(fn(*args, **kwargs), ns)`` as a wrapper makes the bare call when it is
+    not :attr:`_State.plain`: marked as inside a wrapper (for the guard), inside
+    the ranges named `site` while counting with ranges, and timed (`ns`, the
+    host time of the call) while counting; ``ns`` is 0 when counting is off."""
+    loc = STATE.local
+    d = getattr(loc, "depth", 0)
+    loc.depth = d + 1
+    try:
+        if not STATE._on:
+            return fn(*args, **kwargs), 0
+        if STATE._ranges:
+            r = _ranges.enter(site)
+            try:
+                t0 = _clock()
+                out = fn(*args, **kwargs)
+                return out, _clock() - t0
+            finally:
+                _ranges.exit(r)
+        t0 = _clock()
+        out = fn(*args, **kwargs)
+        return out, _clock() - t0
+    finally:
+        loc.depth = d
+
+
+def mark_step() -> None:
+    """One step ended (``xfer.step()``): counted, with the time of the mark."""
+    now = _clock()
+    with STATE.lock:
+        STATE.steps += 1
+        STATE.step_ns = now
+
+
+def steps_seconds() -> float:
+    """Wall time of the steps marked since the last reset (0.0 when none was)."""
+    return (STATE.step_ns - STATE.start_ns) / 1e9 if STATE.steps else 0.0
+
+
 def reset() -> None:
     """Forget every count (transfers, launches and unwrapped events) and timeline event."""
     with STATE.lock:
@@ -289,8 +431,20 @@ def reset() -> None:
         STATE.launches.clear()
         STATE.unwrapped.clear()
         STATE.steps = 0
+        STATE.start_ns = _clock()
+        STATE.step_ns = 0
         if STATE.timeline is not None:
             STATE.timeline.clear()
+
+
+def set_ranges(on: bool) -> bool:
+    """Run counted calls inside ranges named by their site (or stop); returns
+    whether they were on. Turning them on imports torch (:mod:`.ranges`)."""
+    prev = STATE.ranges
+    if on:
+        _ranges.bind()
+    STATE.ranges = on
+    return prev
 
 
 def set_timeline(on: bool, maxlen: int = 100_000) -> bool:
