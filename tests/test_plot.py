@@ -87,7 +87,7 @@ def test_items_are_sorted_and_flag_the_outlier():
     assert [it["label"] for it in items] == [SITES[0], SITES[1], SITES[2]]
     assert [it["crossings"] for it in items] == [13, 9, 1]
     assert items[0]["flagged"] == [2] and items[1]["flagged"] == [] and items[2]["flagged"] == [2]
-    assert items[0]["per_rank"] == {0: (2, 8192), 1: (2, 8192), 2: (9, 36864)}
+    assert items[0]["per_rank"] == {0: (2, 8192, 0.0), 1: (2, 8192, 0.0), 2: (9, 36864, 0.0)}
     title = _title(merged, 3, 3)
     assert title.startswith(f"xferaudit: 23 crossings, {human_bytes(23 * 4096)} over 3 site(s), "
                             "3 rank(s) of 3")
