@@ -20,7 +20,7 @@ if [ "$only" = "--guard" ]; then
 else
   tests="tests/packs/torch/test_gpu_runtime.py tests/runtime/test_guard_gpu.py tests/runtime/test_distributed_gpu.py
   tests/packs/cupy/test_cupy_runtime.py tests/packs/jax/test_jax_runtime.py tests/static/test_codemod_runtime.py
-  tests/packs/torch/test_implicit_step.py"
+  tests/packs/torch/test_implicit_step.py tests/runtime/test_time_gpu.py"
 fi
 # shellcheck disable=SC2086
 timeout 240 python3 -m pytest -q -rs -p no:cacheprovider $tests 2>&1 | tee "$out/gpu_tests.txt" | tail -25
@@ -35,6 +35,9 @@ done
 timeout 300 python3 bench/gpu_overhead.py --rounds 5 --out "$out/gpu_overhead.json" 2>&1 | tee "$out/gpu_overhead.txt" | tail -10
 timeout 150 python3 bench/gpu_overhead.py --small --rounds 7 --steps 50 --out "$out/gpu_overhead_small.json" 2>&1 | tee "$out/gpu_overhead_small.txt" | tail -10
 timeout 150 python3 bench/gpu_copies.py --steps 5 --out "$out/gpu_copies.json" 2>&1 | grep -v USDT | tee "$out/gpu_copies.txt" | tail -24
+# Host time per site against the profiler, memcpys inside their sites' ranges, the per-call and small-step costs.
+timeout 300 python3 bench/gpu_site_time.py --steps 5 --out "$out/gpu_site_time.json" 2>&1 | grep -v USDT | tee "$out/gpu_site_time.txt" | tail -45
+timeout 200 python3 bench/runtime_overhead.py --quick 2>&1 | tee "$out/runtime_overhead_cuda.txt" | tail -12
 [ "$only" = "--guard" ] && exit 0
 # The DDP run (one rank per GPU): 2 ranks where 2 GPUs exist, else 1 to prove the script.
 n=$(python3 -c "import torch; print(min(2, torch.cuda.device_count()))")

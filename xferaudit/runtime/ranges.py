@@ -5,15 +5,17 @@ no site; xferaudit gives sites. With ranges on (``xfer.count(True,
 ranges=True)``, ``xfer.counting(ranges=True)`` or ``XFERAUDIT_RANGES=1`` in
 the environment), every call a counting wrapper makes runs inside
 
-* a ``torch.profiler`` range (``record_function``; the cheap
-  ``_RecordFunctionFast`` where this torch has it) named by the site, so the
-  memcpys, ``cudaStreamSynchronize`` calls and ``aten::`` ops of the call
-  appear under the site's name in a profiler trace; and
+* a ``torch.profiler`` range named by the site, a user annotation as
+  ``record_function`` makes (through the call it makes, without its Python
+  layer, where this torch has it), so the ``aten::`` ops, the
+  ``cudaMemcpyAsync`` and ``cudaStreamSynchronize`` calls of the call appear
+  under the site's name in a profiler trace, and on the GPU timeline as a
+  ``gpu_user_annotation`` spanning the copies it launched; and
 * an NVTX range of the same name (``torch.cuda.nvtx.range_push``/``range_pop``)
   when CUDA is available, for Nsight Systems (``nsys profile --trace=cuda,nvtx``).
 
-Off by default: a range costs a few hundred nanoseconds per call without a
-profiler attached and more under one (``bench/runtime_overhead.py`` prints
+Off by default: a range costs about a microsecond per call without a
+profiler attached, and more under one (``bench/runtime_overhead.py`` prints
 it). Calls recorded from inside a compiled graph get no range. torch is
 imported when ranges are turned on, never by importing this module.
 """
@@ -29,7 +31,8 @@ __all__ = ["ENV", "bind", "enter", "exit", "from_env"]
 #: The environment variable that turns ranges on with counting (``1``, ``true``, ``yes``, ``on``).
 ENV = "XFERAUDIT_RANGES"
 
-_record: Optional[Callable[[str], Any]] = None  # site -> an entered-later range object
+_open: Optional[Callable[[str], Any]] = None  # name -> a handle for _close
+_close: Optional[Callable[[Any], Any]] = None
 _push: Optional[Callable[[str], Any]] = None
 _pop: Optional[Callable[[], Any]] = None
 
@@ -41,8 +44,8 @@ def from_env() -> bool:
 
 def bind() -> None:
     """Find torch's range makers (imports torch); RuntimeError when torch is missing."""
-    global _record, _push, _pop
-    if _record is not None:
+    global _open, _close, _push, _pop
+    if _open is not None:
         return
     torch = sys.modules.get("torch")
     if torch is None:
@@ -53,23 +56,31 @@ def bind() -> None:
                 "xferaudit.runtime: ranges named by site are torch.profiler and NVTX ranges, "
                 "and torch is not installed"
             ) from None
-    fast = getattr(getattr(torch._C, "_profiler", None), "_RecordFunctionFast", None)
-    record = fast if fast is not None else torch.autograd.profiler.record_function
+    autograd = getattr(torch._C, "_autograd", None)
+    enter = getattr(autograd, "_record_function_with_args_enter", None)
+    leave = getattr(autograd, "_record_function_with_args_exit", None)
+    if enter is None or leave is None:  # another torch: the context manager itself
+        def enter(name: str) -> Any:
+            r = torch.autograd.profiler.record_function(name)
+            r.__enter__()
+            return r
+
+        def leave(r: Any) -> None:
+            r.__exit__(None, None, None)
     push = pop = None
     try:
         if torch.cuda.is_available():
             push, pop = torch.cuda.nvtx.range_push, torch.cuda.nvtx.range_pop
     except Exception:  # pragma: no cover - a build without NVTX
         push = pop = None
-    _push, _pop = push, pop
-    _record = record
+    _push, _pop, _close = push, pop, leave
+    _open = enter
 
 
 def enter(site: Optional[str]) -> Any:
     """Open the ranges of one call at `site`; give what this returns to :func:`exit`."""
     name = site if site else "xferaudit:<no site>"
-    r = _record(name)  # type: ignore[misc]
-    r.__enter__()
+    r = _open(name)  # type: ignore[misc]
     if _push is not None:
         _push(name)
     return r
@@ -79,4 +90,4 @@ def exit(r: Any) -> None:  # noqa: A001 - enter/exit, as a context manager's
     """Close the ranges :func:`enter` opened (innermost first)."""
     if _pop is not None:
         _pop()
-    r.__exit__(None, None, None)
+    _close(r)  # type: ignore[misc]
