@@ -2,6 +2,7 @@
 
     python bench/runtime_overhead.py            # all sections
     python bench/runtime_overhead.py --quick    # section 1 (and the CUDA section) only
+    python bench/runtime_overhead.py --quick --device fakegpu   # section 1c on the simulated device
 
 1. ``x.cpu()`` on a host tensor (the cheapest call there is, so the wrapper's
    share is as large as it gets): ns per call bare, wrapped with counting off,
@@ -14,7 +15,12 @@
    ``xfer.float`` counting off / on / on with ranges, and the bare
    ``float(t)`` under ``guard("count", mode="lite")`` (an unwrapped event);
    ``t.item()``, ``x.cpu()`` and ``h.to(dev)`` bare / off / on. Target: on
-   adds at most 0.5 us to ``float(t)``.
+   adds at most 0.5 us to ``float(t)``. ``--device fakegpu`` runs it on the
+   simulated device (the device path of the wrappers on a CPU machine; its own
+   Python makes the bare calls slow and the figures noisy).
+
+The script also runs against an older xferaudit (``PYTHONPATH=<old checkout>``)
+for before/after figures: what that version lacks (ranges) is left out.
 2. Inside ``torch.compile`` (inductor): a compiled function with one wrapped
    ``.to`` versus the same function bare; counting on records through the
    ``xferaudit::record`` custom op on every call, with one compilation.
@@ -31,6 +37,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import inspect
 import statistics
 import sys
 import time
@@ -66,12 +73,18 @@ def off() -> None:
 
 
 def on() -> None:
-    STATE.ranges = False
+    if HAS_RANGES:
+        STATE.ranges = False
     STATE.on = True
 
 
 def ranges_on() -> None:
     xfer.count(True, ranges=True)
+
+
+#: Whether this xferaudit has ranges named by site (an older one, measured for
+#: before/after figures, has not).
+HAS_RANGES = "ranges" in inspect.signature(xfer.count).parameters
 
 
 def section_calls(number: int, repeats: int) -> None:
@@ -90,12 +103,13 @@ def section_calls(number: int, repeats: int) -> None:
             "bare": (bare, g, off),
             "off": (wrapped, g, off),
             "on": (wrapped, g, on),
-            "ranges": (wrapped, g, ranges_on),
+            **({"ranges": (wrapped, g, ranges_on)} if HAS_RANGES else {}),
         }, n, repeats)
         xfer.count(False)
         xfer.reset()
         print(f"   {name:<22} {r['bare']:>8.0f} {r['off']:>8.0f} {r['on']:>8.0f} "
-              f"{r['off'] - r['bare']:>+8.0f} {r['on'] - r['bare']:>+8.0f} {r['ranges'] - r['bare']:>+8.0f}")
+              f"{r['off'] - r['bare']:>+8.0f} {r['on'] - r['bare']:>+8.0f} "
+              + (f"{r['ranges'] - r['bare']:>+8.0f}" if HAS_RANGES else f"{'-':>8}"))
 
 
 class _Guarded:
@@ -131,7 +145,8 @@ def cuda_calls(number: int = 2_000, repeats: int = 21, device: str = "cuda") -> 
         "x.cpu(), 1 kB": ("x.cpu()", "xfer.cpu(x, site='b:f:x.cpu')", False),
         "h.to(dev), 1 kB": ("h.to(dev)", "xfer.to(h, dev, site='b:f:h.to')", False),
     }
-    print(f"1c. per call on {dev.type} tensors, us, wall clock (median of {repeats} interleaved "
+    print(f"1c. per call on {dev.type} tensors, us, {'wall clock' if dev.type == 'cuda' else 'CPU time'} "
+          f"(median of {repeats} interleaved "
           f"repeats x {number:,} calls)")
     print(f"   {'call':<18} {'bare':>8} {'off':>8} {'on':>8} {'ranges':>8} {'guard':>8}   "
           f"{'+on':>7} {'+guard':>7}")
@@ -143,9 +158,13 @@ def cuda_calls(number: int = 2_000, repeats: int = 21, device: str = "cuda") -> 
             "on": (wrapped, counting),
         }
         if full:  # the ranges, and the bare call as an unwrapped event under the lite guard
-            variants["ranges"] = (wrapped, lambda: counting(True))
+            if HAS_RANGES:
+                variants["ranges"] = (wrapped, lambda: counting(True))
             variants["lite guard"] = (bare, lambda: _Guarded("lite"))
-        timers = {k: timeit.Timer(stmt, timer=time.perf_counter, globals=g)
+        # Wall time on CUDA (a read waits for the device); this thread's CPU
+        # time on the simulated device, which never waits (and the machine is shared).
+        clock = time.perf_counter if dev.type == "cuda" else CLOCK
+        timers = {k: timeit.Timer(stmt, timer=clock, globals=g)
                   for k, (stmt, _) in variants.items()}
         samples: dict = {k: [] for k in variants}
         for k, tm in timers.items():  # warm each path once
@@ -169,7 +188,7 @@ def cuda_calls(number: int = 2_000, repeats: int = 21, device: str = "cuda") -> 
 
 @contextlib.contextmanager
 def _counting_block(ranges: bool = False):
-    prev = xfer.count(True, ranges=ranges)
+    prev = xfer.count(True, ranges=True) if ranges else xfer.count(True)
     try:
         yield
     finally:
@@ -239,14 +258,21 @@ def section_launches(number: int, repeats: int) -> None:
 
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--quick", action="store_true", help="section 1 only")
+    p.add_argument("--quick", action="store_true", help="section 1 (and 1c) only")
+    p.add_argument("--device", default="cuda",
+                   help="section 1c's device: cuda (when present) or fakegpu (the simulated device)")
     p.add_argument("--number", type=int, default=20_000, help="calls per sample in section 1")
     p.add_argument("--repeats", type=int, default=41, help="interleaved samples per variant")
     a = p.parse_args(argv)
     print(f"torch {torch.__version__}, python {sys.version.split()[0]}, threads {torch.get_num_threads()}")
     section_calls(a.number, a.repeats)
-    if torch.cuda.is_available():
-        cuda_calls(max(1, a.number // 10), max(5, a.repeats // 2))
+    if a.device == "fakegpu":
+        from xferaudit.testing import simulated_device
+
+        simulated_device()
+        cuda_calls(max(1, a.number // 40), max(5, a.repeats // 2), "fakegpu")
+    elif torch.cuda.is_available():
+        cuda_calls(max(1, a.number // 10), max(5, a.repeats // 2), a.device)
     if not a.quick:
         section_compiled(max(1, a.number // 20), max(5, a.repeats // 4))
         section_launches(max(1, a.number // 20), max(5, a.repeats // 4))
