@@ -126,28 +126,12 @@ def memcpys_per_range(trace: dict, ranges: list) -> dict:
 def profiled_program(dev: torch.device, steps: int, guard: bool) -> tuple:
     """(report, chrome trace) of `steps` steps of gpu_copies.py's program, counted
     with ranges on under torch.profiler (and the guard counting, if `guard`)."""
-    from gpu_copies import Program
+    from gpu_copies import profile_program
     from gpu_truth import chrome_trace
 
-    cuda = dev.type == "cuda"
-    prog = Program(dev, compiled=cuda)
-    quiet = io.StringIO()
-    with contextlib.redirect_stdout(quiet):
-        for _ in range(3):  # compile, capture, warm up
-            prog.step()
-    if cuda:
-        torch.cuda.synchronize()
-    acts = [torch.profiler.ProfilerActivity.CPU] + ([torch.profiler.ProfilerActivity.CUDA] if cuda else [])
-    ctx = xfer.guard("count", mode="lite" if cuda else "full") if guard else contextlib.nullcontext()
-    xfer.count(True, ranges=True)
-    with contextlib.redirect_stdout(quiet), ctx:
-        with torch.profiler.profile(activities=acts) as prof:
-            for _ in range(steps):
-                prog.step()
-            if cuda:
-                torch.cuda.synchronize()
-    xfer.count(False)
-    return xfer.snapshot(), chrome_trace(prof)
+    mode = ("lite" if dev.type == "cuda" else "full") if guard else None
+    rep, prof = profile_program(dev, steps, mode, ranges=True)
+    return rep, chrome_trace(prof)
 
 
 def sites_and_memcpys(dev: torch.device, steps: int) -> dict:
@@ -313,16 +297,12 @@ def main() -> int:
     p.add_argument("--calls", type=int, default=2000, help="calls per sample of the per-call figures")
     p.add_argument("--out", default=str(HERE / "results" / "gpu_site_time.json"))
     a = p.parse_args()
-    if a.device == "fakegpu":
-        from xferaudit.testing import simulated_device
-
-        dev = simulated_device()
-    elif torch.cuda.is_available():
-        dev = torch.device(a.device)
-    else:
-        print("gpu_site_time: needs CUDA (or --device fakegpu for a dry run)")
-        return 0
+    from gpu_copies import pick_device
     from runtime_overhead import cuda_calls
+
+    dev = pick_device(a.device, "gpu_site_time")
+    if dev is None:
+        return 0
 
     name = torch.cuda.get_device_name() if dev.type == "cuda" else str(dev)
     print(f"{name}, torch {torch.__version__}, python {sys.version.split()[0]}")

@@ -51,6 +51,7 @@ from typing import Any, Optional
 
 from ...runtime.crossing import HOST, NO_DATA, largest
 from ...runtime.crossing import direction as _crossing
+from ...runtime.guard_ops import on_device as _off_host
 from ...runtime.recorder import STATE as _S
 from ...runtime.recorder import record, timed_call
 from .graphs import cuda_graph_nodes, graph, replay
@@ -258,15 +259,6 @@ def _moved(x: Any, out: Any) -> tuple:
             return "down", out.numel() * out.element_size()
     d = _dir(x.device, out.device)
     return d, (0 if d == "none" else _nbytes(out))
-
-
-def _off_host(x: Any) -> bool:
-    """`x` holds data on a device (not the host, not ``meta``)."""
-    if x.is_cpu:
-        return False
-    if _META_ONLY:
-        return not x.is_meta
-    return x.device.type not in NO_DATA
 
 
 def _read_back(x: Any, out: Any) -> tuple:
