@@ -280,12 +280,20 @@ class Timeline:
         }
 
 
-# The lock's bound methods, looked up once: ``acquire(); try: ... finally:
-# release()`` costs about half of ``with STATE.lock:`` on CPython 3.11, and
-# record() runs on every wrapped call while counting.
+# The lock's bound methods and the sites' dict, looked up once: ``acquire();
+# try: ... finally: release()`` costs about half of ``with STATE.lock:`` on
+# CPython 3.11, and record() runs on every wrapped call while counting.
+# reset() clears the dict in place; code that gives STATE a new lock or a new
+# dict (a forked child, say) calls _rebind() after.
 _acquire = STATE.lock.acquire
 _release = STATE.lock.release
-_sites = STATE.sites  # (cleared in place by reset(), never replaced)
+_sites = STATE.sites
+
+
+def _rebind() -> None:
+    """Look STATE's lock and sites up again (after either was replaced)."""
+    global _acquire, _release, _sites
+    _acquire, _release, _sites = STATE.lock.acquire, STATE.lock.release, STATE.sites
 
 
 def record(site: str, key: str, direction: str, nbytes: int, copies: int = 1,
