@@ -8,8 +8,8 @@ simulated device).
 
 1. Time per site. The program of ``bench/gpu_copies.py`` (every category of
    copy) runs ``--steps`` steps with counting and ranges on
-   (``xfer.count(True, ranges=True)``), under torch.profiler (CPU and CUDA). Each wrapped call runs inside a range named
-   by its site, so the profiler's host-side time of the same calls is the time
+   (``xfer.count(True, ranges=True)``), under torch.profiler (CPU and CUDA).
+   Each wrapped call runs inside a range named by its site, so the profiler's host-side time of the same calls is the time
    of the events at the top level of those ranges (``aten::to``,
    ``aten::item``, ``aten::copy_``, and the ``cudaMemcpyAsync`` /
    ``cudaStreamSynchronize`` inside them). Per site: calls, xferaudit's time,
@@ -40,7 +40,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import io
 import json
 import statistics
 import sys
