@@ -43,6 +43,14 @@ def _cupy() -> Any:
                    probe="asarray")
 
 
+def _on_gpu(x: Any) -> bool:
+    """`x` is a CuPy array, CuPy being imported already (a module of that name
+    without ``ndarray``, such as a folder ``cupy/`` imported as a namespace
+    package, is not CuPy)."""
+    ndarray = getattr(sys.modules.get("cupy"), "ndarray", None)
+    return ndarray is not None and isinstance(x, ndarray)
+
+
 def _device_id(cp: Any, a: Any) -> Optional[int]:
     """The GPU `a` lives on, or None for host data."""
     if isinstance(a, cp.ndarray):
@@ -84,8 +92,7 @@ def cupy_array(obj: Any, *args: Any, site: Optional[str] = None, **kwargs: Any) 
 
 
 def _read(x: Any, fn: Any, args: tuple, kwargs: dict, site: Optional[str], key: str) -> Any:
-    cp = sys.modules.get("cupy")
-    on_device = _S.on and cp is not None and isinstance(x, cp.ndarray)
+    on_device = _S.on and _on_gpu(x)
     out, ns = timed_call(site, fn, args, kwargs)
     if _S.on:
         record(site, key, "down" if on_device else "none", int(x.nbytes) if on_device else 0, 1, 0, ns)
@@ -116,8 +123,7 @@ def cupy_set(x: Any, arr: Any, *args: Any, site: Optional[str] = None, **kwargs:
     CuPy array (``ndarray.set`` copies host data into it)."""
     if not _S.active:
         return x.set(arr, *args, **kwargs)
-    cp = sys.modules.get("cupy")
-    on_device = _S.on and cp is not None and isinstance(x, cp.ndarray)
+    on_device = _S.on and _on_gpu(x)
     out, ns = timed_call(site, x.set, (arr, *args), kwargs)
     if _S.on:
         record(site, "cupy_set", "up" if on_device else "none", int(x.nbytes) if on_device else 0,
