@@ -71,3 +71,18 @@ def fake_cuda():
         return FakeCuda(t, device)
 
     return make
+
+
+@pytest.fixture
+def make_project(tmp_path, monkeypatch):
+    """``make_project({"train.py": src, ...})``: a project folder (a
+    ``[tool.xferaudit]`` pyproject.toml and the files given), made the working
+    directory; returns its path."""
+    def make(files: dict) -> "object":
+        (tmp_path / "pyproject.toml").write_text("[tool.xferaudit]\n")
+        for name, text in files.items():
+            (tmp_path / name).write_text(text)
+        monkeypatch.chdir(tmp_path)
+        return tmp_path
+
+    return make

@@ -393,6 +393,33 @@ def test_a_real_ctrl_c_during_a_pooled_wrap_names_the_rewritten_files(proj):
     assert sorted(named) == changed and len(changed) == 2
 
 
+# The same Ctrl-C, arriving while a finalizer runs (a garbage collection):
+# its KeyboardInterrupt is raised inside the finalizer, where Python prints it
+# as "Exception ignored" and goes on, so the run used to finish every file and
+# exit 0. Under load that is how a real Ctrl-C of `wrap -j 2` got lost.
+SIGINT_IN_A_FINALIZER = SIGINT_DRIVER.replace(
+    "        os.kill(os.getpid(), signal.SIGINT)  # Ctrl-C, right after the second rewrite\n",
+    "        import gc\n"
+    "        class Cycle:\n"
+    "            def __del__(self):  # Ctrl-C while a finalizer runs\n"
+    "                os.kill(os.getpid(), signal.SIGINT)\n"
+    "        c = Cycle(); c.me = c; del c; gc.collect()\n",
+)
+
+
+def test_a_ctrl_c_raised_inside_a_finalizer_is_not_lost(proj):
+    assert SIGINT_IN_A_FINALIZER != SIGINT_DRIVER
+    files = [write(proj, f"m{i:02}.py") for i in range(20)]
+    p = subprocess.run([sys.executable, "-c", SIGINT_IN_A_FINALIZER, "."], capture_output=True, text=True,
+                       timeout=120, cwd=proj)
+    changed = sorted(f.name for f in files if f.read_text() != STEP)
+    assert p.returncode == 130, (p.returncode, len(changed), p.stderr[-2000:])
+    assert "2 files already rewritten" in p.stderr, p.stderr[-2000:]
+    after = p.stderr.split("already rewritten", 1)[1]  # (Python's "Exception ignored" lines come first)
+    named = [ln.strip() for ln in after.splitlines() if ln.startswith("  ")]
+    assert sorted(named) == changed and len(changed) == 2
+
+
 DRIVER = textwrap.dedent("""
     import multiprocessing, os, sys, time
     from xferaudit.config import load_config

@@ -186,7 +186,14 @@ def _check_one(data: dict, where: str, error: Err) -> None:
     unwrapped = data.get("unwrapped")
     for i, u in enumerate(unwrapped if isinstance(unwrapped, list) else ()):
         if isinstance(u, dict):
-            _counts(u, ("line", "count", "bytes"), f"{where}: unwrapped[{i}]", error)
+            w = f"{where}: unwrapped[{i}]"
+            _counts(u, ("line", "count", "bytes", "copies", "pageable"), w, error)
+            if "seconds" in u:
+                number(u["seconds"], f"{w}: seconds", error, "number of seconds")
+            for name, chain in _chains(u):
+                for j, f in enumerate(chain if isinstance(chain, list) else ()):
+                    if isinstance(f, dict) and "line" in f:
+                        count(f["line"], f"{w}: {name}[{j}]", "line", error)
     tl = data.get("timeline")
     if isinstance(tl, dict):
         if "t0_ns" in tl:
@@ -196,6 +203,15 @@ def _check_one(data: dict, where: str, error: Err) -> None:
             if isinstance(e, list) and len(e) == 5:
                 count(e[0], f"{where}: timeline.events[{i}]", "time_ns", error)
                 count(e[4], f"{where}: timeline.events[{i}]", "n", error)
+
+
+def _chains(u: dict) -> list:
+    """(name, frames) of an unwrapped entry's chains of user frames."""
+    out = [("frames", u.get("frames"))]
+    chains = u.get("chains")
+    if isinstance(chains, list):
+        out += [(f"chains[{k}]", c) for k, c in enumerate(chains)]
+    return out
 
 
 def steps_of(raw: Any, where: str, error: Err) -> Optional[int]:

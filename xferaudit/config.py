@@ -10,6 +10,7 @@ Keys follow ruff's names where ruff has one::
     extend-exclude = ["legacy/"]   # adds to them
     per-file-ignores = { "tests/*" = ["XFA202"] }
     cache-dir = ".xferaudit_cache" # where `check` keeps its findings (relative to the root)
+    evidence = ["xferaudit-run.json"]  # run files `check` reads as evidence (relative to the root)
 
     [[tool.xferaudit.rule]]        # rows of your own stack, same schema as a pack
     call = "function"
@@ -30,6 +31,7 @@ from pathlib import Path
 from typing import Any, Iterable, Iterator, Mapping, Optional
 
 from .rules import RuleError, RuleTable, available_packs, table, user_rules
+from .runkeys import relative_path
 
 DEFAULT_EXCLUDE = (
     ".git", ".hg", ".svn", ".tox", ".nox", ".venv", "venv", ".eggs", "__pycache__",
@@ -38,7 +40,7 @@ DEFAULT_EXCLUDE = (
 )
 KNOWN_KEYS = {
     "packs", "select", "ignore", "exclude", "extend-exclude", "per-file-ignores",
-    "rule", "budget", "cache-dir",
+    "rule", "budget", "cache-dir", "evidence",
 }
 
 
@@ -91,6 +93,7 @@ class Config:
     budget: Mapping[str, Any] = field(default_factory=dict)
     raw: Mapping[str, Any] = field(default_factory=dict)
     cache_dir: Optional[Path] = None  # None: <root>/.xferaudit_cache
+    evidence: tuple[str, ...] = ()  # run files read as evidence by `check` (paths, relative to the root)
     _globs: Optional[_Globs] = field(default=None, repr=False, compare=False)
 
     def table(self) -> RuleTable:
@@ -106,16 +109,7 @@ class Config:
     def relpath(self, path) -> str:
         """Path relative to the project root, with forward slashes (for site
         names, baselines and the cache); a path outside the root stays absolute."""
-        ap = os.path.abspath(path)
-        root = str(self.root)
-        if ap == root:
-            return "."
-        prefix = root if root.endswith(os.sep) else root + os.sep
-        if ap.startswith(prefix):
-            rel = ap[len(prefix):]
-        else:
-            rel = ap
-        return rel.replace(os.sep, "/") if os.sep != "/" else rel
+        return relative_path(path, str(self.root))
 
     def code_enabled(self, code: str, relpath: str = "") -> bool:
         if self.select and not any(code.startswith(p) or p == "ALL" for p in self.select):
@@ -260,6 +254,7 @@ def load_config(start: Optional[Path] = None, path: Optional[Path] = None) -> Co
     }
     if "cache-dir" in raw:
         cfg.cache_dir = _cache_dir(raw["cache-dir"], root, where)
+    cfg.evidence = tuple(str(root / p) for p in _strings(raw.get("evidence", []), "evidence", where))
     rows = raw.get("rule", [])
     if not isinstance(rows, list) or not all(isinstance(r, dict) for r in rows):
         raise ConfigError(f"{where}: [[tool.xferaudit.rule]] must be an array of tables")

@@ -18,10 +18,12 @@ backend, no global state).
 
 from __future__ import annotations
 
+import io
 import os
 from pathlib import Path
 from typing import Any, Optional, Union
 
+from ._atomic import atomic_write
 from ._units import human_bytes  # noqa: F401 - re-exported: the plot's labels and the report's units are one
 
 #: At most this many sites are drawn (the rest are counted in the title).
@@ -93,7 +95,7 @@ def _items(rep: Any, sort: str = "crossings") -> list:
         items.append({
             "label": f"unwrapped: {u.path}:{u.line} {u.op}", "direction": u.direction,
             "crossings": u.count, "bytes": u.bytes, "calls": u.count, "copies": u.count,
-            "seconds": getattr(u, "seconds", 0.0) or 0.0,
+            "seconds": u.seconds,
             "per_rank": {k: (c["count"], c["bytes"], c.get("seconds", 0.0)) for k, c in cells.items()},
             "flagged": _flag(counts)[1] if ranked else [], "unwrapped": True,
         })
@@ -241,14 +243,12 @@ def plot_report(rep: Any, path: Union[str, "os.PathLike[str]"], top: Optional[in
     fig.suptitle(_title(rep, len(items), total), fontsize=10.5, x=0.5, ha="center")
 
     fmt = out.suffix.lstrip(".").lower() or "png"
-    tmp = out.with_name(f".{out.name}.{os.getpid()}.tmp")
+    image = io.BytesIO()
     try:
-        fig.savefig(tmp, format=fmt, dpi=dpi)
-        os.replace(tmp, out)
-    except (OSError, ValueError) as e:
-        try:
-            tmp.unlink()
-        except OSError:
-            pass
+        fig.savefig(image, format=fmt, dpi=dpi)
+        atomic_write(out, image.getvalue())
+    except OSError as e:
+        raise PlotError(f"{out}: cannot write the plot: {e.strerror or e}") from None
+    except ValueError as e:
         raise PlotError(f"{out}: cannot write the plot: {e}") from None
     return out

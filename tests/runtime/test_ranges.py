@@ -104,3 +104,38 @@ def test_with_ranges_the_rows_are_still_counted_and_timed():
     rows = {r.site: r for r in xfer.snapshot().rows}
     assert (rows["r:y.cpu"].direction, rows["r:y.cpu"].crossings, rows["r:y.cpu"].bytes) == ("down", 2, 64)
     assert all(r.seconds > 0 for r in rows.values())
+
+
+PROGRAM = '''\
+import json
+import torch
+import xferaudit.runtime as xfer
+from xferaudit.testing import simulated_device
+
+dev = simulated_device()
+with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]) as prof:
+    y = xfer.to(torch.ones(4), dev, site="prog:x.to")
+    xfer.cpu(y, site="prog:y.cpu")
+names = [e.name for e in prof.events()]
+with open("ranges.json", "w") as f:
+    json.dump({s: names.count(s) for s in ("prog:x.to", "prog:y.cpu")}, f)
+'''
+
+
+@pytest.mark.parametrize("flag, expected", [(["--ranges"], 1), ([], 0)])
+def test_xferaudit_run_ranges_puts_the_programs_wrapped_calls_in_ranges(
+        tmp_path, monkeypatch, capsys, flag, expected):
+    import json
+
+    from xferaudit.cli import main
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv(ranges.ENV, raising=False)
+    (tmp_path / "pyproject.toml").write_text("[project]\nname = 'p'\n")
+    (tmp_path / "prog.py").write_text(PROGRAM)
+    assert main(["run", "-q", *flag, "prog.py"]) == 0
+    assert json.loads((tmp_path / "ranges.json").read_text()) == {"prog:x.to": expected,
+                                                                  "prog:y.cpu": expected}
+    assert ranges.ENV not in __import__("os").environ  # put back as it was
+    sites = {r["site"] for r in json.loads((tmp_path / "xferaudit-run.json").read_text())["rows"]}
+    assert sites == {"prog:x.to", "prog:y.cpu"}

@@ -390,7 +390,7 @@ def test_rule_docs(capsys):
     rc, out, _ = run(capsys, "rule", "--all", "--format", "json")
     assert [d["code"] for d in json.loads(out)] == [
         "XFA001", "XFA101", "XFA201", "XFA202", "XFA203", "XFA204", "XFA301", "XFA302",
-        "XFA401", "XFA402", "XFA403", "XFA404", "XFA405", "XFA406", "XFA407", "XFA408", "XFA451",
+        "XFA401", "XFA402", "XFA403", "XFA404", "XFA405", "XFA406", "XFA407", "XFA408", "XFA451", "XFA501", "XFA502",
     ]
     rc, _, err = run(capsys, "rule", "XFA999")
     assert rc == 2 and "unknown code" in err
@@ -445,3 +445,12 @@ def test_the_cache_key_covers_every_module_of_the_static_package_and_every_pack(
     assert static <= hashed  # found, not listed by hand: a new module is covered too
     assert (pkg / "static" / "codemod" / "shapes.py") in hashed and (pkg / "wrapform.py") in hashed
     assert set(pack_files()) <= hashed and pack_files()
+
+
+def test_a_backslash_continued_call_reads_as_one_line(proj, capsys):
+    write(proj, "train.py", "def step(x, loss, model):\n    y = x \\\n        .cpu()\n"
+                            "    z = loss.to(\\\n        'cpu')\n    return y, z\n")
+    rc, out, _ = run(capsys, "check", "--no-cache", "-q")
+    assert rc == 1
+    assert "XFA202 `x.cpu()` reads" in out and "\\." not in out
+    assert "`loss.to('cpu')`" in out and "\\" not in out

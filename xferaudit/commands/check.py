@@ -120,6 +120,10 @@ class CheckCommand(Command):
                             help="write the current findings to FILE as a baseline and exit 0")
         parser.add_argument("--quiet", "-q", action="store_true",
                             help="no summary line, findings only")
+        parser.add_argument("--evidence", action="append", metavar="RUN.json", default=None,
+                            help="a run file (`xferaudit run`): every line it saw crossing outside a wrapper is "
+                                 "a finding, even where the code shows no device (repeatable; adds to the "
+                                 "config's `evidence`)")
 
     def run(self, args: argparse.Namespace) -> int:
         from ..static import baseline as bl
@@ -131,9 +135,10 @@ class CheckCommand(Command):
         from ..static.progress import Progress
 
         cfg, rules, paths = load(args)
+        evidence = _evidence(cfg, args.evidence)
         progress = Progress(0, sys.stderr, enabled=not args.quiet, label="xferaudit check")
         try:
-            result = scan_or_exit(scan, paths, cfg, rules, args, progress=progress)
+            result = scan_or_exit(scan, paths, cfg, rules, args, progress=progress, evidence=evidence)
         finally:
             progress.close()
         diags = collect(result, cfg, rules)
@@ -192,6 +197,24 @@ class CheckCommand(Command):
         if shown and not args.exit_zero:
             return EXIT_FINDINGS
         return EXIT_OK
+
+
+def _evidence(cfg, extra):
+    """The run files in force: the config's `evidence`, then `--evidence` (read
+    with plain JSON: no torch, no libcst)."""
+    import os
+
+    from ..static.evidence import EvidenceError, load as load_evidence
+    from ..static.scan import display_path
+
+    runs = [display_path(p, os.getcwd()) for p in cfg.evidence] + list(extra or ())
+    if not runs:
+        return None
+
+    try:
+        return load_evidence(runs, cfg.root)
+    except EvidenceError as e:
+        raise UserError(str(e)) from None
 
 
 COMMAND = CheckCommand

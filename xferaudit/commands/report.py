@@ -19,7 +19,10 @@ import argparse
 import json
 import sys
 
+from ..runtime.printable import printable_report
 from . import EXIT_OK, Command, UserError
+
+__all__ = ["ReportCommand", "printable_report"]
 
 
 class ReportCommand(Command):
@@ -95,28 +98,6 @@ class ReportCommand(Command):
                 print(f"xferaudit: wrote {args.trace}", file=sys.stderr)
         except (PlotError, TraceError) as e:
             raise UserError(str(e)) from None
-
-
-def printable_report(rep: object) -> object:
-    """A copy of `rep` (a Report or RankedReport) whose names are safe to print:
-    sites, paths, ops, directions and the note with control characters escaped
-    (:func:`xferaudit._text.printable`). Figures are unchanged; JSON output uses
-    the report itself, since JSON escapes on its own."""
-    import copy
-    import dataclasses
-
-    from .._text import printable
-
-    c = copy.copy(rep)
-    c.rows = [dataclasses.replace(r, site=printable(r.site), kind=printable(r.kind),
-                                  direction=printable(r.direction)) for r in rep.rows]
-    c.launches = [dataclasses.replace(x, site=printable(x.site)) for x in rep.launches]
-    c.unwrapped = [dataclasses.replace(u, path=printable(u.path), op=printable(u.op),
-                                       direction=printable(u.direction)) for u in rep.unwrapped]
-    c.meta = {k: printable(v) if isinstance(v, str) else v for k, v in rep.meta.items()}
-    if isinstance(getattr(rep, "ranks", None), list):
-        c.ranks = [printable_report(r) for r in rep.ranks]
-    return c
 
 
 COMMAND = ReportCommand

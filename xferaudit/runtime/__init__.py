@@ -93,8 +93,9 @@ def count(on: bool = True, timeline: Optional[bool] = None, ranges: Optional[boo
     ``timeline=True`` also starts the event timeline (see :func:`timeline`),
     ``timeline=False`` stops it; None leaves it as it is. ``ranges=True`` runs
     every counted call inside a torch.profiler range and an NVTX range named by
-    its site (:mod:`xferaudit.runtime.ranges`; imports torch); None, when
-    counting is turned on, takes ``$XFERAUDIT_RANGES``. Ranges stop with counting.
+    its site (:mod:`xferaudit.runtime.ranges`; torch must be installed); None,
+    when counting is turned on, takes ``$XFERAUDIT_RANGES``. Ranges stop with
+    counting.
     """
     prev = STATE.on
     if timeline is not None:
@@ -204,12 +205,13 @@ def report(
         if merged is None:
             return rep
         rep = merged
-    text = rep.format()
+    text = str(rep)  # names escaped for the terminal
     if file is None:
         sys.stdout.write(text)
     elif isinstance(file, (str, os.PathLike)):
-        with open(file, "w", encoding="utf-8") as fh:
-            fh.write(text)
+        from .._atomic import atomic_write
+
+        atomic_write(file, text)  # never half-written; a device node or FIFO written through
     else:
         file.write(text)
     return rep

@@ -55,11 +55,6 @@ SORTS = {
 }
 
 
-def _useconds(u: Any) -> float:
-    """An unwrapped entry's host time, where the guard measured one."""
-    return getattr(u, "seconds", 0.0) or 0.0
-
-
 def _field(obj: Any, key: str, typ: Any, where: str, default: Any = ...) -> Any:
     if key not in obj:
         if default is not ...:
@@ -100,6 +95,43 @@ def _check_timeline(tl: Any, where: str) -> Optional[dict]:
     return tl
 
 
+def _frames_of(raw: Any, w: str) -> list:
+    """A saved chain of user frames: ``[{"path", "line", "function", "text"}]``."""
+    if not isinstance(raw, list):
+        raise ReportError(f"{w}: must be a list of frames")
+    out = []
+    for j, f in enumerate(raw):
+        fw = f"{w}[{j}]"
+        if not isinstance(f, dict):
+            raise ReportError(f"{fw}: must be an object")
+        out.append({"path": _field(f, "path", str, fw), "line": _field(f, "line", int, fw),
+                    "function": _field(f, "function", str, fw, ""),
+                    "text": _field(f, "text", str, fw, "")})
+    return out
+
+
+def _unwrapped_of(u: Any, w: str) -> Unwrapped:
+    """One saved unwrapped entry (a run file's fields are optional: older
+    reports have none of them)."""
+    if not isinstance(u, dict):
+        raise ReportError(f"{w}: must be an object")
+    seconds = u.get("seconds", 0.0)
+    if isinstance(seconds, bool) or not isinstance(seconds, (int, float)):
+        raise ReportError(f"{w}: 'seconds' must be a number, not {seconds!r}")
+    chains = u.get("chains", [])
+    if not isinstance(chains, list):
+        raise ReportError(f"{w}: 'chains' must be a list of frame lists")
+    return Unwrapped(
+        _field(u, "path", str, w), _field(u, "line", int, w), _field(u, "op", str, w),
+        _field(u, "direction", str, w), _field(u, "count", int, w, 0),
+        _field(u, "bytes", int, w, 0), _field(u, "via", str, w, ""),
+        _field(u, "copies", int, w, None), _field(u, "pageable", int, w, 0), float(seconds),
+        _field(u, "function", str, w, ""), _field(u, "text", str, w, ""),
+        _frames_of(u.get("frames", []), f"{w}: frames"),
+        [_frames_of(c, f"{w}: chains[{k}]") for k, c in enumerate(chains)],
+    )
+
+
 @dataclass
 class Report:
     rows: list = field(default_factory=list)  # list[Row], sorted by crossings (desc)
@@ -135,7 +167,7 @@ class Report:
         self.rows.sort(key=SORTS[by])
         self.launches.sort(key=lambda x: (-x.launches, x.site or ""))
         if by == "time":
-            self.unwrapped.sort(key=lambda u: (-_useconds(u), -u.count, -u.bytes, u.path, u.line))
+            self.unwrapped.sort(key=lambda u: (-u.seconds, -u.count, -u.bytes, u.path, u.line))
         else:
             self.unwrapped.sort(key=lambda u: (-u.count, -u.bytes, u.path, u.line))
         return self
@@ -192,7 +224,7 @@ class Report:
             "rows": [r.to_dict() for r in self.rows[:top]],
             "totals": self.totals(),
             "launches": [asdict(x) for x in self.launches],
-            "unwrapped": [asdict(u) for u in self.unwrapped],
+            "unwrapped": [u.to_dict() for u in self.unwrapped],
         }
         if top is not None:
             out["rows_hidden"] = len(self.rows[top:])
@@ -248,17 +280,8 @@ class Report:
             if nodes is not None and (isinstance(nodes, bool) or not isinstance(nodes, int)):
                 raise ReportError(f"{w}: 'nodes' must be an integer or null")
             launches.append(Launch(_field(x, "site", str, w), _field(x, "launches", int, w), nodes))
-        unwrapped = []
-        for i, u in enumerate(data.get("unwrapped", []) or []):
-            w = f"{where}: unwrapped[{i}]"
-            if not isinstance(u, dict):
-                raise ReportError(f"{w}: must be an object")
-            unwrapped.append(Unwrapped(
-                _field(u, "path", str, w), _field(u, "line", int, w), _field(u, "op", str, w),
-                _field(u, "direction", str, w), _field(u, "count", int, w, 0),
-                _field(u, "bytes", int, w, 0), _field(u, "via", str, w, ""),
-                _field(u, "copies", int, w, None),
-            ))
+        unwrapped = [_unwrapped_of(u, f"{where}: unwrapped[{i}]")
+                     for i, u in enumerate(data.get("unwrapped", []) or [])]
         meta = data.get("meta") if isinstance(data.get("meta"), dict) else {}
         timeline = _check_timeline(data.get("timeline"), where)
         if cls is Report:
@@ -341,11 +364,15 @@ class Report:
         if self.unwrapped:
             lines.append("")
             lines.append("unwrapped transfers (seen by the guard outside every wrapper)")
-            lines.append(f"{'direction':<10} {'count':>8} {'copies':>8} {'bytes':>10}  {'op':<28} where")
+            lines.append(f"{'direction':<10} {'count':>8} {'copies':>8} {'bytes':>10} {'ms':>10}  "
+                         f"{'op':<28} where")
             for u in self.unwrapped:
                 via = f"  (via {u.via})" if u.via else ""
-                lines.append(f"{u.direction:<10} {u.count:>8} {u.copies:>8} {human_bytes(u.bytes):>10}  "
-                             f"{u.op:<28} {u.path}:{u.line}{via}")
+                pg = f"  [pageable {u.pageable}]" if u.pageable else ""
+                outer = u.frames[-1] if len(u.frames) > 1 else None  # the chain's outermost user line
+                called = f"  <- {outer['path']}:{outer['line']}" if outer else ""
+                lines.append(f"{u.direction:<10} {u.count:>8} {u.copies:>8} {human_bytes(u.bytes):>10} "
+                             f"{ms(u.seconds):>10}  {u.op:<28} {u.path}:{u.line}{via}{called}{pg}")
         return "\n".join(lines) + "\n"
 
     def _steps_line(self, steps: int, whole: float) -> str:
@@ -357,10 +384,15 @@ class Report:
                      f"({share(inside, whole)})")
         return text
 
-    __str__ = format
+    def __str__(self) -> str:
+        """The table, control characters in names escaped (see :mod:`.printable`);
+        :meth:`format` gives the names as recorded."""
+        from .printable import printable_report
+
+        return printable_report(self).format()
 
     def print(self, file: Optional[IO[str]] = None) -> None:
-        (file if file is not None else sys.stdout).write(self.format())
+        (file if file is not None else sys.stdout).write(str(self))
 
 
 # --- diff ----------------------------------------------------------------------
@@ -411,13 +443,14 @@ def diff(a: Report, b: Report) -> dict:
                   else "same" if before == after else "changed")
         launches.append({"site": site, "status": status, "launches": [before or 0, after or 0]})
     launches.sort(key=lambda c: (order[c["status"]], c["site"]))
-    ua = {(u.path, u.line, u.op, u.direction): u.count for u in a.unwrapped}
-    ub = {(u.path, u.line, u.op, u.direction): u.count for u in b.unwrapped}
+    ua, ub = _unwrapped_by_key(a), _unwrapped_by_key(b)
     unwrapped = []
     for key in list(ua) + [k for k in ub if k not in ua]:
-        before, after = ua.get(key, 0), ub.get(key, 0)
+        x, y = ua.get(key), ub.get(key)
+        before, after = x.count if x else 0, y.count if y else 0
         if before != after:
-            unwrapped.append({"path": key[0], "line": key[1], "op": key[2], "direction": key[3],
+            u = y or x
+            unwrapped.append({"path": u.path, "line": u.line, "op": u.op, "direction": u.direction,
                               "count": [before, after]})
     return {
         "sites": changes,
@@ -426,6 +459,20 @@ def diff(a: Report, b: Report) -> dict:
         "totals": [a.totals(), b.totals()],
         "timed": a.timed() or b.timed(),
     }
+
+
+def _unwrapped_by_key(rep: Report) -> dict:
+    """A report's unwrapped entries by the line they name: its path, function
+    and text where the entry has them (a run's: the line is found again after
+    edits above it), else its path and line number."""
+    out: dict = {}
+    for u in rep.unwrapped:
+        key = ((u.path, u.function, u.text, u.op, u.direction) if u.text
+               else (u.path, u.line, u.op, u.direction))
+        if key in out:  # (the same text twice in a function: kept apart by line)
+            key = (u.path, u.line, u.op, u.direction)
+        out[key] = u
+    return out
 
 
 def format_diff(d: dict, a_name: str = "A", b_name: str = "B", show_same: bool = False) -> str:

@@ -60,6 +60,7 @@ from pathlib import Path
 from typing import IO, Any, Mapping, Optional, Union
 
 from .. import _validate
+from .._text import printable
 from . import recorder as _recorder
 
 __all__ = [
@@ -85,17 +86,19 @@ class Problem:
 
     @property
     def message(self) -> str:
+        """One line; control characters in the site name escaped (``self.site`` keeps them)."""
         m = _num(self.measured)
+        site, what = printable(self.site), printable(self.what)
         if self.kind == "over":
-            return (f"over budget: {self.site}: {m} {self.what} per step, "
+            return (f"over budget: {site}: {m} {what} per step, "
                     f"budget {_num(self.budget or 0)}")
         if self.kind == "unexpected":
-            return f"unexpected site: {self.site}: {m} crossings per step, and it is not in the budget"
+            return f"unexpected site: {site}: {m} crossings per step, and it is not in the budget"
         if self.kind == "pageable":
-            return (f"pageable copies: {self.site}: {m} non_blocking copies per step from or to "
+            return (f"pageable copies: {site}: {m} non_blocking copies per step from or to "
                     f"pageable host memory (they ran synchronously), allowed "
                     f"{_num(self.budget or 0)}: pin the host memory")
-        return f"unwrapped transfer: {self.site}: {self.what}, {m} per step"
+        return f"unwrapped transfer: {site}: {what}, {m} per step"
 
 
 class BudgetExceeded(AssertionError):

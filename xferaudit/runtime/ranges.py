@@ -16,17 +16,20 @@ the environment), every call a counting wrapper makes runs inside
 
 Off by default: a range costs about a microsecond per call without a
 profiler attached, and more under one (``bench/runtime_overhead.py`` prints
-it). Calls recorded from inside a compiled graph get no range. torch is
-imported when ranges are turned on, never by importing this module.
+it). Calls recorded from inside a compiled graph get no range. Nothing here
+imports torch: ranges turned on before the program imports it (``xferaudit
+run --ranges``, the environment variable) begin with the first counted call
+after that import.
 """
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import sys
 from typing import Any, Callable, Optional
 
-__all__ = ["ENV", "bind", "enter", "exit", "from_env"]
+__all__ = ["ENV", "available", "enter", "exit", "from_env"]
 
 #: The environment variable that turns ranges on with counting (``1``, ``true``, ``yes``, ``on``).
 ENV = "XFERAUDIT_RANGES"
@@ -42,20 +45,22 @@ def from_env() -> bool:
     return os.environ.get(ENV, "").strip().lower() in ("1", "true", "yes", "on")
 
 
-def bind() -> None:
-    """Find torch's range makers (imports torch); RuntimeError when torch is missing."""
-    global _open, _close, _push, _pop
-    if _open is not None:
+def available() -> None:
+    """Nothing, where torch is imported or installed; RuntimeError otherwise."""
+    if "torch" in sys.modules:
         return
-    torch = sys.modules.get("torch")
-    if torch is None:
-        try:
-            import torch
-        except ImportError:
-            raise RuntimeError(
-                "xferaudit.runtime: ranges named by site are torch.profiler and NVTX ranges, "
-                "and torch is not installed"
-            ) from None
+    try:
+        found = importlib.util.find_spec("torch") is not None
+    except (ImportError, ValueError):
+        found = False
+    if not found:
+        raise RuntimeError("xferaudit.runtime: ranges named by site are torch.profiler and NVTX "
+                           "ranges, and torch is not installed")
+
+
+def _bind(torch: Any) -> None:
+    """Find the range makers of `torch` (imported by the program)."""
+    global _open, _close, _push, _pop
     autograd = getattr(torch._C, "_autograd", None)
     enter = getattr(autograd, "_record_function_with_args_enter", None)
     leave = getattr(autograd, "_record_function_with_args_exit", None)
@@ -78,7 +83,13 @@ def bind() -> None:
 
 
 def enter(site: Optional[str]) -> Any:
-    """Open the ranges of one call at `site`; give what this returns to :func:`exit`."""
+    """Open the ranges of one call at `site`; give what this returns to
+    :func:`exit` (None: no range, torch not imported yet)."""
+    if _open is None:
+        torch = sys.modules.get("torch")
+        if torch is None or not hasattr(torch, "_C"):  # (not imported yet, or half-imported)
+            return None
+        _bind(torch)
     name = site if site else "xferaudit:<no site>"
     r = _open(name)  # type: ignore[misc]
     if _push is not None:
@@ -88,6 +99,8 @@ def enter(site: Optional[str]) -> Any:
 
 def exit(r: Any) -> None:  # noqa: A001 - enter/exit, as a context manager's
     """Close the ranges :func:`enter` opened (innermost first)."""
+    if r is None:
+        return
     if _pop is not None:
         _pop()
     _close(r)  # type: ignore[misc]

@@ -31,14 +31,21 @@ of ``direction -> [calls, ns, bytes, copies, pageable]``); a row's totals are
 summed from its cells when it is read, so a recorded call updates one cell
 (two numbers of it for a call that crossed nothing).
 
+Fork safety: a thread may hold the lock when another thread forks, and the
+child would then wait for it forever (a fork DataLoader with metric threads
+counting). A forked child gets a new lock, and its tallies start empty:
+counting, the guard and the timeline stay as they were, and what the child
+counts is its own. A child's counts are not sent back to the parent; a worker
+that wants them kept saves a report of its own (``xfer.snapshot().save(...)``).
+
 Timeline (off by default, ``xfer.timeline(True)``): a bounded ring buffer of
 timestamped events, one per wrapped call, launch and unwrapped crossing, for
 ``xferaudit report RUN.json --trace``. Its clock is ``time.time_ns()`` (the
 wall clock, CLOCK_REALTIME), the clock torch.profiler's Chrome trace ``ts``
 values are taken from (they are that time minus the trace's
 ``baseTimeNanoseconds``, in microseconds), so the two traces line up. When the
-timeline is off, each update reads one more attribute (``STATE.timeline is
-None``), under the lock it already holds; wrappers' fast paths are unchanged.
+timeline is off, each update reads one more global (``_timeline is None``,
+kept equal to ``STATE.timeline``), under the lock it already holds.
 """
 
 from __future__ import annotations
@@ -47,12 +54,21 @@ import os
 import threading
 import time
 from collections import deque
-from dataclasses import dataclass
-from typing import Optional
+from dataclasses import dataclass, field
+from typing import Any, Callable, Optional
 
+from . import frames as _frames
 from . import ranges as _ranges
 from .kinds import KINDS
 from .rows import Launch, Row, Unwrapped, direction_of
+
+
+class _Depth(threading.local):
+    """Per thread: how many wrapper calls are in progress (a class default, so
+    reading it on a thread that never set it is a plain lookup, not a caught
+    AttributeError: the guard reads it on every event)."""
+
+    depth = 0
 
 
 class _State:
@@ -69,7 +85,7 @@ class _State:
     """
 
     __slots__ = ("_on", "_guard", "_ranges", "active", "plain", "lock", "sites", "launches",
-                 "unwrapped", "local", "_timeline", "steps", "start_ns", "step_ns")
+                 "unwrapped", "local", "_timeline", "steps", "start_ns", "step_ns", "root")
 
     def __init__(self) -> None:
         self._on = False
@@ -83,7 +99,7 @@ class _State:
         self.unwrapped: dict[tuple, "UnwrappedTally"] = {}
         # Per-thread depth of wrapper calls in progress: the guard does not
         # count a crossing made inside a wrapper a second time.
-        self.local = threading.local()
+        self.local = _Depth()
         self._timeline: Optional["Timeline"] = None
         # Steps marked with xfer.step() (or counting()'s handle) while counting:
         # the report carries them, so a budget made from it is per step.
@@ -92,6 +108,9 @@ class _State:
         # mark: the wall time of the steps counted, for each site's share.
         self.start_ns = time.perf_counter_ns()
         self.step_ns = 0
+        # The project root unwrapped paths are written relative to (``xferaudit
+        # run`` sets it); None: as shown, relative to the working directory.
+        self.root: Optional[str] = None
 
     def _derive(self) -> None:
         self.active = self._on or self._guard
@@ -221,6 +240,14 @@ class LaunchTally:
 
 @dataclass
 class UnwrappedTally:
+    """The live counts of one line's unwrapped crossings of one op and direction.
+
+    ``code`` is the code object running the line (None for an event recorded by
+    path); ``chains`` the distinct chains of user frames that reached it (flat
+    ``(code, line, code, line, ...)`` tuples, innermost first), walked for its
+    first ``samples`` events. Names and texts are read at :meth:`snapshot`.
+    """
+
     path: str
     line: int
     op: str
@@ -229,10 +256,24 @@ class UnwrappedTally:
     bytes: int = 0
     via: str = ""  # the library frame below the user's line (the first seen)
     copies: int = 0  # copies on the wire (a print makes several)
+    pageable: int = 0  # non_blocking copies with a pageable host side (they ran synchronously)
+    ns: int = 0  # host time the crossings blocked, in nanoseconds
+    code: Any = None
+    chains: list = field(default_factory=list)
+    samples: int = _frames.CHAIN_SAMPLES
 
     def snapshot(self) -> Unwrapped:
-        return Unwrapped(self.path, self.line, self.op, self.direction, self.count, self.bytes,
-                         self.via, self.copies)
+        root = STATE.root
+        function = text = ""
+        path = self.path
+        chains = [[_frames.describe(c[i], c[i + 1], root) for i in range(0, len(c), 2)]
+                  for c in self.chains]
+        if self.code is not None:
+            own = _frames.describe(self.code, self.line, root)
+            path, function, text = own["path"], own["function"], own["text"]
+        return Unwrapped(path, self.line, self.op, self.direction, self.count, self.bytes,
+                         self.via, self.copies, self.pageable, self.ns / 1e9, function, text,
+                         chains[0] if chains else [], chains if len(chains) > 1 else [])
 
 
 class Timeline:
@@ -284,7 +325,7 @@ class Timeline:
 # try: ... finally: release()`` costs about half of ``with STATE.lock:`` on
 # CPython 3.11, and record() runs on every wrapped call while counting.
 # reset() clears the dict in place; code that gives STATE a new lock or a new
-# dict (a forked child, say) calls _rebind() after.
+# dict (a forked child: see new_lock_after_fork) calls _rebind() after.
 _acquire = STATE.lock.acquire
 _release = STATE.lock.release
 _sites = STATE.sites
@@ -355,26 +396,69 @@ def record_launch(site: str, nodes: Optional[int] = None) -> None:
 
 
 def record_unwrapped(path: str, line: int, op: str, direction: str, nbytes: int,
-                     via: str = "", copies: int = 1) -> None:
-    """A crossing the guard saw outside every wrapper, at the user's source line
-    (`via`: the library frame it happened in, if not the user's)."""
+                     via: str = "", copies: int = 1, pageable: int = 0, ns: int = 0) -> None:
+    """A crossing outside every wrapper at `path`:`line` (`via`: the library
+    frame it happened in, if not the user's), `ns` nanoseconds of host time.
+    The guard records through :func:`record_event`, which also keeps the code
+    object and the chain of user frames."""
     key = (path, line, op, direction)
-    with STATE.lock:
+    _acquire()
+    try:
         t = STATE.unwrapped.get(key)
         if t is None:
             t = STATE.unwrapped[key] = UnwrappedTally(path, line, op, direction, via=via)
-        t.count += 1
-        t.bytes += nbytes
-        t.copies += copies
-        tl = STATE.timeline
-        if tl is not None:
-            tl.seen += 1
-            tl.events.append((time.time_ns(), "unwrapped", f"{path}:{line} {op}", direction, nbytes))
+        _add_unwrapped(t, nbytes, copies, pageable, ns)
+    finally:
+        _release()
+
+
+def record_event(place: tuple, op: str, direction: str, nbytes: int, copies: int = 1,
+                 pageable: int = 0, ns: int = 0) -> None:
+    """One crossing the guard saw outside every wrapper, at `place`
+    (:func:`xferaudit.runtime.frames.locate`'s answer; the frames on it are
+    still running). No string is made and no path looked at, except the first
+    time a line is seen."""
+    user, f, first, first_f = place
+    if user is not None:
+        entry, line = user, _frames.line(user, f)
+    elif first is not None:
+        entry, line = first, _frames.line(first, first_f)
+    else:
+        entry, line = None, 0
+    key = (entry[2] if entry is not None else "<unknown>", line, op, direction)
+    _acquire()
+    try:
+        t = STATE.unwrapped.get(key)
+        if t is None:
+            via = _frames.where(place)[2]
+            t = STATE.unwrapped[key] = UnwrappedTally(
+                key[0], line, op, direction, via=via, code=entry[0] if entry is not None else None)
+        _add_unwrapped(t, nbytes, copies, pageable, ns)
+        if t.samples and user is not None:
+            t.samples -= 1
+            c = _frames.chain(f)
+            if len(t.chains) < _frames.MAX_CHAINS and c not in t.chains:
+                t.chains.append(c)
+    finally:
+        _release()
+
+
+def _add_unwrapped(t: UnwrappedTally, nbytes: int, copies: int, pageable: int, ns: int) -> None:
+    t.count += 1
+    t.bytes += nbytes
+    t.copies += copies
+    t.pageable += pageable
+    t.ns += ns
+    tl = STATE.timeline
+    if tl is not None:
+        tl.seen += 1
+        tl.events.append((time.time_ns(), "unwrapped", f"{t.path}:{t.line} {t.op}", t.direction,
+                          nbytes))
 
 
 def in_wrapper() -> bool:
     """True while the current thread is inside a counting wrapper."""
-    return getattr(STATE.local, "depth", 0) > 0
+    return STATE.local.depth > 0
 
 
 def call_inside(fn, args: tuple, kwargs: dict):
@@ -382,7 +466,7 @@ def call_inside(fn, args: tuple, kwargs: dict):
     the guard (:func:`in_wrapper`) does not count the wrapper's own crossing
     a second time."""
     loc = STATE.local
-    d = getattr(loc, "depth", 0)
+    d = loc.depth
     loc.depth = d + 1
     try:
         return fn(*args, **kwargs)
@@ -399,7 +483,7 @@ def timed_call(site: Optional[str], fn, args: tuple, kwargs: dict) -> tuple:
     the ranges named `site` while counting with ranges, and timed (`ns`, the
     host time of the call) while counting; ``ns`` is 0 when counting is off."""
     loc = STATE.local
-    d = getattr(loc, "depth", 0)
+    d = loc.depth
     loc.depth = d + 1
     try:
         if not STATE._on:
@@ -435,22 +519,54 @@ def steps_seconds() -> float:
 def reset() -> None:
     """Forget every count (transfers, launches and unwrapped events) and timeline event."""
     with STATE.lock:
-        STATE.sites.clear()
-        STATE.launches.clear()
-        STATE.unwrapped.clear()
-        STATE.steps = 0
-        STATE.start_ns = _clock()
-        STATE.step_ns = 0
-        if STATE.timeline is not None:
-            STATE.timeline.clear()
+        _forget()
+
+
+def _forget() -> None:
+    STATE.sites.clear()
+    STATE.launches.clear()
+    STATE.unwrapped.clear()
+    STATE.steps = 0
+    STATE.start_ns = _clock()
+    STATE.step_ns = 0
+    if STATE.timeline is not None:
+        STATE.timeline.clear()
+
+
+def new_lock_after_fork(owner: Any, name: str, then: Optional[Callable[[], None]] = None) -> None:
+    """In every forked child, give ``owner.<name>`` a new ``threading.Lock``,
+    then call `then`. Registered once per lock, at import.
+
+    Freeing the old lock is not enough: a thread that was woken to take it
+    may own it without having marked it taken yet (``locked()`` says False,
+    ``acquire()`` waits forever). So code must look such a lock up where it
+    lives (``STATE.lock``, a module global), never keep its own reference.
+    """
+    def child() -> None:
+        setattr(owner, name, threading.Lock())
+        if then is not None:
+            then()
+
+    if hasattr(os, "register_at_fork"):
+        os.register_at_fork(after_in_child=child)
+
+
+def _after_fork_in_child() -> None:
+    """The child's tally is its own: the parent's counts stay in the parent."""
+    _rebind()
+    _forget()
+
+
+new_lock_after_fork(STATE, "lock", then=_after_fork_in_child)
 
 
 def set_ranges(on: bool) -> bool:
     """Run counted calls inside ranges named by their site (or stop); returns
-    whether they were on. Turning them on imports torch (:mod:`.ranges`)."""
+    whether they were on. RuntimeError, turning them on where torch is not
+    installed (:mod:`.ranges`; torch is not imported here)."""
     prev = STATE.ranges
     if on:
-        _ranges.bind()
+        _ranges.available()
     STATE.ranges = on
     return prev
 

@@ -25,6 +25,7 @@ from typing import Callable, Optional, Sequence, TextIO
 
 from .._atomic import HardLinkError, atomic_write
 from .._text import printable, printable_path
+from .._workers import KeptInterrupt
 from ..config import Config
 from ..rules import KINDS
 from . import progress as _progress
@@ -57,6 +58,7 @@ class Summary:
     changed: int = 0
     written: int = 0
     kinds: Counter = field(default_factory=Counter)
+    evidence: Counter = field(default_factory=Counter)  # wrap --from: evidenced lines by outcome
     restored: int = 0
     left: int = 0  # sites left unwrapped (not safely wrappable)
     suppressed: int = 0
@@ -68,10 +70,11 @@ class Summary:
 _JOB: dict = {}
 
 
-def _init(mode: str, cfg: Config, select: tuple[str, ...], want_old: bool, rename: bool = False) -> None:
+def _init(mode: str, cfg: Config, select: tuple[str, ...], want_old: bool, rename: bool = False,
+          evidence=None) -> None:
     _JOB.clear()
     _JOB.update(mode=mode, cfg=cfg, table=cfg.table(), select=select, want_old=want_old,
-                style=code_style(cfg.root), rename=rename)
+                style=code_style(cfg.root), rename=rename, evidence=evidence)
 
 
 def _read_bytes(path: str) -> bytes:
@@ -97,7 +100,8 @@ def _rewrite(data: bytes, path: str, rel: str, codes_ok) -> CodemodResult:
         if _JOB.get("rename"):
             renamed = rename_sites_source(data, path, _JOB["table"], rel)
             data = renamed if renamed is not None else data
-        res = wrap_source(data, path, _JOB["table"], rel, codes_ok, _JOB["style"])
+        fe = _evidence_of(path, data) if _JOB.get("evidence") is not None and nb is None else None
+        res = wrap_source(data, path, _JOB["table"], rel, codes_ok, _JOB["style"], fe)
         if renamed is not None and res.new is None:
             res.new = data
     else:
@@ -113,6 +117,23 @@ def _rewrite(data: bytes, path: str, rel: str, codes_ok) -> CodemodResult:
             except notebook.NotebookError as e:
                 raise CodemodError(f"cannot process: {e}") from None
     return res
+
+
+def _evidence_of(path: str, data: bytes):
+    """``wrap --from``: the run's lines of this file, matched to its text."""
+    from .evidence import match_file
+    from .source import decode_source
+
+    try:
+        text = decode_source(data)
+    except (SyntaxError, UnicodeDecodeError, LookupError) as e:
+        raise CodemodError(f"cannot decode: {e}") from None
+
+    def bare():
+        new = unwrap_source(data, path, _JOB["table"], _JOB["style"]).new
+        return decode_source(new) if new is not None else None
+
+    return match_file(_JOB["evidence"].for_file(path), text, bare=bare)
 
 
 def process_file(path: str) -> FileOutcome:
@@ -190,18 +211,18 @@ Progress = _progress.Progress
 
 
 def _outcomes(paths: Sequence[str], mode: str, cfg: Config, select: tuple[str, ...], want_old: bool,
-              jobs: Optional[int], rename: bool = False):
+              jobs: Optional[int], rename: bool = False, evidence=None):
     n = len(paths)
     cpus = os.cpu_count() or 1
     workers = jobs if jobs else (min(cpus, 8) if n >= PARALLEL_MIN_FILES else 1)
     workers = max(1, min(workers, n or 1))
     if workers == 1:
-        _init(mode, cfg, select, want_old, rename)
+        _init(mode, cfg, select, want_old, rename, evidence)
         for p in paths:
             yield process_file(p)
         return
     chunk = max(1, min(16, n // (workers * 8)))
-    with pool_of(workers, (mode, cfg, select, want_old, rename)) as pool:
+    with pool_of(workers, (mode, cfg, select, want_old, rename, evidence)) as pool:
         yield from pool.imap(process_file, paths, chunksize=chunk)
 
 
@@ -246,6 +267,7 @@ def run_codemod(
     err: Optional[TextIO] = None,
     on_outcome: Optional[Callable[[FileOutcome], None]] = None,
     rename_sites: bool = False,
+    evidence=None,
 ) -> int:
     """Wrap or unwrap every file of `paths` (already expanded to files).
 
@@ -262,8 +284,10 @@ def run_codemod(
     messages: list[str] = []
     written: list[str] = []
     o = None
+    ctrl_c = KeptInterrupt()
     try:
-        for o in _outcomes(list(paths), mode, cfg, tuple(select), diff, jobs, rename_sites):
+        for o in _outcomes(list(paths), mode, cfg, tuple(select), diff, jobs, rename_sites, evidence):
+            ctrl_c.check()  # one swallowed by a finalizer: this file is not written
             r = o.result
             progress.step(sites=(sum(r.wrapped.values()) + sum(r.unwrapped.values())) if r is not None else 0)
             if on_outcome is not None:
@@ -277,6 +301,7 @@ def run_codemod(
                     messages.append(f"{where}{code} left as it is: {printable(s.reason)} [{printable(s.label)}]")
                 summary.left += len(res.skipped) if mode == "wrap" else 0
                 summary.suppressed += res.suppressed
+                summary.evidence.update(res.evidence)
                 if res.changed:
                     if not dry:
                         o.error = _write(o, res.new)
@@ -294,12 +319,15 @@ def run_codemod(
             if o.error is not None:
                 summary.skipped[_skip_class(o.error)] += 1
                 messages.append(f"{printable_path(o.rel)}: skipped: {printable(o.error)}")
+        ctrl_c.check()
     except KeyboardInterrupt:
         progress.close()
         if o is not None and (not written or written[-1] != o.rel) and _was_written(o, dry):
             written.append(o.rel)  # interrupted between its rename and the bookkeeping
         err.write(interrupted_message(mode, written) + "\n")
         return EXIT_INTERRUPTED
+    finally:
+        ctrl_c.close()
     progress.close()
     out.flush()
     for m in messages:
@@ -344,7 +372,7 @@ def _write(o: FileOutcome, new: bytes) -> Optional[str]:
         if is_read_only(o.path):
             n = sum(o.result.wrapped.values()) or sum(o.result.unwrapped.values())
             return f"read-only: not rewritten ({n} call{'s' if n != 1 else ''} would change)"
-        atomic_write(o.path, new, hard_links="refuse")
+        atomic_write(o.path, new, hard_links="refuse", special="refuse")
     except HardLinkError as e:
         return str(e)
     except OSError as e:
@@ -369,6 +397,12 @@ def format_summary(s: Summary, dry: bool) -> str:
                          " (not safely wrappable)")
         if s.suppressed:
             parts.append(f"{_plural(s.suppressed, 'suppressed site')} not wrapped")
+        if s.evidence:
+            seen = sum(s.evidence.values())
+            names = {"wrapped": "to wrap" if dry else "wrapped", "already": "already wrapped",
+                     "left": "left as they are", "stale": "stale"}
+            parts.append(f"{_plural(seen, 'line')} the run saw crossing: " + ", ".join(
+                f"{s.evidence[k]} {names[k]}" for k in names if s.evidence[k]))
     else:
         parts.append(f"{_plural(s.restored, 'call')} {'to unwrap' if dry else 'unwrapped'}")
     if s.skipped:
@@ -380,9 +414,10 @@ def format_summary(s: Summary, dry: bool) -> str:
 # --- the CLI side, shared by the wrap and unwrap commands ------------------------------------
 
 
-def add_common_arguments(parser, mode: str) -> None:
+def add_common_arguments(parser, mode: str, paths_optional: bool = False) -> None:
     verb = "rewrite" if mode == "wrap" else "restore"
-    parser.add_argument("paths", nargs="+", metavar="PATH", help="files or folders to " + verb)
+    parser.add_argument("paths", nargs="*" if paths_optional else "+", metavar="PATH",
+                        help="files or folders to " + verb)
     parser.add_argument("--diff", action="store_true", help="print a unified diff and write nothing (exit 1 if any)")
     parser.add_argument("--check", action="store_true",
                         help="write nothing; exit 1 if any file would change (for pre-commit)")
@@ -400,10 +435,11 @@ def run_command(args, mode: str) -> int:
         if args.config:
             cfg = load_config(path=Path(args.config))
         else:
-            cfg = load_config(start=Path(args.paths[0]))
+            cfg = load_config(start=Path(args.paths[0]) if args.paths else Path.cwd())
         cfg.table()
     except ConfigError as e:
         raise UserError(str(e)) from None
+    runs = getattr(args, "from_runs", None)
     select: tuple[str, ...] = ()
     for chunk in getattr(args, "select", None) or ():
         for code in chunk.split(","):
@@ -422,6 +458,45 @@ def run_command(args, mode: str) -> int:
     for p in args.paths:
         if not os.path.exists(p) and not os.path.islink(p):
             raise UserError(f"{p}: no such file or folder")
-    files = [str(f) for f in iter_python_files([Path(p) for p in args.paths], cfg)]
-    return run_codemod(files, mode, cfg, select=select, diff=args.diff, check=args.check,
-                       quiet=args.quiet, jobs=args.jobs, rename_sites=bool(getattr(args, "rename_sites", False)))
+    evidence, notes = None, []
+    if runs:
+        evidence, files, notes = _evidence_files(runs, args.paths, cfg)
+    else:
+        files = [str(f) for f in iter_python_files([Path(p) for p in args.paths], cfg)]
+    for note in notes:
+        sys.stderr.write(note + "\n")
+    rc = run_codemod(files, mode, cfg, select=select, diff=args.diff, check=args.check,
+                     quiet=args.quiet, jobs=args.jobs, rename_sites=bool(getattr(args, "rename_sites", False)),
+                     evidence=evidence)
+    return EXIT_FINDINGS if notes and rc == EXIT_OK else rc
+
+
+def _evidence_files(runs: Sequence[str], paths: Sequence[str], cfg: Config) -> tuple:
+    """``wrap --from``: (the evidence, the files it names that are to be
+    rewritten, notes on the others). Without PATH, every file the runs name in
+    the project; with PATH, those of them under PATH."""
+    from ..config import iter_python_paths
+    from ..errors import UserError
+    from .evidence import EvidenceError, load, seen
+
+    try:
+        evidence = load(runs, cfg.root)
+    except EvidenceError as e:
+        raise UserError(str(e)) from None
+    named = {}
+    for e in evidence.entries:
+        named.setdefault(e.file, []).append(e)
+    if paths:
+        files = [f for f in iter_python_paths(paths, cfg) if evidence.for_file(f)]
+        return evidence, files, []
+    files, notes = [], []
+    for f, entries in sorted(named.items()):
+        rel = printable_path(cfg.relpath(f))
+        if not os.path.isfile(f):
+            notes.extend(f"{rel}:{e.line}:1: left as it is: stale evidence: {printable(seen(e))}; the file is gone"
+                         for e in entries)
+        elif os.path.isabs(cfg.relpath(f)):
+            notes.append(f"{rel}: not rewritten: outside the project ({cfg.root}); name it as a PATH to wrap it")
+        elif not cfg.excluded(cfg.relpath(f)):
+            files.append(f)
+    return evidence, files, notes

@@ -29,12 +29,13 @@ from ..rules import Rule, RuleTable
 from ..wrapform import CALLEE, INNER, METHOD, RECEIVER, VALUE, form, form_of
 from ..wrapform import suggestion as wf_suggestion
 from .codes import CODES
+from .evidence import Stale, check_findings, stale_message, static_function
 from .implicit import message as implicit_message
 from .finder import Site
 from .naming import renamed_site, short_receiver
 from .notebook import display_position, is_notebook, read as read_notebook
 from .source import decode_source, split_lines
-from .scan import Scan
+from .scan import Scan, display_path
 
 DOCS_URL = "https://github.com/xferaudit/xferaudit#rule-codes"
 
@@ -106,11 +107,15 @@ _EOL_COMMA = re.compile(r",[ \t]*(?:#[^\n]*)?\r?\n\s*([)\]}])")
 _AFTER_OPEN = re.compile(r"([(\[{]) ")
 _BEFORE_CLOSE = re.compile(r" ([)\]}])")
 _BEFORE_DOT = re.compile(r" \.(?=[A-Za-z_])")
+_CONTINUATION = re.compile(r"\\(?:\r\n|\r|\n)")
 
 
 def _squash(text: str) -> str:
     """Source text on one line, for a message: comments dropped by the caller,
-    runs of blanks made one, none inside brackets or before a dot."""
+    line continuations (a backslash at a line's end) and runs of blanks made one
+    blank, none inside brackets or before a dot."""
+    if "\\" in text:
+        text = _CONTINUATION.sub(" ", text)
     if "\n" in text:
         # A trailing comma at a line's end goes (`f(\n  a,\n)`); one inside a
         # line stays: `(x,)` is a tuple.
@@ -208,6 +213,7 @@ def collect(scan: Scan, cfg: Config, rules: RuleTable) -> list[Diagnostic]:
                 continue
         sup = dict(res.suppressions)
         file_diags: list[Diagnostic] = []
+        notes, extra = check_findings(res.evidence, res.sites) if res.evidence is not None else ({}, ())
         for s in res.sites:
             if s.wrapped:
                 if not s.site:
@@ -235,15 +241,28 @@ def collect(scan: Scan, cfg: Config, rules: RuleTable) -> list[Diagnostic]:
                 # implicit sites (the value layer's) say what crosses and how to count it
                 msg = (implicit_message(s.op, call_text(s), implicit_suggestion(s)) if s.implicit
                        else site_message(s, by_id.get(s.rule_id)))
+                if id(s) in notes:  # seen crossing by a run: `wrap --from` wraps it
+                    said, run = notes[id(s)]
+                    msg = msg.replace("run `xferaudit wrap`", f"run `xferaudit wrap --from {run}`") + said
             if not cfg.code_enabled(code, rel):
                 continue
             file_diags.append(Diagnostic(
                 res.path, rel, s.line, s.column, s.end_line, s.end_column, code, msg,
                 function=s.function, suppressed="noqa" if _suppresses(sup.get(s.line), code) else None,
             ))
+        for line, col, code, msg, function in extra:  # run evidence no site explains (XFA5xx)
+            if cfg.code_enabled(code, rel):
+                file_diags.append(Diagnostic(res.path, rel, line, col, line, col, code, msg, function=function,
+                                             suppressed="noqa" if _suppresses(sup.get(line), code) else None))
         out.extend(file_diags)
         if sup and cfg.code_enabled("XFA101", rel):
             out.extend(_unused(res, rel, sup, file_diags, cfg))
+    for e in scan.gone:
+        rel = cfg.relpath(e.file)
+        if cfg.code_enabled("XFA502", rel):
+            msg = stale_message(Stale(e, "the file is gone"))
+            out.append(Diagnostic(display_path(e.file, os.getcwd()), rel, max(e.line, 1), 1, max(e.line, 1), 1,
+                                  "XFA502", msg, function=static_function(e.function) or "<module>"))
     out.sort(key=_order(scan))
     return out
 

@@ -120,6 +120,9 @@ class FileResult:
     #: (``print "x"``, ``x.cuda(async=True)``) it did: ``sites`` are from that
     #: reading (:mod:`.repair`).
     repaired: bool = False
+    #: ``check --evidence``: the run's lines of this file, matched to its text
+    #: (:class:`~.evidence.FileEvidence`; never cached)
+    evidence: Optional[object] = None
 
 
 def _position(source: Source, colmap, node: ast.AST, at: ast.AST) -> tuple[int, int, int, int, int]:
@@ -170,6 +173,9 @@ class FileContext:
     colmap: object = None  # repair.ColumnMap when the text is a repaired reading
     candidates: list = field(default_factory=list)  # the prefilter's lines (where a row's name is called)
     whole: bool = False  # `resolver` binds every scope (analyses may look anywhere)
+    #: run evidence: line -> the site categories a recorded run saw crossing
+    #: on its statement (static/evidence.py); the value layer reads it
+    evidence: dict = field(default_factory=dict)
     _full: Optional[Resolver] = None
 
     @property
@@ -517,9 +523,11 @@ def find_in_source(
     path: str = "<string>",
     rules: Optional[RuleTable] = None,
     relpath: Optional[str] = None,
+    evidence: Optional[dict] = None,
+    tree: Optional[ast.Module] = None,
 ) -> FileResult:
     """All sites of one file's text, in source order, named and with suppressions applied."""
-    return analyse(text, path, rules, relpath)[0]
+    return analyse(text, path, rules, relpath, evidence, tree)[0]
 
 
 def analyse(
@@ -527,14 +535,18 @@ def analyse(
     path: str = "<string>",
     rules: Optional[RuleTable] = None,
     relpath: Optional[str] = None,
+    evidence: Optional[dict] = None,
+    tree: Optional[ast.Module] = None,
 ) -> tuple[FileResult, Optional[FileContext]]:
     """:func:`find_in_source`, plus the parsed file (None when it does not parse)
-    for a caller that needs more of it than the sites (the codemod)."""
+    for a caller that needs more of it than the sites (the codemod). `evidence`:
+    the lines a recorded run saw crossing (:attr:`FileContext.evidence`); `tree`:
+    the text's parse, when the caller has made it."""
     rules = rules or _default_rules()
     res = FileResult(path=path)
     colmap = None
     try:
-        tree = parse(text, path)
+        tree = parse(text, path) if tree is None else tree
     except SyntaxError as e:
         res.error = f"{type(e).__name__}: {e.msg}"
         res.error_line = e.lineno or 1
@@ -561,7 +573,7 @@ def analyse(
         # The finder bound names only around its candidate lines; an analysis
         # may look anywhere, so it gets every scope (`whole`).
         ctx = FileContext(path, f.source, tree, rules, f.resolver, f.sites, nodes, colmap, f.cand,
-                          whole=bool(ANALYSES))
+                          whole=bool(ANALYSES), evidence=evidence or {})
         if ANALYSES:
             for extra in ANALYSES:
                 f.sites.extend(extra(ctx))
@@ -572,7 +584,7 @@ def analyse(
         sys.setrecursionlimit(limit)
     f.sites.sort(key=lambda s: (s.line, s.column))
     name_sites(f.sites, relpath if relpath is not None else path)
-    sup = file_suppressions(text, f.lines, {s.line for s in f.sites})
+    sup = file_suppressions(text, f.lines, {s.line for s in f.sites} | set(evidence or ()))
     res.suppressions = sorted(sup.items())
     res.bare_own = [ln for ln, codes in res.suppressions if bare_own(f.lines[ln - 1])]
     for s in f.sites:

@@ -136,7 +136,7 @@ def add_noqa(diags: Iterable[Diagnostic]) -> NoqaResult:
         if data.startswith(codecs.BOM_UTF8) and not out.startswith(codecs.BOM_UTF8):
             out = codecs.BOM_UTF8 + out
         try:
-            atomic_write(path, out)
+            atomic_write(path, out, special="refuse")
         except OSError as e:
             result.skipped.append(f"{path}: cannot write: {e.strerror or e}")
             continue

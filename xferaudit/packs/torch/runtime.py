@@ -53,7 +53,7 @@ from ...runtime.crossing import HOST, NO_DATA, largest
 from ...runtime.crossing import direction as _crossing
 from ...runtime.guard_ops import on_device as _off_host
 from ...runtime.recorder import STATE as _S
-from ...runtime.recorder import record, timed_call
+from ...runtime.recorder import new_lock_after_fork, record, timed_call
 from .graphs import cuda_graph_nodes, graph, replay
 
 __all__ = [
@@ -92,6 +92,7 @@ def _need_torch() -> Any:
 
 
 _init_lock = threading.Lock()
+new_lock_after_fork(sys.modules[__name__], "_init_lock")
 
 
 def _init(import_it: bool = False) -> Any:

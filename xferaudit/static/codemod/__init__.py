@@ -90,6 +90,7 @@ from libcst.metadata import MetadataWrapper, PositionProvider
 
 from ...rules import RuleTable
 from ...wrapform import ALIAS, wrapper_infos
+from ..evidence import category_of, wrap_outcome
 from ..finder import Site, analyse
 from ..source import char_col, collector_paused, decode_source
 from .imports import (
@@ -160,10 +161,14 @@ def _reproduces(module: cst.Module, data: bytes) -> None:
         raise CodemodError("libcst does not reproduce this file byte for byte; left as it is")
 
 
-def _eligible(sites: Iterable[Site], codes_ok) -> tuple[list[Site], int, int]:
+def _eligible(sites: Iterable[Site], codes_ok, hot: Optional[dict] = None) -> tuple[list[Site], int, int]:
+    """The sites to wrap; with `hot` (``wrap --from``: line -> the categories a
+    run saw crossing there), only those on such lines, of such a category."""
     out, suppressed, not_selected = [], 0, 0
     for s in sites:
         if s.wrapped:
+            continue
+        if hot is not None and category_of(s) not in hot.get(s.line, ()):
             continue
         if s.suppressed:
             suppressed += 1
@@ -181,8 +186,15 @@ def wrap_source(
     relpath: Optional[str] = None,
     codes_ok=None,
     style: Optional[CodeStyle] = None,
+    evidence=None,
 ) -> CodemodResult:
     """Wrap every eligible unwrapped site of one file's bytes.
+
+    With `evidence` (``wrap --from``: the file's :class:`~..evidence.FileEvidence`),
+    only the sites on the lines a recorded run saw crossing, in the categories
+    its ops can come from, with values the file does not place taken for device
+    tensors there; each evidenced line without such a site, and each stale one,
+    is reported in ``skipped`` with the reason.
 
     `codes_ok(code) -> bool` filters sites by rule code (``--select`` and the
     config's select/ignore/per-file-ignores); suppressed sites are never wrapped
@@ -197,18 +209,23 @@ def wrap_source(
     style = style or DEFAULT_STYLE
     res = CodemodResult(path=path)
     text = _decode(data, path)
-    found, ctx = analyse(text, path, rules, relpath if relpath is not None else path)
+    hot = evidence.hot if evidence is not None else None
+    found, ctx = analyse(text, path, rules, relpath if relpath is not None else path, hot)
     if found.error or ctx is None:
         raise CodemodError(f"cannot parse: {found.error} (line {found.error_line})")
-    sites, res.suppressed, res.not_selected = _eligible(found.sites, codes_ok or (lambda code: True))
+    sites, res.suppressed, res.not_selected = _eligible(found.sites, codes_ok or (lambda code: True), hot)
     # implicit sites (float(t), if t:, print(t)...) are expressions: codemod/implicit.py
     implicit = [s for s in sites if s.implicit]
     sites = [s for s in sites if not s.implicit]
-    if not sites and not implicit:
-        return res
-    lines = [s.line for s in sites] + [ln for s in implicit for ln in range(s.line, s.end_line + 1)]
-    job = _WrapJob(text, ctx, found, sites, implicit, lines, rules, style)
-    return _through_skeleton(res, data, ctx.tree, lines, job.run)
+    if sites or implicit:
+        lines = [s.line for s in sites] + [ln for s in implicit for ln in range(s.line, s.end_line + 1)]
+        job = _WrapJob(text, ctx, found, sites, implicit, lines, rules, style)
+        res = _through_skeleton(res, data, ctx.tree, lines, job.run)
+    if evidence is not None:
+        res.evidence, left = wrap_outcome(evidence, found.sites, res.wrapped_sites)
+        res.skipped.extend(Skipped(ln, col, "", label, reason) for ln, col, label, reason in left)
+        res.skipped.sort(key=lambda k: (k.line, k.column))
+    return res
 
 
 def _through_skeleton(res: CodemodResult, data: bytes, tree, lines: list[int], run) -> CodemodResult:
@@ -339,6 +356,7 @@ class _WrapJob:
                 new = _output(new_module, module, data, layout)
         res.new = new
         res.wrapped = Counter(s.kind for s in tr.wrapped)
+        res.wrapped_sites = list(tr.wrapped)
         res.generic = tr.generic
         return res
 
