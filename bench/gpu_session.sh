@@ -46,6 +46,9 @@ done
 timeout 300 python3 bench/gpu_overhead.py --rounds 5 --out "$out/gpu_overhead.json" 2>&1 | tee "$out/gpu_overhead.txt" | tail -10
 timeout 150 python3 bench/gpu_overhead.py --small --rounds 7 --steps 50 --out "$out/gpu_overhead_small.json" 2>&1 | tee "$out/gpu_overhead_small.txt" | tail -10
 timeout 150 python3 bench/gpu_copies.py --steps 5 --out "$out/gpu_copies.json" 2>&1 | grep -v USDT | tee "$out/gpu_copies.txt" | tail -24
+# Host time per site against the profiler, memcpys inside their sites' ranges, the per-call and small-step costs.
+timeout 300 python3 bench/gpu_site_time.py --steps 5 --out "$out/gpu_site_time.json" 2>&1 | grep -v USDT | tee "$out/gpu_site_time.txt" | tail -45
+timeout 200 python3 bench/runtime_overhead.py --quick 2>&1 | tee "$out/runtime_overhead_cuda.txt" | tail -12
 [ "$only" = "--guard" ] && exit 0
 # What a wrapper costs per call with a full and a short site literal (host tensors, this machine's CPU).
 timeout 150 python3 bench/runtime_overhead.py --quick 2>&1 | tee "$out/runtime_overhead.txt" | tail -6

@@ -63,7 +63,8 @@ def test_a_same_device_copy_is_d2d_shown_apart():
     assert r["host"].direction == "none"
     rep = xfer.snapshot()
     tot = rep.totals()
-    assert tot["d2d"] == {"crossings": 1, "copies": 1, "bytes": 64, "pageable": 0}
+    assert tot["d2d"] == {"crossings": 1, "copies": 1, "bytes": 64, "pageable": 0,
+                          "seconds": round(r["refresh"].seconds, 9)}
     assert tot["up"]["copies"] == tot["down"]["copies"] == 0
     assert "total d2d" in rep.format()
 

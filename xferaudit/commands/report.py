@@ -6,9 +6,10 @@ the guard's unwrapped transfers), or its JSON. ``--plot OUT.png`` also draws
 crossings and bytes per site (xferaudit/plot.py); ``--trace OUT.json`` writes
 a Chrome/Perfetto trace of the run's timeline (xferaudit/trace.py).
 
-``--top N`` shows the N sites with the most crossings; the totals stay the
-whole run's, and a line (``rows_hidden`` in JSON) says how many sites are not
-shown. Names from the file are printed with control characters escaped
+``--sort`` orders the sites by crossings (the default), bytes or time (the
+host time inside each site's calls); ``--top N`` shows the first N in that
+order; the totals stay the whole run's, and a line (``rows_hidden`` in JSON)
+says how many sites are not shown. Names from the file are printed with control characters escaped
 (xferaudit/_text.py); a file with impossible counts is refused (exit 2).
 """
 
@@ -32,8 +33,11 @@ class ReportCommand(Command):
         parser.add_argument("file", metavar="RUN.json", help="a report saved with Report.save")
         parser.add_argument("--format", choices=("text", "json"), default="text",
                             help="text table (default) or the JSON form")
+        parser.add_argument("--sort", choices=("crossings", "bytes", "time"), default="crossings",
+                            help="order of the sites: most crossings (default), most bytes, or "
+                                 "most host time inside their calls")
         parser.add_argument("--top", type=int, default=None, metavar="N",
-                            help="only the N sites with the most crossings (totals stay the run's)")
+                            help="only the first N sites in --sort order (totals stay the run's)")
         # Pictures: xferaudit/plot.py and xferaudit/trace.py.
         parser.add_argument("--plot", metavar="OUT.png", default=None,
                             help="also draw crossings and bytes per site (PNG/SVG/PDF by "
@@ -54,6 +58,7 @@ class ReportCommand(Command):
             rep = Report.load(args.file)
         except ReportError as e:
             raise UserError(str(e)) from None
+        rep.sorted(args.sort)
         if args.top is not None:  # the picture shows the rows the table shows
             import copy
 
@@ -86,7 +91,7 @@ class ReportCommand(Command):
                 prof = read_profiler_trace(args.trace_with) if args.trace_with else None
                 trace = build_trace(rep, prof)
             if args.plot is not None:
-                plot_report(rep, args.plot)
+                plot_report(rep, args.plot, sort=args.sort)
                 print(f"xferaudit: wrote {args.plot}", file=sys.stderr)
             if trace is not None:
                 save_trace(trace, args.trace)

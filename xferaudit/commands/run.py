@@ -30,7 +30,7 @@ class RunCommand(Command):
 
     def add_arguments(self, parser: argparse.ArgumentParser) -> None:
         parser.usage = ("xferaudit run [-h] [-o RUN.json] [-q] [--guard-mode {auto,lite,full}]\n"
-                        "                     (SCRIPT [ARGS...] | -m MODULE [ARGS...])")
+                        "                     [--ranges] (SCRIPT [ARGS...] | -m MODULE [ARGS...])")
         parser.add_argument("-o", "--output", metavar="RUN.json", default=None,
                             help="the run file (default xferaudit-run.json; under torchrun the rank "
                                  "goes into the name: xferaudit-run.rank0.json)")
@@ -39,6 +39,9 @@ class RunCommand(Command):
         parser.add_argument("--guard-mode", choices=("auto", "lite", "full"), default=None,
                             help="the guard's mode (default: $XFERAUDIT_GUARD_MODE, else auto: "
                                  "lite on a CUDA machine, full elsewhere)")
+        parser.add_argument("--ranges", action="store_true",
+                            help="run each wrapped call inside a torch.profiler and an NVTX range "
+                                 "named by its site (as XFERAUDIT_RANGES=1 does)")
         parser.add_argument("-m", dest="module", nargs=argparse.REMAINDER, metavar="MODULE ...",
                             help="run a module as `python -m MODULE ARGS` would")
         parser.add_argument("program", nargs=argparse.REMAINDER, metavar="SCRIPT [ARGS...]",
@@ -61,6 +64,11 @@ class RunCommand(Command):
             raise UserError(f"{output}: directory {folder} does not exist")
         if not os.access(folder, os.W_OK | os.X_OK):
             raise UserError(f"{output}: directory {folder} is not writable")
+        from ..runtime.ranges import ENV
+
+        before = os.environ.get(ENV)
+        if args.ranges:  # read when the run starts counting (and by the program's own xfer.count)
+            os.environ[ENV] = "1"
         try:
             if module is not None:
                 res = run_module(module[0], module[1:], output, args.quiet, args.guard_mode)
@@ -68,6 +76,12 @@ class RunCommand(Command):
                 res = run_path(args.program[0], args.program[1:], output, args.quiet, args.guard_mode)
         except RunError as e:
             raise UserError(str(e)) from None
+        finally:
+            if args.ranges:
+                if before is None:
+                    os.environ.pop(ENV, None)
+                else:
+                    os.environ[ENV] = before
         if res.error and res.exit_code == 0:
             return EXIT_ERROR  # (the message is printed: the run file is what was asked for)
         if res.interrupted:  # end as Python ends on Ctrl-C: killed by SIGINT

@@ -119,16 +119,18 @@ class RankedReport(Report):
         return [r.meta["rank"] for r in self.ranks]
 
     def per_rank(self) -> dict:
-        """``{site: {rank: {"calls", "crossings", "bytes"}}}``, 0s for ranks never there."""
+        """``{site: {rank: {"calls", "crossings", "bytes", "seconds"}}}``, 0s for
+        ranks never there (``seconds``: the rank's host time in the site's calls)."""
         out: dict = {}
-        zero = {"calls": 0, "crossings": 0, "bytes": 0}
+        zero = {"calls": 0, "crossings": 0, "bytes": 0, "seconds": 0.0}
         for row in self.rows:
             out[row.site] = {r: dict(zero) for r in self.rank_ids()}
         for rep in self.ranks:
             rk = rep.meta["rank"]
             for row in rep.rows:
                 out.setdefault(row.site, {r: dict(zero) for r in self.rank_ids()})[rk] = {
-                    "calls": row.calls, "crossings": row.crossings, "bytes": row.bytes}
+                    "calls": row.calls, "crossings": row.crossings, "bytes": row.bytes,
+                    "seconds": row.seconds}
         return out
 
     def per_rank_unwrapped(self) -> dict:

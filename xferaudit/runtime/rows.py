@@ -15,9 +15,14 @@ from typing import Optional
 #: device->device, none (crossed nothing).
 DIRECTIONS = ("up", "down", "d2d", "none")
 #: The cells of a row's ``by_direction`` entry, in order.
-CELLS = ("calls", "bytes", "copies", "pageable")
+CELLS = ("calls", "bytes", "copies", "pageable", "seconds")
 #: Distinct chains of user frames an unwrapped line keeps (in a run, and merged).
 MAX_CHAINS = 4
+
+
+def _seconds(x: float) -> float:
+    """Seconds as written to JSON: to the nanosecond the clock gives."""
+    return round(float(x), 9)
 
 
 def direction_of(by_direction: dict) -> str:
@@ -34,9 +39,12 @@ class Row:
     nothing); ``copies`` the copies on the wire they made (a module moved in
     one call is one crossing and a copy per tensor that crossed); ``bytes``
     their exact total; ``pageable`` the ``non_blocking`` host<->device copies
-    whose host side was pageable (they ran synchronously). ``by_direction``
-    splits them by the direction taken (``{"up": {"calls": 3, "bytes": 96,
-    "copies": 3, "pageable": 0}}``).
+    whose host side was pageable (they ran synchronously); ``seconds`` the host
+    (wall) time spent inside the calls, from ``time.perf_counter_ns`` (0.0 for
+    calls recorded inside a compiled graph, and in reports written before it
+    was measured). ``by_direction`` splits them by the direction taken
+    (``{"up": {"calls": 3, "bytes": 96, "copies": 3, "pageable": 0,
+    "seconds": 0.00012}}``).
     """
 
     site: str
@@ -48,6 +56,7 @@ class Row:
     by_direction: dict = field(default_factory=dict)
     copies: Optional[int] = None  # None: one per crossing (a row written without it)
     pageable: int = 0
+    seconds: float = 0.0
 
     def __post_init__(self) -> None:
         if self.copies is None:
@@ -56,13 +65,15 @@ class Row:
             if isinstance(cell, dict):
                 cell.setdefault("copies", cell.get("calls", 0) if d != "none" else 0)
                 cell.setdefault("pageable", 0)
+                cell.setdefault("seconds", 0.0)
 
     def to_dict(self) -> dict:
         return {
             "site": self.site, "kind": self.kind, "direction": self.direction,
             "calls": self.calls, "crossings": self.crossings, "copies": self.copies,
-            "bytes": self.bytes, "pageable": self.pageable,
-            "by_direction": {d: dict(c) for d, c in self.by_direction.items()},
+            "bytes": self.bytes, "pageable": self.pageable, "seconds": _seconds(self.seconds),
+            "by_direction": {d: dict(c, seconds=_seconds(c.get("seconds", 0.0)))
+                             for d, c in self.by_direction.items()},
         }
 
     def add(self, other: "Row") -> None:
@@ -72,6 +83,7 @@ class Row:
         self.copies += other.copies
         self.bytes += other.bytes
         self.pageable += other.pageable
+        self.seconds += other.seconds
         for d, v in other.by_direction.items():
             cell = self.by_direction.setdefault(d, dict.fromkeys(CELLS, 0))
             for k in CELLS:
