@@ -289,3 +289,27 @@ def test_setting_up_beside_cuda_warns_that_a_cuda_backward_will_fail():
     )
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, r.stderr
+
+
+def test_no_test_module_sets_the_simulated_device_up_at_import():
+    """A GPU suite collects every module in one process: a module-level
+    ``simulated_device()`` would register it before the CUDA tests run and make
+    every CUDA backward fail (pytorch#161129). Modules say ``DEV = None`` and
+    tests/conftest.py sets it before their first test."""
+    import ast
+    from pathlib import Path
+
+    found = []
+    for path in Path(__file__).parent.rglob("test*.py"):
+        try:
+            tree = ast.parse(path.read_text(encoding="utf-8"))
+        except SyntaxError:  # (fixtures of old Python)
+            continue
+        for stmt in tree.body:
+            if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                continue
+            for node in ast.walk(stmt):
+                if isinstance(node, ast.Call) and getattr(node.func, "id", getattr(node.func, "attr", "")) \
+                        == "simulated_device":
+                    found.append(f"{path}:{node.lineno}")
+    assert found == []

@@ -9,9 +9,8 @@ torch = pytest.importorskip("torch")
 
 import xferaudit.runtime as xfer  # noqa: E402
 from xferaudit.runtime import ranges, recorder  # noqa: E402
-from xferaudit.testing import simulated_device  # noqa: E402
 
-DEV = simulated_device()
+DEV = None  # the simulated device, set by tests/conftest.py before each test runs (not at import)
 
 
 def profiled(fn):

@@ -21,9 +21,8 @@ from xferaudit.packs.torch import runtime as torch_wrappers  # noqa: E402
 from xferaudit.runtime import recorder  # noqa: E402
 from xferaudit.runtime._report import Report, ReportError, diff, format_diff  # noqa: E402
 from xferaudit.runtime.distributed import merge  # noqa: E402
-from xferaudit.testing import simulated_device  # noqa: E402
 
-DEV = simulated_device()
+DEV = None  # the simulated device, set by tests/conftest.py before each test runs (not at import)
 DELAY = 0.02
 # What a wrapper may add to an op's own duration per call on this shared
 # machine: its clock reads and a little Python around them.
