@@ -35,8 +35,8 @@ from ..runkeys import function_name, normalise_text, relative_path
 from .rows import MAX_CHAINS
 
 __all__ = [
-    "CHAIN_SAMPLES", "LIBRARY", "LIBRARY_ENV", "MAX_CHAINS", "MAX_DEPTH", "SKIP", "STOP", "USER",
-    "USER_ENV", "chain", "describe", "kind", "line", "locate", "set_frames", "stop_at", "user_frame",
+    "CHAIN_SAMPLES", "CODES", "LIBRARY", "LIBRARY_ENV", "MAX_CHAINS", "MAX_DEPTH", "SKIP", "STOP", "USER",
+    "USER_ENV", "chain", "describe", "entry", "kind", "line", "locate", "set_frames", "stop_at", "user_frame",
     "where",
 ]
 
@@ -62,9 +62,12 @@ _skip_dirs: tuple = (_PKG_DIR,)  # never the place of an event: xferaudit, torch
 _library_dirs: tuple = ()  # the standard library and site-packages: not the user's code
 _user_dirs: tuple = ()  # the user's code even where it lies under a library folder
 _path_cache: dict = {}  # co_filename -> the path shown (relative to the working directory)
-# id(code) -> (code, kind, shown path, co_filename): the code object is kept, so
-# its id is not reused while the entry lives.
+# id(code) -> (code, kind, shown path, co_filename, lines, tallies): the code
+# object is kept, so its id is not reused while the entry lives.
 _codes: dict = {}
+#: The cache above, for the recorder's placing of an event at a user frame
+#: without a call (:func:`entry` on a miss); only ever cleared in place.
+CODES = _codes
 _stops: set = set()  # ids of the code objects walks stop at (kept alive by their owner)
 
 
@@ -161,8 +164,17 @@ def _info(code: Any) -> tuple:
         kind = USER if _users(fn) else LIBRARY
     if len(_codes) >= MAX_CODES:
         _codes.clear()
-    e = _codes[id(code)] = (code, kind, _shown_path(fn), fn, {})
+    # (the last dict: the recorder's, per instruction, the tally its events went to)
+    e = _codes[id(code)] = (code, kind, _shown_path(fn), fn, {}, {})
     return e
+
+
+def entry(code: Any) -> tuple:
+    """`code`'s entry ``(code, kind, shown path, filename, lines, tallies)``,
+    worked out once (`lines`: instruction -> line; `tallies`: the recorder's,
+    see :func:`xferaudit.runtime.recorder.record_at`)."""
+    e = _codes.get(id(code))
+    return e if e is not None and e[0] is code else _info(code)
 
 
 def line(entry: tuple, f: Any) -> int:

@@ -323,13 +323,18 @@ def _record(pending: tuple, op: str, direction: str, nbytes: int, detail: Any, c
     _recorder.record_event(place, op, direction, int(nbytes), copies, pageable, ns)
     if level == "log":
         path, line, via = _frames.where(place)
-        key = (path, line, op)
-        if key not in _seen:
-            _seen.add(key)
-            warnings.warn_explicit(
-                f"xferaudit guard: unexpected {direction} transfer: {printable(op)} ({printable(_words(detail, via))})",
-                UnexpectedTransferWarning, printable(path), line,
-            )
+        _warn_once(path, line, op, direction, detail, via)
+
+
+def _warn_once(path: str, line: int, op: str, direction: str, detail: Any, via: str) -> None:
+    """``guard("log")``'s warning, the first time a (path, line, op) is seen."""
+    key = (path, line, op)
+    if key not in _seen:
+        _seen.add(key)
+        warnings.warn_explicit(
+            f"xferaudit guard: unexpected {direction} transfer: {printable(op)} ({printable(_words(detail, via))})",
+            UnexpectedTransferWarning, printable(path), line,
+        )
 
 
 def _event(stack: list, op: str, direction: str, nbytes: int, detail: Any, copies: int = 1,
@@ -591,16 +596,28 @@ def _enter_full(fn: Any, args: tuple, kwargs: dict) -> Any:
         _tls.hooked -= 1
 
 
-_SCALAR_OP = "aten._local_scalar_dense"
+_SCALAR_OP = _guard_hooks.SCALAR_OP
 _SCALAR_WORDS = "a scalar read of a {} tensor"
 
 
-def _read_scalar(fn: Any, args: tuple, kwargs: dict) -> Any:
-    """The cheap layer's scalar read of a one-element device tensor: the event
-    the dispatch mode would record (``aten._local_scalar_dense``, down, the
-    element's bytes, one copy), recorded without entering it."""
+def _read_scalar(fn: Any, args: tuple, kwargs: dict, f: Any) -> Any:
+    """The cheap layer's scalar read (``item``, ``float(t)``, ``if t:`` ...)
+    of a tensor not on the host, outside every wrapper, where its hook
+    (:func:`guard_hooks.scalar_hook`) did not record it itself: under
+    "raise" and "off", and inside a print. As the dispatch mode would, the
+    device and size are looked at first; a read of one device element is
+    recorded as its ``aten._local_scalar_dense`` (`f`: the frame that made
+    it), without entering the mode."""
     __tracebackhide__ = True
-    t = args[0]
+    try:
+        t = args[0]
+        if not guard_ops.on_device(t):
+            return fn(*args, **kwargs)
+        one = t.numel() == 1
+    except Exception:  # (no tensor: the original raises its own error, under the mode)
+        one = False
+    if not one:
+        return _enter_full(fn, args, kwargs)
     n = t.element_size()
     pending = _judge(_tls.stack, _SCALAR_OP, "down", n, (_SCALAR_WORDS, t))
     if pending is None:
@@ -611,10 +628,23 @@ def _read_scalar(fn: Any, args: tuple, kwargs: dict) -> Any:
     return out
 
 
+def _after_read(at: Any, level: str, t: Any, f: Any, ns: int) -> None:
+    """What a scalar read recorded by its hook leaves (see
+    :func:`guard_hooks.scalar_hook`): where `f` is not the user's frame
+    (`at` None, nothing recorded), the event placed by a walk outwards and
+    recorded; under "log", the warning the first time its line is seen."""
+    n = t.element_size()
+    if at is None:
+        _record((_frames.locate(f), level), _SCALAR_OP, "down", n, (_SCALAR_WORDS, t), 1, 0, ns)
+    elif level == "log":
+        _warn_once(at.path, at.line, _SCALAR_OP, "down", (_SCALAR_WORDS, t), "")
+
+
 def _build(torch: Any) -> Any:
     _frames.init_skip_dirs(torch)
     ops = guard_ops.Ops(torch)
-    hooks = _guard_hooks.Hooks(torch, _enter_full, _tls, _read_scalar)
+    hooks = _guard_hooks.Hooks(torch, _enter_full, _tls, _read_scalar, _recorder.STATE.local,
+                                 _recorder.record_at, _after_read)
     print_install = _print_hooks(torch, ops)
 
     return _mode_class(ops), print_install, hooks.install

@@ -34,6 +34,8 @@ and on threads with no guard; compiled code never calls them.
 from __future__ import annotations
 
 import functools
+import sys
+import time
 from typing import Any, Callable, Optional
 
 from . import guard_ops
@@ -166,12 +168,21 @@ def hook(orig: Callable, could_cross: Callable, enter: Callable, tls: Any,
     full mode is on) or Dynamo tracing: the original. (Inside a print's
     ``format`` of a 0-dim tensor, which reads it with ``item``, the hook runs:
     its read is the print's.)
+
+    Cost: the predicate is asked first, since most calls (an int index, a
+    dtype cast, a host tensor) cannot cross and it alone decides them; a
+    predicate that fails on arguments the original will refuse counts as
+    "could cross", so the original raises its own error under the mode.
     """
 
     @functools.wraps(orig)
     def hooked(*args: Any, **kwargs: Any) -> Any:
         __tracebackhide__ = True
-        if compiling() or tls.hooked or not tls.stack or not could_cross(args, kwargs):
+        try:
+            cross = could_cross(args, kwargs)
+        except Exception:
+            cross = True
+        if not cross or compiling() or tls.hooked or not tls.stack:
             return orig(*args, **kwargs)
         return enter(orig, args, kwargs)
 
@@ -179,25 +190,72 @@ def hook(orig: Callable, could_cross: Callable, enter: Callable, tls: Any,
     return hooked
 
 
-def scalar_hook(orig: Callable, could_cross: Callable, enter: Callable, read: Callable, tls: Any,
-                compiling: Callable) -> Callable:
-    """:func:`hook` for a scalar read (:data:`SCALAR_FAST`): a read of a
-    one-element device tensor is one ``aten._local_scalar_dense`` of it, so
-    `read(fn, args, kwargs)` records that event itself, without entering the
-    dispatch mode (most of an event's cost); any other read (a tensor of more
-    elements, which raises before anything crosses) goes through `enter`."""
+#: The event of a scalar read of one device element, as the dispatch mode names it.
+SCALAR_OP = "aten._local_scalar_dense"
+
+
+def scalar_hook(orig: Callable, enter: Callable, read: Callable, tls: Any, compiling: Callable,
+                depth: Any = None, record_at: Optional[Callable] = None,
+                after: Optional[Callable] = None) -> Callable:
+    """:func:`hook` for a scalar read (:data:`SCALAR_FAST`), which could cross
+    when its tensor is not on the host. A read of one device element is one
+    ``aten._local_scalar_dense``: the event the dispatch mode would record
+    (down, the element's bytes, one copy), recorded here without entering it.
+
+    Under "count" and "log" (nothing is decided before the read runs) the
+    read runs first: it raises as the bare read does where nothing crosses (a
+    tensor of several elements, a meta tensor), and once it returned,
+    `record_at(frame, op, direction, bytes, ns)` records it at the frame that
+    made it (``recorder.record_at``; the frame still runs the same line) and
+    `after(tally, level, tensor, frame, ns)` does what is left: places the
+    event by a walk where that frame is not the user's (`tally` None), warns
+    under "log". Otherwise (other levels, inside a print)
+    `read(fn, args, kwargs, frame)` takes the call.
+
+    `depth` (``recorder.STATE.local``): its ``depth`` > 0 inside a counting
+    wrapper, whose own read this is: nothing to record and nothing to flag
+    (a scalar read is never a pageable copy), so the original runs at once.
+    A host tensor costs one attribute read.
+    """
+    getframe = sys._getframe
+    clock = time.perf_counter_ns
+    if depth is None:
+        depth = _NOT_WRAPPED
+    fast = record_at is not None and after is not None
 
     @functools.wraps(orig)
     def hooked(*args: Any, **kwargs: Any) -> Any:
         __tracebackhide__ = True
-        if compiling() or tls.hooked or not tls.stack or not could_cross(args, kwargs):
+        try:
+            host = args[0].is_cpu
+        except Exception:  # (no tensor: `read` lets the original raise its own error)
+            host = False
+        if host or compiling() or tls.hooked or depth.depth:
             return orig(*args, **kwargs)
-        if args[0].numel() == 1:
-            return read(orig, args, kwargs)
-        return enter(orig, args, kwargs)
+        stack = tls.stack
+        if not stack:
+            return orig(*args, **kwargs)
+        level = stack[-1]["down"]
+        if fast and (level == "count" or level == "log") and not tls.quiet:
+            t0 = clock()
+            out = orig(*args, **kwargs)
+            ns = clock() - t0
+            f = getframe(1)
+            at = record_at(f, SCALAR_OP, "down", args[0].element_size(), ns)
+            if at is None or level == "log":
+                after(at, level, args[0], f, ns)
+            return out
+        return read(orig, args, kwargs, getframe(1))
 
     hooked.__xferaudit_original__ = orig  # type: ignore[attr-defined]
     return hooked
+
+
+class _NotWrapped:
+    depth = 0
+
+
+_NOT_WRAPPED = _NotWrapped()
 
 
 #: The scalar reads recorded without the dispatch mode (``__index__`` is not one:
@@ -211,10 +269,13 @@ class Hooks:
     inherited is deleted again, so the C slot serves it as before).
 
     `enter(fn, args, kwargs)` runs a call under the dispatch mode; `read(fn,
-    args, kwargs)`, where given, records a scalar read of one device element
-    without it (:func:`scalar_hook`)."""
+    args, kwargs, frame)`, where given, records a scalar read of one device
+    element without it (:func:`scalar_hook`; `depth`, `record_at` and
+    `after`: as there)."""
 
-    def __init__(self, torch: Any, enter: Callable, tls: Any, read: Optional[Callable] = None) -> None:
+    def __init__(self, torch: Any, enter: Callable, tls: Any, read: Optional[Callable] = None,
+                 depth: Any = None, record_at: Optional[Callable] = None,
+                 after: Optional[Callable] = None) -> None:
         comp = getattr(torch, "compiler", None)
         compiling = getattr(comp, "is_compiling", None) or (lambda: False)
         self.slots: list = []  # (owner, name, original or None when inherited, hooked)
@@ -224,7 +285,7 @@ class Hooks:
             if orig is None:
                 continue
             own = orig if name in Tensor.__dict__ else None
-            hooked = (scalar_hook(orig, pred, enter, read, tls, compiling)
+            hooked = (scalar_hook(orig, enter, read, tls, compiling, depth, record_at, after)
                       if read is not None and name in SCALAR_FAST
                       else hook(orig, pred, enter, tls, compiling))
             self.slots.append((Tensor, name, own, hooked))

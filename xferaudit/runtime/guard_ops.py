@@ -64,7 +64,8 @@ def count_copies(func: Any) -> int:
     return COUNT_COPIES.get(_family(func), 1)
 
 
-_META_ONLY = NO_DATA == frozenset({"meta"})  # then Tensor.is_meta answers, cheaply
+META_ONLY = NO_DATA == frozenset({"meta"})  # then Tensor.is_meta answers, cheaply
+_META_ONLY = META_ONLY
 
 
 def on_device(t: Any) -> bool:

@@ -330,12 +330,19 @@ class Timeline:
 _acquire = STATE.lock.acquire
 _release = STATE.lock.release
 _sites = STATE.sites
+_unwrapped = STATE.unwrapped
+# The frames' cache of code objects (never rebound: cleared in place) and the
+# kind of the user's own code: record_at() places an event with one lookup.
+_codes = _frames.CODES
+_USER = _frames.USER
+_generation = 0  # resets so far: a tally kept from before the last one is not used
 
 
 def _rebind() -> None:
-    """Look STATE's lock and sites up again (after either was replaced)."""
-    global _acquire, _release, _sites
+    """Look STATE's lock and dicts up again (after any was replaced)."""
+    global _acquire, _release, _sites, _unwrapped
     _acquire, _release, _sites = STATE.lock.acquire, STATE.lock.release, STATE.sites
+    _unwrapped = STATE.unwrapped
 
 
 def record(site: str, key: str, direction: str, nbytes: int, copies: int = 1,
@@ -449,17 +456,73 @@ def record_event(place: tuple, op: str, direction: str, nbytes: int, copies: int
         _release()
 
 
+def record_at(f: Any, op: str, direction: str, nbytes: int, ns: int = 0,
+              copies: int = 1) -> Optional[UnwrappedTally]:
+    """:func:`record_event` of a crossing made by the code running in frame
+    `f` when that code is the user's own (the common case: ``float(loss)``
+    in a training script), placed without a walk. Returns the line's tally;
+    None, having recorded nothing, when `f` is not a user frame (the caller
+    then walks outwards: :func:`.frames.locate`).
+
+    Cost: the code object's entry (:mod:`.frames`) keeps, per instruction,
+    the tally its last event went to (with the reset it belongs to, and its
+    op and direction), so an event from the same instruction again finds its
+    tally with one lookup: no line, no key."""
+    code = f.f_code
+    e = _codes.get(id(code))
+    if e is None or e[0] is not code:
+        e = _frames.entry(code)
+    if e[1] != _USER:
+        return None
+    i = f.f_lasti
+    _acquire()
+    try:
+        hit = e[5].get(i)
+        if hit is not None and hit[0] == _generation and hit[1] is op and hit[2] is direction:
+            t = hit[3]
+        else:
+            t = _tally_at(e, f, i, op, direction)
+        t.count += 1
+        t.bytes += nbytes
+        t.copies += copies
+        t.ns += ns
+        if _timeline is not None:
+            _timeline.seen += 1
+            _timeline.events.append((time.time_ns(), "unwrapped", f"{t.path}:{t.line} {op}", direction,
+                                     nbytes))
+        if t.samples:
+            t.samples -= 1
+            c = _frames.chain(f)
+            if len(t.chains) < _frames.MAX_CHAINS and c not in t.chains:
+                t.chains.append(c)
+    finally:
+        _release()
+    return t
+
+
+def _tally_at(e: tuple, f: Any, i: int, op: str, direction: str) -> UnwrappedTally:
+    """The tally of `op` and `direction` at frame `f`'s line (`e`: its code's
+    entry, `i` its instruction), made if new, and kept in the entry for `i`
+    (under the lock: a reset cannot come between)."""
+    line = _frames.line(e, f)
+    key = (e[2], line, op, direction)
+    t = _unwrapped.get(key)
+    if t is None:
+        t = _unwrapped[key] = UnwrappedTally(e[2], line, op, direction, code=e[0])
+    e[5][i] = (_generation, op, direction, t)
+    return t
+
+
 def _add_unwrapped(t: UnwrappedTally, nbytes: int, copies: int, pageable: int, ns: int) -> None:
     t.count += 1
     t.bytes += nbytes
     t.copies += copies
     t.pageable += pageable
     t.ns += ns
-    tl = STATE.timeline
-    if tl is not None:
-        tl.seen += 1
-        tl.events.append((time.time_ns(), "unwrapped", f"{t.path}:{t.line} {t.op}", t.direction,
-                          nbytes))
+    if _timeline is not None:
+        _timeline.seen += 1
+        _timeline.events.append((time.time_ns(), "unwrapped", f"{t.path}:{t.line} {t.op}", t.direction,
+                                 nbytes))
 
 
 def in_wrapper() -> bool:
@@ -529,6 +592,8 @@ def reset() -> None:
 
 
 def _forget() -> None:
+    global _generation
+    _generation += 1  # (the tallies record_at() keeps per instruction are of the last reset)
     STATE.sites.clear()
     STATE.launches.clear()
     STATE.unwrapped.clear()

@@ -1,0 +1,183 @@
+"""The cheap layer's scalar reads (``float(t)``, ``t.item()``, ``if t:``...),
+which its hooks record themselves: the same events as the dispatch mode's,
+for every level, place, thread and reset, and the bare read's errors."""
+
+from __future__ import annotations
+
+import statistics
+import sys
+import threading
+import warnings
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+import xferaudit.runtime as xfer
+from xferaudit.runtime import frames, recorder
+from xferaudit.runtime.guard import UnexpectedTransfer, UnexpectedTransferWarning, clear_log_history, guard
+from xferaudit.testing import simulated_device
+
+HERE = "tests/runtime/test_guard_scalar_reads.py"
+MODES = ("full", "lite")
+
+
+@pytest.fixture(scope="module")
+def dev():
+    return simulated_device()
+
+
+def here() -> int:
+    return sys._getframe(1).f_lineno
+
+
+def events() -> list:
+    return sorted((u.path, u.line, u.op, u.direction, u.count, u.copies, u.bytes, u.via)
+                  for u in xfer.snapshot().unwrapped)
+
+
+def in_both_modes(fn, level: str = "count") -> dict:
+    seen = {}
+    for mode in MODES:
+        xfer.reset()
+        with guard(level, mode=mode):
+            fn()
+        seen[mode] = events()
+    assert seen["lite"] == seen["full"]
+    return seen["lite"]
+
+
+def test_reads_on_one_line_add_up_and_each_line_is_its_own(dev):
+    t = torch.tensor(2.0).to(dev)
+
+    def reads():
+        for _ in range(3):
+            float(t) + t.item()
+        line[0] = here() - 1
+        bool(t)
+        line[1] = here() - 1
+
+    line = [0, 0]
+    got = in_both_modes(reads)
+    assert [(e[1], e[4], e[6]) for e in got] == [(line[0], 6, 24), (line[1], 1, 4)]
+
+
+def test_a_reset_between_reads_starts_the_line_again(dev):
+    t = torch.tensor(2.0).to(dev)
+    with guard("count", mode="lite"):
+        for i in range(5):
+            if i == 3:
+                xfer.reset()
+            float(t)
+    ((_, _, op, _, count, copies, nbytes, _),) = events()
+    assert (op, count, copies, nbytes) == ("aten._local_scalar_dense", 2, 2, 8)
+
+
+def test_a_read_made_inside_the_standard_library_is_placed_at_the_users_line_via_it(dev):
+    ts = [torch.tensor(1.0).to(dev), torch.tensor(3.0).to(dev)]
+
+    def mean():
+        assert statistics.fmean(ts) == 2.0  # fsum reads each with float(), inside statistics.py
+        line[0] = here() - 1
+
+    line = [0]
+    ((path, ln, op, _, count, _, _, via),) = in_both_modes(mean)
+    assert (path, ln, op, count) == (HERE, line[0], "aten._local_scalar_dense", 2)
+    assert via.startswith(frames.shown(statistics.fmean.__code__) + ":")
+
+
+def test_under_log_each_line_warns_once_with_the_modes_event(dev):
+    t = torch.tensor(2.0).to(dev)
+    for mode in MODES:
+        xfer.reset()
+        clear_log_history()
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            with guard("log", mode=mode):
+                for _ in range(3):
+                    t.item()
+                line = here() - 1
+        assert [(w.category, w.filename, w.lineno) for w in caught] == [
+            (UnexpectedTransferWarning, HERE, line)]
+        assert "_local_scalar_dense" in str(caught[0].message)
+        assert [(e[1], e[4]) for e in events()] == [(line, 3)]
+
+
+@pytest.mark.parametrize("level", ["count", "log", "raise"])
+def test_reads_that_cross_nothing_raise_the_bare_reads_error_and_record_nothing(dev, level):
+    many, meta = torch.ones(3).to(dev), torch.ones((), device="meta")
+    with guard(level, mode="lite"):
+        for t in (many, meta):
+            with pytest.raises((RuntimeError, ValueError, NotImplementedError)) as e:
+                float(t)
+            assert not isinstance(e.value, UnexpectedTransfer)
+    assert events() == []
+
+
+def test_a_read_on_a_frame_that_became_a_librarys_is_placed_anew(dev, tmp_path, monkeypatch):
+    (tmp_path / "readers.py").write_text("def read(t):\n    return float(t)\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    sys.modules.pop("readers", None)
+    import readers
+
+    t = torch.tensor(2.0).to(dev)
+    try:
+        with guard("count", mode="lite"):
+            readers.read(t)  # the user's own file: placed there
+            frames.set_frames(library=list(frames._default_library_dirs()) + [str(tmp_path)])
+            readers.read(t)  # now a library's: placed at this line, via it
+            line = here() - 1
+    finally:
+        frames.set_frames()
+    got = {(e[0].rsplit("/", 1)[-1], e[1], e[7].rsplit("/", 1)[-1]) for e in events()}
+    assert got == {("readers.py", 2, ""), (HERE.rsplit("/", 1)[-1], line, "readers.py:2")}
+
+
+def test_reads_from_many_threads_lose_nothing(dev):
+    t = torch.tensor(2.0).to(dev)
+    threads, calls = 4, 500
+    start = threading.Barrier(threads)
+    errors: list = []
+
+    def work():
+        try:
+            start.wait()
+            with guard("count", mode="lite"):
+                for _ in range(calls):
+                    float(t)
+        except BaseException as e:  # pragma: no cover - reported below
+            errors.append(e)
+
+    workers = [threading.Thread(target=work) for _ in range(threads)]
+    for w in workers:
+        w.start()
+    for w in workers:
+        w.join()
+    assert not errors
+    ((_, _, _, _, count, copies, nbytes, _),) = events()
+    assert (count, copies, nbytes) == (threads * calls, threads * calls, threads * calls * 4)
+
+
+def test_the_timeline_holds_each_read(dev):
+    t = torch.tensor(2.0).to(dev)
+    xfer.timeline(True)
+    try:
+        with guard("count", mode="lite"):
+            float(t)
+            line = here() - 1
+            float(t)
+        evs = [e for e in recorder.STATE.timeline.to_dict()["events"] if e[1] == "unwrapped"]
+    finally:
+        xfer.timeline(False)
+    assert [e[2:] for e in evs] == [[f"{HERE}:{line} aten._local_scalar_dense", "down", 4],
+                                    [f"{HERE}:{line + 2} aten._local_scalar_dense", "down", 4]]
+
+
+def test_a_read_inside_a_wrapper_is_the_wrappers_alone(dev):
+    t = torch.tensor(2.0).to(dev)
+    with xfer.counting(), guard("raise", mode="lite"):
+        assert xfer.float(t, site="t.py:f:float") == 2.0
+        assert xfer.item(t, site="t.py:f:item") == 2.0
+    assert events() == []
+    assert sorted((r.site, r.calls, r.bytes) for r in xfer.snapshot().rows) == [
+        ("t.py:f:float", 1, 4), ("t.py:f:item", 1, 4)]
