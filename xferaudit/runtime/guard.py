@@ -597,7 +597,7 @@ def _enter_full(fn: Any, args: tuple, kwargs: dict) -> Any:
 
 
 _SCALAR_OP = _guard_hooks.SCALAR_OP
-_SCALAR_WORDS = "a scalar read of a {} tensor"
+_SCALAR_WORDS = _guard_hooks.SCALAR_WORDS
 
 
 def _read_scalar(fn: Any, args: tuple, kwargs: dict, f: Any) -> Any:
@@ -628,23 +628,24 @@ def _read_scalar(fn: Any, args: tuple, kwargs: dict, f: Any) -> Any:
     return out
 
 
-def _after_read(at: Any, level: str, t: Any, f: Any, ns: int) -> None:
-    """What a scalar read recorded by its hook leaves (see
-    :func:`guard_hooks.scalar_hook`): where `f` is not the user's frame
-    (`at` None, nothing recorded), the event placed by a walk outwards and
-    recorded; under "log", the warning the first time its line is seen."""
-    n = t.element_size()
+def _after_event(at: Any, level: str, ev: tuple, f: Any, ns: int) -> None:
+    """What an event recorded by its hook leaves (see
+    :func:`guard_hooks.scalar_hook`; `ev`: ``(op, direction, bytes, copies,
+    detail)``): where `f` is not the user's frame (`at` None, nothing
+    recorded), the event placed by a walk outwards and recorded; under
+    "log", the warning the first time its line is seen."""
+    op, direction, n, copies, detail = ev
     if at is None:
-        _record((_frames.locate(f), level), _SCALAR_OP, "down", n, (_SCALAR_WORDS, t), 1, 0, ns)
+        _record((_frames.locate(f), level), op, direction, n, detail, copies, 0, ns)
     elif level == "log":
-        _warn_once(at.path, at.line, _SCALAR_OP, "down", (_SCALAR_WORDS, t), "")
+        _warn_once(at.path, at.line, op, direction, detail, "")
 
 
 def _build(torch: Any) -> Any:
     _frames.init_skip_dirs(torch)
     ops = guard_ops.Ops(torch)
     hooks = _guard_hooks.Hooks(torch, _enter_full, _tls, _read_scalar, _recorder.STATE.local,
-                                 _recorder.record_at, _after_read)
+                                 _recorder.record_at, _after_event)
     print_install = _print_hooks(torch, ops)
 
     return _mode_class(ops), print_install, hooks.install

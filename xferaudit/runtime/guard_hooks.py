@@ -158,8 +158,51 @@ def function_predicates(torch: Any) -> dict:
     return out
 
 
+#: What the events of the calls recorded by their hooks say, as the dispatch
+#: mode's words for the same op (``guard_ops.classify``).
+SCALAR_WORDS = guard_ops.SCALAR_WORDS
+TO_HOST_WORDS = guard_ops._TO_COPY_DETAIL["down"]
+SIZE_WORDS = guard_ops.SIZE_WORDS
+
+
+def single_events() -> dict:
+    """name -> ``event_of(args, kwargs)`` for the hooked calls (Tensor methods
+    and ``torch`` functions alike) that, called on one device tensor and
+    nothing else, make exactly one event the hook can record without the
+    dispatch mode: ``(op, direction, bytes, copies, detail)``, as the mode
+    would record it; None for any other form of the call (the mode takes it).
+
+    ``cpu()`` and ``tolist()`` are one ``aten._to_copy`` to the host (of the
+    whole tensor); ``nonzero()`` and ``argwhere()`` one ``aten.nonzero``,
+    which reads its size back (``guard_ops.COUNT_BYTES``)."""
+    count_bytes = guard_ops.COUNT_BYTES
+
+    def to_host(a: tuple, kw: dict) -> Any:
+        if len(a) != 1 or kw:
+            return None
+        t = a[0]
+        return "aten._to_copy", "down", t.numel() * t.element_size(), 1, (TO_HOST_WORDS, t, "cpu")
+
+    def nonzero(a: tuple, kw: dict) -> Any:
+        if len(a) != 1 or kw:
+            return None
+        return ("aten.nonzero", "down", count_bytes.get("nonzero", 8), 1,
+                (SIZE_WORDS, "nonzero", a[0]))
+
+    return {"cpu": to_host, "tolist": to_host, "nonzero": nonzero, "argwhere": nonzero}
+
+
+class _NotWrapped:
+    """The `depth` of a thread never inside a wrapper (hooks made without one)."""
+
+    depth = 0
+
+
+_NOT_WRAPPED = _NotWrapped()
+
+
 def hook(orig: Callable, could_cross: Callable, enter: Callable, tls: Any,
-         compiling: Callable) -> Callable:
+         compiling: Callable, depth: Any = None) -> Callable:
     """``orig`` hooked: under the guard's mode when `could_cross`, else as is.
 
     `enter(fn, args, kwargs)` runs the call under this thread's dispatch mode.
@@ -169,11 +212,46 @@ def hook(orig: Callable, could_cross: Callable, enter: Callable, tls: Any,
     ``format`` of a 0-dim tensor, which reads it with ``item``, the hook runs:
     its read is the print's.)
 
+    `depth` (``recorder.STATE.local``): its ``depth`` > 0 inside a counting
+    wrapper, whose own call this is: the original, unless pageable copies are
+    watched (they are flagged wrapped or not).
+
     Cost: the predicate is asked first, since most calls (an int index, a
     dtype cast, a host tensor) cannot cross and it alone decides them; a
     predicate that fails on arguments the original will refuse counts as
     "could cross", so the original raises its own error under the mode.
     """
+    if depth is None:
+        depth = _NOT_WRAPPED
+
+    @functools.wraps(orig)
+    def hooked(*args: Any, **kwargs: Any) -> Any:
+        __tracebackhide__ = True
+        try:
+            cross = could_cross(args, kwargs)
+        except Exception:
+            cross = True
+        if not cross or compiling() or tls.hooked:
+            return orig(*args, **kwargs)
+        stack = tls.stack
+        if not stack or (depth.depth and stack[-1].get("pageable", "off") == "off"):
+            return orig(*args, **kwargs)
+        return enter(orig, args, kwargs)
+
+    hooked.__xferaudit_original__ = orig  # type: ignore[attr-defined]
+    return hooked
+
+
+def event_hook(orig: Callable, could_cross: Callable, event_of: Callable, enter: Callable,
+               tls: Any, compiling: Callable, depth: Any, record_at: Callable,
+               after: Callable) -> Callable:
+    """:func:`hook` for a call that, in its plain form, makes exactly one
+    event (:func:`single_events`): under "count" and "log" the hook runs it
+    and records that event itself, as :func:`scalar_hook` does a read,
+    without entering the dispatch mode; every other case (another form of the
+    call, another level, inside a wrapper or a print) goes through `enter`."""
+    getframe = sys._getframe
+    clock = time.perf_counter_ns
 
     @functools.wraps(orig)
     def hooked(*args: Any, **kwargs: Any) -> Any:
@@ -184,6 +262,18 @@ def hook(orig: Callable, could_cross: Callable, enter: Callable, tls: Any,
             cross = True
         if not cross or compiling() or tls.hooked or not tls.stack:
             return orig(*args, **kwargs)
+        ev = None if (tls.quiet or depth.depth) else event_of(args, kwargs)
+        if ev is not None:
+            level = tls.stack[-1][ev[1]]
+            if level == "count" or level == "log":
+                t0 = clock()
+                out = orig(*args, **kwargs)
+                ns = clock() - t0
+                f = getframe(1)
+                at = record_at(f, ev[0], ev[1], ev[2], ns, ev[3])
+                if at is None or level == "log":
+                    after(at, level, ev, f, ns)
+                return out
         return enter(orig, args, kwargs)
 
     hooked.__xferaudit_original__ = orig  # type: ignore[attr-defined]
@@ -207,9 +297,9 @@ def scalar_hook(orig: Callable, enter: Callable, read: Callable, tls: Any, compi
     tensor of several elements, a meta tensor), and once it returned,
     `record_at(frame, op, direction, bytes, ns)` records it at the frame that
     made it (``recorder.record_at``; the frame still runs the same line) and
-    `after(tally, level, tensor, frame, ns)` does what is left: places the
-    event by a walk where that frame is not the user's (`tally` None), warns
-    under "log". Otherwise (other levels, inside a print)
+    `after(tally, level, event, frame, ns)` does what is left: places the
+    event (``(op, direction, bytes, copies, detail)``) by a walk where that
+    frame is not the user's (`tally` None), warns under "log". Otherwise (other levels, inside a print)
     `read(fn, args, kwargs, frame)` takes the call.
 
     `depth` (``recorder.STATE.local``): its ``depth`` > 0 inside a counting
@@ -241,21 +331,15 @@ def scalar_hook(orig: Callable, enter: Callable, read: Callable, tls: Any, compi
             out = orig(*args, **kwargs)
             ns = clock() - t0
             f = getframe(1)
-            at = record_at(f, SCALAR_OP, "down", args[0].element_size(), ns)
+            n = args[0].element_size()
+            at = record_at(f, SCALAR_OP, "down", n, ns)
             if at is None or level == "log":
-                after(at, level, args[0], f, ns)
+                after(at, level, (SCALAR_OP, "down", n, 1, (SCALAR_WORDS, args[0])), f, ns)
             return out
         return read(orig, args, kwargs, getframe(1))
 
     hooked.__xferaudit_original__ = orig  # type: ignore[attr-defined]
     return hooked
-
-
-class _NotWrapped:
-    depth = 0
-
-
-_NOT_WRAPPED = _NotWrapped()
 
 
 #: The scalar reads recorded without the dispatch mode (``__index__`` is not one:
@@ -280,6 +364,17 @@ class Hooks:
         compiling = getattr(comp, "is_compiling", None) or (lambda: False)
         self.slots: list = []  # (owner, name, original or None when inherited, hooked)
         Tensor = torch.Tensor
+        fast = read is not None and record_at is not None and after is not None
+        if depth is None:
+            depth = _NOT_WRAPPED
+        single = single_events() if fast else {}
+
+        def made(orig: Callable, name: str, pred: Callable) -> Callable:
+            if name in single:
+                return event_hook(orig, pred, single[name], enter, tls, compiling, depth, record_at,
+                                  after)
+            return hook(orig, pred, enter, tls, compiling, depth)
+
         for name, pred in predicates(torch).items():
             orig = getattr(Tensor, name, None)
             if orig is None:
@@ -287,13 +382,13 @@ class Hooks:
             own = orig if name in Tensor.__dict__ else None
             hooked = (scalar_hook(orig, enter, read, tls, compiling, depth, record_at, after)
                       if read is not None and name in SCALAR_FAST
-                      else hook(orig, pred, enter, tls, compiling))
+                      else made(orig, name, pred))
             self.slots.append((Tensor, name, own, hooked))
         for name, pred in function_predicates(torch).items():
             orig = getattr(torch, name, None)
             if orig is None:
                 continue
-            self.slots.append((torch, name, orig, hook(orig, pred, enter, tls, compiling)))
+            self.slots.append((torch, name, orig, made(orig, name, pred)))
 
     def install(self, on: bool) -> None:
         for owner, name, own, hooked in self.slots:
@@ -306,5 +401,5 @@ class Hooks:
                 setattr(owner, name, own)
 
 
-__all__ = ["SCALAR_FAST", "Hooks", "any_on_device", "function_predicates", "hook", "plain_index",
-           "predicates", "scalar_hook"]
+__all__ = ["SCALAR_FAST", "SCALAR_OP", "Hooks", "any_on_device", "event_hook", "function_predicates",
+           "hook", "plain_index", "predicates", "scalar_hook", "single_events"]

@@ -189,6 +189,9 @@ def to_copy(torch: Any, a0: Any, kwargs: dict) -> Event:
     return way, nbytes(a0), (_TO_COPY_DETAIL[way], src, d)
 
 
+#: An event's detail, in words (values filled in when it is shown: :func:`detail_text`).
+SCALAR_WORDS = "a scalar read of a {} tensor"
+SIZE_WORDS = "{} on {} reads a size back"
 _TO_COPY_DETAIL = {"up": "a copy from the host to {1}", "down": "a copy from {0} to the host",
                    "d2d": "a copy from {0} to {1}"}
 _COPY_DETAIL = {"up": "a copy from the host into a {1} tensor",
@@ -264,7 +267,7 @@ def classify(ops: Ops, func: Any, args: tuple, kwargs: dict) -> Event:
     a0 = args[0] if args else None
     dev0 = isinstance(a0, Tensor) and on_device(a0)
     if kind == SCALAR:
-        return ("down", a0.element_size(), ("a scalar read of a {} tensor", a0)) if dev0 else None
+        return ("down", a0.element_size(), (SCALAR_WORDS, a0)) if dev0 else None
     if kind == TO_COPY:
         return to_copy(ops.torch, a0, kwargs)
     if kind == COPY:
@@ -274,7 +277,7 @@ def classify(ops: Ops, func: Any, args: tuple, kwargs: dict) -> Event:
     n = count_bytes(func)
     if kind == SYNC:
         if dev0:
-            return "down", n, ("{} on {} reads a size back", func._overloadpacket.__name__, a0)
+            return "down", n, (SIZE_WORDS, func._overloadpacket.__name__, a0)
         return mixed(Tensor, args, kwargs)
     if kind == SYNC_BOOL_INDEX:
         m = mixed(Tensor, args, kwargs)

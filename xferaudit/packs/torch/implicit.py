@@ -68,20 +68,22 @@ def _count(x: Any, site: Optional[str], key: str, ns: int) -> None:
 def _convert(fn: Any, x: Any, site: Optional[str], key: str) -> Any:
     if not _S.active:
         return fn(x)
-    if _S.plain and isinstance(x, _w._TENSOR):
-        # Counting alone, a tensor: the bare conversion timed here and the
-        # record made inline (the cheapest counted path there is). A
-        # conversion reads one element (the bare call raised otherwise).
+    if _S.plain:
         t0 = _ns()
         out = fn(x)
         ns = _ns() - t0
+    else:
+        out, ns = timed_call(site, fn, (x,), _EMPTY)
+        if not _S._on:
+            return out
+    if isinstance(x, _w._TENSOR):
+        # A tensor, the record made inline (the cheapest counted path there
+        # is). A conversion reads one element (the bare call raised otherwise).
         if x.is_cpu:
             record(site, key, "none", 0, 1, 0, ns)
         else:
             record(site, key, "down", x.element_size(), 1, 0, ns)
-        return out
-    out, ns = timed_call(site, fn, (x,), _EMPTY)
-    if _S._on:
+    else:
         _count(x, site, key, ns)
     return out
 

@@ -476,10 +476,16 @@ def cpu(x: Any, pos: Any = _NO, /, site: Optional[str] = None, **kwargs: Any) ->
         if pos is _NO:
             return x.cpu(**kwargs) if kwargs else x.cpu()
         return x.cpu(pos, **kwargs)
-    if pos is _NO and not kwargs and _S.plain and isinstance(x, _TENSOR) and not _compiling():
-        t0 = _ns()  # the common case, as item's: no skeleton to go through
-        out = x.cpu()
-        ns = _ns() - t0
+    if pos is _NO and not kwargs and isinstance(x, _TENSOR) and not _compiling():
+        # the common case, as item's: no skeleton to go through
+        if _S.plain:
+            t0 = _ns()
+            out = x.cpu()
+            ns = _ns() - t0
+        else:
+            out, ns = timed_call(site, x.cpu, (), _EMPTY)
+            if not _S._on:
+                return out
         if out is x:
             record(site, "cpu", "none", 0, 1, 0, ns)
         else:
@@ -502,7 +508,22 @@ def to(x: Any, *args: Any, site: Optional[str] = None, **kwargs: Any) -> Any:
     """``x.to(*args, **kwargs)``, counted at `site`; the direction taken is recorded."""
     if not _S.active:
         return x.to(*args, **kwargs) if kwargs else x.to(*args)
-    return _move(x, "to", args, kwargs, site, "to")
+    if not isinstance(x, _TENSOR) or _compiling():
+        return _move(x, "to", args, kwargs, site, "to")
+    if _S.plain:  # a tensor, in eager: the skeleton of _counted, without its calls
+        t0 = _ns()
+        out = x.to(*args, **kwargs) if kwargs else x.to(*args)
+        ns = _ns() - t0
+    else:
+        out, ns = timed_call(site, x.to, args, kwargs)
+        if not _S._on:
+            return out
+    d, n = _moved(x, out)
+    if kwargs and kwargs.get("non_blocking") and (d == "up" or d == "down"):
+        record(site, "to", d, n, 1, _pageable(d, x, out), ns)
+    else:
+        record(site, "to", d, n, 1, 0, ns)
+    return out
 
 
 def method(recv: Any, name: str, /, *args: Any, site: Optional[str] = None, **kwargs: Any) -> Any:
@@ -576,11 +597,16 @@ def item(x: Any, *args: Any, site: Optional[str] = None) -> Any:
     """
     if not _S.active:
         return type(x).item(x, *args) if args else x.item()
-    if args or not _S.plain or not isinstance(x, _TENSOR) or _compiling():
+    if args or not isinstance(x, _TENSOR) or _compiling():
         return _read(x, "item", args, _EMPTY, site)
-    t0 = _ns()
-    out = x.item()
-    ns = _ns() - t0
+    if _S.plain:
+        t0 = _ns()
+        out = x.item()
+        ns = _ns() - t0
+    else:
+        out, ns = timed_call(site, x.item, (), _EMPTY)
+        if not _S._on:
+            return out
     if x.is_cpu:
         record(site, "item", "none", 0, 1, 0, ns)
     else:  # (a meta tensor has no item: the bare call raised)

@@ -1,6 +1,7 @@
-"""The cheap layer's scalar reads (``float(t)``, ``t.item()``, ``if t:``...),
-which its hooks record themselves: the same events as the dispatch mode's,
-for every level, place, thread and reset, and the bare read's errors."""
+"""The events the cheap layer's hooks record themselves (scalar reads such as
+``float(t)``, ``t.item()``, ``if t:``; ``t.cpu()``, ``t.tolist()``,
+``t.nonzero()``): the same as the dispatch mode's, for every level, form of
+the call, place, thread and reset, and the bare call's errors."""
 
 from __future__ import annotations
 
@@ -18,7 +19,7 @@ from xferaudit.runtime import frames, recorder
 from xferaudit.runtime.guard import UnexpectedTransfer, UnexpectedTransferWarning, clear_log_history, guard
 from xferaudit.testing import simulated_device
 
-HERE = "tests/runtime/test_guard_scalar_reads.py"
+HERE = "tests/runtime/test_guard_hook_events.py"
 MODES = ("full", "lite")
 
 
@@ -181,3 +182,83 @@ def test_a_read_inside_a_wrapper_is_the_wrappers_alone(dev):
     assert events() == []
     assert sorted((r.site, r.calls, r.bytes) for r in xfer.snapshot().rows) == [
         ("t.py:f:float", 1, 4), ("t.py:f:item", 1, 4)]
+
+
+SINGLE_EVENT_CALLS = [
+    ("t.cpu()", lambda t, b: t.cpu()),
+    ("t.tolist()", lambda t, b: t.tolist()),
+    ("0-dim tolist()", lambda t, b: t.sum().tolist()),
+    ("empty tolist()", lambda t, b: t[:0].tolist()),
+    ("t.nonzero()", lambda t, b: t.nonzero()),
+    ("t.argwhere()", lambda t, b: t.argwhere()),
+    ("torch.nonzero(t)", lambda t, b: torch.nonzero(t)),
+    ("torch.argwhere(t)", lambda t, b: torch.argwhere(t)),
+    ("bool nonzero", lambda t, b: b.nonzero()),
+    # other forms of the same calls: the dispatch mode takes them, in both modes
+    ("cpu(memory_format=)", lambda t, b: t.cpu(memory_format=torch.contiguous_format)),
+    ("nonzero(as_tuple=True)", lambda t, b: t.nonzero(as_tuple=True)),
+    ("torch.nonzero(as_tuple=True)", lambda t, b: torch.nonzero(t, as_tuple=True)),
+]
+
+
+@pytest.mark.parametrize("name, call", SINGLE_EVENT_CALLS, ids=[c[0] for c in SINGLE_EVENT_CALLS])
+@pytest.mark.parametrize("level", ["count", "log"])
+def test_one_event_calls_record_the_dispatch_modes_event(dev, name, call, level):
+    t = torch.tensor([0.0, 1.5, 2.0, 0.0]).to(dev)
+    b = torch.tensor([True, False, True, False]).to(dev)
+    results = []
+
+    def run():
+        results.append(call(t, b))
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UnexpectedTransferWarning)
+        clear_log_history()
+        got = in_both_modes(run, level)
+    assert len(got) == 1 and got[0][:2] == (HERE, call.__code__.co_firstlineno) and got[0][3] == "down"
+    a, b2 = results  # and the calls return what they return without the guard
+    if isinstance(a, torch.Tensor):
+        assert torch.equal(a.cpu(), b2.cpu())
+    elif isinstance(a, tuple):
+        assert all(torch.equal(x.cpu(), y.cpu()) for x, y in zip(a, b2))
+    else:
+        assert a == b2
+
+
+def test_the_messages_of_one_event_calls_are_the_modes(dev):
+    t = torch.tensor([0.0, 1.5]).to(dev)
+    for call in (lambda: t.cpu(), lambda: t.tolist(), lambda: t.nonzero(), lambda: t[0].item()):
+        said = []
+        for mode in MODES:
+            with guard("raise", mode=mode), pytest.raises(UnexpectedTransfer) as e:
+                call()
+            said.append(str(e.value))
+        assert said[0] == said[1]
+
+
+def test_one_event_calls_inside_a_wrapper_or_on_host_tensors_record_nothing(dev):
+    t, h = torch.tensor([0.0, 1.5]).to(dev), torch.tensor([0.0, 1.5])
+    with xfer.counting(), guard("raise", mode="lite"):
+        xfer.cpu(t, site="t.py:f:cpu")
+        xfer.tolist(t, site="t.py:f:tolist")
+        xfer.method(t, "nonzero", site="t.py:f:nonzero")
+        h.cpu(), h.tolist(), h.nonzero(), torch.nonzero(h)
+    assert events() == []
+    assert [(r.site, r.direction) for r in sorted(xfer.snapshot().rows, key=lambda r: r.site)] == [
+        ("t.py:f:cpu", "down"), ("t.py:f:nonzero", "none"), ("t.py:f:tolist", "down")]
+
+
+def test_the_bytes_of_a_size_read_follow_the_measure_set(dev):
+    from xferaudit.runtime import guard_ops
+
+    t = torch.tensor([0.0, 1.5]).to(dev)
+    before = dict(guard_ops.COUNT_BYTES), dict(guard_ops.COUNT_COPIES)
+    try:
+        guard_ops.set_count_bytes("nonzero", 8, copies=2)
+        got = in_both_modes(lambda: t.nonzero())
+    finally:
+        guard_ops.COUNT_BYTES.clear()
+        guard_ops.COUNT_BYTES.update(before[0])
+        guard_ops.COUNT_COPIES.clear()
+        guard_ops.COUNT_COPIES.update(before[1])
+    assert [(e[2], e[5], e[6]) for e in got] == [("aten.nonzero", 1, 8)]  # (a count is one copy)
