@@ -132,11 +132,13 @@ def singles(dev, mode: str = "auto") -> list:
     return out
 
 
-def profile_program(dev, steps: int, guard_mode=None, ranges: bool = False) -> tuple:
+def profile_program(dev, steps: int, guard_mode=None, ranges: bool = False,
+                    with_stack: bool = False) -> tuple:
     """(report, profile) of `steps` steps of the Program, after 3 steps of warm-up
     (compile, capture), counted under torch.profiler (CPU, and CUDA where it is
-    the device), with the guard counting in `guard_mode` (None: no guard) and
-    ranges named by site if `ranges`."""
+    the device), with the guard counting in `guard_mode` (None: no guard),
+    ranges named by site if `ranges`, and the profiler's Python tracer if
+    `with_stack` (each Python call, C functions included, an event of its own)."""
     import contextlib
 
     cuda = dev.type == "cuda"
@@ -151,7 +153,7 @@ def profile_program(dev, steps: int, guard_mode=None, ranges: bool = False) -> t
     guard = xfer.guard("count", mode=guard_mode) if guard_mode else contextlib.nullcontext()
     xfer.count(True, ranges=ranges)
     with contextlib.redirect_stdout(quiet), guard:
-        with torch.profiler.profile(activities=acts) as prof:
+        with torch.profiler.profile(activities=acts, with_stack=with_stack) as prof:
             for _ in range(steps):
                 prog.step()
             if cuda:

@@ -138,3 +138,59 @@ def test_xferaudit_run_ranges_puts_the_programs_wrapped_calls_in_ranges(
     assert ranges.ENV not in __import__("os").environ  # put back as it was
     sites = {r["site"] for r in json.loads((tmp_path / "xferaudit-run.json").read_text())["rows"]}
     assert sites == {"prog:x.to", "prog:y.cpu"}
+
+
+def _python_calls_between_clock_reads(trace: dict, site: str) -> list:
+    """Per range named `site`: the names of the outermost Python calls the
+    profiler's tracer saw between the recorder's first two clock reads in it
+    (None: no two reads)."""
+    evs = [e for e in trace["traceEvents"] if e.get("ph") == "X" and e.get("cat") == "python_function"]
+    out = []
+    for r in (e for e in trace["traceEvents"] if e.get("cat") == "user_annotation" and e["name"] == site):
+        inside = sorted((e for e in evs if e.get("tid") == r["tid"]
+                         and r["ts"] <= e["ts"] and e["ts"] + e["dur"] <= r["ts"] + r["dur"]),
+                        key=lambda e: (e["ts"], -e["dur"]))
+        reads = [e for e in inside if e["name"] == "<built-in function perf_counter_ns>"]
+        if len(reads) < 2:
+            out.append(None)
+            continue
+        start, end = reads[0]["ts"] + reads[0]["dur"], reads[1]["ts"]
+        top, last = [], -1.0
+        for e in inside:
+            if start <= e["ts"] and e["ts"] + e["dur"] <= end and e["ts"] >= last:
+                top.append(e["name"])
+                last = e["ts"] + e["dur"]
+        out.append(top)
+    return out
+
+
+def test_the_clock_surrounds_the_bare_call_alone(tmp_path):
+    """What a site's time holds, as the profiler's Python tracer sees it: between
+    the two reads of the clock, the call the wrapper makes, and nothing of
+    xferaudit's own (the measuring, the ranges, a print's read counter)."""
+    import json
+
+    net = torch.nn.Linear(2, 2)
+    dev_t, host_t = torch.tensor([1.0, 2.0]).to(DEV), torch.zeros(2)
+    calls = {
+        "c:to": lambda: xfer.to(host_t, DEV, site="c:to"),
+        "c:item": lambda: xfer.item(dev_t[0], site="c:item"),
+        "c:float": lambda: xfer.float(dev_t[1], site="c:float"),
+        "c:cpu": lambda: xfer.cpu(dev_t, site="c:cpu"),
+        "c:copy_": lambda: xfer.copy_(host_t, dev_t, site="c:copy_"),
+        "c:net.to": lambda: xfer.to(net, DEV, site="c:net.to"),
+        "c:print": lambda: str(xfer.read(dev_t, site="c:print")),
+        "c:call": lambda: xfer.call(torch.Tensor.cpu, dev_t, site="c:call"),
+    }
+    with xfer.counting(ranges=True):
+        with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU],
+                                    with_stack=True) as prof:
+            for fn in calls.values():
+                fn()
+    prof.export_chrome_trace(str(tmp_path / "trace.json"))
+    trace = json.loads((tmp_path / "trace.json").read_text())
+    own = ("xferaudit/runtime/", "xferaudit/packs/")  # (xferaudit/testing.py is the device's)
+    for site in calls:
+        (between,) = _python_calls_between_clock_reads(trace, site)
+        assert between, (site, between)  # the call (or, for a conversion, the Python inside it)
+        assert not [n for n in between if n.startswith(own)], (site, between)

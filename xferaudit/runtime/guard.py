@@ -517,9 +517,11 @@ _read_counter: Any = None
 
 
 def count_reads(fn: Any, *args: Any) -> tuple:
-    """``(fn(*args), copies, bytes)``: run a print, format or conversion of a
-    tensor, adding up the device-to-host copies it really makes (a print of a
-    0-dim float32 on CUDA is 8 copies, 17 bytes), inside torch's printer too.
+    """``(fn(*args), copies, bytes, ns)``: run a print, format or conversion of
+    a tensor, adding up the device-to-host copies it really makes (a print of
+    a 0-dim float32 on CUDA is 8 copies, 17 bytes), inside torch's printer
+    too; `ns`, the host time of ``fn(*args)`` itself (the counter's setting up
+    and taking down left out).
 
     For the implicit ``xfer.read`` wrapper, so a wrapped ``print(t)`` counts
     what the profiler sees. ``copies`` is None where this torch gives the
@@ -530,7 +532,9 @@ def count_reads(fn: Any, *args: Any) -> tuple:
     pd = getattr(getattr(torch, "utils", None), "_python_dispatch", None)
     disable = getattr(pd, "_disable_current_modes", None)
     if disable is None:
-        return fn(*args), None, None
+        t0 = perf_counter_ns()
+        out = fn(*args)
+        return out, None, None, perf_counter_ns() - t0
     if _read_counter is None:
         counter = _print_counter_class()
         counter.ops = guard_ops.Ops(torch)
@@ -542,12 +546,14 @@ def count_reads(fn: Any, *args: Any) -> tuple:
         pd._disable_current_modes = _counting_disable(disable, _read_counter)
     try:
         with _read_counter():
+            t0 = perf_counter_ns()
             out = fn(*args)
+            ns = perf_counter_ns() - t0
     finally:
         if patched_here:
             pd._disable_current_modes = disable
         _tls.print_acc = prev
-    return out, acc[0], acc[1]
+    return out, acc[0], acc[1], ns
 
 
 def _print_hooks(torch: Any, ops: guard_ops.Ops) -> Any:

@@ -40,7 +40,7 @@ import operator
 from typing import Any, Optional
 
 from ...runtime.recorder import STATE as _S
-from ...runtime.recorder import record, timed_call
+from ...runtime.recorder import call_marked, record, timed_call
 from ...runtime.sitenames import named
 from . import runtime as _w
 
@@ -137,7 +137,8 @@ class _Read:
             return self._do(fn, *args)
         from ...runtime.guard import count_reads
 
-        (out, copies, nbytes), ns = timed_call(self._site, count_reads, (fn, x) + args, _EMPTY)
+        # (count_reads times the printer alone: `ns`)
+        out, copies, nbytes, ns = call_marked(self._site, count_reads, (fn, x) + args, _EMPTY)
         if copies is None:  # (this torch cannot count inside its printer)
             _count(x, self._site, "read", ns)
         else:
