@@ -85,14 +85,21 @@ def test_one_print_one_event_on_cuda(capsys, mode):
     assert (fmt.copies, fmt.bytes) == (1, 4)  # a 0-dim format reads its one float32
 
 
-def test_wrapped_cuda_crossings_are_not_doubled():
-    with xfer.counting(), guard("raise"):
+@pytest.mark.parametrize("mode", ["lite", "full"])
+def test_wrapped_cuda_crossings_are_not_doubled(mode):
+    with xfer.counting(), guard("raise", mode=mode):
         y = xfer.to(torch.ones(4), "cuda", site="g.py:step:x.to")
         v = xfer.item(y.sum(), site="g.py:step:loss.item")
         xfer.cpu(y, site="g.py:step:y.cpu")
-    assert v == 4.0 and events() == []
-    assert {r.site: r.crossings for r in xfer.snapshot().rows} == {
-        "g.py:step:x.to": 1, "g.py:step:loss.item": 1, "g.py:step:y.cpu": 1,
+        f = xfer.float(y[0], site="g.py:step:float")
+        b = xfer.bool(y[1], site="g.py:step:bool")
+        i = xfer.int(y[2], site="g.py:step:int")
+        z = xfer.to(y, "cpu", site="g.py:step:y.to")
+    assert (v, f, b, i) == (4.0, 1.0, True, 1) and z.device.type == "cpu" and events() == []
+    assert {r.site: (r.crossings, r.bytes) for r in xfer.snapshot().rows} == {
+        "g.py:step:x.to": (1, 16), "g.py:step:loss.item": (1, 4), "g.py:step:y.cpu": (1, 16),
+        "g.py:step:float": (1, 4), "g.py:step:bool": (1, 4), "g.py:step:int": (1, 4),
+        "g.py:step:y.to": (1, 16),
     }
 
 

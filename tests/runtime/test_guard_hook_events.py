@@ -5,6 +5,7 @@ the call, place, thread and reset, and the bare call's errors."""
 
 from __future__ import annotations
 
+import contextlib
 import statistics
 import sys
 import threading
@@ -262,3 +263,88 @@ def test_the_bytes_of_a_size_read_follow_the_measure_set(dev):
         guard_ops.COUNT_COPIES.clear()
         guard_ops.COUNT_COPIES.update(before[1])
     assert [(e[2], e[5], e[6]) for e in got] == [("aten.nonzero", 1, 8)]  # (a count is one copy)
+
+
+def test_indexing_crosses_only_with_indices_or_values_that_can(dev):
+    d, h = torch.tensor([0.0, 1.5, 2.0]).to(dev), torch.zeros(3)
+    with guard("count", mode="lite"):
+        d[0], d[0:2], d[None, ...], d[(0,)], d[True]  # ints, slices, None, ...: nothing crosses
+        d[0] = 1.0
+        d[1:2] = 2
+        first = here() + 1
+        d[d > 1.0]  # a device mask: a size read back
+        d[[0, 2]]  # a list index goes up
+        h[0] = d[1]  # a device value stored into a host tensor
+    assert [(e[1] - first, e[2], e[3]) for e in events()] == [
+        (0, "aten.index.Tensor", "down"), (1, "aten.lift_fresh", "up"), (2, "aten.copy_", "down")]
+
+
+def test_hooked_slots_called_with_the_wrong_arguments_raise_typeerror_as_bare(dev):
+    d = torch.tensor([0.0, 1.5]).to(dev)
+    for guarded in (False, True):
+        ctx = guard("count", mode="lite") if guarded else contextlib.nullcontext()
+        with ctx:
+            with pytest.raises(TypeError):
+                d.__getitem__()
+            with pytest.raises(TypeError):
+                d.__setitem__(0)
+            with pytest.raises(TypeError):
+                d[1].__float__(0)
+            with pytest.raises(TypeError):
+                d[1].item(0)
+            assert float(d[1]) == 1.5 and d[1].item() == 1.5
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_wrapped_calls_under_the_guard_are_the_wrappers_alone(dev, mode):
+    t, h = torch.tensor([0.5, 1.5]).to(dev), torch.ones(2)
+    with xfer.counting(), guard("raise", mode=mode):
+        assert xfer.item(t[1], site="t.py:f:item") == 1.5
+        assert xfer.float(t[0], site="t.py:f:float") == 0.5
+        assert xfer.bool(t[0], site="t.py:f:bool") is True
+        assert xfer.int(t[1], site="t.py:f:int") == 1
+        assert torch.equal(xfer.cpu(t, site="t.py:f:cpu"), torch.tensor([0.5, 1.5]))
+        assert xfer.to(h, dev, site="t.py:f:to").device == t.device
+    assert events() == []
+    got = {r.site: (r.calls, r.direction, r.bytes) for r in xfer.snapshot().rows}
+    assert got == {"t.py:f:item": (1, "down", 4), "t.py:f:float": (1, "down", 4),
+                   "t.py:f:bool": (1, "down", 4), "t.py:f:int": (1, "down", 4),
+                   "t.py:f:cpu": (1, "down", 8), "t.py:f:to": (1, "up", 8)}
+
+
+@pytest.mark.parametrize("where", ["host", "device"])
+def test_a_wrapper_under_the_guard_still_reaches_a_method_patched_there(dev, where):
+    # (a host tensor is a plain torch.Tensor: the wrapper would call Tensor.item's C method itself)
+    t = torch.tensor(2.0) if where == "host" else torch.tensor(2.0).to(dev)
+    seen = []
+    with xfer.counting(), guard("count", mode="lite"):
+        hooked = torch.Tensor.item
+
+        def patched(self):  # somebody else's patch of torch.Tensor.item, made under the guard
+            seen.append(self)
+            return hooked(self)
+
+        torch.Tensor.item = patched
+        try:
+            assert xfer.item(t, site="t.py:f:item") == 2.0
+        finally:
+            torch.Tensor.item = hooked
+    assert len(seen) == 1 and events() == []
+    assert [(r.site, r.calls) for r in xfer.snapshot().rows] == [("t.py:f:item", 1)]
+
+
+def test_events_recorded_without_the_lock_add_up_through_folds_and_snapshots(dev, monkeypatch):
+    monkeypatch.setattr(recorder, "_FOLD_AT", 7)  # fold often
+    a, b = torch.tensor(1.0).to(dev), torch.tensor(2.0, dtype=torch.float64).to(dev)
+    seen = []
+    with guard("count", mode="lite"):
+        for i in range(100):
+            float(a if i < 60 else b)  # one instruction, two sizes of event
+            if i in (40, 41, 77):
+                seen.append(events())
+    (u,) = xfer.snapshot().unwrapped
+    assert (u.count, u.copies, u.bytes) == (100, 100, 60 * 4 + 40 * 8)
+    assert seen[0][0][4:7] == (41, 41, 41 * 4) and seen[1][0][4] == 42
+    assert seen[2][0][4:7] == (78, 78, 60 * 4 + 18 * 8)
+    (t,) = recorder.STATE.unwrapped.values()
+    assert t.ns / 1e9 == u.seconds > 0 and xfer.snapshot().unwrapped == [u]  # folding changes nothing

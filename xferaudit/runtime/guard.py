@@ -262,8 +262,12 @@ _active_lock = threading.Lock()
 def _after_fork_in_child() -> None:
     """Only the forking thread lives on in a child: the guards still active are
     its own; with none, the hooks come off as at the last guard's exit."""
-    global _active
+    global _active, _lite
     _active = len(_tls.pushed)
+    _lite = sum(1 for _, lite in _tls.pushed if lite)
+    _recorder.STATE.full = _active > _lite
+    if _lite == 0 and _modes_cls is not None:
+        _modes_cls[2](False)  # (the cheap layer's hooks, as at the last lite guard's exit)
     if _active == 0 and _recorder.STATE.guard:
         _recorder.STATE.guard = False
         if _modes_cls is not None:
@@ -607,13 +611,10 @@ _SCALAR_WORDS = _guard_hooks.SCALAR_WORDS
 
 
 def _read_scalar(fn: Any, args: tuple, kwargs: dict, f: Any) -> Any:
-    """The cheap layer's scalar read (``item``, ``float(t)``, ``if t:`` ...)
-    of a tensor not on the host, outside every wrapper, where its hook
-    (:func:`guard_hooks.scalar_hook`) did not record it itself: under
-    "raise" and "off", and inside a print. As the dispatch mode would, the
-    device and size are looked at first; a read of one device element is
-    recorded as its ``aten._local_scalar_dense`` (`f`: the frame that made
-    it), without entering the mode."""
+    """A scalar read of a tensor not on the host, outside every wrapper, that its
+    hook (:func:`guard_hooks.scalar_hook`) left (levels "raise" and "off", a
+    print's read): device and size looked at first, as the mode would; a read
+    of one device element is recorded as its ``aten._local_scalar_dense``."""
     __tracebackhide__ = True
     try:
         t = args[0]
@@ -635,11 +636,9 @@ def _read_scalar(fn: Any, args: tuple, kwargs: dict, f: Any) -> Any:
 
 
 def _after_event(at: Any, level: str, ev: tuple, f: Any, ns: int) -> None:
-    """What an event recorded by its hook leaves (see
-    :func:`guard_hooks.scalar_hook`; `ev`: ``(op, direction, bytes, copies,
-    detail)``): where `f` is not the user's frame (`at` None, nothing
-    recorded), the event placed by a walk outwards and recorded; under
-    "log", the warning the first time its line is seen."""
+    """What a hook's own event (`ev`: ``(op, direction, bytes, copies, detail)``)
+    leaves: placed by a walk outwards from `f` and recorded where `f` is not
+    the user's (`at` None), or warned of, under "log", once per line."""
     op, direction, n, copies, detail = ev
     if at is None:
         _record((_frames.locate(f), level), op, direction, n, detail, copies, 0, ns)
@@ -734,6 +733,7 @@ class guard:
                     install_hooks(True)
                 _lite += 1
             _recorder.STATE.guard = True
+            _recorder.STATE.full = _active > _lite
         push = _tls.mode is None and full
         if push:
             try:
@@ -774,6 +774,7 @@ class guard:
                 _active = 0
                 _recorder.STATE.guard = False
                 _modes()[1](False)
+            _recorder.STATE.full = _active > _lite
 
     def __call__(self, fn: Any) -> Any:
         import functools

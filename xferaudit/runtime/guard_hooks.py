@@ -50,6 +50,12 @@ MAKERS = ("tensor", "as_tensor", "asarray")
 
 _PLAIN = (int, slice, type(None), type(Ellipsis), bool)
 
+#: Each hook made here -> the original it stands in front of, and each
+#: original -> itself: a counting wrapper that calls the original itself
+#: (``xferaudit.packs.torch.runtime``) finds it from what ``torch.Tensor.<name>``
+#: is now (None: neither, e.g. somebody else's patch).
+ORIGINALS: dict = {}
+
 
 def plain_index(idx: Any) -> bool:
     """An index of ints, slices, None and ``...`` only: it never crosses."""
@@ -242,6 +248,40 @@ def hook(orig: Callable, could_cross: Callable, enter: Callable, tls: Any,
     return hooked
 
 
+def index_hooks(orig_get: Callable, orig_set: Callable, slow_get: Callable, slow_set: Callable) -> tuple:
+    """``Tensor.__getitem__`` and ``__setitem__`` hooked in front of their
+    :func:`hook` (`slow_get`, `slow_set`): the interpreter calls them as
+    ``(tensor, index)`` and ``(tensor, index, value)``, and most indexing (ints,
+    slices, ``None``, ``...``; a number stored) cannot cross, so that much is
+    decided here, before any argument is packed, and the rest goes through the
+    hook. (Called directly with another number of arguments, they raise
+    TypeError, as the originals do, in Python's words.)"""
+    plain = _PLAIN_TYPES
+    numbers = _NUMBER_TYPES
+
+    @functools.wraps(orig_get)
+    def getitem(self: Any, idx: Any) -> Any:
+        __tracebackhide__ = True
+        if type(idx) in plain or (type(idx) is tuple and plain_index(idx)):
+            return orig_get(self, idx)
+        return slow_get(self, idx)
+
+    @functools.wraps(orig_set)
+    def setitem(self: Any, idx: Any, value: Any) -> Any:
+        __tracebackhide__ = True
+        if type(value) in numbers and (type(idx) in plain or (type(idx) is tuple and plain_index(idx))):
+            return orig_set(self, idx, value)
+        return slow_set(self, idx, value)
+
+    getitem.__xferaudit_original__ = orig_get  # type: ignore[attr-defined]
+    setitem.__xferaudit_original__ = orig_set  # type: ignore[attr-defined]
+    return getitem, setitem
+
+
+_PLAIN_TYPES = frozenset(_PLAIN)
+_NUMBER_TYPES = frozenset((int, float, complex, bool))
+
+
 def event_hook(orig: Callable, could_cross: Callable, event_of: Callable, enter: Callable,
                tls: Any, compiling: Callable, depth: Any, record_at: Callable,
                after: Callable) -> Callable:
@@ -249,7 +289,8 @@ def event_hook(orig: Callable, could_cross: Callable, event_of: Callable, enter:
     event (:func:`single_events`): under "count" and "log" the hook runs it
     and records that event itself, as :func:`scalar_hook` does a read,
     without entering the dispatch mode; every other case (another form of the
-    call, another level, inside a wrapper or a print) goes through `enter`."""
+    call, another level, inside a print) goes through `enter`. Inside a
+    wrapper: as :func:`hook`."""
     getframe = sys._getframe
     clock = time.perf_counter_ns
 
@@ -260,11 +301,14 @@ def event_hook(orig: Callable, could_cross: Callable, event_of: Callable, enter:
             cross = could_cross(args, kwargs)
         except Exception:
             cross = True
-        if not cross or compiling() or tls.hooked or not tls.stack:
+        if not cross or compiling() or tls.hooked:
+            return orig(*args, **kwargs)
+        stack = tls.stack
+        if not stack or (depth.depth and stack[-1].get("pageable", "off") == "off"):
             return orig(*args, **kwargs)
         ev = None if (tls.quiet or depth.depth) else event_of(args, kwargs)
         if ev is not None:
-            level = tls.stack[-1][ev[1]]
+            level = stack[-1][ev[1]]
             if level == "count" or level == "log":
                 t0 = clock()
                 out = orig(*args, **kwargs)
@@ -286,7 +330,7 @@ SCALAR_OP = "aten._local_scalar_dense"
 
 def scalar_hook(orig: Callable, enter: Callable, read: Callable, tls: Any, compiling: Callable,
                 depth: Any = None, record_at: Optional[Callable] = None,
-                after: Optional[Callable] = None) -> Callable:
+                after: Optional[Callable] = None, unary: bool = False) -> Callable:
     """:func:`hook` for a scalar read (:data:`SCALAR_FAST`), which could cross
     when its tensor is not on the host. A read of one device element is one
     ``aten._local_scalar_dense``: the event the dispatch mode would record
@@ -299,13 +343,20 @@ def scalar_hook(orig: Callable, enter: Callable, read: Callable, tls: Any, compi
     made it (``recorder.record_at``; the frame still runs the same line) and
     `after(tally, level, event, frame, ns)` does what is left: places the
     event (``(op, direction, bytes, copies, detail)``) by a walk where that
-    frame is not the user's (`tally` None), warns under "log". Otherwise (other levels, inside a print)
+    frame is not the user's (`tally` None), warns under "log". Otherwise
+    (other levels, inside a print, another form of the call)
     `read(fn, args, kwargs, frame)` takes the call.
 
     `depth` (``recorder.STATE.local``): its ``depth`` > 0 inside a counting
     wrapper, whose own read this is: nothing to record and nothing to flag
     (a scalar read is never a pageable copy), so the original runs at once.
     A host tensor costs one attribute read.
+
+    `unary`: the hook takes the tensor alone, as the interpreter calls the
+    conversion slots (``float(t)``, ``if t:``); no arguments are packed.
+    (Called directly with others, it raises TypeError, as the original does,
+    in Python's words.) Otherwise ``t.item()``, called with no argument, takes
+    the same path; any other form of the call goes to `read`.
     """
     getframe = sys._getframe
     clock = time.perf_counter_ns
@@ -313,33 +364,50 @@ def scalar_hook(orig: Callable, enter: Callable, read: Callable, tls: Any, compi
         depth = _NOT_WRAPPED
     fast = record_at is not None and after is not None
 
-    @functools.wraps(orig)
-    def hooked(*args: Any, **kwargs: Any) -> Any:
+    def one(self: Any, *, _up: int = 1) -> Any:
         __tracebackhide__ = True
         try:
-            host = args[0].is_cpu
+            host = self.is_cpu
         except Exception:  # (no tensor: `read` lets the original raise its own error)
             host = False
         if host or compiling() or tls.hooked or depth.depth:
-            return orig(*args, **kwargs)
+            return orig(self)
         stack = tls.stack
         if not stack:
-            return orig(*args, **kwargs)
+            return orig(self)
         level = stack[-1]["down"]
         if fast and (level == "count" or level == "log") and not tls.quiet:
             t0 = clock()
-            out = orig(*args, **kwargs)
+            out = orig(self)
             ns = clock() - t0
-            f = getframe(1)
-            n = args[0].element_size()
+            f = getframe(_up)  # (the frame that made the read: the caller of the hook)
+            n = self.element_size()
             at = record_at(f, SCALAR_OP, "down", n, ns)
             if at is None or level == "log":
-                after(at, level, (SCALAR_OP, "down", n, 1, (SCALAR_WORDS, args[0])), f, ns)
+                after(at, level, (SCALAR_OP, "down", n, 1, (SCALAR_WORDS, self)), f, ns)
             return out
+        return read(orig, (self,), {}, getframe(_up))
+
+    if unary:
+        one = functools.wraps(orig)(one)
+        one.__xferaudit_original__ = orig  # type: ignore[attr-defined]
+        return one
+
+    @functools.wraps(orig)
+    def hooked(*args: Any, **kwargs: Any) -> Any:
+        __tracebackhide__ = True
+        if len(args) == 1 and not kwargs:
+            return one(args[0], _up=2)
+        if compiling() or tls.hooked or depth.depth or not tls.stack:
+            return orig(*args, **kwargs)
         return read(orig, args, kwargs, getframe(1))
 
     hooked.__xferaudit_original__ = orig  # type: ignore[attr-defined]
     return hooked
+
+
+#: The conversion slots, which the interpreter calls with the tensor alone.
+UNARY_SLOTS = ("__float__", "__int__", "__bool__", "__complex__")
 
 
 #: The scalar reads recorded without the dispatch mode (``__index__`` is not one:
@@ -380,10 +448,19 @@ class Hooks:
             if orig is None:
                 continue
             own = orig if name in Tensor.__dict__ else None
-            hooked = (scalar_hook(orig, enter, read, tls, compiling, depth, record_at, after)
+            hooked = (scalar_hook(orig, enter, read, tls, compiling, depth, record_at, after,
+                                  unary=name in UNARY_SLOTS)
                       if read is not None and name in SCALAR_FAST
                       else made(orig, name, pred))
             self.slots.append((Tensor, name, own, hooked))
+        byname = {slot[1]: i for i, slot in enumerate(self.slots)}
+        if "__getitem__" in byname and "__setitem__" in byname:  # (ints and slices decided up front)
+            g, st = self.slots[byname["__getitem__"]], self.slots[byname["__setitem__"]]
+            fronts = index_hooks(g[3].__xferaudit_original__, st[3].__xferaudit_original__, g[3], st[3])
+            self.slots[byname["__getitem__"]] = g[:3] + (fronts[0],)
+            self.slots[byname["__setitem__"]] = st[:3] + (fronts[1],)
+        for _, _, _, hooked in self.slots:
+            ORIGINALS[hooked] = ORIGINALS[hooked.__xferaudit_original__] = hooked.__xferaudit_original__
         for name, pred in function_predicates(torch).items():
             orig = getattr(torch, name, None)
             if orig is None:
@@ -401,5 +478,5 @@ class Hooks:
                 setattr(owner, name, own)
 
 
-__all__ = ["SCALAR_FAST", "SCALAR_OP", "Hooks", "any_on_device", "event_hook", "function_predicates",
-           "hook", "plain_index", "predicates", "scalar_hook", "single_events"]
+__all__ = ["ORIGINALS", "SCALAR_FAST", "SCALAR_OP", "UNARY_SLOTS", "Hooks", "any_on_device", "event_hook", "function_predicates",
+           "hook", "index_hooks", "plain_index", "predicates", "scalar_hook", "single_events"]

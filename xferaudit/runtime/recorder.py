@@ -54,7 +54,7 @@ import os
 import threading
 import time
 from collections import deque
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Callable, Optional
 
 from . import frames as _frames
@@ -82,18 +82,25 @@ class _State:
     * ``active = on or guard``: ``if not STATE.active: return bare_call()``;
     * ``plain = on and not guard and not ranges``: counting with nothing else
       to do around the call, so the wrapper times the bare call itself and
-      records (no "inside a wrapper" mark, no range).
+      records (no "inside a wrapper" mark, no range);
+    * ``unmarked = on and not ranges and not full``: counting without ranges,
+      and no guard in the full mode anywhere (``full``): only the cheap
+      guard's hooks could see a wrapper's call, so a bare call that cannot
+      reach them (the original C method of a plain ``torch.Tensor``, called
+      directly) needs no "inside a wrapper" mark either.
     """
 
-    __slots__ = ("_on", "_guard", "_ranges", "active", "plain", "lock", "sites", "launches",
-                 "unwrapped", "local", "_timeline", "steps", "start_ns", "step_ns", "root")
+    __slots__ = ("_on", "_guard", "_ranges", "_full", "active", "plain", "unmarked", "lock", "sites",
+                 "launches", "unwrapped", "local", "_timeline", "steps", "start_ns", "step_ns", "root")
 
     def __init__(self) -> None:
         self._on = False
         self._guard = False
         self._ranges = False
+        self._full = False
         self.active = False
         self.plain = False
+        self.unmarked = False
         self.lock = threading.Lock()
         self.sites: dict[str, "SiteTally"] = {}
         self.launches: dict[str, "LaunchTally"] = {}
@@ -116,6 +123,7 @@ class _State:
     def _derive(self) -> None:
         self.active = self._on or self._guard
         self.plain = self._on and not self._guard and not self._ranges
+        self.unmarked = self._on and not self._ranges and not self._full
 
     @property
     def on(self) -> bool:
@@ -135,6 +143,16 @@ class _State:
     @guard.setter
     def guard(self, value: bool) -> None:
         self._guard = bool(value)
+        self._derive()
+
+    @property
+    def full(self) -> bool:
+        """A guard in the full mode (the dispatch mode) is active on some thread."""
+        return self._full
+
+    @full.setter
+    def full(self, value: bool) -> None:
+        self._full = bool(value)
         self._derive()
 
     @property
@@ -239,7 +257,6 @@ class LaunchTally:
         return Launch(self.site, self.launches, self.nodes)
 
 
-@dataclass
 class UnwrappedTally:
     """The live counts of one line's unwrapped crossings of one op and direction.
 
@@ -247,23 +264,63 @@ class UnwrappedTally:
     path); ``chains`` the distinct chains of user frames that reached it (flat
     ``(code, line, code, line, ...)`` tuples, innermost first), walked for its
     first ``samples`` events. Names and texts are read at :meth:`snapshot`.
+
+    ``count``, ``bytes``, ``copies`` and ``ns`` are what is folded in plus the
+    events :func:`record_at` recorded without the lock: ``pending`` maps the
+    ``(bytes, copies)`` of one event to the list of such events' host times,
+    a list that only grows at its end (an append: one C call, atomic with or
+    without the GIL) and loses its start only under the lock (:meth:`fold`),
+    so no event is lost or counted twice.
     """
 
-    path: str
-    line: int
-    op: str
-    direction: str
-    count: int = 0
-    bytes: int = 0
-    via: str = ""  # the library frame below the user's line (the first seen)
-    copies: int = 0  # copies on the wire (a print makes several)
-    pageable: int = 0  # non_blocking copies with a pageable host side (they ran synchronously)
-    ns: int = 0  # host time the crossings blocked, in nanoseconds
-    code: Any = None
-    chains: list = field(default_factory=list)
-    samples: int = _frames.CHAIN_SAMPLES
+    __slots__ = ("path", "line", "op", "direction", "via", "pageable", "code", "chains", "samples",
+                 "_count", "_bytes", "_copies", "_ns", "pending")
+
+    def __init__(self, path: str, line: int, op: str, direction: str, count: int = 0,
+                 bytes: int = 0, via: str = "", copies: int = 0, pageable: int = 0,  # noqa: A002
+                 ns: int = 0, code: Any = None, chains: Optional[list] = None,
+                 samples: int = _frames.CHAIN_SAMPLES) -> None:
+        self.path, self.line, self.op, self.direction = path, line, op, direction
+        self.via = via  # the library frame below the user's line (the first seen)
+        self.pageable = pageable  # non_blocking copies with a pageable host side (they ran synchronously)
+        self.code = code
+        self.chains = [] if chains is None else chains
+        self.samples = samples
+        self._count, self._bytes = count, bytes
+        self._copies = copies  # copies on the wire (a print makes several)
+        self._ns = ns  # host time the crossings blocked, in nanoseconds
+        self.pending: dict = {}
+
+    @property
+    def count(self) -> int:
+        return self._count + sum(len(p) for p in self.pending.values())
+
+    @property
+    def bytes(self) -> int:
+        return self._bytes + sum(k[0] * len(p) for k, p in self.pending.items())
+
+    @property
+    def copies(self) -> int:
+        return self._copies + sum(k[1] * len(p) for k, p in self.pending.items())
+
+    @property
+    def ns(self) -> int:
+        return self._ns + sum(sum(p) for p in self.pending.values())
+
+    def fold(self) -> None:
+        """Fold the pending events into the counts (under the lock)."""
+        for (nbytes, copies), p in self.pending.items():
+            n = len(p)
+            if n:
+                done = p[:n]
+                del p[:n]  # (appends made meanwhile are past n: they stay)
+                self._count += n
+                self._bytes += n * nbytes
+                self._copies += n * copies
+                self._ns += sum(done)
 
     def snapshot(self) -> Unwrapped:
+        self.fold()
         root = STATE.root
         function = text = ""
         path = self.path
@@ -272,8 +329,8 @@ class UnwrappedTally:
         if self.code is not None:
             own = _frames.describe(self.code, self.line, root)
             path, function, text = own["path"], own["function"], own["text"]
-        return Unwrapped(path, self.line, self.op, self.direction, self.count, self.bytes,
-                         self.via, self.copies, self.pageable, self.ns / 1e9, function, text,
+        return Unwrapped(path, self.line, self.op, self.direction, self._count, self._bytes,
+                         self.via, self._copies, self.pageable, self._ns / 1e9, function, text,
                          chains[0] if chains else [], chains if len(chains) > 1 else [])
 
 
@@ -460,14 +517,18 @@ def record_at(f: Any, op: str, direction: str, nbytes: int, ns: int = 0,
               copies: int = 1) -> Optional[UnwrappedTally]:
     """:func:`record_event` of a crossing made by the code running in frame
     `f` when that code is the user's own (the common case: ``float(loss)``
-    in a training script), placed without a walk. Returns the line's tally;
-    None, having recorded nothing, when `f` is not a user frame (the caller
-    then walks outwards: :func:`.frames.locate`).
+    in a training script), placed without a walk, once the crossing ran.
+    Returns the line's tally; None, having recorded nothing, when `f` is not
+    a user frame (the caller then walks outwards: :func:`.frames.locate`).
 
     Cost: the code object's entry (:mod:`.frames`) keeps, per instruction,
-    the tally its last event went to (with the reset it belongs to, and its
-    op and direction), so an event from the same instruction again finds its
-    tally with one lookup: no line, no key."""
+    the tally its last event went to (with the reset it belongs to, its op,
+    direction, bytes and copies, and the tally's list of pending host times
+    for such events), so an event from the same instruction again, once the
+    line's chains are sampled, is one append to that list, without the lock
+    (see :class:`UnwrappedTally`). A reset that lands between the crossing
+    and the append forgets it, as one that came just after the crossing would.
+    """
     code = f.f_code
     e = _codes.get(id(code))
     if e is None or e[0] is not code:
@@ -475,21 +536,23 @@ def record_at(f: Any, op: str, direction: str, nbytes: int, ns: int = 0,
     if e[1] != _USER:
         return None
     i = f.f_lasti
+    hit = e[5].get(i)
+    if (hit is not None and hit[0] == _generation and hit[1] is op and hit[2] is direction
+            and hit[3] == nbytes and hit[4] == copies and _timeline is None):
+        t, pend = hit[5], hit[6]
+        if not t.samples:
+            pend.append(ns)
+            if len(pend) >= _FOLD_AT:  # (memory stays bounded between snapshots)
+                _acquire()
+                try:
+                    t.fold()
+                finally:
+                    _release()
+            return t
     _acquire()
     try:
-        hit = e[5].get(i)
-        if hit is not None and hit[0] == _generation and hit[1] is op and hit[2] is direction:
-            t = hit[3]
-        else:
-            t = _tally_at(e, f, i, op, direction)
-        t.count += 1
-        t.bytes += nbytes
-        t.copies += copies
-        t.ns += ns
-        if _timeline is not None:
-            _timeline.seen += 1
-            _timeline.events.append((time.time_ns(), "unwrapped", f"{t.path}:{t.line} {op}", direction,
-                                     nbytes))
+        t = _tally_at(e, f, i, op, direction, nbytes, copies)
+        _add_unwrapped(t, nbytes, copies, 0, ns)
         if t.samples:
             t.samples -= 1
             c = _frames.chain(f)
@@ -500,25 +563,38 @@ def record_at(f: Any, op: str, direction: str, nbytes: int, ns: int = 0,
     return t
 
 
-def _tally_at(e: tuple, f: Any, i: int, op: str, direction: str) -> UnwrappedTally:
+#: Pending events an instruction's list holds before they are folded in.
+_FOLD_AT = 4096
+
+
+def _tally_at(e: tuple, f: Any, i: int, op: str, direction: str, nbytes: int,
+              copies: int) -> UnwrappedTally:
     """The tally of `op` and `direction` at frame `f`'s line (`e`: its code's
     entry, `i` its instruction), made if new, and kept in the entry for `i`
-    (under the lock: a reset cannot come between)."""
-    line = _frames.line(e, f)
-    key = (e[2], line, op, direction)
-    t = _unwrapped.get(key)
-    if t is None:
-        t = _unwrapped[key] = UnwrappedTally(e[2], line, op, direction, code=e[0])
-    e[5][i] = (_generation, op, direction, t)
+    with its pending list for events of `nbytes` in `copies` (under the lock:
+    a reset cannot come between)."""
+    hit = e[5].get(i)
+    if hit is not None and hit[0] == _generation and hit[1] is op and hit[2] is direction:
+        t = hit[5]
+    else:
+        line = _frames.line(e, f)
+        key = (e[2], line, op, direction)
+        t = _unwrapped.get(key)
+        if t is None:
+            t = _unwrapped[key] = UnwrappedTally(e[2], line, op, direction, code=e[0])
+    pend = t.pending.get((nbytes, copies))
+    if pend is None:
+        pend = t.pending[(nbytes, copies)] = []
+    e[5][i] = (_generation, op, direction, nbytes, copies, t, pend)
     return t
 
 
 def _add_unwrapped(t: UnwrappedTally, nbytes: int, copies: int, pageable: int, ns: int) -> None:
-    t.count += 1
-    t.bytes += nbytes
-    t.copies += copies
+    t._count += 1
+    t._bytes += nbytes
+    t._copies += copies
     t.pageable += pageable
-    t.ns += ns
+    t._ns += ns
     if _timeline is not None:
         _timeline.seen += 1
         _timeline.events.append((time.time_ns(), "unwrapped", f"{t.path}:{t.line} {t.op}", t.direction,

@@ -39,6 +39,7 @@ import builtins
 import operator
 from typing import Any, Optional
 
+from ...runtime.guard_hooks import ORIGINALS as _ORIGINALS
 from ...runtime.recorder import STATE as _S
 from ...runtime.recorder import call_marked, record, timed_call
 from ...runtime.sitenames import named
@@ -65,12 +66,21 @@ def _count(x: Any, site: Optional[str], key: str, ns: int) -> None:
         record(site, key, "none", 0, 1, 0, ns)
 
 
+#: The Tensor method each conversion calls (what a wrapper under the cheap guard calls itself).
+_SLOTS = {"float": "__float__", "int": "__int__", "bool": "__bool__", "complex": "__complex__",
+          "index": "__index__"}
+
+
 def _convert(fn: Any, x: Any, site: Optional[str], key: str) -> Any:
     if not _S.active:
         return fn(x)
     if _S.plain:
         t0 = _ns()
         out = fn(x)
+        ns = _ns() - t0
+    elif _S.unmarked and type(x) is _w._Tensor and (method := _bare(key)) is not None:
+        t0 = _ns()  # (the C method itself, as the wrappers of item and cpu call it)
+        out = method(x)
         ns = _ns() - t0
     else:
         out, ns = timed_call(site, fn, (x,), _EMPTY)
@@ -86,6 +96,14 @@ def _convert(fn: Any, x: Any, site: Optional[str], key: str) -> Any:
     else:
         _count(x, site, key, ns)
     return out
+
+
+def _bare(key: str) -> Any:
+    """The C method of torch.Tensor conversion `key` reaches now, where it is
+    that method or a guard's hook in front of it; else None."""
+    slot = _SLOTS[key]
+    m = _ORIGINALS.get(getattr(_w._Tensor, slot))
+    return m if m is _w._BARE.get(slot) else None
 
 
 def float(x: Any, site: Optional[str] = None) -> Any:  # noqa: A001 - the builtin's name, on purpose

@@ -46,12 +46,13 @@ from __future__ import annotations
 import sys
 import threading
 import time
-from types import ModuleType
+from types import FunctionType, ModuleType
 from collections.abc import Mapping
 from typing import Any, Optional
 
 from ...runtime.crossing import HOST, NO_DATA, largest
 from ...runtime.crossing import direction as _crossing
+from ...runtime.guard_hooks import ORIGINALS as _ORIGINALS
 from ...runtime.guard_ops import on_device as _off_host
 from ...runtime.recorder import STATE as _S
 from ...runtime.recorder import new_lock_after_fork, record, timed_call
@@ -80,6 +81,15 @@ _Tensor: Any = None
 _TENSOR: Any = ()
 _ns = time.perf_counter_ns  # the recorder's clock (recorder.timed_call reads the same)
 _Module: Any = None
+#: The C methods of torch.Tensor a wrapper may call itself (below the cheap
+#: guard's hooks: see :data:`_S.unmarked`), by name; _NEVER where the method is
+#: Python code. ``_ORIGINALS.get(torch.Tensor.<name>) is _BARE[name]``: what the
+#: bare call would reach now is that method or a hook in front of it.
+_BARE: dict = {}
+_NEVER: Any = object()
+_ITEM: Any = _NEVER
+_CPU: Any = _NEVER
+_TO: Any = _NEVER
 _compiling: Any = None
 _traced_record: Any = None
 _FEATURES: dict = {}
@@ -121,12 +131,26 @@ def _init_locked(import_it: bool) -> Any:
                 "install it with `pip install 'xferaudit[torch]'`"
             ) from e
     _Tensor = t.Tensor
+    _bind_bare(t.Tensor)
     _Module = t.nn.Module
     _compiling = _compile_test(t)
     _traced_record = _make_traced_record(t)
     _TENSOR = t.Tensor
     _torch = t
     return t
+
+
+#: The methods whose C original a wrapper calls itself where it may.
+BARE_METHODS = ("item", "cpu", "to", "__float__", "__int__", "__bool__", "__complex__", "__index__")
+
+
+def _bind_bare(Tensor: Any) -> None:
+    global _ITEM, _CPU, _TO
+    for name in BARE_METHODS:
+        m = getattr(Tensor, name, None)
+        m = getattr(m, "__xferaudit_original__", m)  # (a guard's hook on it now)
+        _BARE[name] = _NEVER if m is None or isinstance(m, FunctionType) else m
+    _ITEM, _CPU, _TO = _BARE["item"], _BARE["cpu"], _BARE["to"]
 
 
 def _compile_test(t: Any) -> Any:
@@ -482,6 +506,10 @@ def cpu(x: Any, pos: Any = _NO, /, site: Optional[str] = None, **kwargs: Any) ->
             t0 = _ns()
             out = x.cpu()
             ns = _ns() - t0
+        elif _S.unmarked and type(x) is _Tensor and _ORIGINALS.get(_Tensor.cpu) is _CPU:
+            t0 = _ns()  # (as item's)
+            out = _CPU(x)
+            ns = _ns() - t0
         else:
             out, ns = timed_call(site, x.cpu, (), _EMPTY)
             if not _S._on:
@@ -513,6 +541,11 @@ def to(x: Any, *args: Any, site: Optional[str] = None, **kwargs: Any) -> Any:
     if _S.plain:  # a tensor, in eager: the skeleton of _counted, without its calls
         t0 = _ns()
         out = x.to(*args, **kwargs) if kwargs else x.to(*args)
+        ns = _ns() - t0
+    elif (_S.unmarked and not kwargs and len(args) == 1 and type(x) is _Tensor
+          and _ORIGINALS.get(_Tensor.to) is _TO):
+        t0 = _ns()  # (as item's: ``x.to(dev)``, never a non_blocking copy)
+        out = _TO(x, args[0])
         ns = _ns() - t0
     else:
         out, ns = timed_call(site, x.to, args, kwargs)
@@ -602,6 +635,10 @@ def item(x: Any, *args: Any, site: Optional[str] = None) -> Any:
     if _S.plain:
         t0 = _ns()
         out = x.item()
+        ns = _ns() - t0
+    elif _S.unmarked and type(x) is _Tensor and _ORIGINALS.get(_Tensor.item) is _ITEM:
+        t0 = _ns()  # (the C method itself: no hook of the guard's sees it, no mark needed)
+        out = _ITEM(x)
         ns = _ns() - t0
     else:
         out, ns = timed_call(site, x.item, (), _EMPTY)
