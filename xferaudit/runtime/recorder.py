@@ -54,14 +54,14 @@ import os
 import threading
 import time
 from collections import deque
-from dataclasses import dataclass
 from typing import Any, Callable, Optional
 
 from . import frames as _frames
 from . import ranges as _ranges
+from . import tallies as _tallies
 from .kinds import KINDS
-from .rows import Launch, Row, Unwrapped, direction_of
 from .sitenames import full_name
+from .tallies import LaunchTally, SiteTally, UnwrappedTally  # noqa: F401 - where they were
 
 
 class _Depth(threading.local):
@@ -178,160 +178,7 @@ class _State:
 
 _timeline: Optional["Timeline"] = None  # STATE.timeline, as a global: record() reads it on every call
 STATE = _State()
-
-
-class SiteTally(dict):
-    """The live counts of one wrapped site: ``direction -> cell``, a cell being
-    ``[calls, ns, bytes, copies, pageable]`` (a call that crossed nothing is
-    counted in the ``"none"`` cell, which keeps calls and ns alone).
-    The row's totals are sums over its cells; :meth:`snapshot` is its report Row."""
-
-    __slots__ = ("site", "kind")
-
-    def __init__(self, site: str, kind: str) -> None:
-        super().__init__()
-        self.site = site
-        self.kind = kind
-
-    def _crossed(self, i: int) -> int:
-        return sum(c[i] for d, c in self.items() if d != "none")
-
-    @property
-    def calls(self) -> int:
-        return sum(c[0] for c in self.values())
-
-    @property
-    def crossings(self) -> int:
-        return self._crossed(0)
-
-    @property
-    def bytes(self) -> int:
-        return self._crossed(2)
-
-    @property
-    def copies(self) -> int:
-        return self._crossed(3)
-
-    @property
-    def pageable(self) -> int:
-        return self._crossed(4)
-
-    @property
-    def ns(self) -> int:
-        """Host time inside the site's calls, in nanoseconds."""
-        return sum(c[1] for c in self.values())
-
-    @property
-    def by_direction(self) -> dict:
-        return {d: {"calls": c[0], "bytes": c[2], "copies": c[3], "pageable": c[4],
-                    "seconds": c[1] / 1e9}
-                for d, c in self.items()}
-
-    @property
-    def direction(self) -> str:
-        return direction_of(self)
-
-    def snapshot(self) -> Row:
-        calls = crossings = nbytes = copies = pageable = ns = 0
-        by = {}
-        for d, (n, t, b, k, p) in self.items():  # one pass: a report may hold a million sites
-            calls += n
-            ns += t
-            if d != "none":
-                crossings += n
-                nbytes += b
-                copies += k
-                pageable += p
-            by[d] = {"calls": n, "bytes": b, "copies": k, "pageable": p, "seconds": t / 1e9}
-        return Row(self.site, self.kind, direction_of(self), calls, crossings, nbytes, by, copies,
-                   pageable, ns / 1e9)
-
-
-@dataclass
-class LaunchTally:
-    site: str
-    launches: int = 0
-    nodes: Optional[int] = None  # node count of the last graph launched, where known
-
-    def snapshot(self) -> Launch:
-        return Launch(self.site, self.launches, self.nodes)
-
-
-class UnwrappedTally:
-    """The live counts of one line's unwrapped crossings of one op and direction.
-
-    ``code`` is the code object running the line (None for an event recorded by
-    path); ``chains`` the distinct chains of user frames that reached it (flat
-    ``(code, line, code, line, ...)`` tuples, innermost first), walked for its
-    first ``samples`` events. Names and texts are read at :meth:`snapshot`.
-
-    ``count``, ``bytes``, ``copies`` and ``ns`` are what is folded in plus the
-    events :func:`record_at` recorded without the lock: ``pending`` maps the
-    ``(bytes, copies)`` of one event to the list of such events' host times,
-    a list that only grows at its end (an append: one C call, atomic with or
-    without the GIL) and loses its start only under the lock (:meth:`fold`),
-    so no event is lost or counted twice.
-    """
-
-    __slots__ = ("path", "line", "op", "direction", "via", "pageable", "code", "chains", "samples",
-                 "_count", "_bytes", "_copies", "_ns", "pending")
-
-    def __init__(self, path: str, line: int, op: str, direction: str, count: int = 0,
-                 bytes: int = 0, via: str = "", copies: int = 0, pageable: int = 0,  # noqa: A002
-                 ns: int = 0, code: Any = None, chains: Optional[list] = None,
-                 samples: int = _frames.CHAIN_SAMPLES) -> None:
-        self.path, self.line, self.op, self.direction = path, line, op, direction
-        self.via = via  # the library frame below the user's line (the first seen)
-        self.pageable = pageable  # non_blocking copies with a pageable host side (they ran synchronously)
-        self.code = code
-        self.chains = [] if chains is None else chains
-        self.samples = samples
-        self._count, self._bytes = count, bytes
-        self._copies = copies  # copies on the wire (a print makes several)
-        self._ns = ns  # host time the crossings blocked, in nanoseconds
-        self.pending: dict = {}
-
-    @property
-    def count(self) -> int:
-        return self._count + sum(len(p) for p in self.pending.values())
-
-    @property
-    def bytes(self) -> int:
-        return self._bytes + sum(k[0] * len(p) for k, p in self.pending.items())
-
-    @property
-    def copies(self) -> int:
-        return self._copies + sum(k[1] * len(p) for k, p in self.pending.items())
-
-    @property
-    def ns(self) -> int:
-        return self._ns + sum(sum(p) for p in self.pending.values())
-
-    def fold(self) -> None:
-        """Fold the pending events into the counts (under the lock)."""
-        for (nbytes, copies), p in self.pending.items():
-            n = len(p)
-            if n:
-                done = p[:n]
-                del p[:n]  # (appends made meanwhile are past n: they stay)
-                self._count += n
-                self._bytes += n * nbytes
-                self._copies += n * copies
-                self._ns += sum(done)
-
-    def snapshot(self) -> Unwrapped:
-        self.fold()
-        root = STATE.root
-        function = text = ""
-        path = self.path
-        chains = [[_frames.describe(c[i], c[i + 1], root) for i in range(0, len(c), 2)]
-                  for c in self.chains]
-        if self.code is not None:
-            own = _frames.describe(self.code, self.line, root)
-            path, function, text = own["path"], own["function"], own["text"]
-        return Unwrapped(path, self.line, self.op, self.direction, self._count, self._bytes,
-                         self.via, self._copies, self.pageable, self._ns / 1e9, function, text,
-                         chains[0] if chains else [], chains if len(chains) > 1 else [])
+_tallies.root_of = lambda: STATE.root
 
 
 class Timeline:
@@ -388,6 +235,9 @@ _acquire = STATE.lock.acquire
 _release = STATE.lock.release
 _sites = STATE.sites
 _unwrapped = STATE.unwrapped
+# site -> (direction, host times, bytes, tally): the pending lists record() appends
+# a site's next call to without the lock, if it takes that direction (see record()).
+_pending: dict = {}
 # The frames' cache of code objects (never rebound: cleared in place) and the
 # kind of the user's own code: record_at() places an event with one lookup.
 _codes = _frames.CODES
@@ -400,6 +250,7 @@ def _rebind() -> None:
     global _acquire, _release, _sites, _unwrapped
     _acquire, _release, _sites = STATE.lock.acquire, STATE.lock.release, STATE.sites
     _unwrapped = STATE.unwrapped
+    _pending.clear()
 
 
 def record(site: str, key: str, direction: str, nbytes: int, copies: int = 1,
@@ -412,15 +263,36 @@ def record(site: str, key: str, direction: str, nbytes: int, copies: int = 1,
     function): the site's kind is looked up from the rule table once, when the
     site is first seen (see :mod:`xferaudit.runtime.kinds`). A short literal
     (``":f:x.cpu"``) is named after the caller's file (:mod:`.sitenames`).
+
+    Cost: a call of one copy, not pageable, in the direction the site's last
+    call took, is two appends to the site's pending lists for that direction
+    (:class:`.tallies.SiteTally`), without the lock; any other call takes the
+    lock, updates the cell and makes its own the site's pending lists. A reset
+    that lands between the bare call and the appends forgets the call, as one
+    that came just after the call would.
     """
     if site and site[0] == ":":
         site = full_name(site)
+    hit = _pending.get(site)
+    if hit is not None and hit[0] is direction and copies == 1 and not pageable and _timeline is None:
+        times = hit[1]
+        times.append(ns)
+        if hit[2] is not None:
+            hit[2].append(nbytes)
+        if len(times) >= _FOLD_AT:  # (memory stays bounded between snapshots)
+            _acquire()
+            try:
+                hit[3].fold()
+            finally:
+                _release()
+        return
     _acquire()
     try:
-        try:
-            c = _sites[site][direction]
-        except KeyError:
+        t = _sites.get(site)
+        c = t.get(direction) if t is not None else None
+        if c is None:
             c = _new_cell(site, key, direction)
+            t = _sites[site]
         c[0] += 1
         c[1] += ns
         if direction != "none":
@@ -431,6 +303,11 @@ def record(site: str, key: str, direction: str, nbytes: int, copies: int = 1,
         if _timeline is not None:
             _timeline.seen += 1
             _timeline.events.append((time.time_ns(), "site", site, direction, nbytes))
+        elif copies == 1 and not pageable:  # the lists the site's next such calls append to
+            lists = t.pending.get(direction)
+            if lists is None:
+                lists = t.pending[direction] = [[], None if direction == "none" else []]
+            _pending[site] = (direction, lists[0], lists[1], t)
     finally:
         _release()
 
@@ -690,6 +567,7 @@ def reset() -> None:
 def _forget() -> None:
     global _generation
     _generation += 1  # (the tallies record_at() keeps per instruction are of the last reset)
+    _pending.clear()
     STATE.sites.clear()
     STATE.launches.clear()
     STATE.unwrapped.clear()
