@@ -49,6 +49,9 @@ timeout 150 python3 bench/gpu_copies.py --steps 5 --out "$out/gpu_copies.json" 2
 # Host time per site against the profiler, memcpys inside their sites' ranges, the per-call and small-step costs.
 timeout 300 python3 bench/gpu_site_time.py --steps 5 --out "$out/gpu_site_time.json" 2>&1 | grep -v USDT | tee "$out/gpu_site_time.txt" | tail -45
 timeout 200 python3 bench/runtime_overhead.py --quick 2>&1 | tee "$out/runtime_overhead_cuda.txt" | tail -12
+# What the lite guard adds per kind of call and to the small step, on this machine's CPU (no GPU used):
+# the same table as on the CPU-only machine, so the two hosts' figures can be set side by side.
+timeout 200 python3 bench/guard_event_cost.py --section 2 2>&1 | tee "$out/guard_event_cost.txt" | tail -16
 [ "$only" = "--guard" ] && exit 0
 # What a wrapper costs per call with a full and a short site literal (host tensors, this machine's CPU).
 timeout 150 python3 bench/runtime_overhead.py --quick 2>&1 | tee "$out/runtime_overhead.txt" | tail -6

@@ -16,8 +16,9 @@
    since a read waits for the device): ``float(t)`` of a 0-dim tensor bare,
    ``xfer.float`` counting off / on / on with ranges, and the bare
    ``float(t)`` under ``guard("count", mode="lite")`` (an unwrapped event);
-   ``t.item()``, ``x.cpu()`` and ``h.to(dev)`` bare / off / on. Target: on
-   adds at most 0.5 us to ``float(t)``. ``--device fakegpu`` runs it on the
+   the same for ``t.item()``; ``x.cpu()`` and ``h.to(dev)`` bare / off / on.
+   Targets: on adds at most 0.5 us to ``float(t)``; an unwrapped event under
+   the lite guard at most 5 us. ``--device fakegpu`` runs it on the
    simulated device (the device path of the wrappers on a CPU machine; its own
    Python makes the bare calls slow and the figures noisy).
 
@@ -146,7 +147,7 @@ def cuda_calls(number: int = 2_000, repeats: int = 21, device: str = "cuda") -> 
     counting = _counting_block
     calls = {
         "float(t), 0-dim": ("float(t)", "xfer.float(t, site='b:f:t.float')", True),
-        "t.item(), 0-dim": ("t.item()", "xfer.item(t, site='b:f:t.item')", False),
+        "t.item(), 0-dim": ("t.item()", "xfer.item(t, site='b:f:t.item')", True),
         "x.cpu(), 1 kB": ("x.cpu()", "xfer.cpu(x, site='b:f:x.cpu')", False),
         "h.to(dev), 1 kB": ("h.to(dev)", "xfer.to(h, dev, site='b:f:h.to')", False),
     }

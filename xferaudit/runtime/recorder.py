@@ -10,8 +10,13 @@ Counting is off by default; when it is off a wrapper reads one flag
 they are cheap and a graph that is launched more or less often than expected is
 a bug worth seeing without asking.
 
-Thread safety: one lock around every update, so counts from pin-memory threads
-and autograd's threads are not lost.
+Thread safety: no count from pin-memory threads or autograd's threads is lost
+or counted twice, with or without the GIL. A call like the site's last one
+(same direction, one copy, not pageable), and a guard's event at a user's
+instruction seen before, is appended to the tally's pending lists without a
+lock (an append is atomic); every other update, and folding the pending lists
+in (at a snapshot, and every 4,096 of them), takes one lock
+(:mod:`.tallies`).
 
 Time: while counting is on, a wrapper reads ``time.perf_counter_ns()`` just
 before and just after the bare call and records the difference with the call,
@@ -27,9 +32,8 @@ Ranges (off by default, ``xfer.count(True, ranges=True)`` or
 syncs inside to the site.
 
 The live tally is one cell per site and direction (:class:`SiteTally`, a dict
-of ``direction -> [calls, ns, bytes, copies, pageable]``); a row's totals are
-summed from its cells when it is read, so a recorded call updates one cell
-(two numbers of it for a call that crossed nothing).
+of ``direction -> [calls, ns, bytes, copies, pageable]``, and its pending
+lists); a row's totals are summed from its cells when it is read.
 
 Fork safety: a thread may hold the lock when another thread forks, and the
 child would then wait for it forever (a fork DataLoader with metric threads
@@ -45,7 +49,7 @@ wall clock, CLOCK_REALTIME), the clock torch.profiler's Chrome trace ``ts``
 values are taken from (they are that time minus the trace's
 ``baseTimeNanoseconds``, in microseconds), so the two traces line up. When the
 timeline is off, each update reads one more global (``_timeline is None``,
-kept equal to ``STATE.timeline``), under the lock it already holds.
+kept equal to ``STATE.timeline``); while it is on, every update takes the lock.
 """
 
 from __future__ import annotations
