@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from xferaudit.cli import main
-from xferaudit.static import values_flow as V
+from xferaudit.static.values import walk as V
 from xferaudit.static.finder import decode_source, find_in_source
 
 CORPUS = Path(__file__).resolve().parent / "values_corpus"
@@ -294,7 +294,8 @@ def test_every_implicit_code_is_documented(code, capsys):
 def test_the_value_layer_is_a_finder_analysis_reading_names_through_the_one_resolver():
     """Plugged in through the finder's seam, and its module-level imports are
     the resolver's answers (no import reader of its own)."""
-    from xferaudit.static import finder, value_sites
+    from xferaudit.static import finder
+    from xferaudit.static.values import sites as value_sites
 
     assert value_sites.analyse in finder.ANALYSES
     tree = ast.parse("import torch as T\nfrom numpy import asarray\n")

@@ -1,7 +1,7 @@
 """The value layer, plugged into the finder as a per-file analysis.
 
 The finder matches calls by name; what a name holds is the value layer's
-question (:mod:`.values`, :mod:`.values_flow`, :mod:`.implicit`). Registered in
+question (this package: :mod:`.expressions`, :mod:`.walk`, :mod:`.implicit`). Registered in
 the finder's :data:`~.finder.ANALYSES` (by ``xferaudit.static``), it does two
 things to each file's sites:
 
@@ -26,11 +26,12 @@ from __future__ import annotations
 import bisect
 from typing import Callable, Optional
 
-from ..rules import KIND_CODES
-from . import finder as _finder
+from ...rules import KIND_CODES
+from .. import finder as _finder
+from ..classify import Classifier
+from ..finder import FileContext, Site, implicit_site
+from . import findings as _findings
 from . import implicit as _implicit
-from .classify import Classifier
-from .finder import FileContext, Site, implicit_site
 
 def _local_in(scope) -> Callable[[str], bool]:
     """`name` is bound in the function (or lambda, comprehension) of `scope`."""
@@ -111,7 +112,7 @@ def _rejudge(ctx: FileContext, res, methods: list) -> None:
         if res.not_a_receiver(node, local) is not None:
             drop.add(id(s))
             continue
-        if not _implicit.row_allows(rule.id, node, res, local):
+        if not _findings.row_allows(rule.id, node, res, local):
             drop.add(id(s))
             continue
         if res.unbound(node, local):

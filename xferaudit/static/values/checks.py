@@ -1,0 +1,369 @@
+"""The implicit rules: the hook the value layer's walk calls on every statement.
+
+Each rule reads the values of the expressions a statement uses (conversions,
+truth tests, formatting, math and numpy calls, indexing, stores, saves,
+``non_blocking`` copies) and adds a :class:`~.findings.Finding` where a device
+value crosses. Which values count as on the device is decided in one place:
+:meth:`Checker.value` with :func:`on_device` and :func:`shown`.
+"""
+
+from __future__ import annotations
+
+import ast
+from typing import Callable, Optional
+
+from .expressions import Evaluator
+from .findings import CODES, Finding, Result
+from .kinds import ON_DEVICE, Val, is_dev
+
+def on_device(v: Val) -> bool:
+    """A device value used as a tensor: a device tensor, a module's output on a
+    device, or something moved there (where the use shows it is a tensor)."""
+    return v.kind in ON_DEVICE
+
+
+def shown(v: Val) -> bool:
+    """Formatting a device value: a device tensor or a device module's output
+    (a value moved with .to(dev) may be a module, whose printing reads nothing)."""
+    return v.kind == "dev" or v.kind == "devout"
+
+_CONVERSIONS = frozenset({"float", "int", "bool", "complex"})
+_FORMATTERS = frozenset({"str", "repr", "format", "print", "ascii"})
+_LOG_METHODS = frozenset({"debug", "info", "warning", "warn", "error", "critical", "exception", "log"})
+_COUNT_METHODS = frozenset({"nonzero", "unique", "unique_consecutive", "masked_select", "argwhere"})
+
+
+def _unparse(node: ast.AST, limit: int = 40) -> str:
+    try:
+        s = " ".join(ast.unparse(node).split())
+    except Exception:  # pragma: no cover - odd trees
+        return "<expr>"
+    return s if len(s) <= limit else s[: limit - 3] + "..."
+
+
+class Checker:
+    """The hook run on each statement by the value layer's walk."""
+
+    def __init__(self, res: Result, methods: frozenset, lines: Optional[Callable[[ast.AST], bool]]) -> None:
+        self.res = res
+        self.methods = methods  # method names of the rule table (receivers to record)
+        self.lines = lines
+        self.ev: Evaluator = None  # type: ignore[assignment]
+        self.seen: set = set()
+
+    def add(self, code: str, node: ast.AST, at: Optional[ast.AST] = None, label: Optional[str] = None,
+            wrap: str = "", why: str = "") -> None:
+        key = (id(node), code)
+        if key in self.seen:
+            return
+        self.seen.add(key)
+        if label is None:  # the call itself (float(x), t.nonzero()), or op(expression)
+            label = _unparse(node) if at is not None else f"{CODES[code][0]}({_unparse(node, 34)})"
+        self.res.findings.append(Finding(code, node, at or node, label, wrap, why,
+                                         self.ev.where))
+
+    def value(self, node: ast.AST) -> Val:
+        """The value of `node` as the implicit rules read it: the one place
+        where what a value is, and so where it lives, is decided for them."""
+        return self.ev.value(node)
+
+    def __call__(self, st: ast.stmt, ev: Evaluator) -> None:
+        if self.lines is not None and not self.lines(st, ev):
+            return
+        self.ev = ev
+        t = type(st)
+        if t in (ast.If, ast.While):
+            self.scan(st.test, True)
+        elif t is ast.Assert:
+            self.scan(st.test, True)
+            if st.msg is not None:
+                self.scan(st.msg, False)
+        elif t in (ast.For, ast.AsyncFor):
+            self.scan(st.iter, False)
+        elif t in (ast.With, ast.AsyncWith):
+            for item in st.items:
+                self.scan(item.context_expr, False)
+        elif t in (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef):
+            return
+        elif hasattr(st, "handlers"):
+            return
+        elif hasattr(st, "cases"):
+            self.scan(st.subject, False)
+            for c in st.cases:
+                if c.guard is not None:
+                    self.scan(c.guard, True)
+        elif t is ast.Assign:
+            for tg in st.targets:
+                self.store(tg, st.value)
+            self.scan(st.value, False)
+        elif t is ast.AugAssign:
+            self.store(st.target, None)
+            self.scan(st.value, False)
+        elif t is ast.AnnAssign:
+            if st.value is not None:
+                self.store(st.target, st.value)
+                self.scan(st.value, False)
+        else:
+            for _, v in ast.iter_fields(st):
+                if isinstance(v, ast.expr):
+                    self.scan(v, False)
+                elif isinstance(v, list):
+                    for x in v:
+                        if isinstance(x, ast.expr):
+                            self.scan(x, False)
+
+    # --- assignment targets ---------------------------------------------------------
+    def store(self, tg: ast.AST, value: Optional[ast.AST]) -> None:
+        if isinstance(tg, (ast.Tuple, ast.List)):
+            for e in tg.elts:
+                self.store(e, None)
+            return
+        if isinstance(tg, ast.Starred):
+            self.store(tg.value, None)
+            return
+        if isinstance(tg, ast.Attribute):
+            self.scan(tg.value, False)
+            return
+        if not isinstance(tg, ast.Subscript):
+            return
+        self.scan(tg.value, False)
+        base = self.value(tg.value)
+        self.index(tg, base, store=True)
+        if value is None:
+            return
+        vv = self.value(value)
+        if on_device(base):
+            if vv.kind in ("host", "numpy") or isinstance(value, (ast.List, ast.Tuple)) and \
+                    not all(isinstance(e, ast.Constant) for e in value.elts):
+                self.add("XFA406", tg, label=_unparse(tg) + " = " + _unparse(value, 20),
+                         why="an assignment into a device tensor has no wrapped form")
+        elif base.kind == "host" and vv.kind in ON_DEVICE and vv.kind != "devx":
+            self.add("XFA407", tg, label=_unparse(tg) + " = " + _unparse(value, 20),
+                     why="an assignment into a host tensor has no wrapped form")
+
+    # --- indexing -------------------------------------------------------------------------
+    def index(self, sub: ast.Subscript, base: Val, store: bool = False) -> None:
+        sl = sub.slice
+        parts = sl.elts if isinstance(sl, ast.Tuple) else [sl]
+        for p in parts:
+            if isinstance(p, ast.Slice):
+                for b in (p.lower, p.upper, p.step):
+                    if b is not None and on_device(self.value(b)):
+                        self.add("XFA401", b, wrap="index")
+                continue
+            if base.kind not in ON_DEVICE:
+                # seq[t] with seq a Python list or numpy array: t is read as an int.
+                if base.kind in ("py", "numpy") and on_device(self.value(p)):
+                    self.add("XFA401", p, wrap="index")
+                continue
+            pv = self.value(p)
+            if pv.kind == "dev" and pv.boolean and not store:
+                self.add("XFA405", sub, why="boolean-mask indexing has no wrapped form: the count "
+                         "is read inside the indexing itself")
+            elif pv.kind in ("host", "numpy") or isinstance(p, ast.List):
+                self.add("XFA406", sub, why="the index is uploaded inside the indexing itself")
+
+    # --- expressions ------------------------------------------------------------------------
+    def truth(self, node: ast.AST) -> None:
+        if is_dev(self.value(node)):
+            self.add("XFA402", node, wrap="bool")
+
+    def scan(self, node: ast.AST, boolctx: bool) -> None:
+        t = type(node)
+        if t is ast.BoolOp:
+            vals = node.values
+            for i, v in enumerate(vals):
+                last = i == len(vals) - 1
+                if last and not boolctx:
+                    self.scan(v, False)
+                elif isinstance(v, (ast.BoolOp, ast.UnaryOp)):
+                    self.scan(v, True)
+                else:
+                    if boolctx:
+                        self.truth(v)
+                    elif is_dev(self.value(v)):
+                        self.add("XFA402", v, why="an operand of `and`/`or` outside a condition: the "
+                                 "expression's value is the operand itself, so it has no wrapped form")
+                    self.scan(v, False)
+            return
+        if t is ast.UnaryOp and isinstance(node.op, ast.Not):
+            if isinstance(node.operand, (ast.BoolOp, ast.UnaryOp)):
+                self.scan(node.operand, True)
+            else:
+                self.truth(node.operand)
+                self.scan(node.operand, False)
+            return
+        if boolctx:
+            self.truth(node)
+        if t is ast.Call:
+            self.call(node)
+        elif t is ast.JoinedStr:
+            for v in node.values:
+                if isinstance(v, ast.FormattedValue):
+                    if shown(self.value(v.value)):
+                        self.add("XFA403", v.value, wrap="read")
+                    self.scan(v.value, False)
+                    if v.format_spec is not None:
+                        self.scan(v.format_spec, False)
+            return
+        elif t is ast.BinOp and isinstance(node.op, ast.Mod) and _is_string(node.left):
+            r = node.right
+            for e in (r.elts if isinstance(r, ast.Tuple) else [r]):
+                if shown(self.value(e)):
+                    self.add("XFA403", e, wrap="read")
+        elif t is ast.Subscript:
+            self.index(node, self.value(node.value))
+        elif t is ast.IfExp:
+            self.scan(node.test, True)
+            self.scan(node.body, boolctx)
+            self.scan(node.orelse, boolctx)
+            return
+        elif t in (ast.ListComp, ast.SetComp, ast.GeneratorExp, ast.DictComp):
+            return  # comprehension variables are not in the environment: not looked into
+        elif t is ast.Lambda:
+            return
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, ast.expr):
+                self.scan(child, False)
+
+    def call(self, node: ast.Call) -> None:
+        ev = self.ev
+        func = node.func
+        args = node.args
+        if isinstance(func, ast.Attribute) and func.attr in self.methods:
+            self.res.receivers[id(node)] = self.value(func.value)
+        q = ev.qual(func)
+        if isinstance(func, ast.Name) and q is None and func.id not in ev.env and func.id not in ev.local_names:
+            f = func.id
+            if f in _CONVERSIONS and len(args) == 1 and not node.keywords and on_device(self.value(args[0])):
+                self.add("XFA401", node, func, wrap="call")
+            elif f == "range":
+                for a in args:
+                    if on_device(self.value(a)):
+                        self.add("XFA401", a, wrap="index")
+            elif f in _FORMATTERS:
+                for a in args[: (1 if f != "print" else None)]:
+                    if not isinstance(a, ast.Starred) and shown(self.value(a)):
+                        self.add("XFA403", a, wrap="read")
+            return
+        if q is not None:
+            if q in _WRAPPED_COPIES and args and _non_blocking(node):
+                # wrapping does not pin the host side: still a hazard, read as the bare call
+                bare = ast.Attribute(value=args[0], attr=q.rsplit(".", 1)[1], ctx=ast.Load())
+                ast.copy_location(bare, func)
+                bare.end_lineno, bare.end_col_offset = func.end_lineno, func.end_col_offset
+                call = ast.Call(func=bare, args=args[1:], keywords=[k for k in node.keywords if k.arg != "site"])
+                ast.copy_location(call, node)
+                call.end_lineno, call.end_col_offset = node.end_lineno, node.end_col_offset
+                self._hazard(call, bare)
+                return
+            if q == "operator.index" and args and on_device(self.value(args[0])):
+                self.add("XFA401", args[0], wrap="index")
+            elif q.startswith("math.") or q.startswith("numpy."):
+                for a in args:
+                    if not isinstance(a, ast.Starred) and on_device(self.value(a)):
+                        self.add("XFA404", a, wrap="read")
+            elif q.startswith("logging."):
+                self._log_args(node)
+            elif q == "torch.save" and args:
+                self._save(node)
+            elif q.startswith("torch."):
+                last = q.rsplit(".", 1)[-1]
+                if args and on_device(self.value(args[0])) and (
+                        last in _COUNT_METHODS or last == "where" and len(args) == 1 and not node.keywords
+                        or last == "repeat_interleave" and _tensor_repeats(self.value, node, 1)):
+                    self.add("XFA405", node, func,
+                             why="a data-dependent size is read inside the op; it has no wrapped form")
+            return
+        if not isinstance(func, ast.Attribute):
+            return
+        m = func.attr
+        recv = func.value
+        if m in _LOG_METHODS and _looks_like_logger(recv):
+            self._log_args(node)
+            return
+        if m == "format" and _is_string(recv):
+            for a in list(args) + [k.value for k in node.keywords]:
+                if shown(self.value(a)):
+                    self.add("XFA403", a, wrap="read")
+            return
+        if m in _COUNT_METHODS or m == "repeat_interleave":
+            if on_device(self.value(recv)) and (m != "repeat_interleave" or _tensor_repeats(self.value, node, 0)):
+                self.add("XFA405", node, func,
+                         why="a data-dependent size is read inside the op; it has no wrapped form")
+            return
+        if m in ("to", "cuda", "copy_") and _non_blocking(node):
+            self._hazard(node, func)
+
+    def _log_args(self, node: ast.Call) -> None:
+        for a in node.args:
+            if not isinstance(a, ast.Starred) and shown(self.value(a)):
+                self.add("XFA403", a, wrap="read")
+
+    def _save(self, node: ast.Call) -> None:
+        obj = node.args[0]
+        v = self.value(obj)
+        device = ("dev", "devx", "devout", "devstate", "devmod")
+        hit = v.kind in device
+        if not hit and isinstance(obj, (ast.Dict, ast.List, ast.Tuple)):
+            vals = obj.values if isinstance(obj, ast.Dict) else obj.elts
+            hit = any(x is not None and self.value(x).kind in device for x in vals)
+        if hit:
+            self.add("XFA408", node, node.func, label="torch.save(" + _unparse(obj, 30) + ")", wrap="save")
+
+    def _hazard(self, node: ast.Call, func: ast.Attribute) -> None:
+        if func.attr == "copy_":
+            src = node.args[0] if node.args else None
+            if src is None:
+                return
+            sv, dv = self.value(src), self.value(func.value)
+            if sv.kind == "host" and sv.pageable and dv.kind in ON_DEVICE:
+                self.add("XFA451", node, func, why="a hazard, not a site: pin the host side instead")
+            return
+        rv = self.value(func.value)
+        if rv.kind != "host" or not rv.pageable:
+            return
+        if func.attr == "to":
+            dev = node.args[0] if node.args else next((k.value for k in node.keywords if k.arg == "device"), None)
+            if dev is None or self.ev.device_value(dev) in ("cpu", "dtype"):
+                return  # non_blocking=True promises an upload: any target but the host
+        self.add("XFA451", node, func, why="a hazard, not a site: pin the host side instead")
+
+
+def _tensor_repeats(value: Callable[[ast.AST], Val], node: ast.Call, pos: int) -> bool:
+    """repeat_interleave reads its output size back only when `repeats` is a
+    device tensor and no `output_size` is given (int repeats: the size is known)."""
+    if _has_kw(node, "output_size"):
+        return False
+    if len(node.args) == 1 and pos == 1:
+        return True  # torch.repeat_interleave(repeats): the repeats are the tensor
+    rep = node.args[pos] if len(node.args) > pos else next((k.value for k in node.keywords if k.arg == "repeats"), None)
+    return rep is not None and on_device(value(rep))
+
+
+def _has_kw(node: ast.Call, name: str) -> bool:
+    return any(k.arg == name for k in node.keywords)
+
+
+_WRAPPED_COPIES = frozenset("xferaudit.runtime." + m for m in ("to", "cuda", "copy_"))
+
+
+def _non_blocking(node: ast.Call) -> bool:
+    for k in node.keywords:
+        if k.arg == "non_blocking":
+            return isinstance(k.value, ast.Constant) and k.value.value is True
+    return False
+
+
+def _is_string(node: ast.AST) -> bool:
+    return isinstance(node, ast.JoinedStr) or isinstance(node, ast.Constant) and isinstance(node.value, str)
+
+
+def _looks_like_logger(node: ast.AST) -> bool:
+    if isinstance(node, ast.Name):
+        n = node.id.lower()
+    elif isinstance(node, ast.Attribute):
+        n = node.attr.lower()
+    else:
+        return False
+    return "log" in n

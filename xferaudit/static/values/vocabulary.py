@@ -1,0 +1,101 @@
+"""The torch vocabulary the value layer reads: which attributes, methods and
+functions give tensors, Python values or something else, and small readers of
+call syntax. Data and pure functions only."""
+
+from __future__ import annotations
+
+import ast
+from typing import Optional
+
+from .kinds import Val
+
+TENSOR_PY_ATTRS = frozenset("""shape ndim is_cuda requires_grad is_leaf names is_sparse is_quantized
+    is_meta is_mps is_xpu itemsize nbytes is_nested""".split())
+TENSOR_OTHER_ATTRS = frozenset("device dtype layout grad_fn".split())
+TENSOR_SAME_ATTRS = frozenset("T mT H mH data grad real imag".split())
+TENSOR_PY_METHODS = frozenset("""item tolist size dim numel nelement element_size stride data_ptr
+    get_device is_contiguous is_floating_point is_complex __len__ ndimension storage_offset is_pinned
+    is_shared is_set_to dim_order""".split())
+#: Tensor methods whose result is neither a tensor nor a Python value (a storage: it has copy_).
+TENSOR_UNKNOWN_METHODS = frozenset("untyped_storage storage _typed_storage type".split())
+TENSOR_BOOL_METHODS = frozenset("""any all isnan isinf isfinite isneginf isposinf isreal eq ne lt le gt ge
+    greater less greater_equal less_equal not_equal logical_and logical_or logical_not logical_xor
+    bool isclose signbit""".split())
+#: Methods only tensors have (so `x.sum()` on a value moved with .cuda() is a tensor op).
+TENSOR_METHODS = frozenset("""sum mean max min argmax argmin abs sqrt exp log float double half long int
+    bfloat16 view reshape flatten squeeze unsqueeze permute transpose contiguous detach clone nonzero
+    unique masked_select repeat_interleave softmax log_softmax sigmoid tanh relu pow clamp norm std var
+    topk sort argsort cumsum prod round floor ceil eq ne lt le gt ge any all isnan isinf isfinite
+    squeeze_ unsqueeze_ expand expand_as gather scatter index_select masked_fill narrow split chunk
+    unbind sub add mul div matmul mm bmm neg sign t item tolist numpy cpu bool byte char short
+    type_as view_as reshape_as new_zeros new_ones new_empty new_full fill_ zero_ add_ mul_ sub_ div_
+    copy_ where logical_and logical_or logical_not count_nonzero argwhere""".split())
+MODULE_OUT_METHODS = frozenset("forward generate".split())
+MODULE_SAME_METHODS = frozenset("eval train half float double bfloat16 requires_grad_ share_memory".split())
+
+FACTORIES = frozenset("""tensor as_tensor asarray zeros ones empty full rand randn randint randperm arange
+    linspace logspace eye zeros_like ones_like empty_like full_like rand_like randn_like randint_like
+    empty_strided tril_indices triu_indices""".split())
+HOST_CTORS = frozenset("""from_numpy frombuffer from_file Tensor FloatTensor DoubleTensor HalfTensor
+    BFloat16Tensor LongTensor IntTensor ShortTensor CharTensor ByteTensor BoolTensor""".split())
+TORCH_NOT_TENSOR = frozenset("""is_tensor is_storage is_floating_point is_complex numel equal allclose
+    is_nonzero device dtype Size finfo iinfo get_default_dtype set_default_dtype manual_seed no_grad
+    enable_grad inference_mode set_grad_enabled is_grad_enabled compile save load jit get_rng_state
+    set_rng_state use_deterministic_algorithms is_inference_mode_enabled typename""".split())
+TORCH_NOT_TENSOR_PREFIX = ("torch.cuda.", "torch.distributed.", "torch.backends.", "torch.utils.",
+                           "torch.jit.", "torch.library.", "torch.compiler.", "torch.autograd.profiler",
+                           "torch.profiler.", "torch.multiprocessing.", "torch.optim.", "torch.onnx.",
+                           "torch.fx.", "torch._dynamo.", "torch.testing.", "torch.hub.", "torch.overrides.",
+                           "torch.accelerator.", "torch.mps.", "torch.xpu.", "torch.npu.")
+#: torch's namespaces of tensor functions (their results keep their arguments' device).
+TORCH_TENSOR_NAMESPACES = ("torch.nn.functional.", "torch.linalg.", "torch.fft.", "torch.special.",
+                           "torch.nn.utils.rnn.")
+PY_BUILTINS = frozenset("""len int float bool str repr range list tuple dict set frozenset isinstance
+    hasattr callable format ord chr hash id sorted enumerate zip print issubclass dir hex oct bin""".split())
+SAME_BUILTINS = frozenset("abs round".split())
+ANNOT_TENSOR = frozenset({"Tensor", "torch.Tensor", "FloatTensor", "LongTensor", "torch.FloatTensor",
+                          "torch.LongTensor", "BoolTensor", "torch.BoolTensor"})
+DTYPES = frozenset("""float float16 half bfloat16 float32 float64 double complex64 complex128 cfloat cdouble
+    uint8 int8 int16 int32 int64 long short bool channels_last contiguous_format preserve_format""".split())
+
+
+def camel(name: str) -> bool:
+    """A CamelCase name (a class, by convention), not an ALLCAPS one."""
+    return name[:1].isupper() and not name.isupper()
+
+
+def const_str(node: ast.AST) -> Optional[str]:
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        return node.value
+    return None
+
+
+def keyword(call: ast.Call, name: str) -> Optional[ast.AST]:
+    for k in call.keywords:
+        if k.arg == name:
+            return k.value
+    return None
+
+
+def import_val(q: str) -> Val:
+    """What an imported qualified name is: a class (CamelCase), else a module,
+    function or constant (never a tensor, in practice)."""
+    last = q.rsplit(".", 1)[-1]
+    if last.isupper() and len(last) > 1:
+        return Val("unknown", qual=q)  # a module constant might be a tensor
+    if camel(last):
+        return Val("class", qual=q)
+    return Val("pymod", qual=q)
+
+
+def annot_tensor(node: Optional[ast.AST]) -> bool:
+    """An annotation naming a tensor type (``Tensor``, ``torch.Tensor``, ``"Tensor"``)."""
+    if node is None:
+        return False
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        return node.value.strip() in ANNOT_TENSOR
+    if isinstance(node, ast.Name):
+        return node.id in ANNOT_TENSOR
+    if isinstance(node, ast.Attribute):
+        return isinstance(node.value, ast.Name) and f"{node.value.id}.{node.attr}" in ANNOT_TENSOR
+    return False
