@@ -19,7 +19,10 @@ class WrapCommand(Command):
     def add_arguments(self, parser: argparse.ArgumentParser) -> None:
         from ..static.codemod_files import add_common_arguments
 
+        from ._args import add_implicit_argument
+
         add_common_arguments(parser, "wrap")
+        add_implicit_argument(parser)
         parser.add_argument("--select", action="append", metavar="CODES",
                             help="only sites with these codes or prefixes, comma-separated (e.g. XFA202,XFA204)")
         parser.add_argument("--ignore", action="append", metavar="CODES",

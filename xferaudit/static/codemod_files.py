@@ -401,6 +401,8 @@ def run_command(args, mode: str) -> int:
             cfg = load_config(path=Path(args.config))
         else:
             cfg = load_config(start=Path(args.paths[0]))
+        if getattr(args, "implicit", None):
+            cfg.implicit = args.implicit
         cfg.table()
     except ConfigError as e:
         raise UserError(str(e)) from None

@@ -169,6 +169,7 @@ class FileContext:
     colmap: object = None  # repair.ColumnMap when the text is a repaired reading
     candidates: list = field(default_factory=list)  # the prefilter's lines (where a row's name is called)
     whole: bool = False  # `resolver` binds every scope (analyses may look anywhere)
+    relpath: str = ""  # the path relative to the project root (settings by path: gpu-first-exclude)
     _full: Optional[Resolver] = None
 
     @property
@@ -560,7 +561,7 @@ def analyse(
         # The finder bound names only around its candidate lines; an analysis
         # may look anywhere, so it gets every scope (`whole`).
         ctx = FileContext(path, f.source, tree, rules, f.resolver, f.sites, nodes, colmap, f.cand,
-                          whole=bool(ANALYSES))
+                          whole=bool(ANALYSES), relpath=relpath if relpath is not None else path)
         if ANALYSES:
             for extra in ANALYSES:
                 f.sites.extend(extra(ctx))
