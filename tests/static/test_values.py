@@ -101,7 +101,7 @@ def test_branches_join():
         "    pass\n"
     )
     got = _values_at(src, 10)
-    assert got["t"] == "tensor"  # device on one path, host on the other: not reported
+    assert got["t"] == "either"  # device on one path, host on the other: host evidence wins, not reported
     assert got["total"] == "dev"  # an accumulator of device values
 
 
@@ -198,7 +198,8 @@ def test_receivers_that_are_no_tensors_are_no_sites():
         "    d = w.copy_(v)\n"
         "    return a, b, c, d\n"
     )
-    assert _explicit(src) == ["x.cpu()", "x.cpu().tolist()", "w.copy_(v)"]
+    # x.cpu().tolist(): the .cpu() crosses; .tolist() of what is then on the host crosses nothing
+    assert _explicit(src) == ["x.cpu()", "w.copy_(v)"]
 
 
 def test_a_local_name_shadowing_an_import_is_still_a_receiver():

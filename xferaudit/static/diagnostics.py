@@ -169,7 +169,19 @@ def implicit_suggestion(s: Site) -> Optional[str]:
         if name == "bool":  # bool(t) -> bool(xfer.bool(t, site=...))
             return f"bool({wf_suggestion(form('implicit', 'bool'), 'bool', {VALUE: inner}, None)})"
         return wf_suggestion(form("implicit", name), name, {}, inner)
+    if op == "format" and _bare_tuple(text):
+        text = f"({text})"  # "%d + %d" % (a, b): the tuple is read whole, in its parentheses
     return wf_suggestion(form("implicit", wrapper), wrapper, {VALUE: text}, None)
+
+
+def _bare_tuple(text: str) -> bool:
+    """`text` is a tuple without parentheses (``a, b``)."""
+    import ast
+
+    try:
+        return isinstance(ast.parse(text.strip(), mode="eval").body, ast.Tuple)
+    except SyntaxError:
+        return False
 
 
 def site_message(s: Site, rule: Optional[Rule]) -> str:

@@ -23,13 +23,13 @@ def step(model, x, dev, y, d, m):
         site="train.py:step:torch.tensor",
     )
     g = xfer.numpy(
-        xfer.cpu(x, site="train.py:step:x.cpu"),
+        xfer.cuda(x, site="train.py:step:x.cuda#2"),
         force=True,
-        site="train.py:step:x.cpu().numpy",
+        site="train.py:step:x.cuda().numpy",
     ).tolist()
-    h = [xfer.item(t, site="train.py:step:t.item") for t in xfer.cpu(
+    h = [xfer.item(t, site="train.py:step:t.item") for t in xfer.cuda(
         x,
-        site="train.py:step:x.cpu#2",
+        site="train.py:step:x.cuda#3",
     ).unbind()]
     return a, b, c, e, f, g, h
 

@@ -12,14 +12,19 @@ from typing import Optional
 
 from .kinds import (
     CPUDEV, DEV, DEVICE, DEVOUT, DEVSTATE, DEVX, FUNC, HOST, HOST_PAGEABLE, NUMPY, OBJ, ON_DEVICE, OTHER, PY,
-    SELF, TENSOR, TENSORISH, UNKNOWN, Val, combine,
+    PYLIST, SELF, TENSOR, TENSORISH, TENSORS, UNKNOWN, Val, combine,
 )
 from .placement import device_value, moved, moved_to
+from .tensor_names import TENSOR_METHOD_NAMES, TENSOR_ONLY_METHODS
 from .vocabulary import (
-    FACTORIES, HOST_CTORS, MODULE_OUT_METHODS, MODULE_SAME_METHODS, PY_BUILTINS, SAME_BUILTINS,
-    TENSOR_BOOL_METHODS, TENSOR_METHODS, TENSOR_PY_METHODS, TORCH_TENSOR_NAMESPACES, TENSOR_UNKNOWN_METHODS,
-    TORCH_NOT_TENSOR, TORCH_NOT_TENSOR_PREFIX, camel, keyword,
+    FACTORIES, HOST_CTORS, MODULE_OUT_METHODS, MODULE_SAME_METHODS, MODULE_WRAPPER_CLASSES, MODULE_WRAPPERS,
+    PY_BUILTINS, PY_RESULT_METHODS, SAME_BUILTINS, STDLIB_MODULES, TENSOR_BOOL_METHODS, TENSOR_METHODS,
+    TENSOR_PY_METHODS, TENSOR_UNKNOWN_METHODS, TORCH_NOT_TENSOR, TORCH_NOT_TENSOR_PREFIX, TORCH_TENSOR_NAMESPACES,
+    camel, keyword,
 )
+
+#: Module-like values: an instance, a module on a device, one moved to a device.
+_MODULES = ("obj", "devmod", "devx")
 
 
 def call(ev, node: ast.Call) -> Val:
@@ -34,6 +39,8 @@ def call(ev, node: ast.Call) -> Val:
         fid = func.id
         if fid not in ev.env and fid not in ev.local_names and ev.globals.get(fid) is None \
                 and fid not in ev.imports and q is None:
+            if fid in ("list", "sorted", "range"):
+                return listed(ev, node, fid)
             if fid in PY_BUILTINS:
                 return PY
             if fid in SAME_BUILTINS and node.args:
@@ -51,17 +58,34 @@ def call(ev, node: ast.Call) -> Val:
                     not any(isinstance(a, ast.Starred) for a in node.args):
                 # a function of this module: what it is called with (see .summaries)
                 ev.calls.setdefault(fid, {})[id(node)] = [ev.value(a) for a in node.args]
-            return UNKNOWN
-        if fv.kind == "class" or (fv.kind == "unknown" and camel(fid)):
-            return OBJ
+            return ev.returns("", fid)  # what it returns (.summaries)
+        if fv.kind == "class" or (fv.kind == "unknown" and (camel(fid) or fv.qual is not None and fid.isupper())):
+            return OBJ  # Net(), and an imported ALLCAPS class: GPT(config)
         return call_value(ev, fv, node)
     if isinstance(func, ast.Attribute):
         if isinstance(func.value, ast.Name) and func.value.id == "self" and ev.env.get("self") is SELF:
             fv = ev.value(func)  # self.net(x): calling an attribute
             if fv.kind in ("devmod", "devx", "obj", "unknown"):
                 return call_value(ev, fv, node)
+            if fv is OTHER and func.attr in ev.methods:
+                return ev.returns("self", func.attr)  # self.helper(x): what the method returns
         return method(ev, node, func)
     return call_value(ev, ev.value(func), node)  # model.to(dev)(x)
+
+
+def listed(ev, node: ast.Call, fid: str) -> Val:
+    """`range(n)`, `list(range(n))`, `sorted(idx)`: a Python list (an index that
+    uploads); `list(t)` of a tensor: a list of its rows."""
+    if fid == "range":
+        return PYLIST
+    if not node.args:
+        return PYLIST
+    k = ev.value(node.args[0]).kind
+    if k in ON_DEVICE:
+        return DEVOUT
+    if k in ("tensor", "tensors"):
+        return TENSORS
+    return PYLIST if k in ("py", "pylist") else PY  # a list, of what the file does not say
 
 
 def call_value(ev, fv: Val, node: ast.Call) -> Val:
@@ -69,19 +93,31 @@ def call_value(ev, fv: Val, node: ast.Call) -> Val:
     k = fv.kind
     if k in ("devmod", "devx"):
         return DEVOUT
-    if k == "obj":
-        if any(ev.value(a).kind in ON_DEVICE for a in node.args):
-            return DEV
-        return UNKNOWN
+    if k == "obj":  # a loss, a layer: a tensor where its inputs are
+        where = args_place(ev, node, keywords=False)
+        return DEV if where == "dev" else TENSOR if where == "tensor" else UNKNOWN
     if k == "class":
         return OBJ
-    if k == "unknown" and any(ev.value(a.value if isinstance(a, ast.Starred) else a).kind in ON_DEVICE
-                              for a in list(node.args) + [kw.value for kw in node.keywords]):
+    if k == "unknown":
         # model(x) with model a parameter or attribute and x on a device: the
         # module is where its input is (functions of this file and imported
         # ones are known as such, and are not taken for modules)
-        return DEVOUT
+        where = args_place(ev, node)
+        return DEVOUT if where == "dev" else TENSORS if where == "tensor" else UNKNOWN
     return UNKNOWN
+
+
+def args_place(ev, node: ast.Call, keywords: bool = True) -> str:
+    """"dev" when an argument is on a device, else "tensor" when one is a
+    tensor the file does not place (or a container of them), else ""."""
+    out = ""
+    for a in list(node.args) + ([kw.value for kw in node.keywords] if keywords else []):
+        k = ev.value(a.value if isinstance(a, ast.Starred) else a).kind
+        if k in ON_DEVICE:
+            return "dev"
+        if k in ("tensor", "tensors"):
+            out = "tensor"
+    return out
 
 
 def args_device(ev, node: ast.Call) -> Val:
@@ -114,14 +150,37 @@ def qualified(ev, q: str, node: ast.Call) -> Optional[Val]:
     if q.startswith("math."):
         return PY
     if not q.startswith("torch."):
+        if q.split(".", 1)[0] in STDLIB_MODULES:
+            return PY  # re.compile(p), os.path.join(...): never a tensor
         last = q.rsplit(".", 1)[-1]
-        return OBJ if camel(last) else None
+        if last in MODULE_WRAPPER_CLASSES:
+            return wrapped_module(ev, node, OBJ)
+        return OBJ if camel(last) or last.isupper() and len(last) > 1 else None
     return torch_function(ev, q, node)
+
+
+def wrapped_module(ev, node: ast.Call, otherwise: Val) -> Val:
+    """`torch.compile(m)`, `DDP(m)`, `torch.jit.script(m)`: the module `m` is, where it is."""
+    if node.args:
+        v = ev.value(node.args[0])
+        if v.kind in _MODULES:
+            return v
+    return otherwise
 
 
 def torch_function(ev, q: str, node: ast.Call) -> Optional[Val]:
     """A call of ``torch.<...>``: factories, host constructors, tensor functions."""
     last = q.rsplit(".", 1)[-1]
+    if q in MODULE_WRAPPERS:
+        return wrapped_module(ev, node, OTHER)
+    if last in MODULE_WRAPPER_CLASSES:
+        return wrapped_module(ev, node, OBJ)
+    if last.startswith("is_"):
+        return PY  # torch.is_tensor(x), torch.is_grad_enabled(), torch.cuda.is_available()
+    if last.startswith("get_") or last in ("manual_seed", "seed", "initial_seed"):
+        return HOST if last == "get_rng_state" else OTHER
+    if last == "clip_grad_norm_":  # the total norm, where the gradients are
+        return clipped_norm(ev, node)
     if last in HOST_CTORS:
         return HOST_PAGEABLE
     if q == "torch.device":
@@ -144,9 +203,22 @@ def torch_function(ev, q: str, node: ast.Call) -> Optional[Val]:
     return v
 
 
+def clipped_norm(ev, node: ast.Call) -> Val:
+    """`clip_grad_norm_(model.parameters(), ...)`: a device tensor when the
+    module is on a device, else a tensor the file does not place."""
+    a = node.args[0] if node.args else keyword(node, "parameters")
+    if isinstance(a, ast.Call) and isinstance(a.func, ast.Attribute) and a.func.attr == "parameters":
+        a = a.func.value
+    if a is not None and ev.value(a).kind in ("devmod", "devx", "dev", "devout"):
+        return DEV
+    return TENSOR
+
+
 def factory(ev, last: str, node: ast.Call) -> Val:
     """``torch.zeros(...)`` and the like: where `device=` (or the argument of
-    a ``*_like``) puts the result, pinned or pageable on the host."""
+    a ``*_like``) puts the result, pinned or pageable on the host. Without
+    `device=`, the default device: the host, unless the file changes it
+    (``torch.set_default_device``, ``with torch.device(...)``)."""
     dev = keyword(node, "device")
     pinned = keyword(node, "pin_memory")
     pinned = pinned is not None and not (isinstance(pinned, ast.Constant) and not pinned.value)
@@ -158,6 +230,8 @@ def factory(ev, last: str, node: ast.Call) -> Val:
             v = ev.value(node.args[0])
             if v.kind in ON_DEVICE:
                 return DEV
+        if ev.default_device != "cpu":
+            return DEV if ev.default_device == "dev" else TENSOR
         return HOST if pinned else HOST_PAGEABLE
     d = device_value(ev, dev)
     if d == "cpu":
@@ -216,7 +290,11 @@ def method(ev, node: ast.Call, func: ast.Attribute) -> Val:
             return NUMPY
         if m in ("item", "tolist"):
             return PY
-        return UNKNOWN
+        if m in TENSOR_ONLY_METHODS:  # x.detach(), x.masked_fill(...): only a tensor has these
+            return TENSOR.with_bool(m in TENSOR_BOOL_METHODS)
+        if m == "clip_grad_norm_":  # accelerator.clip_grad_norm_(...): the total norm
+            return TENSOR
+        return object_method(ev, node, m)
     if k in TENSORISH:
         return tensor_method(rv, m)
     if k in ("obj", "devmod"):
@@ -226,16 +304,32 @@ def method(ev, node: ast.Call, func: ast.Attribute) -> Val:
             return DEVSTATE if k == "devmod" else UNKNOWN
         if k == "devmod" and m in MODULE_OUT_METHODS:
             return DEVOUT
+        return object_method(ev, node, m)
+    if k == "tensors":
+        if m in ("get", "to_tuple", "values"):
+            return rv
         return UNKNOWN
     if k == "numpy":
         if m in ("tolist", "item"):
             return PY
         return NUMPY if m not in ("__len__",) else PY
-    if k == "py":
+    if k in ("py", "pylist"):
         if isinstance(func.value, ast.Constant):
             return PY
+        if k == "pylist" and m == "copy":
+            return PYLIST
         return UNKNOWN
     return UNKNOWN
+
+
+def object_method(ev, node: ast.Call, m: str) -> Val:
+    """A method of an object the file does not know (`self.encoder.encode(x)`):
+    its output is where its tensor arguments are, unless the method gives
+    text or a Python value by its name (`tokenizer.decode(ids)`)."""
+    if m in PY_RESULT_METHODS or m.startswith(("is_", "has_", "get_", "num_")):
+        return UNKNOWN
+    where = args_place(ev, node)
+    return DEVOUT if where == "dev" else TENSORS if where == "tensor" else UNKNOWN
 
 
 def tensor_method(rv: Val, m: str) -> Val:
@@ -257,5 +351,7 @@ def tensor_method(rv: Val, m: str) -> Val:
         return DEVOUT if m in ("get", "to_tuple") else UNKNOWN
     if m == "pin_memory":
         return HOST
+    if m not in TENSOR_METHOD_NAMES and k != "devout":
+        return UNKNOWN  # inst.to(dev).has("x"): not a tensor's method, so no tensor
     base = DEV if k in ON_DEVICE else rv
     return base.with_bool(m in TENSOR_BOOL_METHODS)

@@ -14,7 +14,7 @@ from typing import Callable, Optional
 
 from .expressions import Evaluator
 from .findings import CODES, Finding, Result
-from .kinds import ON_DEVICE, Val, is_dev
+from .kinds import DEV, GPU_FIRST, ON_DEVICE, Val, is_dev
 
 def on_device(v: Val) -> bool:
     """A device value used as a tensor: a device tensor, a module's output on a
@@ -31,6 +31,8 @@ _CONVERSIONS = frozenset({"float", "int", "bool", "complex"})
 _FORMATTERS = frozenset({"str", "repr", "format", "print", "ascii"})
 _LOG_METHODS = frozenset({"debug", "info", "warning", "warn", "error", "critical", "exception", "log"})
 _COUNT_METHODS = frozenset({"nonzero", "unique", "unique_consecutive", "masked_select", "argwhere"})
+#: Bases a device value indexes as a Python int, or that a device mask cannot index.
+_SEQUENCES = frozenset({"py", "pylist", "numpy", "host"})
 
 
 def _unparse(node: ast.AST, limit: int = 40) -> str:
@@ -41,19 +43,47 @@ def _unparse(node: ast.AST, limit: int = 40) -> str:
     return s if len(s) <= limit else s[: limit - 3] + "..."
 
 
+_RUNTIME = "xferaudit.runtime."
+_COMPREHENSIONS = (ast.ListComp, ast.SetComp, ast.GeneratorExp, ast.DictComp)
+_FIELDS: dict = {}
+
+
+def _fields(t: type) -> tuple:
+    """The fields of a node type that may hold expressions (not names, operators
+    or contexts), remembered per type."""
+    f = _FIELDS.get(t)
+    if f is None:
+        f = _FIELDS[t] = tuple(n for n in t._fields if n not in ("ctx", "op", "ops", "id", "attr", "arg",
+                                                                     "type_comment", "conversion", "kind",
+                                                                     "name", "names", "level", "module"))
+    return f
+
+
+def _inside_parens(t: ast.Tuple) -> ast.AST:
+    """The tuple `t` positioned from its first element to its last, as libcst
+    places a tuple (without its parentheses), so `wrap` finds it."""
+    if not t.elts:
+        return t
+    out = ast.Tuple(elts=t.elts, ctx=ast.Load())
+    first, last = t.elts[0], t.elts[-1]
+    out.lineno, out.col_offset = first.lineno, first.col_offset
+    out.end_lineno, out.end_col_offset = last.end_lineno, last.end_col_offset
+    return out
+
+
 class Checker:
     """The hook run on each statement by the value layer's walk."""
 
-    def __init__(self, res: Result, methods: frozenset, lines: Optional[Callable[[ast.AST], bool]]) -> None:
+    def __init__(self, res: Result, methods: frozenset, gpu_first: bool = False) -> None:
         self.res = res
         self.methods = methods  # method names of the rule table (receivers to record)
-        self.lines = lines
+        self.gpu_first = gpu_first
         self.ev: Evaluator = None  # type: ignore[assignment]
         self.seen: set = set()
 
     def add(self, code: str, node: ast.AST, at: Optional[ast.AST] = None, label: Optional[str] = None,
             wrap: str = "", why: str = "") -> None:
-        key = (id(node), code)
+        key = (code, type(node), node.lineno, node.col_offset, node.end_lineno, node.end_col_offset)
         if key in self.seen:
             return
         self.seen.add(key)
@@ -64,12 +94,17 @@ class Checker:
 
     def value(self, node: ast.AST) -> Val:
         """The value of `node` as the implicit rules read it: the one place
-        where what a value is, and so where it lives, is decided for them."""
-        return self.ev.value(node)
+        where what a value is, and so where it lives, is decided for them.
+        In the gpu-first reading a tensor the file does not place (and a
+        container or output of such tensors) is on the accelerator."""
+        v = self.ev.value(node)
+        if self.gpu_first:
+            placed = GPU_FIRST.get(v.kind)
+            if placed is not None:
+                return placed.with_bool(v.boolean) if placed is DEV else placed
+        return v
 
     def __call__(self, st: ast.stmt, ev: Evaluator) -> None:
-        if self.lines is not None and not self.lines(st, ev):
-            return
         self.ev = ev
         t = type(st)
         if t in (ast.If, ast.While):
@@ -104,10 +139,11 @@ class Checker:
                 self.store(st.target, st.value)
                 self.scan(st.value, False)
         else:
-            for _, v in ast.iter_fields(st):
+            for f in _fields(t):
+                v = getattr(st, f)
                 if isinstance(v, ast.expr):
                     self.scan(v, False)
-                elif isinstance(v, list):
+                elif type(v) is list:
                     for x in v:
                         if isinstance(x, ast.expr):
                             self.scan(x, False)
@@ -127,6 +163,7 @@ class Checker:
         if not isinstance(tg, ast.Subscript):
             return
         self.scan(tg.value, False)
+        self.scan(tg.slice, False)  # a[a < v[:, [-1]]] = 0: an upload inside the index
         base = self.value(tg.value)
         self.index(tg, base, store=True)
         if value is None:
@@ -151,16 +188,20 @@ class Checker:
                     if b is not None and on_device(self.value(b)):
                         self.add("XFA401", b, wrap="index")
                 continue
+            pv = self.value(p)
+            if pv.kind == "dev" and pv.boolean:
+                # x[m], boxes[m]: whatever is indexed, a device mask's count is read back
+                # (writing through it, t[m] = 0.0, is a masked fill: nothing is read)
+                if not store and base.kind not in _SEQUENCES:
+                    self.add("XFA405", sub, why="boolean-mask indexing has no wrapped form: the count "
+                             "is read inside the indexing itself")
+                continue
             if base.kind not in ON_DEVICE:
                 # seq[t] with seq a Python list or numpy array: t is read as an int.
-                if base.kind in ("py", "numpy") and on_device(self.value(p)):
+                if base.kind in _SEQUENCES and base.kind != "host" and on_device(pv):
                     self.add("XFA401", p, wrap="index")
                 continue
-            pv = self.value(p)
-            if pv.kind == "dev" and pv.boolean and not store:
-                self.add("XFA405", sub, why="boolean-mask indexing has no wrapped form: the count "
-                         "is read inside the indexing itself")
-            elif pv.kind in ("host", "numpy") or isinstance(p, ast.List):
+            if pv.kind in ("host", "numpy", "pylist") or isinstance(p, ast.List):
                 self.add("XFA406", sub, why="the index is uploaded inside the indexing itself")
 
     # --- expressions ------------------------------------------------------------------------
@@ -169,24 +210,22 @@ class Checker:
             self.add("XFA402", node, wrap="bool")
 
     def scan(self, node: ast.AST, boolctx: bool) -> None:
+        """Look for implicit transfers in `node` and every expression in it
+        (`boolctx`: `node` is tested for truth)."""
         t = type(node)
-        if t is ast.BoolOp:
-            vals = node.values
-            for i, v in enumerate(vals):
-                last = i == len(vals) - 1
-                if last and not boolctx:
-                    self.scan(v, False)
-                elif isinstance(v, (ast.BoolOp, ast.UnaryOp)):
-                    self.scan(v, True)
-                else:
-                    if boolctx:
-                        self.truth(v)
-                    elif is_dev(self.value(v)):
-                        self.add("XFA402", v, why="an operand of `and`/`or` outside a condition: the "
-                                 "expression's value is the operand itself, so it has no wrapped form")
-                    self.scan(v, False)
+        if t is ast.Name or t is ast.Constant:
+            if boolctx and t is ast.Name:
+                self.truth(node)
             return
-        if t is ast.UnaryOp and isinstance(node.op, ast.Not):
+        if t is ast.Attribute:
+            if boolctx:
+                self.truth(node)
+            self.scan(node.value, False)
+            return
+        if t is ast.BoolOp:
+            self._boolop(node, boolctx)
+            return
+        if t is ast.UnaryOp and type(node.op) is ast.Not:
             if isinstance(node.operand, (ast.BoolOp, ast.UnaryOp)):
                 self.scan(node.operand, True)
             else:
@@ -197,41 +236,81 @@ class Checker:
             self.truth(node)
         if t is ast.Call:
             self.call(node)
-        elif t is ast.JoinedStr:
+            self.scan(node.func, False)
+            for a in node.args:
+                self.scan(a, False)
+            for k in node.keywords:
+                self.scan(k.value, False)
+            return
+        if t is ast.Subscript:
+            self.index(node, self.value(node.value))
+            self.scan(node.value, False)
+            self.scan(node.slice, False)
+            return
+        if t is ast.JoinedStr:
+            self.formatted([v.value for v in node.values if type(v) is ast.FormattedValue])
             for v in node.values:
-                if isinstance(v, ast.FormattedValue):
-                    if shown(self.value(v.value)):
-                        self.add("XFA403", v.value, wrap="read")
+                if type(v) is ast.FormattedValue:
                     self.scan(v.value, False)
                     if v.format_spec is not None:
                         self.scan(v.format_spec, False)
             return
-        elif t is ast.BinOp and isinstance(node.op, ast.Mod) and _is_string(node.left):
-            r = node.right
-            for e in (r.elts if isinstance(r, ast.Tuple) else [r]):
-                if shown(self.value(e)):
-                    self.add("XFA403", e, wrap="read")
-        elif t is ast.Subscript:
-            self.index(node, self.value(node.value))
-        elif t is ast.IfExp:
+        if t is ast.BinOp:
+            if type(node.op) is ast.Mod and _is_string(node.left):
+                self._percent(node.right)
+            self.scan(node.left, False)
+            self.scan(node.right, False)
+            return
+        if t is ast.IfExp:
             self.scan(node.test, True)
             self.scan(node.body, boolctx)
             self.scan(node.orelse, boolctx)
             return
-        elif t in (ast.ListComp, ast.SetComp, ast.GeneratorExp, ast.DictComp):
-            return  # comprehension variables are not in the environment: not looked into
-        elif t is ast.Lambda:
+        if t in _COMPREHENSIONS:
+            self.comprehension(node)
             return
-        for child in ast.iter_child_nodes(node):
-            if isinstance(child, ast.expr):
-                self.scan(child, False)
+        if t is ast.Lambda:
+            return
+        for f in _fields(t):
+            v = getattr(node, f)
+            if type(v) is list:
+                for x in v:
+                    if x is not None:
+                        self.scan(x, False)
+            elif isinstance(v, ast.expr):
+                self.scan(v, False)
+
+    def _boolop(self, node: ast.BoolOp, boolctx: bool) -> None:
+        vals = node.values
+        for i, v in enumerate(vals):
+            last = i == len(vals) - 1
+            if last and not boolctx:
+                self.scan(v, False)
+            elif isinstance(v, (ast.BoolOp, ast.UnaryOp)):
+                self.scan(v, True)
+            else:
+                if boolctx:
+                    self.truth(v)
+                elif is_dev(self.value(v)):
+                    self.add("XFA402", v, why="an operand of `and`/`or` outside a condition: the "
+                             "expression's value is the operand itself, so it has no wrapped form")
+                self.scan(v, False)
+
+    def _percent(self, r: ast.AST) -> None:
+        """The operand of `"..." % r`."""
+        if type(r) is ast.Tuple and not any(type(e) is ast.Starred for e in r.elts):
+            # "%d + %d" % (a[0], a[1]): one formatting, one finding (the tuple, read whole)
+            if any(shown(self.value(e)) for e in r.elts):
+                self.add("XFA403", _inside_parens(r), wrap="read")
+        else:
+            self.formatted([r])
 
     def call(self, node: ast.Call) -> None:
         ev = self.ev
         func = node.func
         args = node.args
         if isinstance(func, ast.Attribute) and func.attr in self.methods:
-            self.res.receivers[id(node)] = self.value(func.value)
+            self.res.receivers[id(node)] = self.ev.value(func.value)  # as the evaluator has it (host stays host)
         q = ev.qual(func)
         if isinstance(func, ast.Name) and q is None and func.id not in ev.env and func.id not in ev.local_names:
             f = func.id
@@ -242,9 +321,7 @@ class Checker:
                     if on_device(self.value(a)):
                         self.add("XFA401", a, wrap="index")
             elif f in _FORMATTERS:
-                for a in args[: (1 if f != "print" else None)]:
-                    if not isinstance(a, ast.Starred) and shown(self.value(a)):
-                        self.add("XFA403", a, wrap="read")
+                self.formatted(args[: (1 if f != "print" else None)])
             return
         if q is not None:
             if q in _WRAPPED_COPIES and args and _non_blocking(node):
@@ -283,9 +360,7 @@ class Checker:
             self._log_args(node)
             return
         if m == "format" and _is_string(recv):
-            for a in list(args) + [k.value for k in node.keywords]:
-                if shown(self.value(a)):
-                    self.add("XFA403", a, wrap="read")
+            self.formatted(list(args) + [k.value for k in node.keywords])
             return
         if m in _COUNT_METHODS or m == "repeat_interleave":
             if on_device(self.value(recv)) and (m != "repeat_interleave" or _tensor_repeats(self.value, node, 0)):
@@ -296,9 +371,37 @@ class Checker:
             self._hazard(node, func)
 
     def _log_args(self, node: ast.Call) -> None:
-        for a in node.args:
+        self.formatted(node.args)
+
+    def formatted(self, values: list) -> None:
+        """The values one formatting construct shows (a print, an f-string, a
+        `.format`, a logging call): one finding, at the first device value;
+        none once one of them is wrapped (`xfer.read(...)`: counted there)."""
+        if any(type(a) is ast.Call and (self.ev.qual(a.func) or "").startswith(_RUNTIME) for a in values):
+            return
+        for a in values:
             if not isinstance(a, ast.Starred) and shown(self.value(a)):
                 self.add("XFA403", a, wrap="read")
+                return
+
+    def comprehension(self, node: ast.AST) -> None:
+        """`[x.item() for x in t]`: the variables bound to the elements of their
+        iterables (in a copy of the environment), the filters read as truth tests."""
+        ev = self.ev
+        saved = ev.env
+        try:
+            ev.env = dict(saved)
+            for g in node.generators:
+                self.scan(g.iter, False)
+                ev.bind_element(g.target, ev.value(g.iter))
+                for cond in g.ifs:
+                    self.scan(cond, True)
+            for part in ("elt", "key", "value"):
+                e = getattr(node, part, None)
+                if e is not None:
+                    self.scan(e, False)
+        finally:
+            ev.env = saved
 
     def _save(self, node: ast.Call) -> None:
         obj = node.args[0]

@@ -14,8 +14,8 @@ from typing import Callable, Optional
 
 from . import calls as _calls
 from .kinds import (
-    CPUDEV, DEV, DEVICE, DEVICE_KINDS, DEVLIKE, DEVOUT, NUMPY, ON_DEVICE, OTHER, PY, SELF, TENSORISH, UNKNOWN,
-    Val, combine, join,
+    CPUDEV, DEV, DEVICE, DEVLIKE, DEVOUT, NUMPY, ON_DEVICE, OTHER, PY, PYLIST, SELF, TENSOR,
+    TENSORISH, TENSORS, UNKNOWN, Val, combine, join,
 )
 from .placement import device_value
 from .vocabulary import TENSOR_OTHER_ATTRS, TENSOR_PY_ATTRS, TENSOR_SAME_ATTRS, import_val
@@ -37,10 +37,14 @@ class Evaluator:
         self.local_names: frozenset = frozenset()  # names bound anywhere in the function
         self.where = "<module>"  # qualified name of the function walked
         self.calls: Optional[dict] = None  # module function name -> {id(call): [argument values]}
-        #: a device value has been bound (or is in a global or attribute): until
-        #: then a statement can only show one through its own text
-        self.dev_seen = any(v.kind in DEVICE_KINDS for v in self.globals.values()) or any(
-            v.kind in DEVICE_KINDS for v in self.class_attrs.values())
+        self.gpu_first = False  # the reading: a tensor the file does not place is on the accelerator
+        self.default_device = "cpu"  # where a factory without device= puts its result: "cpu", "dev", "unknown"
+        self.methods: dict = {}  # name -> def of the methods of the class walked (self.m(...) has a summary)
+        #: ("", name) for a function of the module, ("self", name) for a method of
+        #: the class: what it returns (:class:`.summaries.Returns`); unknown without
+        self.summaries = None
+        self.returned: Optional[list] = None  # the values of the return statements walked (summaries)
+        self.memo: dict = {}  # id(node) -> its value, for the statement being walked
 
     # qualified names, through imports done in the function too
     def qual(self, node: ast.AST) -> Optional[str]:
@@ -79,16 +83,32 @@ class Evaluator:
             return import_val(q)
         return UNKNOWN
 
+    def returns(self, scope: str, name: str) -> Val:
+        """What the function `name` of the module (`scope` "") or the method of
+        the class (`scope` "self") returns."""
+        if self.summaries is None:
+            return UNKNOWN
+        return self.summaries.of(scope, name, self)
+
     def device_value(self, node: ast.AST) -> str:
         """"cpu", "dev", "dtype", "like" or "unknown" for a device argument (:func:`.placement.device_value`)."""
         return device_value(self, node)
 
     def value(self, node: ast.AST) -> Val:
+        """What `node` is. Remembered for the statement being walked (the walk
+        clears :attr:`memo` before each): a rule asks about a call, then about
+        its receiver, then about that one's receiver..."""
         t = type(node)
         if t is ast.Name:
             return self.name(node)
         if t is ast.Constant or t is ast.JoinedStr:
             return PY
+        v = self.memo.get(id(node))
+        if v is None:
+            v = self.memo[id(node)] = self._value(node, t)
+        return v
+
+    def _value(self, node: ast.AST, t: type) -> Val:
         if t is ast.Attribute:
             return self._attribute(node)
         if t is ast.Call:
@@ -99,7 +119,11 @@ class Evaluator:
             left = node.left
             if isinstance(left, ast.JoinedStr) or isinstance(left, ast.Constant) and isinstance(left.value, str):
                 return PY  # "%.3f" % t, "a" + s: a string
-            return combine(self.value(left), self.value(node.right))
+            a, b = self.value(left), self.value(node.right)
+            v = combine(a, b)
+            if type(node.op) in _BITWISE and (a.boolean or b.boolean) and v.kind in TENSORISH:
+                return v.with_bool(True)  # m1 & m2, m | (x > 0): still a mask
+            return v
         if t is ast.Compare:
             if len(node.ops) == 1 and not isinstance(node.ops[0], (ast.Is, ast.IsNot, ast.In, ast.NotIn)):
                 v = combine(self.value(node.left), self.value(node.comparators[0]))
@@ -111,7 +135,7 @@ class Evaluator:
             v = self.value(node.operand)
             if v.kind == "devx" or v.kind == "devout":
                 return DEV
-            return v
+            return v  # ~mask keeps the mask
         if t is ast.BoolOp:
             vals = [self.value(v) for v in node.values]
             out = vals[0]
@@ -120,13 +144,25 @@ class Evaluator:
             return out
         if t is ast.IfExp:
             return join(self.value(node.body), self.value(node.orelse))
-        if t is ast.DictComp or t is ast.ListComp:
+        if t in _COMPREHENSIONS:
             # {k: v.to(dev) for k, v in batch.items()}: a container of device tensors
-            # (the comprehension's own names are unknown here, so only what the
-            # element expression itself shows counts)
-            el = self.value(node.value if t is ast.DictComp else node.elt)
-            return DEVOUT if el.kind in ON_DEVICE else PY
-        if t in (ast.List, ast.Tuple, ast.Set, ast.Dict, ast.SetComp):
+            saved = self.env
+            try:
+                self.bind_generators(node.generators)
+                if t is ast.DictComp:
+                    return _container([self.value(node.value)], PY)
+                return _container([self.value(node.elt)], PYLIST if t is ast.ListComp else PY)
+            finally:
+                self.env = saved
+        if t is ast.List:
+            return _container([self.value(e) for e in node.elts], PYLIST)
+        if t is ast.Tuple:
+            parts = tuple(self.value(e) for e in node.elts)
+            v = _container(parts, PY)
+            return Val(v.kind, parts=parts) if not any(isinstance(e, ast.Starred) for e in node.elts) else v
+        if t is ast.Dict:
+            return _container([self.value(e) for e in node.values if e is not None], PY)
+        if t is ast.Set:
             return PY
         if t is ast.NamedExpr:
             v = self.value(node.value)
@@ -134,6 +170,27 @@ class Evaluator:
                 self.env[node.target.id] = v
             return v
         return UNKNOWN
+
+    def bind_generators(self, generators: list) -> None:
+        """Bind a comprehension's variables (in a copy of the environment: the
+        caller restores it): each target is an element of its iterable."""
+        self.env = dict(self.env)
+        for g in generators:
+            self.bind_element(g.target, self.value(g.iter))
+
+    def bind_element(self, target: ast.AST, v: Val) -> None:
+        """`target` bound to what iterating `v` gives (names, tuples of names)."""
+        el = self.element(v)
+        if isinstance(target, ast.Name):
+            self.env[target.id] = el
+        elif isinstance(target, (ast.Tuple, ast.List)):
+            parts = el.parts if el.parts is not None and len(el.parts) == len(target.elts) else None
+            inner = self.element(el)
+            for i, e in enumerate(target.elts):
+                if isinstance(e, ast.Name):
+                    self.env[e.id] = parts[i] if parts is not None else inner
+                elif isinstance(e, ast.Starred) and isinstance(e.value, ast.Name):
+                    self.env[e.value.id] = UNKNOWN
 
     # attributes ------------------------------------------------------------------
     def _attribute(self, node: ast.Attribute) -> Val:
@@ -149,6 +206,10 @@ class Evaluator:
         bv = self.value(base)
         k = bv.kind
         a = node.attr
+        if a == "module" and k in ("obj", "devmod", "devx"):
+            return bv  # ddp_model.module: the module it wraps, where it is
+        if k == "tensors":
+            return TENSOR if a not in TENSOR_PY_ATTRS else PY  # outputs.logits
         if k in TENSORISH:
             if a in TENSOR_PY_ATTRS:
                 return PY
@@ -174,19 +235,55 @@ class Evaluator:
     def _subscript(self, node: ast.Subscript) -> Val:
         bv = self.value(node.value)
         k = bv.kind
+        if bv.parts is not None and isinstance(node.slice, ast.Constant) and type(node.slice.value) is int:
+            i = node.slice.value
+            if -len(bv.parts) <= i < len(bv.parts):
+                return bv.parts[i]  # a, b = f()[0], f()[1]: per position
         if k in ("dev", "devout", "devx"):
             return DEV if k != "dev" else bv
-        if k in ("host", "numpy", "tensor"):
+        if k in ("host", "numpy", "tensor", "either"):
             return bv
+        if k == "tensors":
+            return TENSOR
         if k == "devstate":
             return DEV
+        if k in ("py", "pylist", "numpy"):
+            return PY if k == "pylist" else UNKNOWN
+        m = self.value(node.slice) if not isinstance(node.slice, (ast.Slice, ast.Tuple)) else UNKNOWN
+        if m.boolean and m.kind in ("dev", "tensor"):
+            return DEV if m.kind == "dev" else TENSOR  # boxes[mask]: where the mask is
         return UNKNOWN
 
     # iteration ---------------------------------------------------------------------------
     def element(self, v: Val) -> Val:
         """What iterating or unpacking a value gives."""
-        if v.kind in ON_DEVICE:
+        k = v.kind
+        if k in ON_DEVICE:
             return DEV
-        if v.kind in ("host", "numpy"):
-            return v
+        if k in ("host", "numpy", "either"):
+            return v.with_bool(False) if k != "numpy" else v
+        if k in ("tensor", "tensors"):
+            return TENSOR  # the rows of a tensor, the tensors of a list of them
+        if k == "pylist":
+            return PY
         return UNKNOWN
+
+
+_BITWISE = (ast.BitAnd, ast.BitOr, ast.BitXor)
+_COMPREHENSIONS = (ast.ListComp, ast.SetComp, ast.GeneratorExp, ast.DictComp)
+
+
+def _container(values, otherwise: Val) -> Val:
+    """A display or comprehension holding `values`: DEVOUT when one is on a
+    device (or device state), TENSORS when one is a tensor nothing places,
+    `otherwise` when all are Python values, else unknown."""
+    out = otherwise
+    for v in values:
+        k = v.kind
+        if k in ON_DEVICE or k in ("devstate", "devmod"):
+            return DEVOUT
+        if k in ("tensor", "tensors"):
+            out = TENSORS
+        elif k not in ("py", "pylist") and out is otherwise:
+            out = UNKNOWN if otherwise is PYLIST else otherwise
+    return out

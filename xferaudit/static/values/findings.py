@@ -64,6 +64,7 @@ class Result:
         if v is None and self.free is not None:
             self.free.local_names = _Locals(local)
             self.free.env = {}
+            self.free.memo.clear()
             v = self.free.value(node)
         return v if v is not None else Val("unknown")
 
@@ -73,8 +74,14 @@ class Result:
         if v is None and self.free is not None and isinstance(call.func, ast.Attribute):
             self.free.local_names = _Locals(local)
             self.free.env = {}
+            self.free.memo.clear()
             v = self.free.value(call.func.value)
         return v is not None and unbound_tensor(v) and bool(call.args)
+
+    def on_host(self, call: ast.Call) -> bool:
+        """The receiver of the method call is a host tensor, as the walk read it."""
+        v = self.receivers.get(id(call))
+        return v is not None and v.kind == "host"
 
     def not_a_receiver(self, call: ast.Call, local: Callable[[str], bool]) -> Optional[Val]:
         """The receiver's value when the code shows it is no tensor (a module,
@@ -89,6 +96,7 @@ class Result:
         if v is None and self.free is not None and isinstance(call.func, ast.Attribute):
             self.free.local_names = _Locals(local)
             self.free.env = {}
+            self.free.memo.clear()
             v = self.free.value(call.func.value)
         if v is not None and v.kind in NOT_A_RECEIVER:
             if v.kind == "class" and unbound_tensor(v):

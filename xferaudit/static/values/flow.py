@@ -12,8 +12,10 @@ import ast
 from typing import Callable, Optional
 
 from .expressions import Evaluator
-from .kinds import CLASS, DEVICE_KINDS, OTHER, PY, TENSOR, UNKNOWN, Val, combine, join
-from .vocabulary import annot_tensor, import_val
+from .kinds import CLASS, DEVMOD, OBJ, OTHER, PY, TENSOR, TENSORS, UNKNOWN, Val, combine, join, \
+    join_loop
+from .placement import device_value
+from .vocabulary import MODULE_SAME_METHODS, annot_kind, import_val
 
 Hook = Callable[[ast.AST, Evaluator], None]
 
@@ -88,15 +90,19 @@ class Walker:
         for st in stmts:
             self.stmt(st)
 
-    def _branch(self, stmts: list) -> dict:
+    def _branch(self, stmts: list) -> tuple[dict, bool]:
+        """The environment after `stmts` from the one before, and whether they
+        end in ``raise`` or ``return`` (so nothing of theirs flows on)."""
         saved = self.ev.env
         self.ev.env = dict(saved)
         self.body(stmts)
         out = self.ev.env
         self.ev.env = saved
-        return out
+        return out, _ends(stmts)
 
-    def _merge(self, envs: list) -> None:
+    def _merge(self, envs: list, loop: bool = False) -> None:
+        """Join the environments of paths that meet; with `loop`, the first is
+        the one before a loop (accumulators: :func:`.kinds.join_loop`)."""
         first = envs[0]
         keys = set()
         for e in envs[1:]:
@@ -114,26 +120,27 @@ class Walker:
                 # bound on some paths only: keep it when it was a device value
                 out[k] = v if v.kind in ("dev", "devmod") else UNKNOWN
                 continue
-            v = vals[0]
-            for w in vals[1:]:
+            v = vals[1] if loop else vals[0]
+            for w in vals[2 if loop else 1:]:
                 v = join(v, w)
-            out[k] = v
+            out[k] = join_loop(vals[0], v) if loop else v
         self.ev.env = out
 
     def bind(self, target: ast.AST, v: Val, value_node: Optional[ast.AST] = None) -> None:
         env = self.ev.env
         t = type(target)
-        if v.kind in DEVICE_KINDS:
-            self.ev.dev_seen = True
         if t is ast.Name:
             env[target.id] = v
         elif t in (ast.Tuple, ast.List):
             elts = target.elts
-            if isinstance(value_node, (ast.Tuple, ast.List)) and len(value_node.elts) == len(elts) and \
-                    not any(isinstance(e, ast.Starred) for e in elts):
+            starred = any(isinstance(e, ast.Starred) for e in elts)
+            if isinstance(value_node, (ast.Tuple, ast.List)) and len(value_node.elts) == len(elts) and not starred:
                 vals = [self.ev.value(e) for e in value_node.elts]
                 for e, ev in zip(elts, vals):
                     self.bind(e, ev)
+            elif v.parts is not None and len(v.parts) == len(elts) and not starred:
+                for e, part in zip(elts, v.parts):  # a, b = f(): what f returns, per position
+                    self.bind(e, part)
             else:
                 el = self.ev.element(v)
                 for e in elts:
@@ -147,6 +154,7 @@ class Walker:
 
     def stmt(self, st: ast.stmt) -> None:
         ev = self.ev
+        ev.memo.clear()
         t = type(st)
         if self.hook is not None:
             self.hook(st, ev)
@@ -163,23 +171,26 @@ class Walker:
         elif t is ast.AnnAssign:
             if st.value is not None:
                 self.bind(st.target, ev.value(st.value), st.value)
-            elif annot_tensor(st.annotation):
-                self.bind(st.target, TENSOR)
+            else:
+                a = annot_kind(st.annotation)
+                if a is not None:
+                    self.bind(st.target, TENSOR if a == "tensor" else TENSORS)
+        elif t is ast.Return:
+            if ev.returned is not None:
+                v = st.value
+                none = v is None or isinstance(v, ast.Constant) and v.value is None
+                ev.returned.append(None if none else ev.value(v))
         elif t is ast.Expr:
-            # `model.to(dev)` / `model.cuda()` as a statement moves a module in place.
             c = st.value
             if isinstance(c, ast.Call) and isinstance(c.func, ast.Attribute) and c.func.attr in ("to", "cuda", "cpu"):
-                recv = c.func.value
-                rv = ev.value(recv)
-                if rv.kind in ("obj", "devmod") and isinstance(recv, (ast.Name, ast.Attribute)):
-                    self.bind(recv, ev.value(c))
+                self._moved_in_place(c)
             elif isinstance(c, ast.NamedExpr) or (isinstance(c, ast.Call) and isinstance(c.func, ast.Name)
                                                  and ev.calls is not None):
                 ev.value(c)  # binds the walrus; records the call of a module function
         elif t is ast.If:
-            a = self._branch(st.body)
-            b = self._branch(st.orelse)
-            self._merge([a, b])
+            paths = [self._branch(st.body), self._branch(st.orelse)]
+            live = [env for env, ends in paths if not ends]
+            self._merge(live or [env for env, _ in paths])
         elif t in (ast.For, ast.AsyncFor):
             before = dict(ev.env)
             self._bind_loop(st.target, st.iter)
@@ -187,19 +198,25 @@ class Walker:
             after = ev.env
             ev.env = dict(after)
             self.body(st.orelse)
-            self._merge([before, after, ev.env])
+            self._merge([before, after, ev.env], loop=True)
         elif t is ast.While:
             before = dict(ev.env)
             self.body(st.body)
             after = ev.env
             ev.env = dict(after)
             self.body(st.orelse)
-            self._merge([before, after])
+            self._merge([before, after], loop=True)
         elif t in (ast.With, ast.AsyncWith):
+            default = ev.default_device
             for item in st.items:
                 if item.optional_vars is not None:
                     self.bind(item.optional_vars, UNKNOWN)
+                c = item.context_expr
+                if isinstance(c, ast.Call) and c.args and ev.qual(c.func) == "torch.device":
+                    d = device_value(ev, c.args[0])  # with torch.device("cuda"): factories there
+                    ev.default_device = d if d in ("cpu", "dev") else "unknown"
             self.body(st.body)
+            ev.default_device = default
         elif hasattr(st, "handlers"):  # Try, TryStar
             before = dict(ev.env)
             self.body(st.body)
@@ -214,10 +231,9 @@ class Walker:
             self.body(st.orelse)
             self.body(st.finalbody)
         elif hasattr(st, "cases"):
-            envs = []
-            for case in st.cases:
-                envs.append(self._branch(case.body))
-            self._merge(envs)
+            paths = [self._branch(case.body) for case in st.cases]
+            live = [env for env, ends in paths if not ends]
+            self._merge(live or [env for env, _ in paths])
         elif t in (ast.FunctionDef, ast.AsyncFunctionDef):
             ev.env[st.name] = OTHER
             self.nested(st, ev)
@@ -244,6 +260,26 @@ class Walker:
             for n in st.names:
                 ev.env[n] = UNKNOWN
 
+    def _moved_in_place(self, c: ast.Call) -> None:
+        """`model.to(dev)`, `model.cuda()`, `net.eval().cpu()` as a statement (the
+        result dropped) moves a module in place: its name is rebound."""
+        ev = self.ev
+        recv = c.func.value
+        while isinstance(recv, ast.Call) and isinstance(recv.func, ast.Attribute) and \
+                recv.func.attr in MODULE_SAME_METHODS:
+            recv = recv.func.value
+        if not isinstance(recv, (ast.Name, ast.Attribute)) or ev.value(recv).kind not in (
+                "obj", "devmod", "devx", "unknown"):
+            return
+        m = c.func.attr
+        if m == "to":
+            dev = c.args[0] if c.args else next((k.value for k in c.keywords if k.arg == "device"), None)
+            where = device_value(ev, dev) if dev is not None else "dtype"
+            if where == "dtype":
+                return
+            m = "cpu" if where == "cpu" else "cuda"
+        self.bind(recv, OBJ if m == "cpu" else DEVMOD)
+
     def _bind_loop(self, target: ast.AST, it: ast.AST) -> None:
         """`for a, b in zip(x, y)` and `for i, x in enumerate(xs)`: element by element."""
         ev = self.ev
@@ -269,3 +305,16 @@ class Walker:
             if f == "enumerate" and it.args:
                 return UNKNOWN  # (index, item): unpacked below by position when possible
         return ev.element(ev.value(it))
+
+
+def _ends(stmts: list) -> bool:
+    """`stmts` end in ``raise`` or ``return`` on every path (an ``if`` whose
+    branches both do)."""
+    if not stmts:
+        return False
+    last = stmts[-1]
+    if isinstance(last, (ast.Raise, ast.Return)):
+        return True
+    if isinstance(last, ast.If):
+        return _ends(last.body) and _ends(last.orelse)
+    return False

@@ -9,12 +9,20 @@ from __future__ import annotations
 
 import ast
 
-from .kinds import DEV, DEVMOD, DEVX, HOST, OBJ, ON_DEVICE, TENSOR, TENSORISH, UNKNOWN, Val
+from .kinds import DEV, DEVMOD, DEVOUT, DEVX, HOST, OBJ, ON_DEVICE, TENSOR, TENSORISH, UNKNOWN, Val
 from .vocabulary import DTYPES, const_str, keyword
 
 
 def device_value(ev, node: ast.AST) -> str:
-    """"cpu", "dev", "dtype", "like" or "unknown" for a device argument (`.to(X)`, `device=X`)."""
+    """"cpu", "dev", "dtype", "like" or "unknown" for a device argument (`.to(X)`, `device=X`).
+
+    "like" is the device of a value the code does not place (`.to(other.device)`,
+    `accelerator.device`): in the gpu-first reading, the accelerator ("dev")."""
+    d = _device_value(ev, node)
+    return "dev" if d == "like" and ev.gpu_first else d
+
+
+def _device_value(ev, node: ast.AST) -> str:
     s = const_str(node)
     if s is not None:
         head = s.split(":", 1)[0].strip().lower()
@@ -31,7 +39,7 @@ def device_value(ev, node: ast.AST) -> str:
     if last is not None and (last.lower().endswith("dtype") or last in DTYPES):
         return "dtype"
     if isinstance(node, ast.Call) and ev.qual(node.func) == "torch.device":
-        return device_value(ev, node.args[0]) if node.args else "unknown"
+        return _device_value(ev, node.args[0]) if node.args else "unknown"
     if isinstance(node, ast.Attribute) and node.attr == "device":
         bv = ev.value(node.value)
         if bv.kind in ON_DEVICE:
@@ -46,7 +54,7 @@ def device_value(ev, node: ast.AST) -> str:
         return "cpu"
     if v.kind == "devlike":
         return "like"
-    if v.kind in ("host", "tensor", "dev", "devx", "devout"):
+    if v.kind in TENSORISH or v.kind == "tensors":
         return "like"
     if isinstance(node, (ast.Name, ast.Attribute, ast.Subscript)) or (
             isinstance(node, ast.JoinedStr) and node.values and
@@ -61,9 +69,11 @@ def moved(rv: Val, where: str) -> Val:
     if where == "cpu":
         if k in ("obj", "devmod"):
             return OBJ
-        return HOST if k in TENSORISH or k == "unknown" else UNKNOWN
-    if k in ("dev", "host", "tensor", "devout"):
+        return HOST if k in TENSORISH or k in ("unknown", "tensors") else UNKNOWN
+    if k in TENSORISH and k != "devx":
         return DEV
+    if k == "tensors":
+        return DEVOUT
     if k in ("obj", "devmod"):
         return DEVMOD
     if k in ("devx", "unknown"):

@@ -1,7 +1,9 @@
-"""What a function is known to receive, from outside its own body.
+"""What a function returns, and what it is known to receive from outside its body.
 
-Two sources, each giving *seeds* (parameter name -> value) for a second walk of
-a function:
+:class:`Returns`: what each function and method of the file returns (per
+position of a returned tuple), for the calls of it in the same file
+(``x, y = prepare(batch)``, ``self.encode(x)``). Two sources give *seeds*
+(parameter name -> value) for a second walk of a function:
 
 * the calls of the module's own functions seen during the walk
   (:attr:`.expressions.Evaluator.calls`): a parameter every call passes a
@@ -17,7 +19,56 @@ from __future__ import annotations
 import ast
 from typing import Callable, Optional
 
-from .kinds import DEVICE_KINDS, DEVOUT, join
+from .kinds import DEVICE_KINDS, DEVOUT, UNKNOWN, Val, join
+
+#: walk(def node, the caller's evaluator) -> the values its return statements give
+Walk = Callable[[ast.AST, object], list]
+
+
+class Returns:
+    """What the functions of one file return, each walked (without reporting)
+    the first time a call of it is read, and remembered.
+
+    `walk(fn, ev)` walks the def `fn` (`ev`: the evaluator of the caller, for
+    the class context) and gives the values of its ``return`` statements
+    (None for a bare ``return`` / ``return None``).
+    """
+
+    def __init__(self, functions: dict, walk: Walk) -> None:
+        self.functions = functions  # name -> def node (module level)
+        self.walk = walk
+        self.done: dict = {}
+        self.busy: set = set()
+
+    def of(self, scope: str, name: str, ev) -> Val:
+        fn = self.functions.get(name) if scope == "" else ev.methods.get(name)
+        if fn is None:
+            return UNKNOWN
+        key = id(fn)
+        if key in self.done:
+            return self.done[key]
+        if key in self.busy:
+            return UNKNOWN  # recursion: what it returns is not known yet
+        self.busy.add(key)
+        try:
+            v = summary(self.walk(fn, ev))
+        finally:
+            self.busy.discard(key)
+        self.done[key] = v
+        return v
+
+
+def summary(returned: list) -> Val:
+    """The values of a function's returns joined (a tuple's position by
+    position); a bare ``return`` or ``return None`` beside others is the
+    caller's check, not a value it uses."""
+    vals = [v for v in returned if v is not None]
+    if not vals:
+        return UNKNOWN
+    out = vals[0]
+    for v in vals[1:]:
+        out = join(out, v)
+    return out
 
 _LIGHTNING_STEPS = frozenset({"training_step", "validation_step", "test_step", "predict_step"})
 _CALLBACK_HOOKS = frozenset({"on_train_batch_end", "on_validation_batch_end", "on_test_batch_end",

@@ -55,6 +55,26 @@ PY_BUILTINS = frozenset("""len int float bool str repr range list tuple dict set
 SAME_BUILTINS = frozenset("abs round".split())
 ANNOT_TENSOR = frozenset({"Tensor", "torch.Tensor", "FloatTensor", "LongTensor", "torch.FloatTensor",
                           "torch.LongTensor", "BoolTensor", "torch.BoolTensor"})
+#: Annotations of a container of tensors (`List[Tensor]`); `Optional` and `Union[..., None]` look through.
+ANNOT_CONTAINERS = frozenset({"List", "list", "Tuple", "tuple", "Sequence", "Iterable", "Iterator", "Dict",
+                              "dict", "Mapping", "MutableMapping"})
+#: torch functions that wrap a module and keep it where it is (and calls of them launch it).
+MODULE_WRAPPERS = frozenset({"torch.compile", "torch.jit.script", "torch.jit.trace", "torch.jit.freeze",
+                             "torch.jit.optimize_for_inference"})
+MODULE_WRAPPER_CLASSES = frozenset({"DistributedDataParallel", "DataParallel", "FullyShardedDataParallel"})
+#: The standard library's modules whose functions give Python values, never tensors
+#: (`re.compile(p).sub(...)` is no tensor op).
+STDLIB_MODULES = frozenset("""re os sys json pathlib time datetime string hashlib shutil glob subprocess inspect
+    logging warnings argparse platform socket urllib uuid textwrap fnmatch tempfile shlex getpass locale
+    importlib pkgutil traceback gc signal io csv zipfile tarfile gzip base64 html xml email http
+    sqlite3 unicodedata difflib pprint""".split())
+#: Methods whose result is text or a Python value, whatever their arguments
+#: (`tokenizer.decode(ids)`): an object's method called on device values
+#: otherwise gives device values.
+PY_RESULT_METHODS = frozenset("""decode batch_decode format join split strip replace startswith endswith
+    encode lower upper get append extend insert update pop setdefault add remove discard index count
+    keys values items copy write read readline info debug warning warn error critical exception log
+    print save close tolist item""".split())
 DTYPES = frozenset("""float float16 half bfloat16 float32 float64 double complex64 complex128 cfloat cdouble
     uint8 int8 int16 int32 int64 long short bool channels_last contiguous_format preserve_format""".split())
 
@@ -88,14 +108,45 @@ def import_val(q: str) -> Val:
     return Val("pymod", qual=q)
 
 
-def annot_tensor(node: Optional[ast.AST]) -> bool:
-    """An annotation naming a tensor type (``Tensor``, ``torch.Tensor``, ``"Tensor"``)."""
+def annot_kind(node: Optional[ast.AST]) -> Optional[str]:
+    """"tensor" for an annotation naming a tensor type (``Tensor``, ``torch.Tensor``,
+    ``Optional[Tensor]``, ``Tensor | None``, ``"Tensor"``), "tensors" for a
+    container of them (``List[Tensor]``, ``tuple[Tensor, ...]``), else None."""
     if node is None:
-        return False
+        return None
     if isinstance(node, ast.Constant) and isinstance(node.value, str):
-        return node.value.strip() in ANNOT_TENSOR
+        text = node.value.strip()
+        if text in ANNOT_TENSOR:
+            return "tensor"
+        if "Tensor" not in text:
+            return None
+        try:
+            node = ast.parse(text, mode="eval").body
+        except (SyntaxError, ValueError):
+            return None
     if isinstance(node, ast.Name):
-        return node.id in ANNOT_TENSOR
+        return "tensor" if node.id in ANNOT_TENSOR else None
     if isinstance(node, ast.Attribute):
-        return isinstance(node.value, ast.Name) and f"{node.value.id}.{node.attr}" in ANNOT_TENSOR
-    return False
+        ok = isinstance(node.value, ast.Name) and f"{node.value.id}.{node.attr}" in ANNOT_TENSOR
+        return "tensor" if ok else None
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.BitOr):  # Tensor | None
+        sides = [x for x in (node.left, node.right) if not _is_none(x)]
+        return annot_kind(sides[0]) if len(sides) == 1 else None
+    if isinstance(node, ast.Subscript):
+        head = node.value.attr if isinstance(node.value, ast.Attribute) else getattr(node.value, "id", "")
+        args = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
+        if head == "Optional":
+            return annot_kind(args[0])
+        if head == "Union":
+            kinds = {annot_kind(a) for a in args if not _is_none(a)}
+            return kinds.pop() if len(kinds) == 1 else None
+        if head in ANNOT_CONTAINERS:
+            inner = [annot_kind(a) for a in args if not (isinstance(a, ast.Constant) and a.value is Ellipsis)]
+            if head in ("Dict", "dict", "Mapping", "MutableMapping"):
+                inner = inner[1:]
+            return "tensors" if inner and all(k is not None for k in inner) else None
+    return None
+
+
+def _is_none(node: ast.AST) -> bool:
+    return isinstance(node, ast.Constant) and node.value is None or isinstance(node, ast.Name) and node.id == "None"
