@@ -11,6 +11,8 @@ from __future__ import annotations
 import re
 import textwrap
 
+import pathlib
+
 import numpy as np
 import PIL.Image
 import torch
@@ -37,7 +39,7 @@ def main() -> None:
     names = sorted(n for n in dir(torch.Tensor) if not n.startswith("_"))
     other: set = set()
     for o in (np.ndarray, list, dict, str, set, tuple, bytes, int, float, complex, nn.Module, re.Pattern,
-              re.Match, frozenset, bytearray, memoryview, PIL.Image.Image):
+              re.Match, frozenset, bytearray, memoryview, PIL.Image.Image, pathlib.Path):
         other |= set(dir(o))
     only = sorted(n for n in names if n not in other and n not in STOP)
     version = torch.__version__.split("+")[0]
@@ -49,7 +51,7 @@ Generated from torch {version} by ``python bench/tensor_names.py`` (it prints th
   method of a device tensor that is not one (``inst.to(dev).has("x")``) gives
   no tensor;
 * :data:`TENSOR_ONLY_METHODS`: those that numpy arrays, Python's builtin
-  types, ``nn.Module``, ``re`` objects and PIL images lack, minus names other
+  types, ``nn.Module``, ``re`` objects, paths and PIL images lack, minus names other
   objects often have (``log``, ``backward``, ``clone``, ``scatter``, ``where``...)
   and those that give no tensor: a call of one on a value nothing places shows
   that value is a tensor (``x.detach()``, ``x.masked_fill(...)``).

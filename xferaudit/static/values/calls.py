@@ -58,17 +58,20 @@ def call(ev, node: ast.Call) -> Val:
                     not any(isinstance(a, ast.Starred) for a in node.args):
                 # a function of this module: what it is called with (see .summaries)
                 ev.calls.setdefault(fid, {})[id(node)] = [ev.value(a) for a in node.args]
-            return ev.returns("", fid)  # what it returns (.summaries)
+            return ev.returns("", fid, node)  # what it returns (.summaries)
         if fv.kind == "class" or (fv.kind == "unknown" and (camel(fid) or fv.qual is not None and fid.isupper())):
             return OBJ  # Net(), and an imported ALLCAPS class: GPT(config)
         return call_value(ev, fv, node)
     if isinstance(func, ast.Attribute):
         if isinstance(func.value, ast.Name) and func.value.id == "self" and ev.env.get("self") is SELF:
             fv = ev.value(func)  # self.net(x): calling an attribute
-            if fv.kind in ("devmod", "devx", "obj", "unknown"):
+            if fv.kind in ("devmod", "devx", "obj") or fv.kind == "unknown" and (
+                    func.attr in ev.class_attrs or ("self", func.attr) in ev.env):
                 return call_value(ev, fv, node)
             if fv is OTHER and func.attr in ev.methods:
-                return ev.returns("self", func.attr)  # self.helper(x): what the method returns
+                return ev.returns("self", func.attr, node)  # self.helper(x): what the method returns
+            if fv.kind == "unknown":
+                return UNKNOWN  # self.prepare(x), bound in no method here: a base class's method
         return method(ev, node, func)
     return call_value(ev, ev.value(func), node)  # model.to(dev)(x)
 
@@ -80,7 +83,10 @@ def listed(ev, node: ast.Call, fid: str) -> Val:
         return PYLIST
     if not node.args:
         return PYLIST
-    k = ev.value(node.args[0]).kind
+    v = ev.value(node.args[0])
+    if v.items is not None:
+        return PYLIST  # list(d): a dict's keys
+    k = v.kind
     if k in ON_DEVICE:
         return DEVOUT
     if k in ("tensor", "tensors"):
@@ -284,6 +290,10 @@ def method(ev, node: ast.Call, func: ast.Attribute) -> Val:
         return moved(rv, "cpu")
     if m == "to":
         return moved_to(ev, rv, node)
+    if m == "module" and k in _MODULES:
+        return call_value(ev, rv, node)  # ddp_model.module(x): the wrapped module, called
+    if k == "devx" and m not in TENSOR_METHOD_NAMES and m not in MODULE_SAME_METHODS and m != "state_dict":
+        return object_method(ev, node, m)  # self.model.encode(x): a moved module's own method
     if k == "unknown":
         # what these return, whatever has them (tensors, arrays, framework tensors)
         if m == "numpy":
@@ -304,6 +314,8 @@ def method(ev, node: ast.Call, func: ast.Attribute) -> Val:
             return DEVSTATE if k == "devmod" else UNKNOWN
         if k == "devmod" and m in MODULE_OUT_METHODS:
             return DEVOUT
+        if rv is SELF:
+            return UNKNOWN  # self.helper(x) of a base class: what it returns is not in this file
         return object_method(ev, node, m)
     if k == "tensors":
         if m in ("get", "to_tuple", "values"):

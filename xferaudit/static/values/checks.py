@@ -14,7 +14,7 @@ from typing import Callable, Optional
 
 from .expressions import Evaluator
 from .findings import CODES, Finding, Result
-from .kinds import DEV, GPU_FIRST, ON_DEVICE, Val, is_dev
+from .kinds import GPU_FIRST, ON_DEVICE, Val, is_dev
 
 def on_device(v: Val) -> bool:
     """A device value used as a tensor: a device tensor, a module's output on a
@@ -101,7 +101,7 @@ class Checker:
         if self.gpu_first:
             placed = GPU_FIRST.get(v.kind)
             if placed is not None:
-                return placed.with_bool(v.boolean) if placed is DEV else placed
+                return Val(placed.kind, v.boolean, parts=v.parts, items=v.items, container=v.container)
         return v
 
     def __call__(self, st: ast.stmt, ev: Evaluator) -> None:
@@ -169,7 +169,8 @@ class Checker:
         if value is None:
             return
         vv = self.value(value)
-        if on_device(base):
+        if base.kind == "dev" or base.kind == "devout" and not base.container:
+            # a tensor (a list or dict of them takes any item: nothing crosses)
             if vv.kind in ("host", "numpy") or isinstance(value, (ast.List, ast.Tuple)) and \
                     not all(isinstance(e, ast.Constant) for e in value.elts):
                 self.add("XFA406", tg, label=_unparse(tg) + " = " + _unparse(value, 20),

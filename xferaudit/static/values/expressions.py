@@ -83,12 +83,16 @@ class Evaluator:
             return import_val(q)
         return UNKNOWN
 
-    def returns(self, scope: str, name: str) -> Val:
+    def returns(self, scope: str, name: str, call: Optional[ast.Call] = None) -> Val:
         """What the function `name` of the module (`scope` "") or the method of
-        the class (`scope` "self") returns."""
+        the class (`scope` "self") returns, called by `call` (its arguments'
+        values count)."""
         if self.summaries is None:
             return UNKNOWN
-        return self.summaries.of(scope, name, self)
+        args = None
+        if call is not None and not call.keywords and not any(type(a) is ast.Starred for a in call.args):
+            args = tuple(self.value(a) for a in call.args)
+        return self.summaries.of(scope, name, self, args)
 
     def device_value(self, node: ast.AST) -> str:
         """"cpu", "dev", "dtype", "like" or "unknown" for a device argument (:func:`.placement.device_value`)."""
@@ -125,6 +129,9 @@ class Evaluator:
                 return v.with_bool(True)  # m1 & m2, m | (x > 0): still a mask
             return v
         if t is ast.Compare:
+            if any(type(c) is ast.Constant and type(c.value) is str for c in node.comparators) or \
+                    type(node.left) is ast.Constant and type(node.left.value) is str:
+                return PY  # kernel == "fir": no tensor compares with text
             if len(node.ops) == 1 and not isinstance(node.ops[0], (ast.Is, ast.IsNot, ast.In, ast.NotIn)):
                 v = combine(self.value(node.left), self.value(node.comparators[0]))
                 return v.with_bool(True) if v.kind in TENSORISH or v.kind == "numpy" else v
@@ -150,18 +157,23 @@ class Evaluator:
             try:
                 self.bind_generators(node.generators)
                 if t is ast.DictComp:
-                    return _container([self.value(node.value)], PY)
-                return _container([self.value(node.elt)], PYLIST if t is ast.ListComp else PY)
+                    v = _container([self.value(node.value)], PY)
+                    return Val(v.kind, items={}, container=True)
+                v = _container([self.value(node.elt)], PYLIST if t is ast.ListComp else PY)
+                return Val(v.kind, container=True)
             finally:
                 self.env = saved
-        if t is ast.List:
-            return _container([self.value(e) for e in node.elts], PYLIST)
-        if t is ast.Tuple:
+        if t is ast.List or t is ast.Tuple:
             parts = tuple(self.value(e) for e in node.elts)
-            v = _container(parts, PY)
-            return Val(v.kind, parts=parts) if not any(isinstance(e, ast.Starred) for e in node.elts) else v
+            v = _container(parts, PYLIST if t is ast.List else PY)
+            if any(type(e) is ast.Starred for e in node.elts):
+                parts = None
+            return Val(v.kind, parts=parts, container=True)  # a, b = [x, y]; pair[0]: per position
         if t is ast.Dict:
-            return _container([self.value(e) for e in node.values if e is not None], PY)
+            vals = [self.value(e) for e in node.values]
+            v = _container([x for k, x in zip(node.keys, vals) if k is not None], PY)
+            items = {k.value: x for k, x in zip(node.keys, vals) if type(k) is ast.Constant and type(k.value) is str}
+            return Val(v.kind, items=items, container=True)  # {"loss": loss, "step": 3}: each key's value kept
         if t is ast.Set:
             return PY
         if t is ast.NamedExpr:
@@ -239,6 +251,8 @@ class Evaluator:
             i = node.slice.value
             if -len(bv.parts) <= i < len(bv.parts):
                 return bv.parts[i]  # a, b = f()[0], f()[1]: per position
+        if bv.items and isinstance(node.slice, ast.Constant) and node.slice.value in bv.items:
+            return bv.items[node.slice.value]  # a dict made here: the key's value
         if k in ("dev", "devout", "devx"):
             return DEV if k != "dev" else bv
         if k in ("host", "numpy", "tensor", "either"):
@@ -258,6 +272,13 @@ class Evaluator:
     def element(self, v: Val) -> Val:
         """What iterating or unpacking a value gives."""
         k = v.kind
+        if v.items is not None:
+            return PY  # a dict's keys
+        if v.parts:  # for a, t in (("q", q), ("k", k)): what the parts are, together
+            out = v.parts[0]
+            for p in v.parts[1:]:
+                out = join(out, p)
+            return out
         if k in ON_DEVICE:
             return DEV
         if k in ("host", "numpy", "either"):

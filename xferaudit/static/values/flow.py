@@ -12,12 +12,13 @@ import ast
 from typing import Callable, Optional
 
 from .expressions import Evaluator
-from .kinds import CLASS, DEVMOD, OBJ, OTHER, PY, TENSOR, TENSORS, UNKNOWN, Val, combine, join, \
+from .kinds import ANNOTATED, CLASS, DEVMOD, OBJ, OTHER, PY, UNKNOWN, Val, combine, join, \
     join_loop
 from .placement import device_value
 from .vocabulary import MODULE_SAME_METHODS, annot_kind, import_val
 
 Hook = Callable[[ast.AST, Evaluator], None]
+_RUNTIME = "xferaudit.runtime."
 
 
 def _target_ids(t: ast.AST, out: set) -> None:
@@ -90,11 +91,14 @@ class Walker:
         for st in stmts:
             self.stmt(st)
 
-    def _branch(self, stmts: list) -> tuple[dict, bool]:
-        """The environment after `stmts` from the one before, and whether they
-        end in ``raise`` or ``return`` (so nothing of theirs flows on)."""
+    def _branch(self, stmts: list, narrowed: Optional[dict] = None) -> tuple[dict, bool]:
+        """The environment after `stmts` from the one before (with the names
+        a test `narrowed`), and whether they end in ``raise`` or ``return`` (so
+        nothing of theirs flows on)."""
         saved = self.ev.env
         self.ev.env = dict(saved)
+        if narrowed:
+            self.ev.env.update(narrowed)
         self.body(stmts)
         out = self.ev.env
         self.ev.env = saved
@@ -174,7 +178,7 @@ class Walker:
             else:
                 a = annot_kind(st.annotation)
                 if a is not None:
-                    self.bind(st.target, TENSOR if a == "tensor" else TENSORS)
+                    self.bind(st.target, ANNOTATED[a])
         elif t is ast.Return:
             if ev.returned is not None:
                 v = st.value
@@ -183,12 +187,17 @@ class Walker:
         elif t is ast.Expr:
             c = st.value
             if isinstance(c, ast.Call) and isinstance(c.func, ast.Attribute) and c.func.attr in ("to", "cuda", "cpu"):
-                self._moved_in_place(c)
+                q = ev.qual(c.func)
+                if q is None:
+                    self._moved_in_place(c.func.value, c.func.attr, c.args, c.keywords)
+                elif q.startswith(_RUNTIME) and c.args:  # the wrapped form: xfer.cpu(net.eval(), site=...)
+                    self._moved_in_place(c.args[0], c.func.attr, c.args[1:], c.keywords)
             elif isinstance(c, ast.NamedExpr) or (isinstance(c, ast.Call) and isinstance(c.func, ast.Name)
                                                  and ev.calls is not None):
                 ev.value(c)  # binds the walrus; records the call of a module function
         elif t is ast.If:
-            paths = [self._branch(st.body), self._branch(st.orelse)]
+            yes, no = self._narrowed(st.test)
+            paths = [self._branch(st.body, yes), self._branch(st.orelse, no)]
             live = [env for env, ends in paths if not ends]
             self._merge(live or [env for env, _ in paths])
         elif t in (ast.For, ast.AsyncFor):
@@ -260,20 +269,53 @@ class Walker:
             for n in st.names:
                 ev.env[n] = UNKNOWN
 
-    def _moved_in_place(self, c: ast.Call) -> None:
+    def _narrowed(self, test: ast.AST) -> tuple[dict, dict]:
+        """What an ``if`` test says of names in each branch: ``isinstance(x,
+        Tensor)`` (or ``torch.is_tensor(x)``) makes `x` no tensor where it does
+        not hold; ``not`` swaps, ``and`` adds up."""
+        yes: dict = {}
+        no: dict = {}
+        t = type(test)
+        if t is ast.UnaryOp and type(test.op) is ast.Not:
+            a, b = self._narrowed(test.operand)
+            return b, a
+        if t is ast.BoolOp and type(test.op) is ast.And:
+            for v in test.values:
+                a, _ = self._narrowed(v)
+                yes.update(a)
+            return yes, no
+        if t is not ast.Call or len(test.args) < 1 or type(test.args[0]) is not ast.Name:
+            return yes, no
+        ev = self.ev
+        q = ev.qual(test.func)
+        name = test.args[0].id
+        if q == "torch.is_tensor" and len(test.args) == 1:
+            pass
+        elif type(test.func) is ast.Name and test.func.id == "isinstance" and q is None and len(test.args) == 2:
+            classes = test.args[1].elts if type(test.args[1]) is ast.Tuple else [test.args[1]]
+            if "torch.Tensor" not in [ev.qual(c) for c in classes]:
+                return yes, no
+        else:
+            return yes, no
+        # Where the test holds, `name` is a tensor: nothing says where (a user's
+        # input checked before it is moved, often on the host), so it is left as
+        # it was. Where it fails, `name` is no tensor, whatever its annotation.
+        if ev.env.get(name, UNKNOWN).kind in ("tensor", "either", "tensors"):
+            no[name] = UNKNOWN
+        return yes, no
+
+    def _moved_in_place(self, recv: ast.AST, m: str, args: list, keywords: list) -> None:
         """`model.to(dev)`, `model.cuda()`, `net.eval().cpu()` as a statement (the
         result dropped) moves a module in place: its name is rebound."""
         ev = self.ev
-        recv = c.func.value
         while isinstance(recv, ast.Call) and isinstance(recv.func, ast.Attribute) and \
                 recv.func.attr in MODULE_SAME_METHODS:
             recv = recv.func.value
         if not isinstance(recv, (ast.Name, ast.Attribute)) or ev.value(recv).kind not in (
                 "obj", "devmod", "devx", "unknown"):
             return
-        m = c.func.attr
         if m == "to":
-            dev = c.args[0] if c.args else next((k.value for k in c.keywords if k.arg == "device"), None)
+            dev = args[0] if args else next((k.value for k in keywords if k.arg == "device"), None)
             where = device_value(ev, dev) if dev is not None else "dtype"
             if where == "dtype":
                 return

@@ -14,17 +14,22 @@ from typing import Optional
 class Val:
     """A value's kind plus two facts: a bool tensor (a mask), host memory that is
     pageable (made by torch.tensor, from_numpy, a factory without pin_memory).
-    A tuple's value may also know its parts, position by position (``parts``)."""
+    A tuple's value may also know its parts, position by position (``parts``),
+    and a dict's the value of each constant key (``items``; a dict, iterated,
+    gives its keys). ``container``: a list, tuple or dict made in the code or
+    annotated (not a module's output, which may be a tensor)."""
 
-    __slots__ = ("kind", "boolean", "pageable", "qual", "parts")
+    __slots__ = ("kind", "boolean", "pageable", "qual", "parts", "items", "container")
 
     def __init__(self, kind: str, boolean: bool = False, pageable: bool = False, qual: Optional[str] = None,
-                 parts: Optional[tuple] = None):
+                 parts: Optional[tuple] = None, items: Optional[dict] = None, container: bool = False):
         self.kind = kind
         self.boolean = boolean
         self.pageable = pageable
         self.qual = qual
         self.parts = parts
+        self.items = items
+        self.container = container
 
     def __eq__(self, other) -> bool:
         return isinstance(other, Val) and (self.kind, self.boolean, self.pageable, self.parts) == (
@@ -82,6 +87,10 @@ UNKNOWN = Val("unknown")
 SELF = Val("obj", qual=None)  # the `self` parameter of a method (compared by identity)
 FUNC = Val("other", qual=None)  # a function defined at the module's top level (compared by identity)
 
+#: What an annotation (:func:`.vocabulary.annot_kind`) makes a parameter or a name.
+ANNOTATED = {"tensor": TENSOR, "tensors": Val("tensors", container=True),
+             "dict": Val("tensors", items={}, container=True)}
+
 DEVICE_KINDS = frozenset({"dev", "devx", "devout", "devmod", "devstate"})
 TENSORISH = frozenset({"dev", "devx", "devout", "host", "tensor", "either"})
 ON_DEVICE = frozenset({"dev", "devx", "devout"})
@@ -110,7 +119,8 @@ def join(a: Val, b: Val) -> Val:
         parts = None
         if a.parts is not None and b.parts is not None and len(a.parts) == len(b.parts):
             parts = tuple(join(x, y) for x, y in zip(a.parts, b.parts))
-        return Val(ka, a.boolean and b.boolean, a.pageable and b.pageable, parts=parts)
+        return Val(ka, a.boolean and b.boolean, a.pageable and b.pageable, parts=parts,
+                   container=a.container and b.container)
     s = {ka, kb}
     if s <= TENSORISH:
         if "host" in s or "either" in s:

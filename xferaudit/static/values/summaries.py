@@ -21,17 +21,22 @@ from typing import Callable, Optional
 
 from .kinds import DEVICE_KINDS, DEVOUT, UNKNOWN, Val, join
 
-#: walk(def node, the caller's evaluator) -> the values its return statements give
-Walk = Callable[[ast.AST, object], list]
+#: walk(def node, the caller's evaluator, seeds) -> the values its return statements give
+Walk = Callable[[ast.AST, object, Optional[dict]], list]
+
+#: Argument kinds worth a walk of their own (where a tensor is, what a call gives).
+_PLACED = frozenset({"dev", "devx", "devout", "devmod", "devstate", "tensor", "tensors", "host", "pylist"})
 
 
 class Returns:
     """What the functions of one file return, each walked (without reporting)
-    the first time a call of it is read, and remembered.
+    the first time a call of it is read, and remembered: once with its
+    parameters as the def says, and once per distinct placement of the
+    arguments a call passes (``self.compute(out)`` with ``out`` on a device).
 
-    `walk(fn, ev)` walks the def `fn` (`ev`: the evaluator of the caller, for
-    the class context) and gives the values of its ``return`` statements
-    (None for a bare ``return`` / ``return None``).
+    `walk(fn, ev, seeds)` walks the def `fn` (`ev`: the evaluator of the
+    caller, for the class context; `seeds`: parameter -> value) and gives the
+    values of its ``return`` statements (None for ``return`` / ``return None``).
     """
 
     def __init__(self, functions: dict, walk: Walk) -> None:
@@ -40,18 +45,22 @@ class Returns:
         self.done: dict = {}
         self.busy: set = set()
 
-    def of(self, scope: str, name: str, ev) -> Val:
+    def of(self, scope: str, name: str, ev, args: Optional[tuple] = None) -> Val:
         fn = self.functions.get(name) if scope == "" else ev.methods.get(name)
         if fn is None:
             return UNKNOWN
-        key = id(fn)
+        seeds = None
+        if args and any(a.kind in _PLACED for a in args):
+            params = [p.arg for p in fn.args.posonlyargs + fn.args.args][1 if scope == "self" else 0:]
+            seeds = {p: a for p, a in zip(params, args) if a.kind in _PLACED} or None
+        key = (id(fn),) if seeds is None else (id(fn),) + tuple(sorted((p, v.kind) for p, v in seeds.items()))
         if key in self.done:
             return self.done[key]
         if key in self.busy:
             return UNKNOWN  # recursion: what it returns is not known yet
         self.busy.add(key)
         try:
-            v = summary(self.walk(fn, ev))
+            v = summary(self.walk(fn, ev, seeds))
         finally:
             self.busy.discard(key)
         self.done[key] = v

@@ -6,7 +6,7 @@ Generated from torch 2.13.0 by ``python bench/tensor_names.py`` (it prints this 
   method of a device tensor that is not one (``inst.to(dev).has("x")``) gives
   no tensor;
 * :data:`TENSOR_ONLY_METHODS`: those that numpy arrays, Python's builtin
-  types, ``nn.Module``, ``re`` objects and PIL images lack, minus names other
+  types, ``nn.Module``, ``re`` objects, paths and PIL images lack, minus names other
   objects often have (``log``, ``backward``, ``clone``, ``scatter``, ``where``...)
   and those that give no tensor: a call of one on a value nothing places shows
   that value is a tensor (``x.detach()``, ``x.masked_fill(...)``).
@@ -72,11 +72,11 @@ TENSOR_METHOD_NAMES = frozenset("""
 """.split())
 
 TENSOR_ONLY_METHODS = frozenset("""
-    abs_ absolute absolute_ acos acos_ acosh acosh_ add_ addbmm addbmm_ addcdiv addcdiv_ addcmul
-    addcmul_ addmm addmm_ addmv addmv_ addr addr_ adjoint amax amin aminmax angle arccos arccos_
-    arccosh arccosh_ arcsin arcsin_ arcsinh arcsinh_ arctan arctan2 arctan2_ arctan_ arctanh
-    arctanh_ argwhere as_strided as_strided_ as_strided_scatter as_subclass asin asin_ asinh asinh_
-    atan atan2 atan2_ atan_ atanh atanh_ baddbmm baddbmm_ bernoulli bernoulli_ bincount bitwise_and
+    abs_ absolute_ acos acos_ acosh acosh_ add_ addbmm addbmm_ addcdiv addcdiv_ addcmul addcmul_
+    addmm addmm_ addmv addmv_ addr addr_ adjoint amax amin aminmax angle arccos arccos_ arccosh
+    arccosh_ arcsin arcsin_ arcsinh arcsinh_ arctan arctan2 arctan2_ arctan_ arctanh arctanh_
+    argwhere as_strided as_strided_ as_strided_scatter as_subclass asin asin_ asinh asinh_ atan
+    atan2 atan2_ atan_ atanh atanh_ baddbmm baddbmm_ bernoulli bernoulli_ bincount bitwise_and
     bitwise_and_ bitwise_left_shift bitwise_left_shift_ bitwise_not bitwise_not_ bitwise_or
     bitwise_or_ bitwise_right_shift bitwise_right_shift_ bitwise_xor bitwise_xor_ bmm bool
     broadcast_to byte cauchy_ ccol_indices cdouble ceil ceil_ cfloat chalf char cholesky

@@ -55,9 +55,9 @@ PY_BUILTINS = frozenset("""len int float bool str repr range list tuple dict set
 SAME_BUILTINS = frozenset("abs round".split())
 ANNOT_TENSOR = frozenset({"Tensor", "torch.Tensor", "FloatTensor", "LongTensor", "torch.FloatTensor",
                           "torch.LongTensor", "BoolTensor", "torch.BoolTensor"})
-#: Annotations of a container of tensors (`List[Tensor]`); `Optional` and `Union[..., None]` look through.
-ANNOT_CONTAINERS = frozenset({"List", "list", "Tuple", "tuple", "Sequence", "Iterable", "Iterator", "Dict",
-                              "dict", "Mapping", "MutableMapping"})
+#: Annotations of a sequence of tensors (`List[Tensor]`); `Optional` and `Union[..., None]` look through.
+ANNOT_CONTAINERS = frozenset({"List", "list", "Tuple", "tuple", "Sequence", "Iterable", "Iterator"})
+ANNOT_MAPPINGS = frozenset({"Dict", "dict", "Mapping", "MutableMapping"})
 #: torch functions that wrap a module and keep it where it is (and calls of them launch it).
 MODULE_WRAPPERS = frozenset({"torch.compile", "torch.jit.script", "torch.jit.trace", "torch.jit.freeze",
                              "torch.jit.optimize_for_inference"})
@@ -72,7 +72,7 @@ STDLIB_MODULES = frozenset("""re os sys json pathlib time datetime string hashli
 #: (`tokenizer.decode(ids)`): an object's method called on device values
 #: otherwise gives device values.
 PY_RESULT_METHODS = frozenset("""decode batch_decode format join split strip replace startswith endswith
-    encode lower upper get append extend insert update pop setdefault add remove discard index count
+    lower upper get append extend insert update pop setdefault add remove discard index count
     keys values items copy write read readline info debug warning warn error critical exception log
     print save close tolist item""".split())
 DTYPES = frozenset("""float float16 half bfloat16 float32 float64 double complex64 complex128 cfloat cdouble
@@ -111,7 +111,8 @@ def import_val(q: str) -> Val:
 def annot_kind(node: Optional[ast.AST]) -> Optional[str]:
     """"tensor" for an annotation naming a tensor type (``Tensor``, ``torch.Tensor``,
     ``Optional[Tensor]``, ``Tensor | None``, ``"Tensor"``), "tensors" for a
-    container of them (``List[Tensor]``, ``tuple[Tensor, ...]``), else None."""
+    sequence of them (``List[Tensor]``, ``tuple[Tensor, ...]``), "dict" for a
+    mapping to them (``Dict[str, Tensor]``), else None."""
     if node is None:
         return None
     if isinstance(node, ast.Constant) and isinstance(node.value, str):
@@ -142,9 +143,9 @@ def annot_kind(node: Optional[ast.AST]) -> Optional[str]:
             return kinds.pop() if len(kinds) == 1 else None
         if head in ANNOT_CONTAINERS:
             inner = [annot_kind(a) for a in args if not (isinstance(a, ast.Constant) and a.value is Ellipsis)]
-            if head in ("Dict", "dict", "Mapping", "MutableMapping"):
-                inner = inner[1:]
             return "tensors" if inner and all(k is not None for k in inner) else None
+        if head in ANNOT_MAPPINGS:  # iterated, a dict gives its keys
+            return "dict" if len(args) == 2 and annot_kind(args[1]) is not None else None
     return None
 
 

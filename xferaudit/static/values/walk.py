@@ -16,7 +16,7 @@ from typing import Optional
 
 from .expressions import Evaluator, Resolver
 from .flow import Hook, Walker, bound_names
-from .kinds import FUNC, OTHER, SELF, TENSOR, TENSORS, UNKNOWN, Val, join
+from .kinds import ANNOTATED, FUNC, OTHER, SELF, UNKNOWN, Val, join
 from .summaries import Returns, call_seeds, framework, framework_seeds
 from .vocabulary import annot_kind, import_val
 
@@ -41,17 +41,24 @@ def module_imports(tree: ast.Module, qualname: Resolver) -> dict:
     return out
 
 
+
+
 def _params(fn, method: bool) -> dict:
     """What each parameter of `fn` is on entry: `self`, a tensor by its annotation, else unknown."""
     env: dict = {}
     a = fn.args
-    allargs = a.posonlyargs + a.args + a.kwonlyargs
-    for i, p in enumerate(allargs):
+    positional = a.posonlyargs + a.args
+    defaults = dict(zip([p.arg for p in positional[len(positional) - len(a.defaults):]], a.defaults))
+    defaults.update((p.arg, d) for p, d in zip(a.kwonlyargs, a.kw_defaults) if d is not None)
+    for i, p in enumerate(positional + a.kwonlyargs):
         if i == 0 and method and p.arg in ("self",):
             env["self"] = SELF
         else:
             k = annot_kind(p.annotation)  # x: Tensor, masks: List[Tensor]
-            env[p.arg] = TENSOR if k == "tensor" else TENSORS if k == "tensors" else UNKNOWN
+            d = defaults.get(p.arg)
+            if type(d) is ast.Constant and d.value is not None:
+                k = None  # output_attentions: Tensor | None = False: the default says what it is
+            env[p.arg] = ANNOTATED.get(k, UNKNOWN)
     for p in (a.vararg, a.kwarg):
         if p is not None:
             env[p.arg] = UNKNOWN
@@ -127,13 +134,15 @@ class _Module:
             if seeds:
                 self.function(fn, {}, self.hook, method=False, where=fn.name, seeds=seeds)
 
-    def _summary_walk(self, fn, caller: Evaluator) -> list:
-        """The values `fn`'s return statements give (a method: in its caller's class)."""
+    def _summary_walk(self, fn, caller: Evaluator, seeds: Optional[dict]) -> list:
+        """The values `fn`'s return statements give (a method: in its caller's
+        class), its parameters in `seeds` as given."""
         returned: list = []
         if fn.name in caller.methods and caller.methods[fn.name] is fn:
-            self.function(fn, caller.class_attrs, None, method=True, methods=caller.methods, returned=returned)
+            self.function(fn, caller.class_attrs, None, method=True, methods=caller.methods, returned=returned,
+                          seeds=seeds)
         else:
-            self.function(fn, {}, None, method=False, returned=returned)
+            self.function(fn, {}, None, method=False, returned=returned, seeds=seeds)
         return returned
 
     def klass(self, cls: ast.ClassDef, where: str) -> None:
