@@ -450,3 +450,22 @@ def test_a_default_device_set_in_the_file_is_minded():
     )
     res = find_in_source(src, "x.py").sites
     assert [(s.line, s.rule, s.call) for s in res] == [(6, "XFA402", "a.sum() > 0"), (8, "XFA202", "a.item()")]
+
+
+def test_the_module_compile_row_needs_a_module_receiver():
+    src = (
+        "import torch.nn as nn\n"
+        "class Net(nn.Module):\n"
+        "    def build(self):\n"
+        "        self.compile()\n"  # nn.Module.compile
+        "class Grammar:\n"
+        "    def compile(self):\n"
+        "        return 1\n"
+        "    def build(self):\n"
+        "        self.compile()\n"  # its own compile: no site
+        "def f(m, dev, parser):\n"
+        "    m.to(dev)\n"  # a move in place: a module
+        "    m.compile()\n"
+        "    parser.compile()\n"  # nothing says what it is
+    )
+    assert [s.line for s in find_in_source(src, "x.py").sites if s.rule_id == "torch.module_compile"] == [4, 12]

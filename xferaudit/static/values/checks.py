@@ -14,7 +14,10 @@ from typing import Callable, Optional
 
 from .expressions import Evaluator
 from .findings import CODES, Finding, Result
-from .kinds import GPU_FIRST, ON_DEVICE, Val, is_dev
+from .kinds import GPU_FIRST, ON_DEVICE, OTHER, SELF, Val, is_dev
+
+SELF_MODULE = Val("obj", qual="torch.nn.Module")  # `self` in a torch module
+
 
 def on_device(v: Val) -> bool:
     """A device value used as a tensor: a device tensor, a module's output on a
@@ -311,7 +314,10 @@ class Checker:
         func = node.func
         args = node.args
         if isinstance(func, ast.Attribute) and func.attr in self.methods:
-            self.res.receivers[id(node)] = self.ev.value(func.value)  # as the evaluator has it (host stays host)
+            rv = ev.value(func.value)  # as the evaluator has it (host stays host)
+            if rv is SELF:
+                rv = SELF_MODULE if ev.self_module else OTHER  # self.compile(): nn.Module's only in a module
+            self.res.receivers[id(node)] = rv
         q = ev.qual(func)
         if isinstance(func, ast.Name) and q is None and func.id not in ev.env and func.id not in ev.local_names:
             f = func.id

@@ -40,6 +40,7 @@ class Evaluator:
         self.gpu_first = False  # the reading: a tensor the file does not place is on the accelerator
         self.default_device = "cpu"  # where a factory without device= puts its result: "cpu", "dev", "unknown"
         self.methods: dict = {}  # name -> def of the methods of the class walked (self.m(...) has a summary)
+        self.self_module = False  # the class walked is a torch module (self.compile() is nn.Module's)
         #: ("", name) for a function of the module, ("self", name) for a method of
         #: the class: what it returns (:class:`.summaries.Returns`); unknown without
         self.summaries = None

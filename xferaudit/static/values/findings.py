@@ -130,7 +130,7 @@ def row_allows(rule_id: str, call: ast.Call, res: "Result", local: Callable[[str
         return s is not None and _CUDA_TYPE.search(s) is not None
     if rule_id == "torch.module_compile":
         recv = call.func.value if isinstance(call.func, ast.Attribute) else None
-        return recv is not None and res.value(recv, local, call).kind in ("obj", "devmod")
+        return recv is not None and res.value(recv, local, call).kind in ("obj", "devmod", "devx")
     return True
 
 

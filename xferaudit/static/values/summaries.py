@@ -100,6 +100,23 @@ def call_seeds(fn: ast.FunctionDef, sites: dict) -> dict:
     return seeds
 
 
+_MODULE_BASES = ("torch.nn.", "lightning.", "pytorch_lightning.", "transformers.", "diffusers.", "timm.")
+
+
+def is_module_class(cls: ast.ClassDef, qualname: Callable, modules: set) -> bool:
+    """The class is a torch module, by its bases: torch's ``nn.Module`` (and
+    the model classes of the libraries built on it), or a class of this file
+    that is one (`modules`: their names)."""
+    for b in cls.bases:
+        q = qualname(b) or ""
+        if q.startswith(_MODULE_BASES) or isinstance(b, ast.Name) and b.id in modules:
+            return True
+        last = b.attr if isinstance(b, ast.Attribute) else b.id if isinstance(b, ast.Name) else ""
+        if last.endswith(("Module", "Model")):
+            return True
+    return False
+
+
 def framework(cls: ast.ClassDef, qualname: Callable) -> str:
     """Which contract a class is under: its base, resolved through the imports,
     is Lightning's LightningModule or Callback (Keras has a Callback too)."""

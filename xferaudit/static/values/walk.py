@@ -17,7 +17,7 @@ from typing import Optional
 from .expressions import Evaluator, Resolver
 from .flow import Hook, Walker, bound_names
 from .kinds import ANNOTATED, FUNC, OTHER, SELF, UNKNOWN, Val, join
-from .summaries import Returns, call_seeds, framework, framework_seeds
+from .summaries import Returns, call_seeds, framework, framework_seeds, is_module_class
 from .vocabulary import annot_kind, import_val
 
 
@@ -94,6 +94,7 @@ class _Module:
         self.calls: dict = {}
         self.summaries = Returns({}, self._summary_walk)
         self.defs: dict = {}  # id(def) -> (its local names, its parameters' values, walked as a method)
+        self.module_classes: set = set()  # names of this file's classes that are torch modules
 
     def evaluator(self, globals_env: dict, attrs: dict) -> Evaluator:
         ev = Evaluator(self.qualname, self.imports, globals_env, attrs)
@@ -159,9 +160,12 @@ class _Module:
                     attrs[k[1]] = join(attrs[k[1]], v) if k[1] in attrs else v
         # 2: the methods again, reporting, with the attributes known
         contract = framework(cls, self.qualname)
+        module = is_module_class(cls, self.qualname, self.module_classes)
+        if module:
+            self.module_classes.add(cls.name)
         for fn in methods:
             self.function(fn, attrs, self.hook, method=True, where=f"{where}.{fn.name}", calls=self.calls,
-                          seeds=framework_seeds(contract, fn), methods=by_name)
+                          seeds=framework_seeds(contract, fn), methods=by_name, module=module)
         for st in cls.body:
             if isinstance(st, ast.ClassDef):
                 self.klass(st, f"{where}.{st.name}")
@@ -169,13 +173,14 @@ class _Module:
     def function(self, fn, attrs: dict, hook: Optional[Hook], method: bool, collect: bool = False,
                  outer: Optional[dict] = None, where: str = "<module>", calls: Optional[dict] = None,
                  seeds: Optional[dict] = None, methods: Optional[dict] = None,
-                 returned: Optional[list] = None) -> dict:
+                 returned: Optional[list] = None, module: bool = False) -> dict:
         """Walk one def; the environment after it (with `collect`: only what it
         binds to ``self.*``). `returned` collects its return values."""
         ev = self.evaluator(self.globals if outer is None else {**self.globals, **outer}, attrs)
         ev.where = where
         ev.calls = calls
         ev.methods = methods or {}
+        ev.self_module = module
         ev.returned = returned
         known = self.defs.get(id(fn))
         if known is None or known[2] != method:  # the same def is walked up to three times: read it once
