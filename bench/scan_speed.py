@@ -5,7 +5,9 @@ ratios, not the seconds), each as a whole command including interpreter
 start-up:
 
 - ``xferaudit check TORCH`` cold (a fresh, empty cache folder: parse everything,
-  write the cache), on every core and with ``--jobs 1``;
+  write the cache), on every core and with ``--jobs 1``, in the default reading
+  of implicit transfers, and cold again in each reading (``--implicit proven``,
+  ``--implicit gpu-first``);
 - the same warm (the cache from the cold run: read, hash, answer);
 - ``ruff check --select ALL --no-cache TORCH`` (every ruff rule, no cache);
 - ``xferaudit check`` on 10 files, as pre-commit passes them (by name, from the
@@ -13,7 +15,8 @@ start-up:
 - TorchFix (``torchfix TORCH``) when it is installed and ``--torchfix`` is given
   (it took over 10 minutes on this tree).
 
-Goals: cold <= 1.5x ruff's wall time (value layer included); warm <= 1 s; 10 files <= 0.5 s.
+Goals: cold <= 1.5x ruff's wall time (value layer included, in both readings); warm <= 1 s;
+10 files <= 0.5 s.
 
     python bench/scan_speed.py [--repeat 3] [--torch DIR] [--torchfix]
 """
@@ -106,6 +109,7 @@ def main() -> int:
 
     rows: dict[str, list[float]] = {}
     findings = {}
+    implicit = {}
     xfa001 = 0
     try:
         for r in range(a.repeat):
@@ -114,6 +118,9 @@ def main() -> int:
             plan = [
                 ("xferaudit cold", xfa + ["check", root, "--cache-dir", cache, "--exit-zero", "-q"], None),
                 ("xferaudit warm", xfa + ["check", root, "--cache-dir", cache, "--exit-zero", "-q"], None),
+                *((f"xferaudit cold --implicit {m}",
+                   xfa + ["check", root, "--cache-dir", os.path.join(work, f"cache-{m}-{r}"), "--exit-zero", "-q",
+                          "--implicit", m], None) for m in ("proven", "gpu-first")),
                 ("xferaudit cold --jobs 1",
                  xfa + ["check", root, "--cache-dir", cache1, "--jobs", "1", "--exit-zero", "-q"], None),
                 ("10 files cold", xfa + ["check", *ten, "--cache-dir", os.path.join(work, f"c10-{r}"),
@@ -130,6 +137,7 @@ def main() -> int:
                 rows.setdefault(name, []).append(dt)
                 if name.startswith("xferaudit"):
                     findings[name] = out.count("\n")
+                    implicit[name] = sum(1 for ln in out.splitlines() if " XFA4" in ln)
                     xfa001 = out.count(" XFA001 ")
         if a.torchfix:
             tf = shutil.which("torchfix")
@@ -148,11 +156,16 @@ def main() -> int:
         print(f"  {k:<32} {v:7.2f}{spread}")
     print(f"  findings (lines) cold/warm: {findings.get('xferaudit cold')}/{findings.get('xferaudit warm')}"
           f" (XFA001, files this Python cannot parse: {xfa001})")
+    for m in ("proven", "gpu-first"):
+        name = f"xferaudit cold --implicit {m}"
+        print(f"  findings (lines) {m}: {findings.get(name)}, implicit (XFA4xx) {implicit.get(name)}")
     print(f"  10 files = {ten_lines:,} lines")
     if "ruff --select ALL --no-cache" in med:
         base = med["ruff --select ALL --no-cache"]
         print("\nratios:")
         print(f"  cold / ruff          {med['xferaudit cold'] / base:5.2f}x   (goal <= 1.5)")
+        for m in ("proven", "gpu-first"):
+            print(f"  cold {m:<9} / ruff {med[f'xferaudit cold --implicit {m}'] / base:5.2f}x   (goal <= 1.5)")
         print(f"  cold --jobs 1 / ruff {med['xferaudit cold --jobs 1'] / base:5.2f}x")
         print(f"  warm                 {med['xferaudit warm']:5.2f} s   (goal <= 1 s)")
         print(f"  10 files cold        {med['10 files cold']:5.2f} s   (goal <= 0.5 s)")

@@ -47,6 +47,7 @@ def _unparse(node: ast.AST, limit: int = 40) -> str:
 
 
 _RUNTIME = "xferaudit.runtime."
+_LEAVES = frozenset({ast.Name, ast.Constant})  # nothing in them to find (outside a truth test)
 _COMPREHENSIONS = (ast.ListComp, ast.SetComp, ast.GeneratorExp, ast.DictComp)
 _FIELDS: dict = {}
 
@@ -224,7 +225,8 @@ class Checker:
         if t is ast.Attribute:
             if boolctx:
                 self.truth(node)
-            self.scan(node.value, False)
+            if type(node.value) not in _LEAVES:
+                self.scan(node.value, False)
             return
         if t is ast.BoolOp:
             self._boolop(node, boolctx)
@@ -240,11 +242,17 @@ class Checker:
             self.truth(node)
         if t is ast.Call:
             self.call(node)
-            self.scan(node.func, False)
+            f = node.func
+            while type(f) is ast.Attribute:  # a.b.c(...): nothing to find in the chain but calls
+                f = f.value
+            if type(f) not in _LEAVES:
+                self.scan(f, False)
             for a in node.args:
-                self.scan(a, False)
+                if type(a) not in _LEAVES:
+                    self.scan(a, False)
             for k in node.keywords:
-                self.scan(k.value, False)
+                if type(k.value) not in _LEAVES:
+                    self.scan(k.value, False)
             return
         if t is ast.Subscript:
             self.index(node, self.value(node.value))
@@ -262,8 +270,10 @@ class Checker:
         if t is ast.BinOp:
             if type(node.op) is ast.Mod and _is_string(node.left):
                 self._percent(node.right)
-            self.scan(node.left, False)
-            self.scan(node.right, False)
+            if type(node.left) not in _LEAVES:
+                self.scan(node.left, False)
+            if type(node.right) not in _LEAVES:
+                self.scan(node.right, False)
             return
         if t is ast.IfExp:
             self.scan(node.test, True)
@@ -279,9 +289,9 @@ class Checker:
             v = getattr(node, f)
             if type(v) is list:
                 for x in v:
-                    if x is not None:
+                    if x is not None and type(x) not in _LEAVES:
                         self.scan(x, False)
-            elif isinstance(v, ast.expr):
+            elif isinstance(v, ast.expr) and type(v) not in _LEAVES:
                 self.scan(v, False)
 
     def _boolop(self, node: ast.BoolOp, boolctx: bool) -> None:

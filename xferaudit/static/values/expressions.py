@@ -49,6 +49,16 @@ class Evaluator:
 
     # qualified names, through imports done in the function too
     def qual(self, node: ast.AST) -> Optional[str]:
+        """The imported qualified name `node` (a name or attribute chain) refers
+        to here, or None; remembered for the statement, like :meth:`value`."""
+        key = -id(node)  # (the value memo's keys are the positive ids)
+        memo = self.memo
+        if key in memo:
+            return memo[key]
+        q = memo[key] = self._qual(node)
+        return q
+
+    def _qual(self, node: ast.AST) -> Optional[str]:
         parts = []
         n = node
         while isinstance(n, ast.Attribute):
