@@ -16,11 +16,11 @@ export PYTHONPATH=${PYTHONPATH:+$PYTHONPATH:}$PWD
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
 { nvidia-smi -L; python3 -c "import torch, sys; print('torch', torch.__version__, 'python', sys.version.split()[0])"; } | tee "$out/gpu_env.txt"
 if [ "$only" = "--guard" ]; then
-  tests="tests/runtime/test_guard_gpu.py tests/packs/torch/test_implicit_step.py"
+  tests="tests/runtime/test_guard_gpu.py tests/packs/torch/test_implicit_step.py tests/packs/torch/test_gpu_first_lib.py"
 else
   tests="tests/packs/torch/test_gpu_runtime.py tests/runtime/test_guard_gpu.py tests/runtime/test_distributed_gpu.py
   tests/packs/cupy/test_cupy_runtime.py tests/packs/jax/test_jax_runtime.py tests/static/test_codemod_runtime.py
-  tests/packs/torch/test_implicit_step.py"
+  tests/packs/torch/test_implicit_step.py tests/packs/torch/test_gpu_first_lib.py"
 fi
 # shellcheck disable=SC2086
 timeout 240 python3 -m pytest -q -rs -p no:cacheprovider $tests 2>&1 | tee "$out/gpu_tests.txt" | tail -25

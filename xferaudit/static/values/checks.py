@@ -15,6 +15,7 @@ from typing import Callable, Optional
 from .expressions import Evaluator
 from .findings import CODES, Finding, Result
 from .kinds import GPU_FIRST, ON_DEVICE, OTHER, SELF, Val, is_dev
+from .vocabulary import MATCH, TRIES
 
 SELF_MODULE = Val("obj", qual="torch.nn.Module")  # `self` in a torch module
 
@@ -105,6 +106,8 @@ class Checker:
         if self.gpu_first:
             placed = GPU_FIRST.get(v.kind)
             if placed is not None:
+                if v.parts is None and v.items is None and not v.container:
+                    return placed.with_bool(v.boolean)
                 return Val(placed.kind, v.boolean, parts=v.parts, items=v.items, container=v.container)
         return v
 
@@ -124,9 +127,9 @@ class Checker:
                 self.scan(item.context_expr, False)
         elif t in (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef):
             return
-        elif hasattr(st, "handlers"):
+        elif t in TRIES:
             return
-        elif hasattr(st, "cases"):
+        elif t is MATCH:
             self.scan(st.subject, False)
             for c in st.cases:
                 if c.guard is not None:

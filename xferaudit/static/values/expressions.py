@@ -140,9 +140,9 @@ class Evaluator:
                 return v.with_bool(True)  # m1 & m2, m | (x > 0): still a mask
             return v
         if t is ast.Compare:
-            if any(type(c) is ast.Constant and type(c.value) is str for c in node.comparators) or \
-                    type(node.left) is ast.Constant and type(node.left.value) is str:
-                return PY  # kernel == "fir": no tensor compares with text
+            for c in (node.left, *node.comparators):
+                if type(c) is ast.Constant and type(c.value) is str:
+                    return PY  # kernel == "fir": no tensor compares with text
             if len(node.ops) == 1 and not isinstance(node.ops[0], (ast.Is, ast.IsNot, ast.In, ast.NotIn)):
                 v = combine(self.value(node.left), self.value(node.comparators[0]))
                 return v.with_bool(True) if v.kind in TENSORISH or v.kind == "numpy" else v

@@ -15,7 +15,7 @@ from .expressions import Evaluator
 from .kinds import ANNOTATED, CLASS, DEVMOD, OBJ, OTHER, PY, UNKNOWN, Val, combine, join, \
     join_loop
 from .placement import device_value
-from .vocabulary import MODULE_SAME_METHODS, annot_kind, import_val
+from .vocabulary import MATCH, MODULE_SAME_METHODS, TRIES, annot_kind, import_val
 
 Hook = Callable[[ast.AST, Evaluator], None]
 _RUNTIME = "xferaudit.runtime."
@@ -61,7 +61,7 @@ def bound_names(body: list) -> frozenset:
         elif t is ast.If or t is ast.While:
             stack.extend(st.body)
             stack.extend(st.orelse)
-        elif hasattr(st, "handlers"):
+        elif t in TRIES:
             stack.extend(st.body)
             for h in st.handlers:
                 if h.name:
@@ -69,7 +69,7 @@ def bound_names(body: list) -> frozenset:
                 stack.extend(h.body)
             stack.extend(st.orelse)
             stack.extend(st.finalbody)
-        elif hasattr(st, "cases"):
+        elif t is MATCH:
             for c in st.cases:
                 stack.extend(c.body)
         elif t is ast.Delete:
@@ -226,7 +226,7 @@ class Walker:
                     ev.default_device = d if d in ("cpu", "dev") else "unknown"
             self.body(st.body)
             ev.default_device = default
-        elif hasattr(st, "handlers"):  # Try, TryStar
+        elif t in TRIES:
             before = dict(ev.env)
             self.body(st.body)
             envs = [dict(ev.env)]
@@ -239,7 +239,7 @@ class Walker:
             self._merge(envs)
             self.body(st.orelse)
             self.body(st.finalbody)
-        elif hasattr(st, "cases"):
+        elif t is MATCH:
             paths = [self._branch(case.body) for case in st.cases]
             live = [env for env, ends in paths if not ends]
             self._merge(live or [env for env, _ in paths])

@@ -26,6 +26,8 @@ Walk = Callable[[ast.AST, object, Optional[dict]], list]
 
 #: Argument kinds worth a walk of their own (where a tensor is, what a call gives).
 _PLACED = frozenset({"dev", "devx", "devout", "devmod", "devstate", "tensor", "tensors", "host", "pylist"})
+#: What a return can still learn from where the arguments are.
+_OPEN = frozenset({"unknown", "tensor", "tensors", "either", "obj"})
 
 
 class Returns:
@@ -51,6 +53,9 @@ class Returns:
             return UNKNOWN
         seeds = None
         if args and any(a.kind in _PLACED for a in args):
+            plain = self.of(scope, name, ev)
+            if plain.kind not in _OPEN:
+                return plain  # what it returns does not wait on where its arguments are
             params = [p.arg for p in fn.args.posonlyargs + fn.args.args][1 if scope == "self" else 0:]
             seeds = {p: a for p, a in zip(params, args) if a.kind in _PLACED} or None
         key = (id(fn),) if seeds is None else (id(fn),) + tuple(sorted((p, v.kind) for p, v in seeds.items()))

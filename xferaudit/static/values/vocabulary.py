@@ -79,6 +79,11 @@ DTYPES = frozenset("""float float16 half bfloat16 float32 float64 double complex
     uint8 int8 int16 int32 int64 long short bool channels_last contiguous_format preserve_format""".split())
 
 
+#: Statement types by what they hold (ast.TryStar is Python 3.11's, Match 3.10's).
+TRIES = tuple(getattr(ast, n) for n in ("Try", "TryStar") if hasattr(ast, n))
+MATCH = getattr(ast, "Match", None)
+
+
 def camel(name: str) -> bool:
     """A CamelCase name (a class, by convention), not an ALLCAPS one."""
     return name[:1].isupper() and not name.isupper()
@@ -112,7 +117,8 @@ def annot_kind(node: Optional[ast.AST]) -> Optional[str]:
     """"tensor" for an annotation naming a tensor type (``Tensor``, ``torch.Tensor``,
     ``Optional[Tensor]``, ``Tensor | None``, ``"Tensor"``), "tensors" for a
     sequence of them (``List[Tensor]``, ``tuple[Tensor, ...]``), "dict" for a
-    mapping to them (``Dict[str, Tensor]``), else None."""
+    mapping to them (``Dict[str, Tensor]``), "pylist" for a list of ints
+    (``list``, ``List[int]``), else None."""
     if node is None:
         return None
     if isinstance(node, ast.Constant) and isinstance(node.value, str):
@@ -126,7 +132,7 @@ def annot_kind(node: Optional[ast.AST]) -> Optional[str]:
         except (SyntaxError, ValueError):
             return None
     if isinstance(node, ast.Name):
-        return "tensor" if node.id in ANNOT_TENSOR else None
+        return "tensor" if node.id in ANNOT_TENSOR else "pylist" if node.id == "list" else None
     if isinstance(node, ast.Attribute):
         ok = isinstance(node.value, ast.Name) and f"{node.value.id}.{node.attr}" in ANNOT_TENSOR
         return "tensor" if ok else None
@@ -141,11 +147,14 @@ def annot_kind(node: Optional[ast.AST]) -> Optional[str]:
         if head == "Union":
             kinds = {annot_kind(a) for a in args if not _is_none(a)}
             return kinds.pop() if len(kinds) == 1 else None
+        if head in ("List", "list", "Sequence") and len(args) == 1 and isinstance(args[0], ast.Name) and \
+                args[0].id == "int":
+            return "pylist"  # rows: List[int]: an index that uploads
         if head in ANNOT_CONTAINERS:
             inner = [annot_kind(a) for a in args if not (isinstance(a, ast.Constant) and a.value is Ellipsis)]
-            return "tensors" if inner and all(k is not None for k in inner) else None
+            return "tensors" if inner and all(k in ("tensor", "tensors") for k in inner) else None
         if head in ANNOT_MAPPINGS:  # iterated, a dict gives its keys
-            return "dict" if len(args) == 2 and annot_kind(args[1]) is not None else None
+            return "dict" if len(args) == 2 and annot_kind(args[1]) in ("tensor", "tensors") else None
     return None
 
 
