@@ -29,7 +29,8 @@ def masks(scores, boxes, dev, threshold: float):
     arr = np.zeros(4)
     f = arr[arr > 0]  # numpy
     g = s[host_mask]  # expect: XFA406 (a host mask is uploaded)
-    return a, b, c, d, e, f, g
+    r = torch.repeat_interleave(s, repeats=2, dim=0)  # int repeats: the size is known
+    return a, b, c, d, e, f, g, r
 
 
 def lists(x, dev, n: int):

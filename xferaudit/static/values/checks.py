@@ -458,7 +458,7 @@ def _tensor_repeats(value: Callable[[ast.AST], Val], node: ast.Call, pos: int) -
     device tensor and no `output_size` is given (int repeats: the size is known)."""
     if _has_kw(node, "output_size"):
         return False
-    if len(node.args) == 1 and pos == 1:
+    if len(node.args) == 1 and pos == 1 and not _has_kw(node, "repeats"):
         return True  # torch.repeat_interleave(repeats): the repeats are the tensor
     rep = node.args[pos] if len(node.args) > pos else next((k.value for k in node.keywords if k.arg == "repeats"), None)
     return rep is not None and on_device(value(rep))
