@@ -42,3 +42,18 @@ def host_math(x, dev, scale):
     if re.match("a", text):
         pass
     return t.sub(1)
+
+
+def loops(model, x, dev, weights: dict):
+    out = None
+    for _ in range(2):
+        if out is None:
+            out = x.to(dev)
+        else:
+            out = out[x.to(dev).argmax()]  # a tensor indexed by a device tensor: a gather, no read
+    losses = model.to(dev)(x)  # a module's output: a dict of losses, maybe
+    total = sum(losses[k] * weights[k] for k in losses if k in weights)  # a loop over it takes keys
+    h = torch.zeros(3).to(torch.int)  # a dtype, not a device
+    if h.sum() > 0:
+        pass
+    return out, total

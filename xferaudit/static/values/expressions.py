@@ -117,7 +117,7 @@ class Evaluator:
         if t is ast.Name:
             return self.name(node)
         if t is ast.Constant or t is ast.JoinedStr:
-            return PY
+            return PY if t is ast.JoinedStr or node.value is not None else UNKNOWN  # x = None: filled later
         v = self.memo.get(id(node))
         if v is None:
             v = self.memo[id(node)] = self._value(node, t)
@@ -203,7 +203,7 @@ class Evaluator:
 
     def bind_element(self, target: ast.AST, v: Val) -> None:
         """`target` bound to what iterating `v` gives (names, tuples of names)."""
-        el = self.element(v)
+        el = self.iterated(v)
         if isinstance(target, ast.Name):
             self.env[target.id] = el
         elif isinstance(target, (ast.Tuple, ast.List)):
@@ -280,8 +280,15 @@ class Evaluator:
         return UNKNOWN
 
     # iteration ---------------------------------------------------------------------------
+    def iterated(self, v: Val) -> Val:
+        """What iterating `v` (`for x in v`) gives: a module's output may be a
+        dict, whose keys a loop takes (unpacking it is :meth:`element`)."""
+        if v.kind in ("devout", "tensors") and not v.container:
+            return UNKNOWN
+        return self.element(v)
+
     def element(self, v: Val) -> Val:
-        """What iterating or unpacking a value gives."""
+        """What unpacking a value gives, or iterating one that is no module's output."""
         k = v.kind
         if v.items is not None:
             return PY  # a dict's keys

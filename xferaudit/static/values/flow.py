@@ -330,11 +330,11 @@ class Walker:
                 not any(isinstance(e, ast.Starred) for e in target.elts) and not it.keywords:
             if it.func.id == "zip" and len(it.args) == len(target.elts):
                 for e, a in zip(target.elts, it.args):
-                    self.bind(e, ev.element(ev.value(a)))
+                    self.bind(e, ev.iterated(ev.value(a)))
                 return
             if it.func.id == "enumerate" and len(target.elts) == 2 and it.args:
                 self.bind(target.elts[0], PY)
-                self.bind(target.elts[1], ev.element(ev.value(it.args[0])))
+                self.bind(target.elts[1], ev.iterated(ev.value(it.args[0])))
                 return
         self.bind(target, self._iter_val(it))
 
@@ -346,7 +346,7 @@ class Walker:
                 return PY
             if f == "enumerate" and it.args:
                 return UNKNOWN  # (index, item): unpacked below by position when possible
-        return ev.element(ev.value(it))
+        return ev.iterated(ev.value(it))
 
 
 def _ends(stmts: list) -> bool:

@@ -76,7 +76,8 @@ PY_RESULT_METHODS = frozenset("""decode batch_decode format join split strip rep
     keys values items copy write read readline info debug warning warn error critical exception log
     print save close tolist item""".split())
 DTYPES = frozenset("""float float16 half bfloat16 float32 float64 double complex64 complex128 cfloat cdouble
-    uint8 int8 int16 int32 int64 long short bool channels_last contiguous_format preserve_format""".split())
+    uint8 int8 int16 int32 int64 long short bool channels_last contiguous_format preserve_format int uint16
+    uint32 uint64 chalf complex32""".split())
 
 
 #: Statement types by what they hold (ast.TryStar is Python 3.11's, Match 3.10's).
