@@ -14,7 +14,7 @@ Then, for each reading (``proven``, ``gpu-first``)::
 
 The counts are ``xferaudit check LIB --no-cache --statistics --exit-zero
 --implicit MODE`` per library. The sample is drawn from the implicit findings
-of non-test code (paths the default ``gpu-first-exclude`` does not match),
+of non-test code (paths no test pattern of the default ``gpu-first-exclude`` matches),
 per library in proportion to its findings with at least five (or all) from
 each, with a fixed seed: the same tree and tool give the same sample. Each
 sampled finding is judged by reading its source: does this line cross between
@@ -40,10 +40,11 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 
 from xferaudit.config import path_matches  # noqa: E402
-from xferaudit.rules import DEFAULT_GPU_FIRST_EXCLUDE  # noqa: E402
 
 LIBRARIES = ("transformers", "lightning", "timm", "diffusers", "accelerate", "whisper")
 MODES = ("proven", "gpu-first")
+#: Test code (the test part of the default gpu-first-exclude): not sampled.
+TESTS = ("test", "tests", "testing", "test_*.py", "*_test.py", "conftest.py")
 
 
 def xfa(*args: str, cwd: str) -> str:
@@ -71,7 +72,7 @@ def findings(root: str, lib: str, mode: str) -> list[dict]:
         if not r.get("implicit") or r.get("suppressed") or r.get("wrapped") or r["rule"] == "XFA451":
             continue
         rel = os.path.relpath(os.path.join(root, r["path"]), os.path.join(root, lib))
-        if path_matches(rel, DEFAULT_GPU_FIRST_EXCLUDE):
+        if path_matches(rel, TESTS):
             continue
         r["lib"] = lib
         keep.append(r)

@@ -36,9 +36,12 @@ WRAP_STYLES = STYLES
 #: evidence still wins). See docs/sites.md.
 IMPLICIT_READINGS = ("proven", "gpu-first")
 DEFAULT_IMPLICIT = "proven"
-#: Paths read "proven" even under "gpu-first": tests run on the CPU. Patterns as
-#: ``exclude`` takes them (a name without a slash matches any path component).
-DEFAULT_GPU_FIRST_EXCLUDE = ("test", "tests", "testing", "test_*.py", "*_test.py", "conftest.py")
+#: Paths read "proven" even under "gpu-first": tests run on the CPU, and so does
+#: data processing (processors, feature extractors, tokenizers prepare inputs on
+#: the host). Patterns as ``exclude`` takes them (a name without a slash matches
+#: any path component).
+DEFAULT_GPU_FIRST_EXCLUDE = ("test", "tests", "testing", "test_*.py", "*_test.py", "conftest.py",
+                             "*processing*.py", "*processor*.py", "feature_extraction*.py", "tokenization*.py")
 
 
 class RuleError(ValueError):

@@ -57,3 +57,12 @@ def loops(model, x, dev, weights: dict):
     if h.sum() > 0:
         pass
     return out, total
+
+
+class Cache:
+    def __init__(self):
+        self.layers = []  # filled later, with tensors
+
+    def select(self, indices, dev):
+        idx = indices.to(dev)
+        return self.layers[0][idx]  # an item of a list made empty: a tensor, indexed on the device

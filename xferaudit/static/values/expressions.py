@@ -273,7 +273,8 @@ class Evaluator:
         if k == "devstate":
             return DEV
         if k in ("py", "pylist", "numpy"):
-            return PY if k == "pylist" else UNKNOWN
+            # an item of a list of Python values; not of one made empty (filled later, with anything)
+            return PY if k == "pylist" and bv.parts != () else UNKNOWN
         m = self.value(node.slice) if not isinstance(node.slice, (ast.Slice, ast.Tuple)) else UNKNOWN
         if m.boolean and m.kind in ("dev", "tensor"):
             return DEV if m.kind == "dev" else TENSOR  # boxes[mask]: where the mask is
