@@ -35,7 +35,7 @@ WRAP_STYLES = STYLES
 #: device; "gpu-first" takes such a tensor to be on the accelerator (host
 #: evidence still wins). See docs/sites.md.
 IMPLICIT_READINGS = ("proven", "gpu-first")
-DEFAULT_IMPLICIT = "proven"
+DEFAULT_IMPLICIT = "gpu-first"
 #: Paths read "proven" even under "gpu-first": tests run on the CPU, and so does
 #: data processing (processors, feature extractors, tokenizers prepare inputs on
 #: the host). Patterns as ``exclude`` takes them (a name without a slash matches
