@@ -18,7 +18,7 @@ start-up:
 Goals: cold <= 1.5x ruff's wall time (value layer included, in both readings); warm <= 1 s;
 10 files <= 0.5 s.
 
-    python bench/scan_speed.py [--repeat 3] [--torch DIR] [--torchfix]
+    python bench/scan_speed.py [--repeat 3] [--torch DIR] [--torchfix] [--base DIR]
 """
 
 from __future__ import annotations
@@ -41,9 +41,9 @@ def torch_dir() -> str:
     return out.stdout.strip()
 
 
-def timed(cmd: list[str], cwd: str | None = None) -> tuple[float, int, str]:
+def timed(cmd: list[str], cwd: str | None = None, env: dict | None = None) -> tuple[float, int, str]:
     t = time.perf_counter()
-    p = subprocess.run(cmd, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    p = subprocess.run(cmd, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
     return time.perf_counter() - t, p.returncode, p.stdout
 
 
@@ -85,6 +85,9 @@ def main() -> int:
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--torch", default=None, help="the tree to scan (default: the installed torch)")
     ap.add_argument("--torchfix", action="store_true", help="also time TorchFix, if installed")
+    ap.add_argument("--base", metavar="DIR", default=None,
+                    help="also time another checkout of xferaudit (e.g. `git worktree add /tmp/base main`), cold, "
+                         "interleaved with these runs: the ratio of the two is what the change costs")
     a = ap.parse_args()
     root = a.torch or torch_dir()
     xfa = [sys.executable, "-m", "xferaudit"]
@@ -127,11 +130,15 @@ def main() -> int:
                                          "--exit-zero", "-q"], proj),
                 ("10 files --no-cache", xfa + ["check", *ten, "--no-cache", "--exit-zero", "-q"], proj),
             ]
+            if a.base:
+                plan.insert(2, ("base cold", xfa + ["check", root, "--cache-dir", os.path.join(work, f"cb-{r}"),
+                                                    "--exit-zero", "-q"], None))
             if ruff:
                 plan.insert(2, ("ruff --select ALL --no-cache",
                                 [ruff, "check", "--select", "ALL", "--no-cache", "--exit-zero", "-q", root], None))
+            base_env = dict(os.environ, PYTHONPATH=os.path.abspath(a.base)) if a.base else None
             for name, cmd, cwd in plan:
-                dt, rc, out = timed(cmd, cwd)
+                dt, rc, out = timed(cmd, cwd, base_env if name.startswith("base") else None)
                 if rc not in (0, 1) and " XFA001 " not in out:  # 2 with XFA001: a file of the tree does not parse
                     print(f"{name}: exit {rc}", file=sys.stderr)
                 rows.setdefault(name, []).append(dt)
@@ -169,6 +176,9 @@ def main() -> int:
         print(f"  cold --jobs 1 / ruff {med['xferaudit cold --jobs 1'] / base:5.2f}x")
         print(f"  warm                 {med['xferaudit warm']:5.2f} s   (goal <= 1 s)")
         print(f"  10 files cold        {med['10 files cold']:5.2f} s   (goal <= 0.5 s)")
+        if "base cold" in med:
+            print(f"  base cold / ruff     {med['base cold'] / base:5.2f}x   "
+                  f"(this change: cold {med['xferaudit cold'] / med['base cold']:.2f}x the base's)")
         if "torchfix" in med:
             print(f"  torchfix / ruff      {med['torchfix'] / base:5.2f}x")
     return 0

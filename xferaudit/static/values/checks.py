@@ -112,7 +112,15 @@ class Checker:
         return v
 
     def __call__(self, st: ast.stmt, ev: Evaluator) -> None:
-        self.ev = ev
+        # re-entrant: reading a call may walk the function called (reporting
+        # it, .walk), whose statements come here before this one is done
+        outer, self.ev = self.ev, ev
+        try:
+            self._statement(st, ev)
+        finally:
+            self.ev = outer
+
+    def _statement(self, st: ast.stmt, ev: Evaluator) -> None:
         t = type(st)
         if t in (ast.If, ast.While):
             self.scan(st.test, True)

@@ -17,7 +17,7 @@ from typing import Optional
 from .expressions import Evaluator, Resolver
 from .flow import Hook, Walker, bound_names
 from .kinds import ANNOTATED, FUNC, OTHER, SELF, UNKNOWN, Val, join
-from .summaries import Returns, call_seeds, framework, framework_seeds, is_module_class
+from .summaries import Returns, call_seeds, framework, framework_seeds, is_module_class, summary
 from .vocabulary import annot_kind, import_val
 
 
@@ -95,6 +95,7 @@ class _Module:
         self.summaries = Returns({}, self._summary_walk)
         self.defs: dict = {}  # id(def) -> (its local names, its parameters' values, walked as a method)
         self.module_classes: set = set()  # names of this file's classes that are torch modules
+        self.reported: set = set()  # ids of the module functions walked reporting
 
     def evaluator(self, globals_env: dict, attrs: dict) -> Evaluator:
         ev = Evaluator(self.qualname, self.imports, globals_env, attrs)
@@ -120,7 +121,8 @@ class _Module:
                 globals_env[fn.name] = FUNC
         self.summaries.functions = {fn.name: fn for fn in defs if globals_env.get(fn.name) is FUNC}
         for fn in defs:
-            self.function(fn, {}, self.hook, method=False, where=fn.name, calls=self.calls)
+            if id(fn) not in self.reported:
+                self._report(fn)
         for st in tree.body:
             if isinstance(st, ast.ClassDef):
                 self.klass(st, st.name)
@@ -135,9 +137,21 @@ class _Module:
             if seeds:
                 self.function(fn, {}, self.hook, method=False, where=fn.name, seeds=seeds)
 
+    def _report(self, fn) -> list:
+        """The reporting walk of a module function, which gives what it returns
+        too (remembered: a later call of it needs no walk of its own)."""
+        self.reported.add(id(fn))
+        returned: list = []
+        self.function(fn, {}, self.hook, method=False, where=fn.name, calls=self.calls, returned=returned)
+        self.summaries.done.setdefault((id(fn),), summary(returned))
+        return returned
+
     def _summary_walk(self, fn, caller: Evaluator, seeds: Optional[dict]) -> list:
         """The values `fn`'s return statements give (a method: in its caller's
-        class), its parameters in `seeds` as given."""
+        class), its parameters in `seeds` as given. A module function not yet
+        walked is walked reporting, once for both."""
+        if seeds is None and id(fn) not in self.reported and self.summaries.functions.get(fn.name) is fn:
+            return self._report(fn)
         returned: list = []
         if fn.name in caller.methods and caller.methods[fn.name] is fn:
             self.function(fn, caller.class_attrs, None, method=True, methods=caller.methods, returned=returned,
@@ -192,7 +206,7 @@ class _Module:
             ev.env.update(seeds)
 
         def nested(inner, outer_ev):
-            if collect or returned is not None:
+            if collect or hook is None:
                 return
             closure = {k: v for k, v in outer_ev.env.items() if isinstance(k, str)}
             self.function(inner, attrs, hook, method=False, outer=closure, where=f"{where}.{inner.name}")
