@@ -61,21 +61,30 @@ class Result:
     def value(self, node: ast.AST, local: Callable[[str], bool], call: Optional[ast.Call] = None) -> Val:
         """The value of `node` (a call's receiver: as recorded by the walk), else read without flow."""
         v = self.receivers.get(id(call)) if call is not None else None
-        if v is None and self.free is not None:
-            self.free.local_names = _Locals(local)
-            self.free.env = {}
-            self.free.memo.clear()
-            v = self.free.value(node)
+        if v is None:
+            v = self._free(node, local)
         return v if v is not None else Val("unknown")
+
+    def _free(self, node: ast.AST, local: Callable[[str], bool]) -> Optional[Val]:
+        """`node` read without flow, in a function whose names `local` says are
+        bound in it (unknown); None without a free evaluator."""
+        if self.free is None:
+            return None
+        self.free.local_names = _Locals(local)
+        self.free.env = {}
+        self.free.memo.clear()
+        return self.free.value(node)
+
+    def _receiver(self, call: ast.Call, local: Callable[[str], bool]) -> Optional[Val]:
+        """A method call's receiver, as the walk recorded it, else read without flow."""
+        v = self.receivers.get(id(call))
+        if v is None and isinstance(call.func, ast.Attribute):
+            v = self._free(call.func.value, local)
+        return v
 
     def unbound(self, call: ast.Call, local: Callable[[str], bool]) -> bool:
         """`torch.Tensor.cpu(x)`: a method of torch's Tensor class called on its first argument."""
-        v = self.receivers.get(id(call))
-        if v is None and self.free is not None and isinstance(call.func, ast.Attribute):
-            self.free.local_names = _Locals(local)
-            self.free.env = {}
-            self.free.memo.clear()
-            v = self.free.value(call.func.value)
+        v = self._receiver(call, local)
         return v is not None and unbound_tensor(v) and bool(call.args)
 
     def on_host(self, call: ast.Call) -> bool:
@@ -92,12 +101,7 @@ class Result:
         binds is unknown; imports, literals and call chains still count
         (``init.copy_``, ``np.linspace(...).tolist()``, ``x.numpy().tolist()``).
         """
-        v = self.receivers.get(id(call))
-        if v is None and self.free is not None and isinstance(call.func, ast.Attribute):
-            self.free.local_names = _Locals(local)
-            self.free.env = {}
-            self.free.memo.clear()
-            v = self.free.value(call.func.value)
+        v = self._receiver(call, local)
         if v is not None and v.kind in NOT_A_RECEIVER:
             if v.kind == "class" and unbound_tensor(v):
                 return None  # `torch.Tensor.cpu(x)`: the site of x
@@ -126,6 +130,7 @@ def row_allows(rule_id: str, call: ast.Call, res: "Result", local: Callable[[str
         s = a.value if isinstance(a, ast.Constant) and isinstance(a.value, str) else None
         if s is None and res.free is not None:
             res.free.local_names = _Locals(local)
+            res.free.memo.clear()
             s = res.free.qual(a)
         return s is not None and _CUDA_TYPE.search(s) is not None
     if rule_id == "torch.module_compile":
