@@ -1,7 +1,17 @@
 """Print ``xferaudit/static/values/tensor_names.py``: torch.Tensor's method names as data.
 
 The static half never imports torch; the value layer reads these two sets
-instead. Regenerate after a torch upgrade (needs torch, numpy and Pillow):
+instead:
+
+* ``TENSOR_METHOD_NAMES``: every public attribute of ``torch.Tensor``; a method
+  of a device tensor that is not one (``inst.to(dev).has("x")``) gives no tensor;
+* ``TENSOR_ONLY_METHODS``: those that numpy arrays, Python's builtin types,
+  ``nn.Module``, ``re`` objects, paths and PIL images lack, minus names other
+  objects often have (``log``, ``backward``, ``clone``, ``scatter``, ``where``...)
+  and those that give no tensor: a call of one on a value nothing places shows
+  that value is a tensor (``x.detach()``, ``x.masked_fill(...)``).
+
+Regenerate after a torch upgrade (needs torch, numpy and Pillow):
 
     python bench/tensor_names.py > xferaudit/static/values/tensor_names.py
 """
@@ -43,18 +53,9 @@ def main() -> None:
         other |= set(dir(o))
     only = sorted(n for n in names if n not in other and n not in STOP)
     version = torch.__version__.split("+")[0]
-    print(f'''"""torch.Tensor's method names, as data (the static half never imports torch).
-
-Generated from torch {version} by ``python bench/tensor_names.py`` (it prints this module):
-
-* :data:`TENSOR_METHOD_NAMES`: every public attribute of ``torch.Tensor``; a
-  method of a device tensor that is not one (``inst.to(dev).has("x")``) gives
-  no tensor;
-* :data:`TENSOR_ONLY_METHODS`: those that numpy arrays, Python's builtin
-  types, ``nn.Module``, ``re`` objects, paths and PIL images lack, minus names other
-  objects often have (``log``, ``backward``, ``clone``, ``scatter``, ``where``...)
-  and those that give no tensor: a call of one on a value nothing places shows
-  that value is a tensor (``x.detach()``, ``x.masked_fill(...)``).
+    print(f'''"""torch.Tensor's method names, as data (the static half never imports torch):
+every public one, and those only a tensor has (what they are: bench/tensor_names.py,
+which printed this module from torch {version}).
 """
 
 TENSOR_METHOD_NAMES = frozenset("""

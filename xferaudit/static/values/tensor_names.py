@@ -1,15 +1,6 @@
-"""torch.Tensor's method names, as data (the static half never imports torch).
-
-Generated from torch 2.13.0 by ``python bench/tensor_names.py`` (it prints this module):
-
-* :data:`TENSOR_METHOD_NAMES`: every public attribute of ``torch.Tensor``; a
-  method of a device tensor that is not one (``inst.to(dev).has("x")``) gives
-  no tensor;
-* :data:`TENSOR_ONLY_METHODS`: those that numpy arrays, Python's builtin
-  types, ``nn.Module``, ``re`` objects, paths and PIL images lack, minus names other
-  objects often have (``log``, ``backward``, ``clone``, ``scatter``, ``where``...)
-  and those that give no tensor: a call of one on a value nothing places shows
-  that value is a tensor (``x.detach()``, ``x.masked_fill(...)``).
+"""torch.Tensor's method names, as data (the static half never imports torch):
+every public one, and those only a tensor has (what they are: bench/tensor_names.py,
+which printed this module from torch 2.13.0).
 """
 
 TENSOR_METHOD_NAMES = frozenset("""
