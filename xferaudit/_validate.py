@@ -140,12 +140,16 @@ def _check_one(data: dict, where: str, error: Err) -> None:
         for k in ("rank", "world_size", "steps"):
             if meta.get(k) is not None:
                 count(meta[k], f"{where}: meta", k, error)
+        if meta.get("steps_seconds") is not None:
+            number(meta["steps_seconds"], f"{where}: meta: 'steps_seconds'", error, "number of seconds")
     rows = data.get("rows")
     for i, r in enumerate(rows if isinstance(rows, list) else ()):
         if not isinstance(r, dict):
             continue
         w = f"{where}: rows[{i}]"
         _counts(r, ("calls", "crossings", "bytes"), w, error)
+        if "seconds" in r:
+            number(r["seconds"], f"{w}: 'seconds'", error, "number of seconds")
         calls, crossings = r.get("calls"), r.get("crossings")
         if isinstance(calls, int) and isinstance(crossings, int) and crossings > calls:
             raise error(f"{w}: crossings ({crossings}) cannot exceed calls ({calls}): "
@@ -161,6 +165,8 @@ def _check_one(data: dict, where: str, error: Err) -> None:
                 raise error(f"{w}: by_direction[{d!r}] must be an object {{\"calls\": n, \"bytes\": n}}, "
                             f"not {_short(v)}")
             _counts(v, ("calls", "bytes"), f"{w}: by_direction[{d!r}]", error)
+            if "seconds" in v:
+                number(v["seconds"], f"{w}: by_direction[{d!r}]: 'seconds'", error, "number of seconds")
             n = v.get("calls", 0)
             if isinstance(calls, int) and n > calls:
                 raise error(f"{w}: by_direction[{d!r}]: calls ({n}) cannot exceed the row's calls ({calls})")
@@ -180,7 +186,14 @@ def _check_one(data: dict, where: str, error: Err) -> None:
     unwrapped = data.get("unwrapped")
     for i, u in enumerate(unwrapped if isinstance(unwrapped, list) else ()):
         if isinstance(u, dict):
-            _counts(u, ("line", "count", "bytes"), f"{where}: unwrapped[{i}]", error)
+            w = f"{where}: unwrapped[{i}]"
+            _counts(u, ("line", "count", "bytes", "copies", "pageable"), w, error)
+            if "seconds" in u:
+                number(u["seconds"], f"{w}: seconds", error, "number of seconds")
+            for name, chain in _chains(u):
+                for j, f in enumerate(chain if isinstance(chain, list) else ()):
+                    if isinstance(f, dict) and "line" in f:
+                        count(f["line"], f"{w}: {name}[{j}]", "line", error)
     tl = data.get("timeline")
     if isinstance(tl, dict):
         if "t0_ns" in tl:
@@ -190,6 +203,15 @@ def _check_one(data: dict, where: str, error: Err) -> None:
             if isinstance(e, list) and len(e) == 5:
                 count(e[0], f"{where}: timeline.events[{i}]", "time_ns", error)
                 count(e[4], f"{where}: timeline.events[{i}]", "n", error)
+
+
+def _chains(u: dict) -> list:
+    """(name, frames) of an unwrapped entry's chains of user frames."""
+    out = [("frames", u.get("frames"))]
+    chains = u.get("chains")
+    if isinstance(chains, list):
+        out += [(f"chains[{k}]", c) for k, c in enumerate(chains)]
+    return out
 
 
 def steps_of(raw: Any, where: str, error: Err) -> Optional[int]:

@@ -12,6 +12,8 @@ Keys follow ruff's names where ruff has one::
     cache-dir = ".xferaudit_cache" # where `check` keeps its findings (relative to the root)
     implicit = "gpu-first"         # how implicit transfers are read: "proven" or "gpu-first"
     gpu-first-exclude = ["tests"]  # paths read "proven" under gpu-first (replaces the default)
+    evidence = ["xferaudit-run.json"]  # run files `check` reads as evidence (relative to the root)
+    docs-url = "https://..."       # where this documentation site is served: findings link to its rule pages
 
     [[tool.xferaudit.rule]]        # rows of your own stack, same schema as a pack
     call = "function"
@@ -36,6 +38,7 @@ from .rules import (
     DEFAULT_GPU_FIRST_EXCLUDE, DEFAULT_IMPLICIT, IMPLICIT_READINGS, RuleError, RuleTable, available_packs, table,
     user_rules,
 )
+from .runkeys import relative_path
 
 DEFAULT_EXCLUDE = (
     ".git", ".hg", ".svn", ".tox", ".nox", ".venv", "venv", ".eggs", "__pycache__",
@@ -44,7 +47,7 @@ DEFAULT_EXCLUDE = (
 )
 KNOWN_KEYS = {
     "packs", "select", "ignore", "exclude", "extend-exclude", "per-file-ignores",
-    "rule", "budget", "cache-dir", "implicit", "gpu-first-exclude",
+    "rule", "budget", "cache-dir", "implicit", "gpu-first-exclude", "evidence", "docs-url",
 }
 
 
@@ -99,6 +102,8 @@ class Config:
     cache_dir: Optional[Path] = None  # None: <root>/.xferaudit_cache
     implicit: str = DEFAULT_IMPLICIT  # the value layer's reading (rules.IMPLICIT_READINGS)
     gpu_first_exclude: tuple[str, ...] = DEFAULT_GPU_FIRST_EXCLUDE
+    evidence: tuple[str, ...] = ()  # run files read as evidence by `check` (paths, relative to the root)
+    docs_url: Optional[str] = None  # the documentation site's address; None: the installed package's, if any
     _globs: Optional[_Globs] = field(default=None, repr=False, compare=False)
 
     def table(self) -> RuleTable:
@@ -115,16 +120,7 @@ class Config:
     def relpath(self, path) -> str:
         """Path relative to the project root, with forward slashes (for site
         names, baselines and the cache); a path outside the root stays absolute."""
-        ap = os.path.abspath(path)
-        root = str(self.root)
-        if ap == root:
-            return "."
-        prefix = root if root.endswith(os.sep) else root + os.sep
-        if ap.startswith(prefix):
-            rel = ap[len(prefix):]
-        else:
-            rel = ap
-        return rel.replace(os.sep, "/") if os.sep != "/" else rel
+        return relative_path(path, str(self.root))
 
     def code_enabled(self, code: str, relpath: str = "") -> bool:
         if self.select and not any(code.startswith(p) or p == "ALL" for p in self.select):
@@ -178,14 +174,20 @@ def _match(relpath: str, pattern: str) -> bool:
 
 
 def find_root(start: Path) -> Path:
-    """The nearest folder at or above `start` holding pyproject.toml or .git."""
+    """The nearest folder at or above `start` holding pyproject.toml or .git
+    (`start` itself when there is none)."""
     start = Path(os.path.abspath(start))
     if start.is_file():
         start = start.parent
+    return marked_root(start) or start
+
+
+def marked_root(start: Path) -> Optional[Path]:
+    """The nearest folder at or above the folder `start` holding pyproject.toml or .git, or None."""
     for d in (start, *start.parents):
         if (d / "pyproject.toml").is_file() or (d / ".git").exists():
             return d
-    return start
+    return None
 
 
 def _strings(value: Any, key: str, where: str) -> tuple[str, ...]:
@@ -232,6 +234,16 @@ def _cache_dir(value: Any, root: Path, where: str) -> Path:
             "a folder outside it can only be given on the command line, with --cache-dir"
         )
     return path
+
+
+def _docs_url(value: Any, where: str) -> str:
+    """The docs-url setting: an http(s) address, or a file:// one of a site built
+    locally (findings link to its rule pages)."""
+    if (not isinstance(value, str) or not re.match(r"(?:https?://[^\s/]+|file:///)", value)
+            or any(c.isspace() for c in value)):
+        raise ConfigError(f"{where}: [tool.xferaudit] docs-url must be an http(s) or file:// address, "
+                          f"e.g. \"https://example.org/xferaudit/\" (got {value!r})")
+    return value
 
 
 def load_config(start: Optional[Path] = None, path: Optional[Path] = None) -> Config:
@@ -293,6 +305,9 @@ def load_config(start: Optional[Path] = None, path: Optional[Path] = None) -> Co
         cfg.implicit = check_implicit(raw["implicit"], f"{where}: [tool.xferaudit]")
     if "gpu-first-exclude" in raw:
         cfg.gpu_first_exclude = _strings(raw["gpu-first-exclude"], "gpu-first-exclude", where)
+    cfg.evidence = tuple(str(root / p) for p in _strings(raw.get("evidence", []), "evidence", where))
+    if "docs-url" in raw:
+        cfg.docs_url = _docs_url(raw["docs-url"], where)
     rows = raw.get("rule", [])
     if not isinstance(rows, list) or not all(isinstance(r, dict) for r in rows):
         raise ConfigError(f"{where}: [[tool.xferaudit.rule]] must be an array of tables")

@@ -38,6 +38,7 @@ torch is never imported here: ``torch.distributed`` is looked up in
 
 from __future__ import annotations
 
+import dataclasses
 import statistics
 import sys
 from dataclasses import dataclass, field
@@ -118,16 +119,18 @@ class RankedReport(Report):
         return [r.meta["rank"] for r in self.ranks]
 
     def per_rank(self) -> dict:
-        """``{site: {rank: {"calls", "crossings", "bytes"}}}``, 0s for ranks never there."""
+        """``{site: {rank: {"calls", "crossings", "bytes", "seconds"}}}``, 0s for
+        ranks never there (``seconds``: the rank's host time in the site's calls)."""
         out: dict = {}
-        zero = {"calls": 0, "crossings": 0, "bytes": 0}
+        zero = {"calls": 0, "crossings": 0, "bytes": 0, "seconds": 0.0}
         for row in self.rows:
             out[row.site] = {r: dict(zero) for r in self.rank_ids()}
         for rep in self.ranks:
             rk = rep.meta["rank"]
             for row in rep.rows:
                 out.setdefault(row.site, {r: dict(zero) for r in self.rank_ids()})[rk] = {
-                    "calls": row.calls, "crossings": row.crossings, "bytes": row.bytes}
+                    "calls": row.calls, "crossings": row.crossings, "bytes": row.bytes,
+                    "seconds": row.seconds}
         return out
 
     def per_rank_unwrapped(self) -> dict:
@@ -377,11 +380,12 @@ def merge(
     unwrapped: dict = {}
     for rep in per_rank:
         for u in rep.unwrapped:
-            t = unwrapped.setdefault(_uw_key(u), Unwrapped(u.path, u.line, u.op, u.direction,
-                                                           via=u.via, copies=0))
-            t.count += u.count
-            t.bytes += u.bytes
-            t.copies += u.copies
+            t = unwrapped.get(_uw_key(u))
+            if t is None:  # (a copy: the ranks' own entries are left as they are)
+                unwrapped[_uw_key(u)] = dataclasses.replace(
+                    u, frames=list(u.frames), chains=[list(c) for c in u.chains])
+            else:
+                t.add(u)
 
     present = [rep.meta["rank"] for rep in per_rank]
     meta: dict = {
@@ -390,10 +394,32 @@ def merge(
         "ranks_present": present,
     }
     meta.update(_missing(present, ws))
+    meta.update(_run_kind(flat))
     if notes:
         meta["note"] = "; ".join(notes)
     return RankedReport(list(rows.values()), list(launches.values()), list(unwrapped.values()),
                         meta, None, per_rank, ws).sorted()
+
+
+def _run_kind(flat: list) -> dict:
+    """``{"kind": "run", "root": ...}`` when every report is a run file of one
+    project root (their paths are relative to it), else {}; ReportError when
+    run files are mixed with other reports or with another root's."""
+    runs = [(name, rep) for name, rep in flat if rep.meta.get("kind") == "run"]
+    if not runs:
+        return {}
+    if len(runs) != len(flat):
+        other = next(name for name, rep in flat if rep.meta.get("kind") != "run")
+        raise ReportError(f"{other}: not a run file, but {runs[0][0]} is (meta.kind \"run\"): "
+                          "merge run files with run files")
+    roots = {}
+    for name, rep in runs:
+        roots.setdefault(rep.meta.get("root"), name)
+    if len(roots) > 1:
+        (ra, na), (rb, nb) = list(roots.items())[:2]
+        raise ReportError(f"run files of different project roots ({ra} in {na}, {rb} in {nb}): "
+                          "their paths are relative to different folders")
+    return {"kind": "run", "root": next(iter(roots))}
 
 
 def single(rep: Report, note: str = NOT_INITIALIZED) -> RankedReport:

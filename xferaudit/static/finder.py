@@ -67,6 +67,7 @@ from .prefilter import candidate_lines, imported_modules
 from .resolver import COMPOUND_BODIES, Resolver, arg_names, target_names
 from .source import Source, decode_source, parse, split_lines
 from .suppress import bare_own, file_suppressions, parse_suppressions
+from .unwrappable import arguments_may_have_effects, mark as mark_unwrappable
 from .wrapped import Unwrapper, read_wrapped
 
 _RUNTIME_DOT = RUNTIME_MODULE + "."
@@ -94,13 +95,18 @@ class Site:
     label: str = ""  # receiver text and method (`loss.item`), or the function's name
     byte_col: int = 0  # 0-based UTF-8 column of the called name (ast's), for the codemod
     implicit: bool = False  # a crossing with no transfer call of its own (the value layer's)
-    op: str = ""  # an implicit site's category (conversion, truth, format...); "unbound" for Tensor.m(x)
+    # an implicit site's category (conversion, truth, format...); "unbound" for Tensor.m(x);
+    # "bound" for x.m(args) whose arguments may have side effects (wrapped as xfer.call(x.m, args))
+    op: str = ""
+    no_wrap: str = ""  # why no wrapped form can keep this code as it is (static/unwrappable.py); "" if one can
 
     def to_json(self) -> dict:
         d = asdict(self)
         del d["byte_col"], d["label"]
         if not self.implicit:
             del d["implicit"], d["op"]
+        if not self.no_wrap:
+            del d["no_wrap"]
         return d
 
 
@@ -119,6 +125,9 @@ class FileResult:
     #: (``print "x"``, ``x.cuda(async=True)``) it did: ``sites`` are from that
     #: reading (:mod:`.repair`).
     repaired: bool = False
+    #: ``check --evidence``: the run's lines of this file, matched to its text
+    #: (:class:`~.evidence.FileEvidence`; never cached)
+    evidence: Optional[object] = None
 
 
 def _position(source: Source, colmap, node: ast.AST, at: ast.AST) -> tuple[int, int, int, int, int]:
@@ -170,6 +179,9 @@ class FileContext:
     candidates: list = field(default_factory=list)  # the prefilter's lines (where a row's name is called)
     whole: bool = False  # `resolver` binds every scope (analyses may look anywhere)
     relpath: str = ""  # the path relative to the project root (settings by path: gpu-first-exclude)
+    #: run evidence: line -> the site categories a recorded run saw crossing
+    #: on its statement (static/evidence.py); the value layer reads it
+    evidence: dict = field(default_factory=dict)
     _full: Optional[Resolver] = None
 
     @property
@@ -230,6 +242,7 @@ class _FileFinder(ast.NodeVisitor):
         self.cand: list[int] = []  # lines where a site may be (see prefilter.candidate_lines)
         self.colmap = None  # repair.ColumnMap when the text is a repaired reading
         self.nodes: dict = {}  # id(site) -> (node, scope): see FileContext.nodes
+        self.relpath = display_path  # the file's name in site names (short literals are named after it)
 
     def _segment(self, node: ast.AST) -> str:
         return self.source.segment(node)
@@ -462,8 +475,12 @@ class _FileFinder(ast.NodeVisitor):
              site: Optional[str], decorator: Optional[bool] = None) -> None:
         line, col1, end_line, end_col1, bcol = self.position(call, func)
         col, end_col = col1 - 1, end_col1 - 1
+        op = ""
         if not wrapped:
             self.nodes[len(self.sites)] = (call, self.resolver.scope)
+            if rule.wrap == "receiver" and isinstance(func, ast.Attribute) and isinstance(call, ast.Call) \
+                    and arguments_may_have_effects(call):
+                op = "bound"  # wrapped around its bound method: xfer.call(x.to, next(it), site=...)
         self.sites.append(
             Site(
                 path=self.path,
@@ -481,6 +498,7 @@ class _FileFinder(ast.NodeVisitor):
                 decorator=bool(decorator) if decorator is not None else id(call) in self.decorators,
                 label=self._label(func, rule),
                 byte_col=bcol,
+                op=op,
             )
         )
 
@@ -517,9 +535,11 @@ def find_in_source(
     path: str = "<string>",
     rules: Optional[RuleTable] = None,
     relpath: Optional[str] = None,
+    evidence: Optional[dict] = None,
+    tree: Optional[ast.Module] = None,
 ) -> FileResult:
     """All sites of one file's text, in source order, named and with suppressions applied."""
-    return analyse(text, path, rules, relpath)[0]
+    return analyse(text, path, rules, relpath, evidence, tree)[0]
 
 
 def analyse(
@@ -527,14 +547,18 @@ def analyse(
     path: str = "<string>",
     rules: Optional[RuleTable] = None,
     relpath: Optional[str] = None,
+    evidence: Optional[dict] = None,
+    tree: Optional[ast.Module] = None,
 ) -> tuple[FileResult, Optional[FileContext]]:
     """:func:`find_in_source`, plus the parsed file (None when it does not parse)
-    for a caller that needs more of it than the sites (the codemod)."""
+    for a caller that needs more of it than the sites (the codemod). `evidence`:
+    the lines a recorded run saw crossing (:attr:`FileContext.evidence`); `tree`:
+    the text's parse, when the caller has made it."""
     rules = rules or _default_rules()
     res = FileResult(path=path)
     colmap = None
     try:
-        tree = parse(text, path)
+        tree = parse(text, path) if tree is None else tree
     except SyntaxError as e:
         res.error = f"{type(e).__name__}: {e.msg}"
         res.error_line = e.lineno or 1
@@ -552,6 +576,7 @@ def analyse(
         return res, None
     f = _FileFinder(path, text, rules, path, tree)
     f.colmap = colmap
+    f.relpath = relpath if relpath is not None else path
     limit = sys.getrecursionlimit()
     try:
         # A 2,000-term `a + b + ...` is a 2,000-deep tree: the visit recurses.
@@ -561,7 +586,8 @@ def analyse(
         # The finder bound names only around its candidate lines; an analysis
         # may look anywhere, so it gets every scope (`whole`).
         ctx = FileContext(path, f.source, tree, rules, f.resolver, f.sites, nodes, colmap, f.cand,
-                          whole=bool(ANALYSES), relpath=relpath if relpath is not None else path)
+                          whole=bool(ANALYSES), relpath=relpath if relpath is not None else path,
+                          evidence=evidence or {})
         if ANALYSES:
             for extra in ANALYSES:
                 f.sites.extend(extra(ctx))
@@ -571,8 +597,9 @@ def analyse(
     finally:
         sys.setrecursionlimit(limit)
     f.sites.sort(key=lambda s: (s.line, s.column))
+    mark_unwrappable(f.sites, text, tree, f.lines, nodes, f.resolver.qualname)
     name_sites(f.sites, relpath if relpath is not None else path)
-    sup = file_suppressions(text, f.lines, {s.line for s in f.sites})
+    sup = file_suppressions(text, f.lines, {s.line for s in f.sites} | set(evidence or ()))
     res.suppressions = sorted(sup.items())
     res.bare_own = [ln for ln, codes in res.suppressions if bare_own(f.lines[ln - 1])]
     for s in f.sites:

@@ -20,6 +20,11 @@ from .vocabulary import MATCH, TRIES
 SELF_MODULE = Val("obj", qual="torch.nn.Module")  # `self` in a torch module
 
 
+#: On a line a recorded run saw crossing, what a value counts as a device
+#: tensor: anything the code does not show to be on the host or a Python value.
+ASSUMED = frozenset({"unknown", "tensor", "tensors", "either", "devx", "devout"})
+
+
 def on_device(v: Val) -> bool:
     """A device value used as a tensor: a device tensor, a module's output on a
     device, or something moved there (where the use shows it is a tensor)."""
@@ -79,10 +84,14 @@ def _inside_parens(t: ast.Tuple) -> ast.AST:
 class Checker:
     """The hook run on each statement by the value layer's walk."""
 
-    def __init__(self, res: Result, methods: frozenset, gpu_first: bool = False) -> None:
+    def __init__(self, res: Result, methods: frozenset, gpu_first: bool = False, hot: Optional[dict] = None) -> None:
         self.res = res
         self.methods = methods  # method names of the rule table (receivers to record)
         self.gpu_first = gpu_first
+        #: run evidence: line -> the site categories a run saw crossing on its statement
+        self.hot_lines: dict = hot or {}
+        self.hot: frozenset = frozenset()  # those of the statement being checked
+        self.assumed: set = set()  # ids of values taken for device tensors on that evidence
         self.ev: Evaluator = None  # type: ignore[assignment]
         self.seen: set = set()
 
@@ -91,6 +100,8 @@ class Checker:
         key = (code, type(node), node.lineno, node.col_offset, node.end_lineno, node.end_col_offset)
         if key in self.seen:
             return
+        if self.assumed and CODES[code][0] not in self.hot and any(id(n) in self.assumed for n in ast.walk(node)):
+            return  # assumed on evidence of another kind of crossing
         self.seen.add(key)
         if label is None:  # the call itself (float(x), t.nonzero()), or op(expression)
             label = _unparse(node) if at is not None else f"{CODES[code][0]}({_unparse(node, 34)})"
@@ -101,7 +112,8 @@ class Checker:
         """The value of `node` as the implicit rules read it: the one place
         where what a value is, and so where it lives, is decided for them.
         In the gpu-first reading a tensor the file does not place (and a
-        container or output of such tensors) is on the accelerator."""
+        container or output of such tensors) is on the accelerator. (Run
+        evidence changes what a value is taken for in :meth:`assume` alone.)"""
         v = self.ev.value(node)
         if self.gpu_first:
             placed = GPU_FIRST.get(v.kind)
@@ -111,14 +123,33 @@ class Checker:
                 return Val(placed.kind, v.boolean, parts=v.parts, items=v.items, container=v.container)
         return v
 
+    def dev(self, node: ast.AST, test: Callable[[Val], bool] = None) -> bool:
+        """`node` holds a device value: shown by the code (`test`, default
+        :func:`on_device`), or assumed on run evidence (:meth:`assume`)."""
+        v = self.value(node)
+        return (test or on_device)(v) or self.assume(node, v)
+
+    def assume(self, node: ast.AST, v: Val) -> bool:
+        """The one place run evidence changes what the value layer believes: on
+        a statement a recorded run saw crossing, a value the code does not place
+        is a device tensor. Findings resting on it are kept only in the
+        categories the run's ops can come from (see :meth:`add`)."""
+        if self.hot and v.kind in ASSUMED:
+            self.assumed.add(id(node))
+            return True
+        return False
+
     def __call__(self, st: ast.stmt, ev: Evaluator) -> None:
         # re-entrant: reading a call may walk the function called (reporting
         # it, .walk), whose statements come here before this one is done
         outer, self.ev = self.ev, ev
+        outer_hot = self.hot
+        if self.hot_lines:  # (every line of a hot statement's header is in the map)
+            self.hot = self.hot_lines.get(st.lineno, frozenset())
         try:
             self._statement(st, ev)
         finally:
-            self.ev = outer
+            self.ev, self.hot = outer, outer_hot
 
     def _statement(self, st: ast.stmt, ev: Evaluator) -> None:
         t = type(st)
@@ -184,13 +215,13 @@ class Checker:
         if value is None:
             return
         vv = self.value(value)
-        if base.kind == "dev" or base.kind == "devout" and not base.container:
+        if base.kind == "dev" or base.kind == "devout" and not base.container or self.assume(tg.value, base):
             # a tensor (a list or dict of them takes any item: nothing crosses)
             if vv.kind in ("host", "numpy") or isinstance(value, (ast.List, ast.Tuple)) and \
                     not all(isinstance(e, ast.Constant) for e in value.elts):
                 self.add("XFA406", tg, label=_unparse(tg) + " = " + _unparse(value, 20),
                          why="an assignment into a device tensor has no wrapped form")
-        elif base.kind == "host" and vv.kind in ON_DEVICE and vv.kind != "devx":
+        elif base.kind == "host" and (vv.kind in ON_DEVICE and vv.kind != "devx" or self.assume(value, vv)):
             self.add("XFA407", tg, label=_unparse(tg) + " = " + _unparse(value, 20),
                      why="an assignment into a host tensor has no wrapped form")
 
@@ -201,7 +232,7 @@ class Checker:
         for p in parts:
             if isinstance(p, ast.Slice):
                 for b in (p.lower, p.upper, p.step):
-                    if b is not None and on_device(self.value(b)):
+                    if b is not None and self.dev(b):
                         self.add("XFA401", b, wrap="index")
                 continue
             pv = self.value(p)
@@ -212,9 +243,9 @@ class Checker:
                     self.add("XFA405", sub, why="boolean-mask indexing has no wrapped form: the count "
                              "is read inside the indexing itself")
                 continue
-            if base.kind not in ON_DEVICE:
+            if base.kind not in ON_DEVICE and not self.assume(sub.value, base):
                 # seq[t] with seq a Python list or numpy array: t is read as an int.
-                if base.kind in _SEQUENCES and base.kind != "host" and on_device(pv):
+                if base.kind in _SEQUENCES and base.kind != "host" and (on_device(pv) or self.assume(p, pv)):
                     self.add("XFA401", p, wrap="index")
                 continue
             if pv.kind in ("host", "numpy", "pylist") or isinstance(p, ast.List):
@@ -222,7 +253,7 @@ class Checker:
 
     # --- expressions ------------------------------------------------------------------------
     def truth(self, node: ast.AST) -> None:
-        if is_dev(self.value(node)):
+        if self.dev(node, is_dev):
             self.add("XFA402", node, wrap="bool")
 
     def scan(self, node: ast.AST, boolctx: bool) -> None:
@@ -316,7 +347,7 @@ class Checker:
             else:
                 if boolctx:
                     self.truth(v)
-                elif is_dev(self.value(v)):
+                elif self.dev(v, is_dev):
                     self.add("XFA402", v, why="an operand of `and`/`or` outside a condition: the "
                              "expression's value is the operand itself, so it has no wrapped form")
                 self.scan(v, False)
@@ -325,7 +356,7 @@ class Checker:
         """The operand of `"..." % r`."""
         if type(r) is ast.Tuple and not any(type(e) is ast.Starred for e in r.elts):
             # "%d + %d" % (a[0], a[1]): one formatting, one finding (the tuple, read whole)
-            if any(shown(self.value(e)) for e in r.elts):
+            if any(self.dev(e, shown) for e in r.elts):
                 self.add("XFA403", _inside_parens(r), wrap="read")
         else:
             self.formatted([r])
@@ -342,11 +373,11 @@ class Checker:
         q = ev.qual(func)
         if isinstance(func, ast.Name) and q is None and func.id not in ev.env and func.id not in ev.local_names:
             f = func.id
-            if f in _CONVERSIONS and len(args) == 1 and not node.keywords and on_device(self.value(args[0])):
+            if f in _CONVERSIONS and len(args) == 1 and not node.keywords and self.dev(args[0]):
                 self.add("XFA401", node, func, wrap="call")
             elif f == "range":
                 for a in args:
-                    if on_device(self.value(a)):
+                    if self.dev(a):
                         self.add("XFA401", a, wrap="index")
             elif f in _FORMATTERS:
                 self.formatted(args[: (1 if f != "print" else None)])
@@ -362,11 +393,11 @@ class Checker:
                 call.end_lineno, call.end_col_offset = node.end_lineno, node.end_col_offset
                 self._hazard(call, bare)
                 return
-            if q == "operator.index" and args and on_device(self.value(args[0])):
+            if q == "operator.index" and args and self.dev(args[0]):
                 self.add("XFA401", args[0], wrap="index")
             elif q.startswith("math.") or q.startswith("numpy."):
                 for a in args:
-                    if not isinstance(a, ast.Starred) and on_device(self.value(a)):
+                    if not isinstance(a, ast.Starred) and self.dev(a):
                         self.add("XFA404", a, wrap="read")
             elif q.startswith("logging."):
                 self._log_args(node)
@@ -374,7 +405,7 @@ class Checker:
                 self._save(node)
             elif q.startswith("torch."):
                 last = q.rsplit(".", 1)[-1]
-                if args and on_device(self.value(args[0])) and (
+                if args and self.dev(args[0]) and (
                         last in _COUNT_METHODS or last == "where" and len(args) == 1 and not node.keywords
                         or last == "repeat_interleave" and _tensor_repeats(self.value, node, 1)):
                     self.add("XFA405", node, func,
@@ -391,7 +422,7 @@ class Checker:
             self.formatted(list(args) + [k.value for k in node.keywords])
             return
         if m in _COUNT_METHODS or m == "repeat_interleave":
-            if on_device(self.value(recv)) and (m != "repeat_interleave" or _tensor_repeats(self.value, node, 0)):
+            if self.dev(recv) and (m != "repeat_interleave" or _tensor_repeats(self.value, node, 0)):
                 self.add("XFA405", node, func,
                          why="a data-dependent size is read inside the op; it has no wrapped form")
             return
@@ -408,7 +439,7 @@ class Checker:
         if any(type(a) is ast.Call and (self.ev.qual(a.func) or "").startswith(_RUNTIME) for a in values):
             return
         for a in values:
-            if not isinstance(a, ast.Starred) and shown(self.value(a)):
+            if not isinstance(a, ast.Starred) and self.dev(a, shown):
                 self.add("XFA403", a, wrap="read")
                 return
 
@@ -439,6 +470,8 @@ class Checker:
         if not hit and isinstance(obj, (ast.Dict, ast.List, ast.Tuple)):
             vals = obj.values if isinstance(obj, ast.Dict) else obj.elts
             hit = any(x is not None and self.value(x).kind in device for x in vals)
+        if not hit:
+            hit = self.assume(obj, v)
         if hit:
             self.add("XFA408", node, node.func, label="torch.save(" + _unparse(obj, 30) + ")", wrap="save")
 

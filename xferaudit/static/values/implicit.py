@@ -35,6 +35,7 @@ writing a Python scalar through a device mask (``t[mask] = 0.0``).
 from __future__ import annotations
 
 import ast
+from typing import Optional
 
 from .checks import Checker
 from .expressions import Evaluator, Resolver
@@ -42,7 +43,7 @@ from .findings import CODES, OP_CODES, Finding, Result, message
 from .walk import analyse, module_imports
 
 def find(tree: ast.Module, text: str, qualname: Resolver, methods: frozenset = frozenset(),
-         gpu_first: bool = False) -> Result:
+         gpu_first: bool = False, hot: Optional[dict] = None) -> Result:
     """The implicit findings of one parsed file, and the values of the receivers
     of method calls named in `methods` (for the explicit rules).
 
@@ -50,14 +51,16 @@ def find(tree: ast.Module, text: str, qualname: Resolver, methods: frozenset = f
     the reading in which a tensor the file does not place is on the
     accelerator. A file that calls ``torch.set_default_device`` may have moved
     the default device, so there a factory without ``device=`` is a tensor
-    the file does not place, not a host one.
+    the file does not place, not a host one. `hot` (line -> site categories)
+    gives the lines a recorded run saw crossing: there a value the code does
+    not place counts as a device tensor (:meth:`.checks.Checker.value`).
     """
     res = Result()
     imports = module_imports(tree, qualname)
     res.free = Evaluator(qualname, imports)
     default = "unknown" if "set_default_device" in text else "cpu"
     res.free.default_device = default
-    analyse(tree, qualname, Checker(res, methods, gpu_first), gpu_first=gpu_first, default_device=default,
+    analyse(tree, qualname, Checker(res, methods, gpu_first, hot), gpu_first=gpu_first, default_device=default,
             imports=imports)
     return res
 

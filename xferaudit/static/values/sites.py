@@ -54,7 +54,8 @@ def analyse(ctx: FileContext) -> list[Site]:
     methods = [s for s in ctx.sites if id(s) in ctx.nodes and ctx.rules.methods.get(_attr(ctx.nodes[id(s)][0]) or "")]
     qualname = _lazy_qualname(ctx)
     try:
-        res = _implicit.find(ctx.tree, ctx.source.text, qualname, frozenset(ctx.rules.methods), gpu_first(ctx))
+        res = _implicit.find(ctx.tree, ctx.source.text, qualname, frozenset(ctx.rules.methods), gpu_first(ctx),
+                             ctx.evidence)  # lines a recorded run saw crossing (static/evidence.py)
         if methods:
             _rejudge(ctx, res, methods)
     except RecursionError:
