@@ -19,7 +19,8 @@ export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVL
 # that set up the simulated device are collected too, so CUDA's pinned memory
 # must keep working beside it (tests/runtime/test_simulated_pinned_gpu.py).
 if [ "$only" = "--guard" ]; then
-  tests="tests/runtime/test_guard_gpu.py tests/packs/torch/test_implicit_step.py tests/runtime/test_runner_gpu.py"
+  tests="tests/runtime/test_guard_gpu.py tests/packs/torch/test_implicit_step.py tests/runtime/test_runner_gpu.py
+  tests/packs/torch/test_gpu_first_lib.py"
 else
   tests="-m gpu tests"
 fi

@@ -5,7 +5,9 @@ ratios, not the seconds), each as a whole command including interpreter
 start-up:
 
 - ``xferaudit check TORCH`` cold (a fresh, empty cache folder: parse everything,
-  write the cache), on every core and with ``--jobs 1``;
+  write the cache), on every core and with ``--jobs 1``, in the default reading
+  of implicit transfers, and cold again in each reading (``--implicit proven``,
+  ``--implicit gpu-first``);
 - the same warm (the cache from the cold run: read, hash, answer);
 - ``ruff check --select ALL --no-cache TORCH`` (every ruff rule, no cache);
 - ``xferaudit check`` on 10 files, as pre-commit passes them (by name, from the
@@ -13,9 +15,10 @@ start-up:
 - TorchFix (``torchfix TORCH``) when it is installed and ``--torchfix`` is given
   (it took over 10 minutes on this tree).
 
-Goals: cold <= 1.5x ruff's wall time (value layer included); warm <= 1 s; 10 files <= 0.5 s.
+Goals: cold <= 1.5x ruff's wall time (value layer included, in both readings); warm <= 1 s;
+10 files <= 0.5 s.
 
-    python bench/scan_speed.py [--repeat 3] [--torch DIR] [--torchfix]
+    python bench/scan_speed.py [--repeat 3] [--torch DIR] [--torchfix] [--base DIR]
 """
 
 from __future__ import annotations
@@ -38,9 +41,9 @@ def torch_dir() -> str:
     return out.stdout.strip()
 
 
-def timed(cmd: list[str], cwd: str | None = None) -> tuple[float, int, str]:
+def timed(cmd: list[str], cwd: str | None = None, env: dict | None = None) -> tuple[float, int, str]:
     t = time.perf_counter()
-    p = subprocess.run(cmd, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    p = subprocess.run(cmd, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
     return time.perf_counter() - t, p.returncode, p.stdout
 
 
@@ -82,6 +85,9 @@ def main() -> int:
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--torch", default=None, help="the tree to scan (default: the installed torch)")
     ap.add_argument("--torchfix", action="store_true", help="also time TorchFix, if installed")
+    ap.add_argument("--base", metavar="DIR", default=None,
+                    help="also time another checkout of xferaudit (e.g. `git worktree add /tmp/base main`), cold, "
+                         "interleaved with these runs: the ratio of the two is what the change costs")
     a = ap.parse_args()
     root = a.torch or torch_dir()
     xfa = [sys.executable, "-m", "xferaudit"]
@@ -106,6 +112,7 @@ def main() -> int:
 
     rows: dict[str, list[float]] = {}
     findings = {}
+    implicit = {}
     xfa001 = 0
     try:
         for r in range(a.repeat):
@@ -114,22 +121,30 @@ def main() -> int:
             plan = [
                 ("xferaudit cold", xfa + ["check", root, "--cache-dir", cache, "--exit-zero", "-q"], None),
                 ("xferaudit warm", xfa + ["check", root, "--cache-dir", cache, "--exit-zero", "-q"], None),
+                *((f"xferaudit cold --implicit {m}",
+                   xfa + ["check", root, "--cache-dir", os.path.join(work, f"cache-{m}-{r}"), "--exit-zero", "-q",
+                          "--implicit", m], None) for m in ("proven", "gpu-first")),
                 ("xferaudit cold --jobs 1",
                  xfa + ["check", root, "--cache-dir", cache1, "--jobs", "1", "--exit-zero", "-q"], None),
                 ("10 files cold", xfa + ["check", *ten, "--cache-dir", os.path.join(work, f"c10-{r}"),
                                          "--exit-zero", "-q"], proj),
                 ("10 files --no-cache", xfa + ["check", *ten, "--no-cache", "--exit-zero", "-q"], proj),
             ]
+            if a.base:
+                plan.insert(2, ("base cold", xfa + ["check", root, "--cache-dir", os.path.join(work, f"cb-{r}"),
+                                                    "--exit-zero", "-q"], None))
             if ruff:
                 plan.insert(2, ("ruff --select ALL --no-cache",
                                 [ruff, "check", "--select", "ALL", "--no-cache", "--exit-zero", "-q", root], None))
+            base_env = dict(os.environ, PYTHONPATH=os.path.abspath(a.base)) if a.base else None
             for name, cmd, cwd in plan:
-                dt, rc, out = timed(cmd, cwd)
+                dt, rc, out = timed(cmd, cwd, base_env if name.startswith("base") else None)
                 if rc not in (0, 1) and " XFA001 " not in out:  # 2 with XFA001: a file of the tree does not parse
                     print(f"{name}: exit {rc}", file=sys.stderr)
                 rows.setdefault(name, []).append(dt)
                 if name.startswith("xferaudit"):
                     findings[name] = out.count("\n")
+                    implicit[name] = sum(1 for ln in out.splitlines() if " XFA4" in ln)
                     xfa001 = out.count(" XFA001 ")
         if a.torchfix:
             tf = shutil.which("torchfix")
@@ -148,14 +163,22 @@ def main() -> int:
         print(f"  {k:<32} {v:7.2f}{spread}")
     print(f"  findings (lines) cold/warm: {findings.get('xferaudit cold')}/{findings.get('xferaudit warm')}"
           f" (XFA001, files this Python cannot parse: {xfa001})")
+    for m in ("proven", "gpu-first"):
+        name = f"xferaudit cold --implicit {m}"
+        print(f"  findings (lines) {m}: {findings.get(name)}, implicit (XFA4xx) {implicit.get(name)}")
     print(f"  10 files = {ten_lines:,} lines")
     if "ruff --select ALL --no-cache" in med:
         base = med["ruff --select ALL --no-cache"]
         print("\nratios:")
         print(f"  cold / ruff          {med['xferaudit cold'] / base:5.2f}x   (goal <= 1.5)")
+        for m in ("proven", "gpu-first"):
+            print(f"  cold {m:<9} / ruff {med[f'xferaudit cold --implicit {m}'] / base:5.2f}x   (goal <= 1.5)")
         print(f"  cold --jobs 1 / ruff {med['xferaudit cold --jobs 1'] / base:5.2f}x")
         print(f"  warm                 {med['xferaudit warm']:5.2f} s   (goal <= 1 s)")
         print(f"  10 files cold        {med['10 files cold']:5.2f} s   (goal <= 0.5 s)")
+        if "base cold" in med:
+            print(f"  base cold / ruff     {med['base cold'] / base:5.2f}x   "
+                  f"(this change: cold {med['xferaudit cold'] / med['base cold']:.2f}x the base's)")
         if "torchfix" in med:
             print(f"  torchfix / ruff      {med['torchfix'] / base:5.2f}x")
     return 0

@@ -149,10 +149,10 @@ class Trainer:
         if self.steps % self.cfg.log_every == 0:
             print(f"step {self.steps:4d}  loss {loss.item():.4f}")
         if self.plant:
-            # Three transfers nobody wrapped: a truth test, a float() and a print.
-            if norm > 1e6:
+            # Three transfers for the guard (noqa keeps `wrap` off): a truth test, a float() and a print.
+            if norm > 1e6:  # noqa: XFA402
                 print("exploding gradients")
-            self.last_norm = float(norm)
+            self.last_norm = float(norm)  # noqa: XFA401
             print(loss.detach())
         if self.steps % self.cfg.eval_every == 0:
             self.evaluate()

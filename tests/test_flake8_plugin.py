@@ -92,9 +92,9 @@ def test_flake8_reports_what_check_reports(proj):
 
 
 def test_flake8_select_xfa_alone_and_noqa_by_flake8(proj):
-    (proj / "n.py").write_text("import torch\nx = torch.ones(1)\ny = x.cpu()  # noqa\nz = x.cpu()\n")
+    (proj / "n.py").write_text("import torch\nx = torch.ones(1).cuda()\ny = x.cpu()  # noqa\nz = x.cpu()\n")
     f8 = run(proj, "flake8", "--select", "XFA", "n.py")
-    assert [g[:4] for g in sorted(findings(f8.stdout))] == [("n.py", 4, 7, "XFA202")]
+    assert [g[:4] for g in sorted(findings(f8.stdout))] == [("n.py", 2, 19, "XFA201"), ("n.py", 4, 7, "XFA202")]
     other = run(proj, "flake8", "--select", "E", "train.py")
     assert "XFA" not in other.stdout
 

@@ -10,6 +10,8 @@ Keys follow ruff's names where ruff has one::
     extend-exclude = ["legacy/"]   # adds to them
     per-file-ignores = { "tests/*" = ["XFA202"] }
     cache-dir = ".xferaudit_cache" # where `check` keeps its findings (relative to the root)
+    implicit = "gpu-first"         # how implicit transfers are read: "proven" or "gpu-first"
+    gpu-first-exclude = ["tests"]  # paths read "proven" under gpu-first (replaces the default)
     evidence = ["xferaudit-run.json"]  # run files `check` reads as evidence (relative to the root)
     docs-url = "https://..."       # where this documentation site is served: findings link to its rule pages
 
@@ -27,11 +29,15 @@ from __future__ import annotations
 import fnmatch
 import os
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from functools import lru_cache
 from pathlib import Path
 from typing import Any, Iterable, Iterator, Mapping, Optional
 
-from .rules import RuleError, RuleTable, available_packs, table, user_rules
+from .rules import (
+    DEFAULT_GPU_FIRST_EXCLUDE, DEFAULT_IMPLICIT, IMPLICIT_READINGS, RuleError, RuleTable, available_packs, table,
+    user_rules,
+)
 from .runkeys import relative_path
 
 DEFAULT_EXCLUDE = (
@@ -41,7 +47,7 @@ DEFAULT_EXCLUDE = (
 )
 KNOWN_KEYS = {
     "packs", "select", "ignore", "exclude", "extend-exclude", "per-file-ignores",
-    "rule", "budget", "cache-dir", "evidence", "docs-url",
+    "rule", "budget", "cache-dir", "implicit", "gpu-first-exclude", "evidence", "docs-url",
 }
 
 
@@ -94,6 +100,8 @@ class Config:
     budget: Mapping[str, Any] = field(default_factory=dict)
     raw: Mapping[str, Any] = field(default_factory=dict)
     cache_dir: Optional[Path] = None  # None: <root>/.xferaudit_cache
+    implicit: str = DEFAULT_IMPLICIT  # the value layer's reading (rules.IMPLICIT_READINGS)
+    gpu_first_exclude: tuple[str, ...] = DEFAULT_GPU_FIRST_EXCLUDE
     evidence: tuple[str, ...] = ()  # run files read as evidence by `check` (paths, relative to the root)
     docs_url: Optional[str] = None  # the documentation site's address; None: the installed package's, if any
     _globs: Optional[_Globs] = field(default=None, repr=False, compare=False)
@@ -106,7 +114,8 @@ class Config:
             raise ConfigError(str(e)) from None
         # The torch pack and the configured packs are on in every file; every
         # other pack turns on in a file that imports its library.
-        return table(("torch", *self.packs), extra=extra)
+        return replace(table(("torch", *self.packs), extra=extra), implicit=self.implicit,
+                       gpu_first_exclude=tuple(self.gpu_first_exclude))
 
     def relpath(self, path) -> str:
         """Path relative to the project root, with forward slashes (for site
@@ -138,6 +147,26 @@ class Config:
 
     def cache_path(self) -> Path:
         return self.cache_dir if self.cache_dir is not None else self.root / ".xferaudit_cache"
+
+
+@lru_cache(maxsize=16)
+def _compiled(patterns: tuple[str, ...]) -> _Globs:
+    return _Globs(patterns)
+
+
+def path_matches(relpath: str, patterns: tuple[str, ...]) -> bool:
+    """`relpath` (relative to the root, forward slashes) matches one of `patterns`,
+    read as ``exclude`` reads them."""
+    g = _compiled(tuple(patterns))
+    return g.path(relpath) or any(g.name(part) for part in relpath.split("/") if part not in ("", "."))
+
+
+def check_implicit(value: Any, where: str) -> str:
+    """The value layer's reading, one of :data:`~xferaudit.rules.IMPLICIT_READINGS`."""
+    if value not in IMPLICIT_READINGS:
+        raise ConfigError(f"{where}: implicit must be one of {', '.join(map(repr, IMPLICIT_READINGS))}, "
+                          f"not {value!r}")
+    return value
 
 
 def _match(relpath: str, pattern: str) -> bool:
@@ -272,6 +301,10 @@ def load_config(start: Optional[Path] = None, path: Optional[Path] = None) -> Co
     }
     if "cache-dir" in raw:
         cfg.cache_dir = _cache_dir(raw["cache-dir"], root, where)
+    if "implicit" in raw:
+        cfg.implicit = check_implicit(raw["implicit"], f"{where}: [tool.xferaudit]")
+    if "gpu-first-exclude" in raw:
+        cfg.gpu_first_exclude = _strings(raw["gpu-first-exclude"], "gpu-first-exclude", where)
     cfg.evidence = tuple(str(root / p) for p in _strings(raw.get("evidence", []), "evidence", where))
     if "docs-url" in raw:
         cfg.docs_url = _docs_url(raw["docs-url"], where)

@@ -30,6 +30,18 @@ KINDS = ("up", "down", "move", "graph")
 KIND_CODES = {"up": "XFA201", "down": "XFA202", "move": "XFA203", "graph": "XFA204"}
 CALL_FORMS = ("method", "function")
 WRAP_STYLES = STYLES
+#: How the value layer reads a tensor whose device the file does not show:
+#: "proven" reports an implicit transfer only on a value the file shows on a
+#: device; "gpu-first" takes such a tensor to be on the accelerator (host
+#: evidence still wins). See docs/sites.md.
+IMPLICIT_READINGS = ("proven", "gpu-first")
+DEFAULT_IMPLICIT = "gpu-first"
+#: Paths read "proven" even under "gpu-first": tests run on the CPU, and so does
+#: data processing (processors, feature extractors, tokenizers prepare inputs on
+#: the host). Patterns as ``exclude`` takes them (a name without a slash matches
+#: any path component).
+DEFAULT_GPU_FIRST_EXCLUDE = ("test", "tests", "testing", "test_*.py", "*_test.py", "conftest.py",
+                             "*processing*.py", "*processor*.py", "feature_extraction*.py", "tokenization*.py")
 
 
 class RuleError(ValueError):
@@ -271,6 +283,10 @@ class RuleTable:
     devices: Devices = Devices()
     #: Names meaning their module with no import in sight (see :class:`Pack`).
     assumed_imports: frozenset = frozenset()
+    #: The value layer's reading (:data:`IMPLICIT_READINGS`), and the paths read
+    #: "proven" whatever it is (``implicit`` and ``gpu-first-exclude`` in the config).
+    implicit: str = DEFAULT_IMPLICIT
+    gpu_first_exclude: tuple[str, ...] = DEFAULT_GPU_FIRST_EXCLUDE
 
     @classmethod
     def of(

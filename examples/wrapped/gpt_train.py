@@ -154,10 +154,10 @@ class Trainer:
         if self.steps % self.cfg.log_every == 0:
             print(f"step {self.steps:4d}  loss {xfer.item(loss, site=':Trainer.step:loss.item'):.4f}")  # noqa: E501 (xferaudit)
         if self.plant:
-            # Three transfers nobody wrapped: a truth test, a float() and a print.
-            if norm > 1e6:
+            # Three transfers for the guard (noqa keeps `wrap` off): a truth test, a float() and a print.
+            if norm > 1e6:  # noqa: XFA402
                 print("exploding gradients")
-            self.last_norm = float(norm)
+            self.last_norm = float(norm)  # noqa: XFA401
             print(xfer.read(loss.detach(), site=":Trainer.step:format(loss.detach())"))
         if self.steps % self.cfg.eval_every == 0:
             self.evaluate()

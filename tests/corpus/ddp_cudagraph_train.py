@@ -134,7 +134,7 @@ def main():
     head, scripted = graphed_head(512, 10, local_rank)
     compiled = torch.compile(head)
     opt_step = torch.compile(optimizer.step)
-    counts = torch.bincount(target).cpu().tolist()
+    counts = torch.bincount(target).cpu().tolist()  # a host tensor (randint): no sites
     stats = {k: v for k, v in zip(range(10), counts)}
     backup = copy.copy(stats)
     arr = sample.numpy().copy()

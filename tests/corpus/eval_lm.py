@@ -72,7 +72,7 @@ def generate(model, tok, prompts: List[str], rank: int, max_new: int = 32) -> Li
                   .max(-1)
                   .values
                   .cpu())
-        print("«{}» → {}".format(p, text), "confiance", scores.item())
+        print("«{}» → {}".format(p, text), "confiance", scores.item())  # scores is on the host: no site
     return outs
 
 

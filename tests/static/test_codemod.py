@@ -204,7 +204,7 @@ def test_site_name_characters_the_encoding_cannot_hold_are_escaped():
 
 
 def test_tabs_and_non_ascii_before_the_call_on_the_same_line():
-    src = "import torch\nif True:\n\tx = torch.ones(1); s = '\u00e9\u00e9\u4e2d'; y = x.cpu(); z = (x,\n\t\t'\u00e9').count(x.item())\n"
+    src = "import torch\nif True:\n\tx = torch.ones(1, device=d); s = '\u00e9\u00e9\u4e2d'; y = x.cpu(); z = (x,\n\t\t'\u00e9').count(x.item())\n"
     new = assert_round_trip(src.encode())
     assert "xfer.cpu(x, site=" in new.decode()
     assert "xfer.item(x, site=" in new.decode()
@@ -263,15 +263,15 @@ def test_file_without_sites_is_not_parsed_by_libcst(monkeypatch):
 
 
 def test_suppressed_sites_are_not_wrapped():
-    src = b"import torch\nx = torch.ones(1).cpu()  # noqa: XFA202\ny = torch.ones(1).item()  # xferaudit: ignore\n"
+    src = b"import torch\nx = torch.ones(1, device=d).cpu()  # noqa: XFA202\ny = torch.ones(1, device=d).item()  # xferaudit: ignore\n"
     res = wrap_source(src, "a.py")
     assert not res.changed and res.suppressed == 2
 
 
 def test_codes_filter():
-    src = b"import torch\nx = torch.ones(1).cpu()\ny = torch.ones(1).cuda()\n"
+    src = b"import torch\nx = torch.ones(1, device=d).cpu()\ny = torch.ones(1).cuda()\n"
     res = wrap_source(src, "a.py", codes_ok=lambda code: code.startswith("XFA201"))
-    assert b"xfer.cuda(" in res.new and b"torch.ones(1).cpu()" in res.new
+    assert b"xfer.cuda(" in res.new and b"torch.ones(1, device=d).cpu()" in res.new
     assert res.not_selected == 1 and dict(res.wrapped) == {"up": 1}
 
 

@@ -118,7 +118,7 @@ BLACK_STABLE = [
     b"y = x.cpu()  # a comment stays after the closing parenthesis, as black keeps it",
     b"loss_value_for_the_logging_system = compute_the_loss(model, batch).mean().item()",
     b"return torch.tensor(data_of_the_tensor, dtype=torch.float32, device=device_name)",
-    b"assert some_condition_of_it(x), x.detach().cpu().float().mean().tolist()",
+    b"assert some_condition_of_it(x), x.detach().cuda().float().mean().tolist()",
 ]
 # (each statement fits before wrap: a line already over the limit keeps its layout)
 IN_PLACE = [  # part of a larger expression: broken in place, ruff format would redo it

@@ -63,6 +63,8 @@ def test_codes_select_ignore_per_file(tmp_path):
     ("[tool.xferaudit]\nper-file-ignores = ['x']\n", "per-file-ignores must be a table"),
     ("[tool.xferaudit]\ncache-dir = 1\n", "cache-dir must be a path"),
     ("[tool.xferaudit]\nrule = 1\n", "must be an array of tables"),
+    ("[tool.xferaudit]\nimplicit = 'gpu'\n", "implicit must be one of 'proven', 'gpu-first'"),
+    ("[tool.xferaudit]\ngpu-first-exclude = 3\n", "gpu-first-exclude must be a list of strings"),
 ])
 def test_config_errors_name_the_file(tmp_path, body, needle):
     (tmp_path / "pyproject.toml").write_text(body)
@@ -89,3 +91,17 @@ def test_a_config_file_of_its_own_uses_its_top_level(tmp_path):
     f.write_text('ignre = ["XFA204"]\n')
     with pytest.raises(ConfigError, match="unknown key"):
         load_config(path=f)
+
+
+def test_implicit_reading_and_its_excludes_reach_the_rule_table(tmp_path):
+    (tmp_path / "pyproject.toml").write_text('[tool.xferaudit]\nimplicit = "gpu-first"\n'
+                                             'gpu-first-exclude = ["bench"]\n')
+    cfg = load_config(tmp_path)
+    assert (cfg.implicit, cfg.gpu_first_exclude) == ("gpu-first", ("bench",))
+    t = cfg.table()
+    assert (t.implicit, t.gpu_first_exclude) == ("gpu-first", ("bench",))
+    from xferaudit.rules import DEFAULT_GPU_FIRST_EXCLUDE
+
+    from xferaudit.config import Config
+
+    assert "tests" in DEFAULT_GPU_FIRST_EXCLUDE and Config(root=tmp_path).gpu_first_exclude == DEFAULT_GPU_FIRST_EXCLUDE

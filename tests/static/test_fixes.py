@@ -163,7 +163,7 @@ CASES = {
 
         def f(x):
             s = "héllo → wörld"; y = x.cpu()
-            return y, "ü", y.item()
+            return y, "ü", x.item()
         """,
 }
 
@@ -224,7 +224,7 @@ def test_fix_shape_and_applicability_per_kind(proj, capsys):
 def test_no_fix_where_wrap_writes_nothing(proj, capsys):
     # a suppressed site is not reported; a site above the import cannot use its alias
     (proj / "a.py").write_text("from __future__ import annotations\nimport torch\n"
-                               "x = torch.ones(1)\ny = x.cpu()  # noqa: XFA202\n"
+                               "x = torch.ones(1, device='cuda')\ny = x.cpu()  # noqa: XFA202\n"
                                "with open('f') as fh: z = fh.read()\n")
     recs = check_json(capsys, "--show-suppressed", "a.py")
     assert [r["fix"] for r in recs if r.get("suppressed")] == [None]

@@ -128,7 +128,7 @@ def test_junit_validates_one_suite_per_file_one_failing_case_per_finding(proj, c
     import xml.etree.ElementTree as ET
 
     schema = _junit_schema()
-    (proj / "src" / "weird.py").write_text("import torch\nx = torch.ones(1)\ny = x.cpu()  # <&>\n")
+    (proj / "src" / "weird.py").write_text("import torch\n\n\ndef f(x):\n    return x.cpu()  # <&>\n")
     rc, out = check(capsys, "--format", "junit")
     schema.validate(out)
     root = ET.fromstring(out)

@@ -116,11 +116,11 @@ def test_wrap_puts_the_runtime_import_after_a_star_import(tmp_path):
 
 
 def test_wrap_does_not_reuse_an_alias_a_later_star_import_may_rebind():
-    src = b"import torch\nimport xferaudit.runtime as xfer\nfrom helpers import *\n\nx = torch.ones(1).cpu()\n"
+    src = b"import torch\nimport xferaudit.runtime as xfer\nfrom helpers import *\n\nx = torch.ones(1, device=d).cpu()\n"
     new = wrap_source(src, "m.py", None, "m.py").new.decode()
     lines = new.splitlines()
     assert lines.index("from helpers import *") < lines.index("import xferaudit.runtime as xfer_")
-    assert "xfer_.cpu(torch.ones(1), site=" in new
+    assert "xfer_.cpu(torch.ones(1, device=d), site=" in new
 
 
 # --- quotes and backslashes in file names --------------------------------------------------

@@ -94,3 +94,14 @@ def test_value_checked_rows(dev):
     assert a.device == x.device and a.tolist() == [1.0, 2.0] and b.tolist() == [1.0, 2.0]
     rows = _rows()
     assert rows["nt"] == ("up", 1, 1, 8) and rows["new"][0] == "none" and rows["cm"][0] == "none"
+
+
+def test_read_of_a_tuple_reads_each_tensor_in_it(dev):
+    """`"%d + %d" % (a, b)` is wrapped whole: `xfer.read((a, b), site=...)`."""
+    a, b = torch.tensor(2).to(dev), torch.tensor(3).to(dev)
+    with xfer.counting():
+        r = xfer.read((a, b, "x"), site="pair")
+        assert type(r) is tuple and r[2] == "x"
+        assert "%d + %d %s" % r == "%d + %d %s" % (2, 3, "x")
+    direction, calls, crossings, nbytes = _rows()["pair"]
+    assert direction == "down" and crossings == 2 and nbytes == 16

@@ -15,7 +15,7 @@ from xferaudit.static import notebook
 CELLS = [
     {"cell_type": "markdown", "metadata": {}, "source": ["# Training \u00fcn\u00efcode\n", "x.cpu()"]},
     {"cell_type": "code", "execution_count": 1, "metadata": {}, "outputs": [],
-     "source": ["import torch\n", "%matplotlib inline\n", "x = torch.ones(3)"]},
+     "source": ["import torch\n", "%matplotlib inline\n", "x = torch.ones(3, device=\"cuda\")"]},
     {"cell_type": "code", "execution_count": None, "metadata": {}, "outputs": [],
      "source": ["!pip install foo\n", "def step(model, batch, device):\n",
                 "    out = model(batch).to(device, non_blocking=True)\n", "    %time y = 1\n",

@@ -145,10 +145,14 @@ def test_a_module_scripted_through_a_variable(tmp_path):
 SELFDOC = textwrap.dedent('''\
     import torch
 
-    x = torch.ones(2)
-    print(f"{x.sum().item()=}")
-    print(f"{x.cpu() = }")
-    print(f"{x.cpu().tolist()=!s} and {x.sum().item():.1f}")
+
+    def show(x):  # (a tensor the file does not place: a host one would be no site)
+        print(f"{x.sum().item()=}")
+        print(f"{x.cpu() = }")
+        print(f"{x.cpu()=!s} {x.double().tolist()=} and {x.sum().item():.1f}")
+
+
+    show(torch.ones(2))
 ''')
 
 

@@ -62,3 +62,13 @@ def require_known_codes(codes: Sequence[str], option: str) -> None:
                 f"{option}: {c!r} matches no xferaudit code (codes: {', '.join(CODES)}; "
                 "a prefix such as XFA2 selects a group)"
             )
+
+
+def add_implicit_argument(parser) -> None:
+    """``--implicit {proven,gpu-first}`` of ``check``, ``sites`` and ``wrap``."""
+    from ..rules import IMPLICIT_READINGS
+
+    parser.add_argument("--implicit", choices=IMPLICIT_READINGS, default=None,
+                        help="how implicit transfers are read, replacing the config's: proven (only values the "
+                             "file shows on a device) or gpu-first (a tensor the file does not place is on the "
+                             "accelerator; tests read proven)")

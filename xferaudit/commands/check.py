@@ -16,6 +16,7 @@ import sys
 from pathlib import Path
 
 from . import EXIT_ERROR, EXIT_FINDINGS, EXIT_OK, Command, UserError
+from ._args import add_implicit_argument
 
 FORMATS = ("text", "full", "json", "github", "gitlab", "junit", "sarif")
 
@@ -49,6 +50,7 @@ def add_scan_arguments(parser: argparse.ArgumentParser) -> None:
                              "any path, but a new, empty or cache-only folder (others are refused)")
     parser.add_argument("--jobs", "-j", type=int, default=None, metavar="N",
                         help="parse on N processes (default: every core when there is enough to parse)")
+    add_implicit_argument(parser)
 
 
 def load(args: argparse.Namespace):
@@ -70,6 +72,8 @@ def load(args: argparse.Namespace):
             value = getattr(args, opt, None)
             if value is not None:
                 setattr(cfg, opt, check_codes(_codes(value), f"--{opt}", "command line"))
+        if getattr(args, "implicit", None):
+            cfg.implicit = args.implicit
         if getattr(args, "cache_dir", None):
             cfg.cache_dir = Path(args.cache_dir)  # the command line may name any folder
         elif not getattr(args, "no_cache", False) and outside(cfg.cache_path(), cfg.root):

@@ -22,11 +22,14 @@ class WrapCommand(Command):
     def add_arguments(self, parser: argparse.ArgumentParser) -> None:
         from ..static.codemod_files import add_common_arguments
 
+        from ._args import add_implicit_argument
+
         add_common_arguments(parser, "wrap", paths_optional=True)
         parser.add_argument("--from", dest="from_runs", action="append", metavar="RUN.json",
                             help="wrap exactly the lines this run file (`xferaudit run`) saw crossing outside "
                                  "every wrapper, even where the code does not show a device; without PATH, in "
                                  "every file of the project it names (repeat for several runs)")
+        add_implicit_argument(parser)
         parser.add_argument("--select", action="append", metavar="CODES",
                             help="only sites with these codes or prefixes, comma-separated (e.g. XFA202,XFA204)")
         parser.add_argument("--ignore", action="append", metavar="CODES",

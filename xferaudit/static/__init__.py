@@ -1,9 +1,9 @@
 """The static half: find, check and rewrite sites (libcst and the standard library only).
 
-Importing the package plugs the value layer (:mod:`.value_sites`) into the
+Importing the package plugs the value layer (:mod:`.values.sites`) into the
 finder's per-file analyses.
 """
 
-from . import value_sites as _value_sites
+from .values import sites as _value_sites
 
 _value_sites.register()

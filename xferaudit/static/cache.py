@@ -3,8 +3,9 @@
 One JSON file per *key* under ``.xferaudit_cache/`` (or ``--cache-dir``, or
 ``cache-dir`` in the config). The key covers everything that changes what the
 finder reports besides the file itself: the tool's version and its own source
-(finder, rules, packs), the Python version (its parser) and the rows in force
-(packs and the user's ``[[tool.xferaudit.rule]]``). Inside, each file (by its
+(finder, rules, packs), the Python version (its parser), the rows in force
+(packs and the user's ``[[tool.xferaudit.rule]]``) and the value layer's
+reading (``implicit``, ``gpu-first-exclude``). Inside, each file (by its
 path relative to the project root) maps to its content hash and its findings:
 sites, suppression comments, parse error. ``select``, ``ignore``, baselines and
 output formats are applied after the cache, so changing them costs nothing.
@@ -112,7 +113,8 @@ def cache_key(cfg: Config) -> str:
     h.update(code_fingerprint().encode())
     h.update(
         json.dumps(
-            {"packs": list(cfg.packs), "rules": list(cfg.rule_rows)}, sort_keys=True, default=str
+            {"packs": list(cfg.packs), "rules": list(cfg.rule_rows), "implicit": cfg.implicit,
+             "gpu-first-exclude": list(cfg.gpu_first_exclude)}, sort_keys=True, default=str
         ).encode()
     )
     return h.hexdigest()

@@ -521,6 +521,8 @@ def run_command(args, mode: str) -> int:
             cfg = load_config(start=Path(args.stdin_filename) if args.stdin_filename else Path.cwd())
         else:
             cfg = load_config(start=Path(args.paths[0]) if args.paths else Path.cwd())
+        if getattr(args, "implicit", None):
+            cfg.implicit = args.implicit
         cfg.table()
     except ConfigError as e:
         raise UserError(str(e)) from None

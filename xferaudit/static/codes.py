@@ -258,10 +258,12 @@ _add(CodeDoc(
     ),
 ))
 _IMPLICIT_NOTE = (
-    "Reported only where the code shows the value is a device tensor (moved with "
-    "`.to(device)` / `.cuda()`, made with `device=`, returned by a module moved to a "
-    "device, or computed from such values); a value it cannot place is left to the "
-    "runtime guard. `# noqa: {code}` on the line suppresses one."
+    "Reported where the value is a device tensor: in the `proven` reading, where the "
+    "code shows it (moved with `.to(device)` / `.cuda()`, made with `device=`, returned "
+    "by a module moved to a device, or computed from such values); in the `gpu-first` "
+    "reading (setting `implicit`), also where it is a tensor the file does not place "
+    "(a `Tensor` parameter, a torch function's result). Host evidence wins; a value it "
+    "cannot place is left to the runtime guard. `# noqa: {code}` on the line suppresses one."
 )
 _IMPLICIT_DOCS = [
     ("XFA401", "implicit-conversion", "A device tensor converted to a Python number",
@@ -287,7 +289,8 @@ _IMPLICIT_DOCS = [
      "value is used (not tested) has no wrapped form and is left, with the reason."),
     ("XFA403", "implicit-format", "A device tensor formatted as text",
      "Reports a device tensor passed to `print`, `str`, `repr`, `format`, an f-string field, "
-     "`%` formatting, `.format()` or a logging call.",
+     "`%` formatting, `.format()` or a logging call: one finding per formatting construct, at "
+     "its first device value (`\"%d + %d\" % (a[0], a[1])` is one, at the tuple).",
      "Formatting reads the values to the host (a copy and a synchronisation). A `print(loss)` "
      "left in a training loop syncs every step.",
      "print(f\"step {i} loss {loss:.3f}\")\n",
@@ -303,7 +306,8 @@ _IMPLICIT_DOCS = [
      "if torch.isnan(loss).item():  # one explicit, counted read\n    raise FloatingPointError\n",
      "xferaudit wrap rewrites the argument as `xfer.read(t, site=...)`."),
     ("XFA405", "implicit-count", "An op whose output size depends on device data",
-     "Reports boolean-mask indexing `t[mask]` with a device mask, `nonzero`, `unique`, "
+     "Reports indexing anything with a device mask (`t[mask]`, `boxes[mask]`, an object's "
+     "`__getitem__`; masks combine with `&`, `|`, `^` and `~`), `nonzero`, `unique`, "
      "`unique_consecutive`, `masked_select`, `argwhere`, one-argument `torch.where`, and "
      "`repeat_interleave` without `output_size`, on device tensors.",
      "The size of the result is data: the op reads a count back to the host to allocate it, and "
@@ -314,7 +318,10 @@ _IMPLICIT_DOCS = [
      "Suppress a deliberate one with `# noqa: XFA405`."),
     ("XFA406", "implicit-upload", "Host data uploaded by indexing or assignment",
      "Reports a device tensor indexed with a Python list or a host tensor (`t[[0, 5]]`, "
-     "`t[:, host_idx]`), and host data assigned into a device tensor (`t[i] = np_array`).",
+     "`t[:, host_idx]`, a list built by a display, a comprehension, `list()`, `range()`, `+`, "
+     "kept in an attribute or returned by a function of the file), also inside an assignment's "
+     "index (`a[a < v[:, [-1]]] = 0`), and host data assigned into a device tensor "
+     "(`t[i] = np_array`).",
      "The index or the value is copied to the device inside the indexing, synchronously, each "
      "time the line runs.",
      "rows = emb[[0, 5, 9]]\n",

@@ -38,7 +38,7 @@ from ..wrapform import CALLEE, INNER, METHOD, RECEIVER, VALUE, form, form_of
 from ..wrapform import suggestion as wf_suggestion
 from .codes import CODES
 from .evidence import Stale, check_findings, stale_message, static_function
-from .implicit import message as implicit_message
+from .values.findings import message as implicit_message
 from .finder import Site
 from .naming import renamed_site, short_receiver
 from .notebook import display_position, is_notebook, read as read_notebook
@@ -186,7 +186,19 @@ def implicit_suggestion(s: Site) -> Optional[str]:
         if name == "bool":  # bool(t) -> bool(xfer.bool(t, site=...))
             return f"bool({wf_suggestion(form('implicit', 'bool'), 'bool', {VALUE: inner}, None)})"
         return wf_suggestion(form("implicit", name), name, {}, inner)
+    if op == "format" and _bare_tuple(text):
+        text = f"({text})"  # "%d + %d" % (a, b): the tuple is read whole, in its parentheses
     return wf_suggestion(form("implicit", wrapper), wrapper, {VALUE: text}, None)
+
+
+def _bare_tuple(text: str) -> bool:
+    """`text` is a tuple without parentheses (``a, b``)."""
+    import ast
+
+    try:
+        return isinstance(ast.parse(text.strip(), mode="eval").body, ast.Tuple)
+    except SyntaxError:
+        return False
 
 
 def no_wrap_message(s: Site, code: str) -> str:

@@ -27,7 +27,7 @@ file as it is now (:func:`match_file`):
 Each matched entry marks its statement's lines as *hot* with the site
 categories its op can come from (:func:`xferaudit.opforms.site_categories`):
 the value layer treats an unknown value on a hot line as a device tensor
-(``static/implicit.py``), so ``wrap --from`` and ``check --evidence`` see the
+(``static/values/checks.py``, ``Checker.assume``), so ``wrap --from`` and ``check --evidence`` see the
 crossings of function parameters and attributes that no proof reaches.
 """
 

@@ -17,12 +17,11 @@ The static front end, one module per job::
     naming.py     site names
     finder.py     this module: the visitor, :func:`analyse`, :func:`find_in_source`
 
-and, plugged in through :data:`ANALYSES` (below), the value layer::
-
-    value_sites.py  the analysis: implicit sites added, method-row sites re-judged
-    values.py       what an expression holds (a device tensor, a module, numpy...)
-    values_flow.py  the flow-sensitive walk of functions and classes
-    implicit.py     implicit transfers (``float(t)``, ``if t:``, ``print(t)``...)
+and, plugged in through :data:`ANALYSES` (below), the value layer, a package
+of its own (``values/``: see :mod:`.values`): what an expression holds (a
+device tensor, a module, numpy...), followed through each function; it adds
+the implicit transfers (``float(t)``, ``if t:``, ``print(t)``...) and re-judges
+method-row sites (``values/sites.py``, the analysis).
 
 Positions are 1-based lines and 1-based character columns of the called name
 (``ast`` counts UTF-8 bytes; :func:`~.source.char_col` converts).
@@ -39,7 +38,7 @@ returning more :class:`Site` objects, and append it to :data:`ANALYSES`::
 
 An analysis may also drop or amend the sites found so far (``ctx.sites``, in
 place): ``ctx.nodes[id(site)]`` gives an unwrapped site's ``ast`` node and the
-resolver scope it was found in. The value layer (:mod:`.value_sites`,
+resolver scope it was found in. The value layer (:mod:`.values.sites`,
 registered by ``xferaudit.static``) is one: it adds the implicit sites and
 drops method calls whose receiver is shown to be no tensor.
 
@@ -179,6 +178,7 @@ class FileContext:
     colmap: object = None  # repair.ColumnMap when the text is a repaired reading
     candidates: list = field(default_factory=list)  # the prefilter's lines (where a row's name is called)
     whole: bool = False  # `resolver` binds every scope (analyses may look anywhere)
+    relpath: str = ""  # the path relative to the project root (settings by path: gpu-first-exclude)
     #: run evidence: line -> the site categories a recorded run saw crossing
     #: on its statement (static/evidence.py); the value layer reads it
     evidence: dict = field(default_factory=dict)
@@ -586,7 +586,8 @@ def analyse(
         # The finder bound names only around its candidate lines; an analysis
         # may look anywhere, so it gets every scope (`whole`).
         ctx = FileContext(path, f.source, tree, rules, f.resolver, f.sites, nodes, colmap, f.cand,
-                          whole=bool(ANALYSES), evidence=evidence or {})
+                          whole=bool(ANALYSES), relpath=relpath if relpath is not None else path,
+                          evidence=evidence or {})
         if ANALYSES:
             for extra in ANALYSES:
                 f.sites.extend(extra(ctx))

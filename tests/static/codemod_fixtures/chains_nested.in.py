@@ -7,8 +7,8 @@ def step(model, x, dev, y, d, m):
     c = torch.compile(m).to(dev)
     e = x.to(y.cpu())
     f = torch.tensor(x.tolist(), device=dev)
-    g = x.cpu().numpy(force=True).tolist()
-    h = [t.item() for t in x.cpu().unbind()]
+    g = x.cuda().numpy(force=True).tolist()
+    h = [t.item() for t in x.cuda().unbind()]
     return a, b, c, e, f, g, h
 
 

@@ -23,13 +23,13 @@ def step(model, x, dev, y, d, m):
         site=":step:torch.tensor",
     )
     g = xfer.numpy(
-        xfer.cpu(x, site=":step:x.cpu"),
+        xfer.cuda(x, site=":step:x.cuda#2"),
         force=True,
-        site=":step:x.cpu().numpy",
+        site=":step:x.cuda().numpy",
     ).tolist()
-    h = [xfer.item(t, site=":step:t.item") for t in xfer.cpu(
+    h = [xfer.item(t, site=":step:t.item") for t in xfer.cuda(
         x,
-        site=":step:x.cpu#2",
+        site=":step:x.cuda#3",
     ).unbind()]
     return a, b, c, e, f, g, h
 

@@ -1,4 +1,4 @@
-"""Sites the codemod reports and leaves as they are."""; import torch; torch.ones(1).cpu()  # left: above the import
+"""Sites the codemod reports and leaves as they are."""; import torch; torch.ones(1, device="cuda").cpu()  # left: above the import
 
 
 import xferaudit.runtime as xfer

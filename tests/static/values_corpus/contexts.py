@@ -31,7 +31,7 @@ class Head(nn.Module):
         j = operator.index(k)  # expect: XFA401
         b = bool(out.sum())  # expect: XFA401
         c = complex(out.sum())  # expect: XFA401
-        text = "%s and %d" % (out, k)  # expect: XFA403 XFA403
+        text = "%s and %d" % (out, k)  # expect: XFA403 (one formatting, one finding)
         text2 = "{} {}".format(out, self.count)  # expect: XFA403
         s = format(k)  # expect: XFA403
         arr = np.asarray(out)  # expect: XFA404

@@ -197,7 +197,10 @@ class _Read:
 def read(x: Any, site: Optional[str] = None) -> Any:
     """`x` where it is formatted (``print``, f-strings, ``%``, ``.format``, logging)
     or passed to ``math``/numpy: a proxy that reads it, counted, when that happens.
-    A value that is no tensor is returned as it is."""
+    A tuple (the operand of ``"%d + %d" % (a, b)``) gives a tuple of the same,
+    element by element. A value that is no tensor is returned as it is."""
+    if type(x) is tuple:
+        return tuple(read(e, site) for e in x)
     if not _tensor(x):
         return x
     # formatted later (a logging handler may do it): a short literal takes this caller's file now

@@ -1,7 +1,7 @@
 """The value layer, plugged into the finder as a per-file analysis.
 
 The finder matches calls by name; what a name holds is the value layer's
-question (:mod:`.values`, :mod:`.values_flow`, :mod:`.implicit`). Registered in
+question (this package: :mod:`.expressions`, :mod:`.walk`, :mod:`.implicit`). Registered in
 the finder's :data:`~.finder.ANALYSES` (by ``xferaudit.static``), it does two
 things to each file's sites:
 
@@ -23,14 +23,15 @@ value-layer failure never stops a scan (the file keeps the finder's sites).
 
 from __future__ import annotations
 
-import bisect
 from typing import Callable, Optional
 
-from ..rules import KIND_CODES
-from . import finder as _finder
+from ...config import path_matches
+from ...rules import KIND_CODES
+from .. import finder as _finder
+from ..classify import Classifier
+from ..finder import FileContext, Site, implicit_site
+from . import findings as _findings
 from . import implicit as _implicit
-from .classify import Classifier
-from .finder import FileContext, Site, implicit_site
 
 def _local_in(scope) -> Callable[[str], bool]:
     """`name` is bound in the function (or lambda, comprehension) of `scope`."""
@@ -50,19 +51,11 @@ def analyse(ctx: FileContext) -> list[Site]:
     """The implicit sites of the file; the method-row sites re-judged in place."""
     if ctx.tree is None:
         return []
-    text = ctx.source.text
-    evidence = _implicit.evidence_lines(text)
-    hot = ctx.evidence  # lines a recorded run saw crossing (static/evidence.py)
-    if hot:
-        evidence = sorted(set(evidence) | set(hot))
     methods = [s for s in ctx.sites if id(s) in ctx.nodes and ctx.rules.methods.get(_attr(ctx.nodes[id(s)][0]) or "")]
     qualname = _lazy_qualname(ctx)
-    cand = ctx.candidates
-    if not evidence and not cand:
-        return []
-    wanted = _spans(cand) if cand else None
     try:
-        res = _implicit.find(ctx.tree, text, qualname, frozenset(ctx.rules.methods), wanted, evidence, hot)
+        res = _implicit.find(ctx.tree, ctx.source.text, qualname, frozenset(ctx.rules.methods), gpu_first(ctx),
+                             ctx.evidence)  # lines a recorded run saw crossing (static/evidence.py)
         if methods:
             _rejudge(ctx, res, methods)
     except RecursionError:
@@ -73,30 +66,40 @@ def analyse(ctx: FileContext) -> list[Site]:
             for fd in res.findings]
 
 
+def gpu_first(ctx: FileContext) -> bool:
+    """The file is read gpu-first: the table's reading is, and the file is not
+    under a ``gpu-first-exclude`` path (tests, which run on the CPU)."""
+    rules = ctx.rules
+    return rules.implicit == "gpu-first" and not path_matches(ctx.relpath or ctx.path, rules.gpu_first_exclude)
+
+
 def _attr(node) -> Optional[str]:
     func = getattr(node, "func", None)
     return getattr(func, "attr", None)
 
 
 def _lazy_qualname(ctx: FileContext) -> Callable:
-    """The resolver's `qualname` at module level, the resolver bound on first use."""
+    """The resolver's `qualname` at module level (all the value layer asks: it
+    follows the names functions bind itself). The finder's resolver has every
+    module-level binding when the finder ran; else the module's names are bound
+    on first use, without entering any function or class (binding every scope
+    of every file would cost a tenth of a scan)."""
+    r = ctx.finder_resolver
     box: list = []
 
     def qualname(node) -> Optional[str]:
         if not box:
-            box.append(ctx.resolver.qualname)
+            if r.binder is None:
+                r.bind(walrus=ctx.source.lines_with(":="), hits=_no_scope)
+            r.scope = r.binder.module
+            box.append(r.qualname)
         return box[0](node)
 
     return qualname
 
 
-def _spans(lines: list) -> Callable:
-    def hits(node) -> bool:
-        lo = min([node.lineno] + [d.lineno for d in getattr(node, "decorator_list", ())])
-        k = bisect.bisect_left(lines, lo)
-        return k < len(lines) and lines[k] <= node.end_lineno
-
-    return hits
+def _no_scope(node) -> bool:
+    return False
 
 
 def _rejudge(ctx: FileContext, res, methods: list) -> None:
@@ -114,7 +117,10 @@ def _rejudge(ctx: FileContext, res, methods: list) -> None:
         if res.not_a_receiver(node, local) is not None:
             drop.add(id(s))
             continue
-        if not _implicit.row_allows(rule.id, node, res, local):
+        if s.kind == "down" and res.on_host(node):
+            drop.add(id(s))  # torch.zeros(3).sum().item(): a host tensor read on the host crosses nothing
+            continue
+        if not _findings.row_allows(rule.id, node, res, local):
             drop.add(id(s))
             continue
         if res.unbound(node, local):

@@ -1,0 +1,533 @@
+"""The implicit rules: the hook the value layer's walk calls on every statement.
+
+Each rule reads the values of the expressions a statement uses (conversions,
+truth tests, formatting, math and numpy calls, indexing, stores, saves,
+``non_blocking`` copies) and adds a :class:`~.findings.Finding` where a device
+value crosses. Which values count as on the device is decided in one place:
+:meth:`Checker.value` with :func:`on_device` and :func:`shown`.
+"""
+
+from __future__ import annotations
+
+import ast
+from typing import Callable, Optional
+
+from .expressions import Evaluator
+from .findings import CODES, Finding, Result
+from .kinds import GPU_FIRST, ON_DEVICE, OTHER, SELF, Val, is_dev
+from .vocabulary import MATCH, TRIES
+
+SELF_MODULE = Val("obj", qual="torch.nn.Module")  # `self` in a torch module
+
+
+#: On a line a recorded run saw crossing, what a value counts as a device
+#: tensor: anything the code does not show to be on the host or a Python value.
+ASSUMED = frozenset({"unknown", "tensor", "tensors", "either", "devx", "devout"})
+
+
+def on_device(v: Val) -> bool:
+    """A device value used as a tensor: a device tensor, a module's output on a
+    device, or something moved there (where the use shows it is a tensor)."""
+    return v.kind in ON_DEVICE
+
+
+def shown(v: Val) -> bool:
+    """Formatting a device value: a device tensor or a device module's output
+    (a value moved with .to(dev) may be a module, whose printing reads nothing)."""
+    return v.kind == "dev" or v.kind == "devout"
+
+_CONVERSIONS = frozenset({"float", "int", "bool", "complex"})
+_FORMATTERS = frozenset({"str", "repr", "format", "print", "ascii"})
+_LOG_METHODS = frozenset({"debug", "info", "warning", "warn", "error", "critical", "exception", "log"})
+_COUNT_METHODS = frozenset({"nonzero", "unique", "unique_consecutive", "masked_select", "argwhere"})
+#: Bases a device value indexes as a Python int, or that a device mask cannot index.
+_SEQUENCES = frozenset({"py", "pylist", "numpy", "host"})
+
+
+def _unparse(node: ast.AST, limit: int = 40) -> str:
+    try:
+        s = " ".join(ast.unparse(node).split())
+    except Exception:  # pragma: no cover - odd trees
+        return "<expr>"
+    return s if len(s) <= limit else s[: limit - 3] + "..."
+
+
+_RUNTIME = "xferaudit.runtime."
+_LEAVES = frozenset({ast.Name, ast.Constant})  # nothing in them to find (outside a truth test)
+_COMPREHENSIONS = (ast.ListComp, ast.SetComp, ast.GeneratorExp, ast.DictComp)
+_FIELDS: dict = {}
+
+
+def _fields(t: type) -> tuple:
+    """The fields of a node type that may hold expressions (not names, operators
+    or contexts), remembered per type."""
+    f = _FIELDS.get(t)
+    if f is None:
+        f = _FIELDS[t] = tuple(n for n in t._fields if n not in ("ctx", "op", "ops", "id", "attr", "arg",
+                                                                     "type_comment", "conversion", "kind",
+                                                                     "name", "names", "level", "module"))
+    return f
+
+
+def _inside_parens(t: ast.Tuple) -> ast.AST:
+    """The tuple `t` positioned from its first element to its last, as libcst
+    places a tuple (without its parentheses), so `wrap` finds it."""
+    if not t.elts:
+        return t
+    out = ast.Tuple(elts=t.elts, ctx=ast.Load())
+    first, last = t.elts[0], t.elts[-1]
+    out.lineno, out.col_offset = first.lineno, first.col_offset
+    out.end_lineno, out.end_col_offset = last.end_lineno, last.end_col_offset
+    return out
+
+
+class Checker:
+    """The hook run on each statement by the value layer's walk."""
+
+    def __init__(self, res: Result, methods: frozenset, gpu_first: bool = False, hot: Optional[dict] = None) -> None:
+        self.res = res
+        self.methods = methods  # method names of the rule table (receivers to record)
+        self.gpu_first = gpu_first
+        #: run evidence: line -> the site categories a run saw crossing on its statement
+        self.hot_lines: dict = hot or {}
+        self.hot: frozenset = frozenset()  # those of the statement being checked
+        self.assumed: set = set()  # ids of values taken for device tensors on that evidence
+        self.ev: Evaluator = None  # type: ignore[assignment]
+        self.seen: set = set()
+
+    def add(self, code: str, node: ast.AST, at: Optional[ast.AST] = None, label: Optional[str] = None,
+            wrap: str = "", why: str = "") -> None:
+        key = (code, type(node), node.lineno, node.col_offset, node.end_lineno, node.end_col_offset)
+        if key in self.seen:
+            return
+        if self.assumed and CODES[code][0] not in self.hot and any(id(n) in self.assumed for n in ast.walk(node)):
+            return  # assumed on evidence of another kind of crossing
+        self.seen.add(key)
+        if label is None:  # the call itself (float(x), t.nonzero()), or op(expression)
+            label = _unparse(node) if at is not None else f"{CODES[code][0]}({_unparse(node, 34)})"
+        self.res.findings.append(Finding(code, node, at or node, label, wrap, why,
+                                         self.ev.where))
+
+    def value(self, node: ast.AST) -> Val:
+        """The value of `node` as the implicit rules read it: the one place
+        where what a value is, and so where it lives, is decided for them.
+        In the gpu-first reading a tensor the file does not place (and a
+        container or output of such tensors) is on the accelerator. (Run
+        evidence changes what a value is taken for in :meth:`assume` alone.)"""
+        v = self.ev.value(node)
+        if self.gpu_first:
+            placed = GPU_FIRST.get(v.kind)
+            if placed is not None:
+                if v.parts is None and v.items is None and not v.container:
+                    return placed.with_bool(v.boolean)
+                return Val(placed.kind, v.boolean, parts=v.parts, items=v.items, container=v.container)
+        return v
+
+    def dev(self, node: ast.AST, test: Callable[[Val], bool] = None) -> bool:
+        """`node` holds a device value: shown by the code (`test`, default
+        :func:`on_device`), or assumed on run evidence (:meth:`assume`)."""
+        v = self.value(node)
+        return (test or on_device)(v) or self.assume(node, v)
+
+    def assume(self, node: ast.AST, v: Val) -> bool:
+        """The one place run evidence changes what the value layer believes: on
+        a statement a recorded run saw crossing, a value the code does not place
+        is a device tensor. Findings resting on it are kept only in the
+        categories the run's ops can come from (see :meth:`add`)."""
+        if self.hot and v.kind in ASSUMED:
+            self.assumed.add(id(node))
+            return True
+        return False
+
+    def __call__(self, st: ast.stmt, ev: Evaluator) -> None:
+        # re-entrant: reading a call may walk the function called (reporting
+        # it, .walk), whose statements come here before this one is done
+        outer, self.ev = self.ev, ev
+        outer_hot = self.hot
+        if self.hot_lines:  # (every line of a hot statement's header is in the map)
+            self.hot = self.hot_lines.get(st.lineno, frozenset())
+        try:
+            self._statement(st, ev)
+        finally:
+            self.ev, self.hot = outer, outer_hot
+
+    def _statement(self, st: ast.stmt, ev: Evaluator) -> None:
+        t = type(st)
+        if t in (ast.If, ast.While):
+            self.scan(st.test, True)
+        elif t is ast.Assert:
+            self.scan(st.test, True)
+            if st.msg is not None:
+                self.scan(st.msg, False)
+        elif t in (ast.For, ast.AsyncFor):
+            self.scan(st.iter, False)
+        elif t in (ast.With, ast.AsyncWith):
+            for item in st.items:
+                self.scan(item.context_expr, False)
+        elif t in (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef):
+            return
+        elif t in TRIES:
+            return
+        elif t is MATCH:
+            self.scan(st.subject, False)
+            for c in st.cases:
+                if c.guard is not None:
+                    self.scan(c.guard, True)
+        elif t is ast.Assign:
+            for tg in st.targets:
+                self.store(tg, st.value)
+            self.scan(st.value, False)
+        elif t is ast.AugAssign:
+            self.store(st.target, None)
+            self.scan(st.value, False)
+        elif t is ast.AnnAssign:
+            if st.value is not None:
+                self.store(st.target, st.value)
+                self.scan(st.value, False)
+        else:
+            for f in _fields(t):
+                v = getattr(st, f)
+                if isinstance(v, ast.expr):
+                    self.scan(v, False)
+                elif type(v) is list:
+                    for x in v:
+                        if isinstance(x, ast.expr):
+                            self.scan(x, False)
+
+    # --- assignment targets ---------------------------------------------------------
+    def store(self, tg: ast.AST, value: Optional[ast.AST]) -> None:
+        if isinstance(tg, (ast.Tuple, ast.List)):
+            for e in tg.elts:
+                self.store(e, None)
+            return
+        if isinstance(tg, ast.Starred):
+            self.store(tg.value, None)
+            return
+        if isinstance(tg, ast.Attribute):
+            self.scan(tg.value, False)
+            return
+        if not isinstance(tg, ast.Subscript):
+            return
+        self.scan(tg.value, False)
+        self.scan(tg.slice, False)  # a[a < v[:, [-1]]] = 0: an upload inside the index
+        base = self.value(tg.value)
+        self.index(tg, base, store=True)
+        if value is None:
+            return
+        vv = self.value(value)
+        if base.kind == "dev" or base.kind == "devout" and not base.container or self.assume(tg.value, base):
+            # a tensor (a list or dict of them takes any item: nothing crosses)
+            if vv.kind in ("host", "numpy") or isinstance(value, (ast.List, ast.Tuple)) and \
+                    not all(isinstance(e, ast.Constant) for e in value.elts):
+                self.add("XFA406", tg, label=_unparse(tg) + " = " + _unparse(value, 20),
+                         why="an assignment into a device tensor has no wrapped form")
+        elif base.kind == "host" and (vv.kind in ON_DEVICE and vv.kind != "devx" or self.assume(value, vv)):
+            self.add("XFA407", tg, label=_unparse(tg) + " = " + _unparse(value, 20),
+                     why="an assignment into a host tensor has no wrapped form")
+
+    # --- indexing -------------------------------------------------------------------------
+    def index(self, sub: ast.Subscript, base: Val, store: bool = False) -> None:
+        sl = sub.slice
+        parts = sl.elts if isinstance(sl, ast.Tuple) else [sl]
+        for p in parts:
+            if isinstance(p, ast.Slice):
+                for b in (p.lower, p.upper, p.step):
+                    if b is not None and self.dev(b):
+                        self.add("XFA401", b, wrap="index")
+                continue
+            pv = self.value(p)
+            if pv.kind == "dev" and pv.boolean:
+                # x[m], boxes[m]: whatever is indexed, a device mask's count is read back
+                # (writing through it, t[m] = 0.0, is a masked fill: nothing is read)
+                if not store and base.kind not in _SEQUENCES:
+                    self.add("XFA405", sub, why="boolean-mask indexing has no wrapped form: the count "
+                             "is read inside the indexing itself")
+                continue
+            if base.kind not in ON_DEVICE and not self.assume(sub.value, base):
+                # seq[t] with seq a Python list or numpy array: t is read as an int.
+                if base.kind in _SEQUENCES and base.kind != "host" and (on_device(pv) or self.assume(p, pv)):
+                    self.add("XFA401", p, wrap="index")
+                continue
+            if pv.kind in ("host", "numpy", "pylist") or isinstance(p, ast.List):
+                self.add("XFA406", sub, why="the index is uploaded inside the indexing itself")
+
+    # --- expressions ------------------------------------------------------------------------
+    def truth(self, node: ast.AST) -> None:
+        if self.dev(node, is_dev):
+            self.add("XFA402", node, wrap="bool")
+
+    def scan(self, node: ast.AST, boolctx: bool) -> None:
+        """Look for implicit transfers in `node` and every expression in it
+        (`boolctx`: `node` is tested for truth)."""
+        t = type(node)
+        if t is ast.Name or t is ast.Constant:
+            if boolctx and t is ast.Name:
+                self.truth(node)
+            return
+        if t is ast.Attribute:
+            if boolctx:
+                self.truth(node)
+            if type(node.value) not in _LEAVES:
+                self.scan(node.value, False)
+            return
+        if t is ast.BoolOp:
+            self._boolop(node, boolctx)
+            return
+        if t is ast.UnaryOp and type(node.op) is ast.Not:
+            if isinstance(node.operand, (ast.BoolOp, ast.UnaryOp)):
+                self.scan(node.operand, True)
+            else:
+                self.truth(node.operand)
+                self.scan(node.operand, False)
+            return
+        if boolctx:
+            self.truth(node)
+        if t is ast.Call:
+            self.call(node)
+            f = node.func
+            while type(f) is ast.Attribute:  # a.b.c(...): nothing to find in the chain but calls
+                f = f.value
+            if type(f) not in _LEAVES:
+                self.scan(f, False)
+            for a in node.args:
+                if type(a) not in _LEAVES:
+                    self.scan(a, False)
+            for k in node.keywords:
+                if type(k.value) not in _LEAVES:
+                    self.scan(k.value, False)
+            return
+        if t is ast.Subscript:
+            self.index(node, self.value(node.value))
+            self.scan(node.value, False)
+            self.scan(node.slice, False)
+            return
+        if t is ast.JoinedStr:
+            self.formatted([v.value for v in node.values if type(v) is ast.FormattedValue])
+            for v in node.values:
+                if type(v) is ast.FormattedValue:
+                    self.scan(v.value, False)
+                    if v.format_spec is not None:
+                        self.scan(v.format_spec, False)
+            return
+        if t is ast.BinOp:
+            if type(node.op) is ast.Mod and _is_string(node.left):
+                self._percent(node.right)
+            if type(node.left) not in _LEAVES:
+                self.scan(node.left, False)
+            if type(node.right) not in _LEAVES:
+                self.scan(node.right, False)
+            return
+        if t is ast.IfExp:
+            self.scan(node.test, True)
+            self.scan(node.body, boolctx)
+            self.scan(node.orelse, boolctx)
+            return
+        if t in _COMPREHENSIONS:
+            self.comprehension(node)
+            return
+        if t is ast.Lambda:
+            return
+        for f in _fields(t):
+            v = getattr(node, f)
+            if type(v) is list:
+                for x in v:
+                    if x is not None and type(x) not in _LEAVES:
+                        self.scan(x, False)
+            elif isinstance(v, ast.expr) and type(v) not in _LEAVES:
+                self.scan(v, False)
+
+    def _boolop(self, node: ast.BoolOp, boolctx: bool) -> None:
+        vals = node.values
+        for i, v in enumerate(vals):
+            last = i == len(vals) - 1
+            if last and not boolctx:
+                self.scan(v, False)
+            elif isinstance(v, (ast.BoolOp, ast.UnaryOp)):
+                self.scan(v, True)
+            else:
+                if boolctx:
+                    self.truth(v)
+                elif self.dev(v, is_dev):
+                    self.add("XFA402", v, why="an operand of `and`/`or` outside a condition: the "
+                             "expression's value is the operand itself, so it has no wrapped form")
+                self.scan(v, False)
+
+    def _percent(self, r: ast.AST) -> None:
+        """The operand of `"..." % r`."""
+        if type(r) is ast.Tuple and not any(type(e) is ast.Starred for e in r.elts):
+            # "%d + %d" % (a[0], a[1]): one formatting, one finding (the tuple, read whole)
+            if any(self.dev(e, shown) for e in r.elts):
+                self.add("XFA403", _inside_parens(r), wrap="read")
+        else:
+            self.formatted([r])
+
+    def call(self, node: ast.Call) -> None:
+        ev = self.ev
+        func = node.func
+        args = node.args
+        if isinstance(func, ast.Attribute) and func.attr in self.methods:
+            rv = ev.value(func.value)  # as the evaluator has it (host stays host)
+            if rv is SELF:
+                rv = SELF_MODULE if ev.self_module else OTHER  # self.compile(): nn.Module's only in a module
+            self.res.receivers[id(node)] = rv
+        q = ev.qual(func)
+        if isinstance(func, ast.Name) and q is None and func.id not in ev.env and func.id not in ev.local_names:
+            f = func.id
+            if f in _CONVERSIONS and len(args) == 1 and not node.keywords and self.dev(args[0]):
+                self.add("XFA401", node, func, wrap="call")
+            elif f == "range":
+                for a in args:
+                    if self.dev(a):
+                        self.add("XFA401", a, wrap="index")
+            elif f in _FORMATTERS:
+                self.formatted(args[: (1 if f != "print" else None)])
+            return
+        if q is not None:
+            if q in _WRAPPED_COPIES and args and _non_blocking(node):
+                # wrapping does not pin the host side: still a hazard, read as the bare call
+                bare = ast.Attribute(value=args[0], attr=q.rsplit(".", 1)[1], ctx=ast.Load())
+                ast.copy_location(bare, func)
+                bare.end_lineno, bare.end_col_offset = func.end_lineno, func.end_col_offset
+                call = ast.Call(func=bare, args=args[1:], keywords=[k for k in node.keywords if k.arg != "site"])
+                ast.copy_location(call, node)
+                call.end_lineno, call.end_col_offset = node.end_lineno, node.end_col_offset
+                self._hazard(call, bare)
+                return
+            if q == "operator.index" and args and self.dev(args[0]):
+                self.add("XFA401", args[0], wrap="index")
+            elif q.startswith("math.") or q.startswith("numpy."):
+                for a in args:
+                    if not isinstance(a, ast.Starred) and self.dev(a):
+                        self.add("XFA404", a, wrap="read")
+            elif q.startswith("logging."):
+                self._log_args(node)
+            elif q == "torch.save" and args:
+                self._save(node)
+            elif q.startswith("torch."):
+                last = q.rsplit(".", 1)[-1]
+                if args and self.dev(args[0]) and (
+                        last in _COUNT_METHODS or last == "where" and len(args) == 1 and not node.keywords
+                        or last == "repeat_interleave" and _tensor_repeats(self.value, node, 1)):
+                    self.add("XFA405", node, func,
+                             why="a data-dependent size is read inside the op; it has no wrapped form")
+            return
+        if not isinstance(func, ast.Attribute):
+            return
+        m = func.attr
+        recv = func.value
+        if m in _LOG_METHODS and _looks_like_logger(recv):
+            self._log_args(node)
+            return
+        if m == "format" and _is_string(recv):
+            self.formatted(list(args) + [k.value for k in node.keywords])
+            return
+        if m in _COUNT_METHODS or m == "repeat_interleave":
+            if self.dev(recv) and (m != "repeat_interleave" or _tensor_repeats(self.value, node, 0)):
+                self.add("XFA405", node, func,
+                         why="a data-dependent size is read inside the op; it has no wrapped form")
+            return
+        if m in ("to", "cuda", "copy_") and _non_blocking(node):
+            self._hazard(node, func)
+
+    def _log_args(self, node: ast.Call) -> None:
+        self.formatted(node.args)
+
+    def formatted(self, values: list) -> None:
+        """The values one formatting construct shows (a print, an f-string, a
+        `.format`, a logging call): one finding, at the first device value;
+        none once one of them is wrapped (`xfer.read(...)`: counted there)."""
+        if any(type(a) is ast.Call and (self.ev.qual(a.func) or "").startswith(_RUNTIME) for a in values):
+            return
+        for a in values:
+            if not isinstance(a, ast.Starred) and self.dev(a, shown):
+                self.add("XFA403", a, wrap="read")
+                return
+
+    def comprehension(self, node: ast.AST) -> None:
+        """`[x.item() for x in t]`: the variables bound to the elements of their
+        iterables (in a copy of the environment), the filters read as truth tests."""
+        ev = self.ev
+        saved = ev.env
+        try:
+            ev.env = dict(saved)
+            for g in node.generators:
+                self.scan(g.iter, False)
+                ev.bind_element(g.target, ev.value(g.iter))
+                for cond in g.ifs:
+                    self.scan(cond, True)
+            for part in ("elt", "key", "value"):
+                e = getattr(node, part, None)
+                if e is not None:
+                    self.scan(e, False)
+        finally:
+            ev.env = saved
+
+    def _save(self, node: ast.Call) -> None:
+        obj = node.args[0]
+        v = self.value(obj)
+        device = ("dev", "devx", "devout", "devstate", "devmod")
+        hit = v.kind in device
+        if not hit and isinstance(obj, (ast.Dict, ast.List, ast.Tuple)):
+            vals = obj.values if isinstance(obj, ast.Dict) else obj.elts
+            hit = any(x is not None and self.value(x).kind in device for x in vals)
+        if not hit:
+            hit = self.assume(obj, v)
+        if hit:
+            self.add("XFA408", node, node.func, label="torch.save(" + _unparse(obj, 30) + ")", wrap="save")
+
+    def _hazard(self, node: ast.Call, func: ast.Attribute) -> None:
+        if func.attr == "copy_":
+            src = node.args[0] if node.args else None
+            if src is None:
+                return
+            sv, dv = self.value(src), self.value(func.value)
+            if sv.kind == "host" and sv.pageable and dv.kind in ON_DEVICE:
+                self.add("XFA451", node, func, why="a hazard, not a site: pin the host side instead")
+            return
+        rv = self.value(func.value)
+        if rv.kind != "host" or not rv.pageable:
+            return
+        if func.attr == "to":
+            dev = node.args[0] if node.args else next((k.value for k in node.keywords if k.arg == "device"), None)
+            if dev is None or self.ev.device_value(dev) in ("cpu", "dtype"):
+                return  # non_blocking=True promises an upload: any target but the host
+        self.add("XFA451", node, func, why="a hazard, not a site: pin the host side instead")
+
+
+def _tensor_repeats(value: Callable[[ast.AST], Val], node: ast.Call, pos: int) -> bool:
+    """repeat_interleave reads its output size back only when `repeats` is a
+    device tensor and no `output_size` is given (int repeats: the size is known)."""
+    if _has_kw(node, "output_size"):
+        return False
+    if len(node.args) == 1 and pos == 1 and not _has_kw(node, "repeats"):
+        return True  # torch.repeat_interleave(repeats): the repeats are the tensor
+    rep = node.args[pos] if len(node.args) > pos else next((k.value for k in node.keywords if k.arg == "repeats"), None)
+    return rep is not None and on_device(value(rep))
+
+
+def _has_kw(node: ast.Call, name: str) -> bool:
+    return any(k.arg == name for k in node.keywords)
+
+
+_WRAPPED_COPIES = frozenset("xferaudit.runtime." + m for m in ("to", "cuda", "copy_"))
+
+
+def _non_blocking(node: ast.Call) -> bool:
+    for k in node.keywords:
+        if k.arg == "non_blocking":
+            return isinstance(k.value, ast.Constant) and k.value.value is True
+    return False
+
+
+def _is_string(node: ast.AST) -> bool:
+    return isinstance(node, ast.JoinedStr) or isinstance(node, ast.Constant) and isinstance(node.value, str)
+
+
+def _looks_like_logger(node: ast.AST) -> bool:
+    if isinstance(node, ast.Name):
+        n = node.id.lower()
+    elif isinstance(node, ast.Attribute):
+        n = node.attr.lower()
+    else:
+        return False
+    return "log" in n

@@ -1,0 +1,362 @@
+"""The walk through one function body: statement by statement, flow-sensitively.
+
+A rebinding changes what a name is; ``if``/``else`` branches, loops, ``try``
+handlers and ``match`` cases are joined (:func:`.kinds.join`). The hook is
+called on every statement with the :class:`~.expressions.Evaluator` in force
+before it.
+"""
+
+from __future__ import annotations
+
+import ast
+from typing import Callable, Optional
+
+from .expressions import Evaluator
+from .kinds import ANNOTATED, CLASS, DEVMOD, OBJ, OTHER, PY, UNKNOWN, Val, combine, join, \
+    join_loop
+from .placement import device_value
+from .vocabulary import MATCH, MODULE_SAME_METHODS, TRIES, annot_kind, import_val
+
+Hook = Callable[[ast.AST, Evaluator], None]
+_RUNTIME = "xferaudit.runtime."
+
+
+def _target_ids(t: ast.AST, out: set) -> None:
+    if isinstance(t, ast.Name):
+        out.add(t.id)
+    elif isinstance(t, (ast.Tuple, ast.List)):
+        for e in t.elts:
+            _target_ids(e, out)
+    elif isinstance(t, ast.Starred):
+        _target_ids(t.value, out)
+
+
+def bound_names(body: list) -> frozenset:
+    """Names a function body binds (its locals), read off its statements; nested
+    defs bind only their own name."""
+    out: set = set()
+    stack = list(body)
+    while stack:
+        st = stack.pop()
+        t = type(st)
+        if t is ast.Assign:
+            for tg in st.targets:
+                _target_ids(tg, out)
+        elif t is ast.AugAssign or t is ast.AnnAssign:
+            _target_ids(st.target, out)
+        elif t in (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef):
+            out.add(st.name)
+        elif t in (ast.For, ast.AsyncFor):
+            _target_ids(st.target, out)
+            stack.extend(st.body)
+            stack.extend(st.orelse)
+        elif t in (ast.With, ast.AsyncWith):
+            for item in st.items:
+                if item.optional_vars is not None:
+                    _target_ids(item.optional_vars, out)
+            stack.extend(st.body)
+        elif t is ast.Import or t is ast.ImportFrom:
+            for a in st.names:
+                out.add((a.asname or a.name).split(".", 1)[0])
+        elif t is ast.If or t is ast.While:
+            stack.extend(st.body)
+            stack.extend(st.orelse)
+        elif t in TRIES:
+            stack.extend(st.body)
+            for h in st.handlers:
+                if h.name:
+                    out.add(h.name)
+                stack.extend(h.body)
+            stack.extend(st.orelse)
+            stack.extend(st.finalbody)
+        elif t is MATCH:
+            for c in st.cases:
+                stack.extend(c.body)
+        elif t is ast.Delete:
+            for tg in st.targets:
+                _target_ids(tg, out)
+    return frozenset(out)
+
+
+class Walker:
+    """Walks a body statement by statement, updating the evaluator's environment
+    and calling `hook(stmt, evaluator)` before each statement changes it."""
+
+    def __init__(self, ev: Evaluator, hook: Optional[Hook], nested: Callable) -> None:
+        self.ev = ev
+        self.hook = hook
+        self.nested = nested  # called with (def node, env) for functions inside
+
+    def body(self, stmts: list) -> None:
+        for st in stmts:
+            self.stmt(st)
+
+    def _branch(self, stmts: list, narrowed: Optional[dict] = None) -> tuple[dict, bool]:
+        """The environment after `stmts` from the one before (with the names
+        a test `narrowed`), and whether they end in ``raise`` or ``return`` (so
+        nothing of theirs flows on)."""
+        saved = self.ev.env
+        self.ev.env = dict(saved)
+        if narrowed:
+            self.ev.env.update(narrowed)
+        self.body(stmts)
+        out = self.ev.env
+        self.ev.env = saved
+        return out, _ends(stmts)
+
+    def _merge(self, envs: list, loop: bool = False) -> None:
+        """Join the environments of paths that meet; with `loop`, the first is
+        the one before a loop (accumulators: :func:`.kinds.join_loop`)."""
+        first = envs[0]
+        keys = set()
+        for e in envs[1:]:
+            if e is not first:
+                keys.update(k for k, v in e.items() if first.get(k) is not v)
+                keys.update(k for k in first if k not in e)
+        out = dict(first)
+        for k in keys:
+            vals = [e.get(k) for e in envs]
+            if any(v is None for v in vals):
+                got = [v for v in vals if v is not None]
+                v = got[0]
+                for w in got[1:]:
+                    v = join(v, w)
+                # bound on some paths only: keep it when it was a device value
+                out[k] = v if v.kind in ("dev", "devmod") else UNKNOWN
+                continue
+            v = vals[1] if loop else vals[0]
+            for w in vals[2 if loop else 1:]:
+                v = join(v, w)
+            out[k] = join_loop(vals[0], v) if loop else v
+        self.ev.env = out
+
+    def bind(self, target: ast.AST, v: Val, value_node: Optional[ast.AST] = None) -> None:
+        env = self.ev.env
+        t = type(target)
+        if t is ast.Name:
+            env[target.id] = v
+        elif t in (ast.Tuple, ast.List):
+            elts = target.elts
+            starred = any(isinstance(e, ast.Starred) for e in elts)
+            if isinstance(value_node, (ast.Tuple, ast.List)) and len(value_node.elts) == len(elts) and not starred:
+                vals = [self.ev.value(e) for e in value_node.elts]
+                for e, ev in zip(elts, vals):
+                    self.bind(e, ev)
+            elif v.parts is not None and len(v.parts) == len(elts) and not starred:
+                for e, part in zip(elts, v.parts):  # a, b = f(): what f returns, per position
+                    self.bind(e, part)
+            else:
+                el = self.ev.element(v)
+                for e in elts:
+                    self.bind(e.value if isinstance(e, ast.Starred) else e, el if not isinstance(e, ast.Starred)
+                              else UNKNOWN)
+        elif t is ast.Attribute:
+            if isinstance(target.value, ast.Name) and target.value.id == "self":
+                env[("self", target.attr)] = v
+        elif t is ast.Starred:
+            self.bind(target.value, UNKNOWN)
+
+    def stmt(self, st: ast.stmt) -> None:
+        ev = self.ev
+        ev.memo.clear()
+        t = type(st)
+        if self.hook is not None:
+            self.hook(st, ev)
+        if t is ast.Assign:
+            v = ev.value(st.value)
+            for tg in st.targets:
+                self.bind(tg, v, st.value)
+        elif t is ast.AugAssign:
+            tg = st.target
+            if isinstance(tg, (ast.Name, ast.Attribute)):
+                old = ev.value(tg)
+                if old.kind != "unknown":  # `n += 1` keeps an unknown n unknown (and unbound)
+                    self.bind(tg, combine(old, ev.value(st.value)))
+        elif t is ast.AnnAssign:
+            if st.value is not None:
+                self.bind(st.target, ev.value(st.value), st.value)
+            else:
+                a = annot_kind(st.annotation)
+                if a is not None:
+                    self.bind(st.target, ANNOTATED[a])
+        elif t is ast.Return:
+            if ev.returned is not None:
+                v = st.value
+                none = v is None or isinstance(v, ast.Constant) and v.value is None
+                ev.returned.append(None if none else ev.value(v))
+        elif t is ast.Expr:
+            c = st.value
+            if isinstance(c, ast.Call) and isinstance(c.func, ast.Attribute) and c.func.attr in ("to", "cuda", "cpu"):
+                q = ev.qual(c.func)
+                if q is None:
+                    self._moved_in_place(c.func.value, c.func.attr, c.args, c.keywords)
+                elif q.startswith(_RUNTIME) and c.args:  # the wrapped form: xfer.cpu(net.eval(), site=...)
+                    self._moved_in_place(c.args[0], c.func.attr, c.args[1:], c.keywords)
+            elif isinstance(c, ast.NamedExpr) or (isinstance(c, ast.Call) and isinstance(c.func, ast.Name)
+                                                 and ev.calls is not None):
+                ev.value(c)  # binds the walrus; records the call of a module function
+        elif t is ast.If:
+            yes, no = self._narrowed(st.test)
+            paths = [self._branch(st.body, yes), self._branch(st.orelse, no)]
+            live = [env for env, ends in paths if not ends]
+            self._merge(live or [env for env, _ in paths])
+        elif t in (ast.For, ast.AsyncFor):
+            before = dict(ev.env)
+            self._bind_loop(st.target, st.iter)
+            self.body(st.body)
+            after = ev.env
+            ev.env = dict(after)
+            self.body(st.orelse)
+            self._merge([before, after, ev.env], loop=True)
+        elif t is ast.While:
+            before = dict(ev.env)
+            self.body(st.body)
+            after = ev.env
+            ev.env = dict(after)
+            self.body(st.orelse)
+            self._merge([before, after], loop=True)
+        elif t in (ast.With, ast.AsyncWith):
+            default = ev.default_device
+            for item in st.items:
+                if item.optional_vars is not None:
+                    self.bind(item.optional_vars, UNKNOWN)
+                c = item.context_expr
+                if isinstance(c, ast.Call) and c.args and ev.qual(c.func) == "torch.device":
+                    d = device_value(ev, c.args[0])  # with torch.device("cuda"): factories there
+                    ev.default_device = d if d in ("cpu", "dev") else "unknown"
+            self.body(st.body)
+            ev.default_device = default
+        elif t in TRIES:
+            before = dict(ev.env)
+            self.body(st.body)
+            envs = [dict(ev.env)]
+            for h in st.handlers:
+                ev.env = dict(before)
+                if h.name:
+                    ev.env[h.name] = OTHER
+                self.body(h.body)
+                envs.append(ev.env)
+            self._merge(envs)
+            self.body(st.orelse)
+            self.body(st.finalbody)
+        elif t is MATCH:
+            paths = [self._branch(case.body) for case in st.cases]
+            live = [env for env, ends in paths if not ends]
+            self._merge(live or [env for env, _ in paths])
+        elif t in (ast.FunctionDef, ast.AsyncFunctionDef):
+            ev.env[st.name] = OTHER
+            self.nested(st, ev)
+        elif t is ast.ClassDef:
+            ev.env[st.name] = CLASS
+        elif t is ast.Import:
+            for a in st.names:
+                if a.asname:
+                    ev.env[a.asname] = Val("pymod", qual=a.name)
+                else:
+                    top = a.name.split(".", 1)[0]
+                    ev.env[top] = Val("pymod", qual=top)
+        elif t is ast.ImportFrom:
+            for a in st.names:
+                if a.name == "*":
+                    continue
+                q = f"{st.module}.{a.name}" if st.module and not st.level else None
+                v = import_val(q) if q else import_val(a.name)
+                ev.env[a.asname or a.name] = Val(v.kind, qual=q)
+        elif t is ast.Delete:
+            for tg in st.targets:
+                self.bind(tg, UNKNOWN)
+        elif t in (ast.Global, ast.Nonlocal):
+            for n in st.names:
+                ev.env[n] = UNKNOWN
+
+    def _narrowed(self, test: ast.AST) -> tuple[dict, dict]:
+        """What an ``if`` test says of names in each branch: ``isinstance(x,
+        Tensor)`` (or ``torch.is_tensor(x)``) makes `x` no tensor where it does
+        not hold; ``not`` swaps, ``and`` adds up."""
+        yes: dict = {}
+        no: dict = {}
+        t = type(test)
+        if t is ast.UnaryOp and type(test.op) is ast.Not:
+            a, b = self._narrowed(test.operand)
+            return b, a
+        if t is ast.BoolOp and type(test.op) is ast.And:
+            for v in test.values:
+                a, _ = self._narrowed(v)
+                yes.update(a)
+            return yes, no
+        if t is not ast.Call or len(test.args) < 1 or type(test.args[0]) is not ast.Name:
+            return yes, no
+        ev = self.ev
+        q = ev.qual(test.func)
+        name = test.args[0].id
+        if q == "torch.is_tensor" and len(test.args) == 1:
+            pass
+        elif type(test.func) is ast.Name and test.func.id == "isinstance" and q is None and len(test.args) == 2:
+            classes = test.args[1].elts if type(test.args[1]) is ast.Tuple else [test.args[1]]
+            if "torch.Tensor" not in [ev.qual(c) for c in classes]:
+                return yes, no
+        else:
+            return yes, no
+        # Where the test holds, `name` is a tensor: nothing says where (a user's
+        # input checked before it is moved, often on the host), so it is left as
+        # it was. Where it fails, `name` is no tensor, whatever its annotation.
+        if ev.env.get(name, UNKNOWN).kind in ("tensor", "either", "tensors"):
+            no[name] = UNKNOWN
+        return yes, no
+
+    def _moved_in_place(self, recv: ast.AST, m: str, args: list, keywords: list) -> None:
+        """`model.to(dev)`, `model.cuda()`, `net.eval().cpu()` as a statement (the
+        result dropped) moves a module in place: its name is rebound."""
+        ev = self.ev
+        while isinstance(recv, ast.Call) and isinstance(recv.func, ast.Attribute) and \
+                recv.func.attr in MODULE_SAME_METHODS:
+            recv = recv.func.value
+        if not isinstance(recv, (ast.Name, ast.Attribute)) or ev.value(recv).kind not in (
+                "obj", "devmod", "devx", "unknown"):
+            return
+        if m == "to":
+            dev = args[0] if args else next((k.value for k in keywords if k.arg == "device"), None)
+            where = device_value(ev, dev) if dev is not None else "dtype"
+            if where == "dtype":
+                return
+            m = "cpu" if where == "cpu" else "cuda"
+        self.bind(recv, OBJ if m == "cpu" else DEVMOD)
+
+    def _bind_loop(self, target: ast.AST, it: ast.AST) -> None:
+        """`for a, b in zip(x, y)` and `for i, x in enumerate(xs)`: element by element."""
+        ev = self.ev
+        if isinstance(it, ast.Call) and isinstance(it.func, ast.Name) and it.func.id in ("zip", "enumerate") \
+                and it.func.id not in ev.env and isinstance(target, (ast.Tuple, ast.List)) and \
+                not any(isinstance(e, ast.Starred) for e in target.elts) and not it.keywords:
+            if it.func.id == "zip" and len(it.args) == len(target.elts):
+                for e, a in zip(target.elts, it.args):
+                    self.bind(e, ev.iterated(ev.value(a)))
+                return
+            if it.func.id == "enumerate" and len(target.elts) == 2 and it.args:
+                self.bind(target.elts[0], PY)
+                self.bind(target.elts[1], ev.iterated(ev.value(it.args[0])))
+                return
+        self.bind(target, self._iter_val(it))
+
+    def _iter_val(self, it: ast.AST) -> Val:
+        ev = self.ev
+        if isinstance(it, ast.Call) and isinstance(it.func, ast.Name) and it.func.id not in ev.env:
+            f = it.func.id
+            if f == "range":
+                return PY
+            if f == "enumerate" and it.args:
+                return UNKNOWN  # (index, item): unpacked below by position when possible
+        return ev.iterated(ev.value(it))
+
+
+def _ends(stmts: list) -> bool:
+    """`stmts` end in ``raise`` or ``return`` on every path (an ``if`` whose
+    branches both do)."""
+    if not stmts:
+        return False
+    last = stmts[-1]
+    if isinstance(last, (ast.Raise, ast.Return)):
+        return True
+    if isinstance(last, ast.If):
+        return _ends(last.body) and _ends(last.orelse)
+    return False

@@ -1,0 +1,166 @@
+"""What a value is: a kind plus two facts, and how kinds meet.
+
+:class:`Val` is the value layer's answer for one expression. Two paths that
+meet (an ``if``/``else``, a loop run or not) :func:`join`; a binary tensor op
+:func:`combine`\\ s its operands. Everything else in :mod:`..values` builds on
+these.
+"""
+
+from __future__ import annotations
+
+from typing import Optional
+
+
+class Val:
+    """A value's kind plus two facts: a bool tensor (a mask), host memory that is
+    pageable (made by torch.tensor, from_numpy, a factory without pin_memory).
+    A tuple's value may also know its parts, position by position (``parts``),
+    and a dict's the value of each constant key (``items``; a dict, iterated,
+    gives its keys). ``container``: a list, tuple or dict made in the code or
+    annotated (not a module's output, which may be a tensor)."""
+
+    __slots__ = ("kind", "boolean", "pageable", "qual", "parts", "items", "container")
+
+    def __init__(self, kind: str, boolean: bool = False, pageable: bool = False, qual: Optional[str] = None,
+                 parts: Optional[tuple] = None, items: Optional[dict] = None, container: bool = False):
+        self.kind = kind
+        self.boolean = boolean
+        self.pageable = pageable
+        self.qual = qual
+        self.parts = parts
+        self.items = items
+        self.container = container
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, Val) and (self.kind, self.boolean, self.pageable, self.parts) == (
+            other.kind, other.boolean, other.pageable, other.parts)
+
+    def __hash__(self) -> int:
+        return hash((self.kind, self.boolean, self.pageable))
+
+    def __repr__(self) -> str:
+        flags = ("+bool" if self.boolean else "") + ("+pageable" if self.pageable else "")
+        parts = "" if self.parts is None else "(" + ", ".join(map(repr, self.parts)) + ")"
+        return f"Val({self.kind}{flags}{parts})"
+
+    def with_bool(self, b: bool) -> "Val":
+        return self if self.boolean == b else Val(self.kind, b, self.pageable, self.qual)
+
+
+#: Kinds. DEV: a device tensor. DEVX: moved to a device, tensor or module unknown.
+#: DEVOUT: what a module on a device returned (a tensor, tuple, dict or output
+#: object of device tensors), or a container holding device values. HOST: a host
+#: tensor. TENSOR: a tensor whose device the file does not show. TENSORS: the
+#: same for a container or a module's output (DEVOUT's twin). EITHER: a tensor
+#: on the host on some path (host evidence met another tensor where paths join).
+#: NUMPY, PY (Python scalar/str/dict/...), PYLIST (a Python list or range: an
+#: index that uploads), PYMOD (an imported module, function or constant), CLASS,
+#: OBJ (an instance of a class, a module maybe), DEVMOD (a module moved to a
+#: device), DEVSTATE (its state_dict), CPUDEV (the host as a device), DEVICE
+#: (some device object), DEVLIKE (the device of an unplaced value), OTHER, UNKNOWN.
+KINDS = ("dev", "devx", "devout", "host", "tensor", "tensors", "either", "numpy", "py", "pylist", "pymod",
+         "class", "obj", "devmod", "devstate", "cpudev", "device", "devlike", "other", "unknown")
+
+DEV = Val("dev")
+DEV_BOOL = Val("dev", boolean=True)
+DEVX = Val("devx")
+DEVOUT = Val("devout")
+HOST = Val("host")
+HOST_PAGEABLE = Val("host", pageable=True)
+TENSOR = Val("tensor")
+TENSORS = Val("tensors")
+EITHER = Val("either")
+NUMPY = Val("numpy")
+PY = Val("py")
+PYLIST = Val("pylist")
+PYMOD = Val("pymod")
+CLASS = Val("class")
+OBJ = Val("obj")
+DEVMOD = Val("devmod")
+DEVSTATE = Val("devstate")
+CPUDEV = Val("cpudev")
+DEVLIKE = Val("devlike")  # the device of a value the code does not place (`x.device`)
+DEVICE = Val("device")
+OTHER = Val("other")
+UNKNOWN = Val("unknown")
+
+SELF = Val("obj", qual=None)  # the `self` parameter of a method (compared by identity)
+FUNC = Val("other", qual=None)  # a function defined at the module's top level (compared by identity)
+
+#: What an annotation (:func:`.vocabulary.annot_kind`) makes a parameter or a name.
+ANNOTATED = {"tensor": TENSOR, "tensors": Val("tensors", container=True),
+             "dict": Val("tensors", items={}, container=True), "pylist": PYLIST}
+
+DEVICE_KINDS = frozenset({"dev", "devx", "devout", "devmod", "devstate"})
+TENSORISH = frozenset({"dev", "devx", "devout", "host", "tensor", "either"})
+ON_DEVICE = frozenset({"dev", "devx", "devout"})
+#: Not a tensor, evidently: a method call on one of these is no transfer site.
+NOT_A_RECEIVER = frozenset({"numpy", "py", "pylist", "pymod", "class", "cpudev", "device", "devlike"})
+#: What the gpu-first reading takes to be on the accelerator: a tensor the file
+#: does not place, and a container or output of such tensors.
+GPU_FIRST = {"tensor": DEV, "tensors": DEVOUT}
+
+
+def is_dev(v: Val) -> bool:
+    """A device tensor, evidently (the only value implicit rules report)."""
+    return v.kind == "dev"
+
+
+def join(a: Val, b: Val) -> Val:
+    """What a name is after two paths meet (if/else, a loop run or not).
+
+    Host evidence wins: a host tensor met by any other tensor is EITHER (no
+    device value, in either reading). A device value met by a Python value is
+    no device value (see :func:`join_loop` for accumulators)."""
+    if a == b:
+        return a
+    ka, kb = a.kind, b.kind
+    if ka == kb:
+        parts = None
+        if a.parts is not None and b.parts is not None and len(a.parts) == len(b.parts):
+            parts = tuple(join(x, y) for x, y in zip(a.parts, b.parts))
+        return Val(ka, a.boolean and b.boolean, a.pageable and b.pageable, parts=parts,
+                   container=a.container and b.container)
+    s = {ka, kb}
+    if s <= TENSORISH:
+        if "host" in s or "either" in s:
+            return EITHER
+        if s == {"dev", "devx"}:
+            return DEVX
+        return TENSOR
+    if s <= {"py", "pylist"}:
+        return PY
+    if s <= {"devout", "tensors"}:
+        return TENSORS
+    return UNKNOWN
+
+
+def join_loop(before: Val, after: Val) -> Val:
+    """A name before a loop met by the same name after its body: `total = 0`
+    then `total += loss` in the loop is an accumulator of device values (the
+    loop is taken to run), else as :func:`join`."""
+    if before.kind == "py" and after.kind == "dev":
+        return after
+    return join(before, after)
+
+
+def combine(a: Val, b: Val) -> Val:
+    """The value of a binary op on `a` and `b` (a device operand wins)."""
+    ka, kb = a.kind, b.kind
+    if ka in ("dev", "devout") or kb in ("dev", "devout"):
+        return DEV
+    if ka == "devx" or kb == "devx":
+        # `x.cuda() + 1`: arithmetic makes it a tensor (a module cannot be added to).
+        return DEV if {ka, kb} <= {"devx", "py", "dev", "host", "tensor", "either"} else UNKNOWN
+    if ka == "either" or kb == "either":
+        return EITHER if {ka, kb} <= {"either", "host", "tensor", "py", "unknown"} else UNKNOWN
+    if ka == "host" and kb in ("host", "py", "unknown") or kb == "host" and ka in ("py", "unknown"):
+        return HOST  # a host tensor with an unknown scalar stays on the host
+    if ka in ("py", "pylist") and kb in ("py", "pylist"):
+        return PYLIST if "pylist" in (ka, kb) else PY  # [0] + idx, idx * 2
+    if (ka == "numpy" and kb in ("numpy", "py")) or (kb == "numpy" and ka == "py"):
+        return NUMPY
+    if ka == "tensor" or kb == "tensor":
+        # a tensor op with a value nothing places is still a tensor op
+        return TENSOR if {ka, kb} <= {"tensor", "host", "py", "unknown"} else UNKNOWN
+    return UNKNOWN

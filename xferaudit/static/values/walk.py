@@ -1,0 +1,253 @@
+"""The value layer's walk of a module: its top-level code first (the globals
+functions see), then each function and method it is asked for.
+
+In a class, every method is walked once to learn what each ``self.attr`` is
+(joined over all its assignments), then again with that known. Within a
+function the walk is :class:`.flow.Walker`'s; a function whose callers or
+framework place its parameters (:mod:`.summaries`) is walked again with them
+known. The hook is called on every statement with the
+:class:`~.expressions.Evaluator` in force before it.
+"""
+
+from __future__ import annotations
+
+import ast
+from typing import Optional
+
+from .expressions import Evaluator, Resolver
+from .flow import Hook, Walker, bound_names
+from .kinds import ANNOTATED, FUNC, OTHER, SELF, UNKNOWN, Val, join
+from .summaries import Returns, call_seeds, framework, framework_seeds, is_module_class, summary
+from .vocabulary import annot_kind, import_val
+
+
+def module_imports(tree: ast.Module, qualname: Resolver) -> dict:
+    """Module-level names bound by import statements -> Val, their qualified
+    names as the file's resolver reads them (`qualname`, asked at the line after
+    each import: a later import of the same name wins, as at run time)."""
+    out: dict = {}
+    for st in tree.body:
+        if not isinstance(st, (ast.Import, ast.ImportFrom)):
+            continue
+        for a in st.names:
+            if a.name == "*":
+                continue
+            if isinstance(st, ast.Import):
+                name, kind = a.asname or a.name.split(".", 1)[0], "pymod"
+            else:
+                name, kind = a.asname or a.name, import_val(a.name).kind
+            q = qualname(ast.Name(id=name, ctx=ast.Load(), lineno=st.end_lineno + 1, col_offset=0))
+            out[name] = Val(kind, qual=q)
+    return out
+
+
+
+
+def _params(fn, method: bool) -> dict:
+    """What each parameter of `fn` is on entry: `self`, a tensor by its annotation, else unknown."""
+    env: dict = {}
+    a = fn.args
+    positional = a.posonlyargs + a.args
+    defaults = dict(zip([p.arg for p in positional[len(positional) - len(a.defaults):]], a.defaults))
+    defaults.update((p.arg, d) for p, d in zip(a.kwonlyargs, a.kw_defaults) if d is not None)
+    for i, p in enumerate(positional + a.kwonlyargs):
+        if i == 0 and method and p.arg in ("self",):
+            env["self"] = SELF
+        else:
+            k = annot_kind(p.annotation)  # x: Tensor, masks: List[Tensor]
+            d = defaults.get(p.arg)
+            if type(d) is ast.Constant and d.value is not None:
+                k = None  # output_attentions: Tensor | None = False: the default says what it is
+            env[p.arg] = ANNOTATED.get(k, UNKNOWN)
+    for p in (a.vararg, a.kwarg):
+        if p is not None:
+            env[p.arg] = UNKNOWN
+    return env
+
+
+def analyse(tree: ast.Module, qualname: Resolver, hook: Optional[Hook] = None, gpu_first: bool = False,
+            default_device: str = "cpu", imports: Optional[dict] = None) -> None:
+    """Walk `tree`: module-level code, then every function, class and method,
+    calling `hook` on each statement with the environment before it.
+
+    `gpu_first`: the reading in which a tensor the file does not place is on
+    the accelerator (the evaluator reads device arguments so; the rules read
+    the values so). `default_device`: where factories without ``device=`` put
+    their results ("cpu"; "unknown" when the file calls ``torch.set_default_device``).
+    `imports`: :func:`module_imports` of the tree, when the caller has it.
+    """
+    _Module(tree, qualname, hook, gpu_first, default_device, imports).run()
+
+
+class _Module:
+    """One walk of a module: what its functions and classes share."""
+
+    def __init__(self, tree: ast.Module, qualname: Resolver, hook: Optional[Hook], gpu_first: bool,
+                 default_device: str, imports: Optional[dict] = None) -> None:
+        self.tree = tree
+        self.qualname = qualname
+        self.hook = hook
+        self.gpu_first = gpu_first
+        self.default_device = default_device
+        self.imports = imports if imports is not None else module_imports(tree, qualname)
+        self.globals: dict = {}
+        self.calls: dict = {}
+        self.summaries = Returns({}, self._summary_walk)
+        self.defs: dict = {}  # id(def) -> (its local names, its parameters' values, walked as a method)
+        self.module_classes: set = set()  # names of this file's classes that are torch modules
+        self.reported: set = set()  # ids of the module functions walked reporting
+
+    def evaluator(self, globals_env: dict, attrs: dict) -> Evaluator:
+        ev = Evaluator(self.qualname, self.imports, globals_env, attrs)
+        ev.gpu_first = self.gpu_first
+        ev.default_device = self.default_device
+        ev.summaries = self.summaries
+        return ev
+
+    def run(self) -> None:
+        tree = self.tree
+        # Module-level code first: its names are the globals functions see.
+        mod_ev = self.evaluator({}, {})
+        defs: list = []
+
+        def later(fn, ev):  # module-level functions wait for the module's names
+            defs.append(fn)
+
+        mod_ev.calls = self.calls
+        Walker(mod_ev, self.hook, later).body([s for s in tree.body if not isinstance(s, ast.ClassDef)])
+        globals_env = self.globals = {k: v for k, v in mod_ev.env.items() if isinstance(k, str)}
+        for fn in defs:
+            if globals_env.get(fn.name) is OTHER:
+                globals_env[fn.name] = FUNC
+        self.summaries.functions = {fn.name: fn for fn in defs if globals_env.get(fn.name) is FUNC}
+        for fn in defs:
+            if id(fn) not in self.reported:
+                self._report(fn)
+        for st in tree.body:
+            if isinstance(st, ast.ClassDef):
+                self.klass(st, st.name)
+        # classes nested under if/try at module level are rare: skipped
+        # A function of this module called only with device values for a parameter
+        # (evaluate(model, ...) with model moved to a device): walked again with it known.
+        for name, sites in self.calls.items():
+            fn = self.summaries.functions.get(name)
+            if fn is None or not sites:
+                continue
+            seeds = call_seeds(fn, sites)
+            if seeds:
+                self.function(fn, {}, self.hook, method=False, where=fn.name, seeds=seeds)
+
+    def _report(self, fn) -> list:
+        """The reporting walk of a module function, which gives what it returns
+        too (remembered: a later call of it needs no walk of its own)."""
+        self.reported.add(id(fn))
+        returned: list = []
+        self.function(fn, {}, self.hook, method=False, where=fn.name, calls=self.calls, returned=returned)
+        self.summaries.done.setdefault((id(fn),), summary(returned))
+        return returned
+
+    def _summary_walk(self, fn, caller: Evaluator, seeds: Optional[dict]) -> list:
+        """The values `fn`'s return statements give (a method: in its caller's
+        class), its parameters in `seeds` as given. A module function not yet
+        walked is walked reporting, once for both."""
+        if seeds is None and id(fn) not in self.reported and self.summaries.functions.get(fn.name) is fn:
+            return self._report(fn)
+        returned: list = []
+        if fn.name in caller.methods and caller.methods[fn.name] is fn:
+            self.function(fn, caller.class_attrs, None, method=True, methods=caller.methods, returned=returned,
+                          seeds=seeds)
+        else:
+            self.function(fn, {}, None, method=False, returned=returned, seeds=seeds)
+        return returned
+
+    def klass(self, cls: ast.ClassDef, where: str) -> None:
+        methods = [s for s in cls.body if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef))]
+        by_name = {fn.name: fn for fn in methods}
+        # 1: what each `self.attr` is, from every method's assignments (joined)
+        attrs: dict = {fn.name: OTHER for fn in methods}  # self.method(...) is no module call
+        for fn in methods:
+            if not _stores_self(fn.body):
+                continue  # binds no attribute of the instance: nothing to learn
+            env = self.function(fn, {}, None, method=True, collect=True, where=f"{where}.{fn.name}")
+            for k, v in env.items():
+                if isinstance(k, tuple):
+                    attrs[k[1]] = join(attrs[k[1]], v) if k[1] in attrs else v
+        # 2: the methods again, reporting, with the attributes known
+        contract = framework(cls, self.qualname)
+        module = is_module_class(cls, self.qualname, self.module_classes)
+        if module:
+            self.module_classes.add(cls.name)
+        for fn in methods:
+            self.function(fn, attrs, self.hook, method=True, where=f"{where}.{fn.name}", calls=self.calls,
+                          seeds=framework_seeds(contract, fn), methods=by_name, module=module)
+        for st in cls.body:
+            if isinstance(st, ast.ClassDef):
+                self.klass(st, f"{where}.{st.name}")
+
+    def function(self, fn, attrs: dict, hook: Optional[Hook], method: bool, collect: bool = False,
+                 outer: Optional[dict] = None, where: str = "<module>", calls: Optional[dict] = None,
+                 seeds: Optional[dict] = None, methods: Optional[dict] = None,
+                 returned: Optional[list] = None, module: bool = False) -> dict:
+        """Walk one def; the environment after it (with `collect`: only what it
+        binds to ``self.*``). `returned` collects its return values."""
+        ev = self.evaluator(self.globals if outer is None else {**self.globals, **outer}, attrs)
+        ev.where = where
+        ev.calls = calls
+        ev.methods = methods or {}
+        ev.self_module = module
+        ev.returned = returned
+        known = self.defs.get(id(fn))
+        if known is None or known[2] != method:  # the same def is walked up to three times: read it once
+            names = bound_names(fn.body) | {p.arg for p in fn.args.posonlyargs + fn.args.args + fn.args.kwonlyargs}
+            known = self.defs[id(fn)] = (names, _params(fn, method), method)
+        ev.local_names = known[0]
+        ev.env.update(known[1])
+        if seeds:
+            ev.env.update(seeds)
+
+        def nested(inner, outer_ev):
+            if collect or hook is None:
+                return
+            closure = {k: v for k, v in outer_ev.env.items() if isinstance(k, str)}
+            self.function(inner, attrs, hook, method=False, outer=closure, where=f"{where}.{inner.name}")
+
+        Walker(ev, None if collect else hook, nested).body(fn.body)
+        if collect:
+            # Only the assignments to self.* matter; the walk is the same.
+            return {k: v for k, v in ev.env.items() if isinstance(k, tuple)}
+        return ev.env
+
+
+def _stores_self(body: list) -> bool:
+    """A statement of `body` (at any depth, not in nested defs) assigns
+    ``self.<attr>``."""
+    stack = list(body)
+    while stack:
+        st = stack.pop()
+        t = type(st)
+        if t is ast.Assign:
+            if any(_self_target(tg) for tg in st.targets):
+                return True
+        elif t is ast.AugAssign or t is ast.AnnAssign:
+            if _self_target(st.target):
+                return True
+        elif t in (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef):
+            continue
+        elif t is ast.Expr:
+            v = st.value  # self.net.to(dev), self.net.cuda(): a move in place rebinds it
+            if type(v) is ast.Call and type(v.func) is ast.Attribute and v.func.attr in ("to", "cuda", "cpu"):
+                return True
+        else:
+            for f in ("body", "orelse", "finalbody", "handlers", "cases"):
+                stack.extend(getattr(st, f, ()))
+    return False
+
+
+def _self_target(t: ast.AST) -> bool:
+    if type(t) is ast.Attribute:
+        return type(t.value) is ast.Name and t.value.id == "self"
+    if type(t) in (ast.Tuple, ast.List):
+        return any(_self_target(e) for e in t.elts)
+    if type(t) is ast.Starred:
+        return _self_target(t.value)
+    return False
