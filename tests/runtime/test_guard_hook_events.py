@@ -18,15 +18,10 @@ torch = pytest.importorskip("torch")
 import xferaudit.runtime as xfer
 from xferaudit.runtime import frames, recorder
 from xferaudit.runtime.guard import UnexpectedTransfer, UnexpectedTransferWarning, clear_log_history, guard
-from xferaudit.testing import simulated_device
 
 HERE = "tests/runtime/test_guard_hook_events.py"
 MODES = ("full", "lite")
-
-
-@pytest.fixture(scope="module")
-def dev():
-    return simulated_device()
+DEV = None  # the simulated device, set by tests/conftest.py before each test runs (not at import)
 
 
 def here() -> int:
@@ -49,8 +44,8 @@ def in_both_modes(fn, level: str = "count") -> dict:
     return seen["lite"]
 
 
-def test_reads_on_one_line_add_up_and_each_line_is_its_own(dev):
-    t = torch.tensor(2.0).to(dev)
+def test_reads_on_one_line_add_up_and_each_line_is_its_own():
+    t = torch.tensor(2.0).to(DEV)
 
     def reads():
         for _ in range(3):
@@ -64,8 +59,8 @@ def test_reads_on_one_line_add_up_and_each_line_is_its_own(dev):
     assert [(e[1], e[4], e[6]) for e in got] == [(line[0], 6, 24), (line[1], 1, 4)]
 
 
-def test_a_reset_between_reads_starts_the_line_again(dev):
-    t = torch.tensor(2.0).to(dev)
+def test_a_reset_between_reads_starts_the_line_again():
+    t = torch.tensor(2.0).to(DEV)
     with guard("count", mode="lite"):
         for i in range(5):
             if i == 3:
@@ -75,8 +70,8 @@ def test_a_reset_between_reads_starts_the_line_again(dev):
     assert (op, count, copies, nbytes) == ("aten._local_scalar_dense", 2, 2, 8)
 
 
-def test_a_read_made_inside_the_standard_library_is_placed_at_the_users_line_via_it(dev):
-    ts = [torch.tensor(1.0).to(dev), torch.tensor(3.0).to(dev)]
+def test_a_read_made_inside_the_standard_library_is_placed_at_the_users_line_via_it():
+    ts = [torch.tensor(1.0).to(DEV), torch.tensor(3.0).to(DEV)]
 
     def mean():
         assert statistics.fmean(ts) == 2.0  # fsum reads each with float(), inside statistics.py
@@ -88,8 +83,8 @@ def test_a_read_made_inside_the_standard_library_is_placed_at_the_users_line_via
     assert via.startswith(frames.shown(statistics.fmean.__code__) + ":")
 
 
-def test_under_log_each_line_warns_once_with_the_modes_event(dev):
-    t = torch.tensor(2.0).to(dev)
+def test_under_log_each_line_warns_once_with_the_modes_event():
+    t = torch.tensor(2.0).to(DEV)
     for mode in MODES:
         xfer.reset()
         clear_log_history()
@@ -106,8 +101,8 @@ def test_under_log_each_line_warns_once_with_the_modes_event(dev):
 
 
 @pytest.mark.parametrize("level", ["count", "log", "raise"])
-def test_reads_that_cross_nothing_raise_the_bare_reads_error_and_record_nothing(dev, level):
-    many, meta = torch.ones(3).to(dev), torch.ones((), device="meta")
+def test_reads_that_cross_nothing_raise_the_bare_reads_error_and_record_nothing(level):
+    many, meta = torch.ones(3).to(DEV), torch.ones((), device="meta")
     with guard(level, mode="lite"):
         for t in (many, meta):
             with pytest.raises((RuntimeError, ValueError, NotImplementedError)) as e:
@@ -116,13 +111,13 @@ def test_reads_that_cross_nothing_raise_the_bare_reads_error_and_record_nothing(
     assert events() == []
 
 
-def test_a_read_on_a_frame_that_became_a_librarys_is_placed_anew(dev, tmp_path, monkeypatch):
+def test_a_read_on_a_frame_that_became_a_librarys_is_placed_anew(tmp_path, monkeypatch):
     (tmp_path / "readers.py").write_text("def read(t):\n    return float(t)\n")
     monkeypatch.syspath_prepend(str(tmp_path))
     sys.modules.pop("readers", None)
     import readers
 
-    t = torch.tensor(2.0).to(dev)
+    t = torch.tensor(2.0).to(DEV)
     try:
         with guard("count", mode="lite"):
             readers.read(t)  # the user's own file: placed there
@@ -135,8 +130,8 @@ def test_a_read_on_a_frame_that_became_a_librarys_is_placed_anew(dev, tmp_path, 
     assert got == {("readers.py", 2, ""), (HERE.rsplit("/", 1)[-1], line, "readers.py:2")}
 
 
-def test_reads_from_many_threads_lose_nothing(dev):
-    t = torch.tensor(2.0).to(dev)
+def test_reads_from_many_threads_lose_nothing():
+    t = torch.tensor(2.0).to(DEV)
     threads, calls = 4, 500
     start = threading.Barrier(threads)
     errors: list = []
@@ -160,8 +155,8 @@ def test_reads_from_many_threads_lose_nothing(dev):
     assert (count, copies, nbytes) == (threads * calls, threads * calls, threads * calls * 4)
 
 
-def test_the_timeline_holds_each_read(dev):
-    t = torch.tensor(2.0).to(dev)
+def test_the_timeline_holds_each_read():
+    t = torch.tensor(2.0).to(DEV)
     xfer.timeline(True)
     try:
         with guard("count", mode="lite"):
@@ -175,8 +170,8 @@ def test_the_timeline_holds_each_read(dev):
                                     [f"{HERE}:{line + 2} aten._local_scalar_dense", "down", 4]]
 
 
-def test_a_read_inside_a_wrapper_is_the_wrappers_alone(dev):
-    t = torch.tensor(2.0).to(dev)
+def test_a_read_inside_a_wrapper_is_the_wrappers_alone():
+    t = torch.tensor(2.0).to(DEV)
     with xfer.counting(), guard("raise", mode="lite"):
         assert xfer.float(t, site="t.py:f:float") == 2.0
         assert xfer.item(t, site="t.py:f:item") == 2.0
@@ -204,9 +199,9 @@ SINGLE_EVENT_CALLS = [
 
 @pytest.mark.parametrize("name, call", SINGLE_EVENT_CALLS, ids=[c[0] for c in SINGLE_EVENT_CALLS])
 @pytest.mark.parametrize("level", ["count", "log"])
-def test_one_event_calls_record_the_dispatch_modes_event(dev, name, call, level):
-    t = torch.tensor([0.0, 1.5, 2.0, 0.0]).to(dev)
-    b = torch.tensor([True, False, True, False]).to(dev)
+def test_one_event_calls_record_the_dispatch_modes_event(name, call, level):
+    t = torch.tensor([0.0, 1.5, 2.0, 0.0]).to(DEV)
+    b = torch.tensor([True, False, True, False]).to(DEV)
     results = []
 
     def run():
@@ -226,8 +221,8 @@ def test_one_event_calls_record_the_dispatch_modes_event(dev, name, call, level)
         assert a == b2
 
 
-def test_the_messages_of_one_event_calls_are_the_modes(dev):
-    t = torch.tensor([0.0, 1.5]).to(dev)
+def test_the_messages_of_one_event_calls_are_the_modes():
+    t = torch.tensor([0.0, 1.5]).to(DEV)
     for call in (lambda: t.cpu(), lambda: t.tolist(), lambda: t.nonzero(), lambda: t[0].item()):
         said = []
         for mode in MODES:
@@ -237,8 +232,8 @@ def test_the_messages_of_one_event_calls_are_the_modes(dev):
         assert said[0] == said[1]
 
 
-def test_one_event_calls_inside_a_wrapper_or_on_host_tensors_record_nothing(dev):
-    t, h = torch.tensor([0.0, 1.5]).to(dev), torch.tensor([0.0, 1.5])
+def test_one_event_calls_inside_a_wrapper_or_on_host_tensors_record_nothing():
+    t, h = torch.tensor([0.0, 1.5]).to(DEV), torch.tensor([0.0, 1.5])
     with xfer.counting(), guard("raise", mode="lite"):
         xfer.cpu(t, site="t.py:f:cpu")
         xfer.tolist(t, site="t.py:f:tolist")
@@ -249,10 +244,10 @@ def test_one_event_calls_inside_a_wrapper_or_on_host_tensors_record_nothing(dev)
         ("t.py:f:cpu", "down"), ("t.py:f:nonzero", "none"), ("t.py:f:tolist", "down")]
 
 
-def test_the_bytes_of_a_size_read_follow_the_measure_set(dev):
+def test_the_bytes_of_a_size_read_follow_the_measure_set():
     from xferaudit.runtime import guard_ops
 
-    t = torch.tensor([0.0, 1.5]).to(dev)
+    t = torch.tensor([0.0, 1.5]).to(DEV)
     before = dict(guard_ops.COUNT_BYTES), dict(guard_ops.COUNT_COPIES)
     try:
         guard_ops.set_count_bytes("nonzero", 8, copies=2)
@@ -265,8 +260,8 @@ def test_the_bytes_of_a_size_read_follow_the_measure_set(dev):
     assert [(e[2], e[5], e[6]) for e in got] == [("aten.nonzero", 1, 8)]  # (a count is one copy)
 
 
-def test_indexing_crosses_only_with_indices_or_values_that_can(dev):
-    d, h = torch.tensor([0.0, 1.5, 2.0]).to(dev), torch.zeros(3)
+def test_indexing_crosses_only_with_indices_or_values_that_can():
+    d, h = torch.tensor([0.0, 1.5, 2.0]).to(DEV), torch.zeros(3)
     with guard("count", mode="lite"):
         d[0], d[0:2], d[None, ...], d[(0,)], d[True]  # ints, slices, None, ...: nothing crosses
         d[0] = 1.0
@@ -279,8 +274,8 @@ def test_indexing_crosses_only_with_indices_or_values_that_can(dev):
         (0, "aten.index.Tensor", "down"), (1, "aten.lift_fresh", "up"), (2, "aten.copy_", "down")]
 
 
-def test_hooked_slots_called_with_the_wrong_arguments_raise_typeerror_as_bare(dev):
-    d = torch.tensor([0.0, 1.5]).to(dev)
+def test_hooked_slots_called_with_the_wrong_arguments_raise_typeerror_as_bare():
+    d = torch.tensor([0.0, 1.5]).to(DEV)
     for guarded in (False, True):
         ctx = guard("count", mode="lite") if guarded else contextlib.nullcontext()
         with ctx:
@@ -296,15 +291,15 @@ def test_hooked_slots_called_with_the_wrong_arguments_raise_typeerror_as_bare(de
 
 
 @pytest.mark.parametrize("mode", MODES)
-def test_wrapped_calls_under_the_guard_are_the_wrappers_alone(dev, mode):
-    t, h = torch.tensor([0.5, 1.5]).to(dev), torch.ones(2)
+def test_wrapped_calls_under_the_guard_are_the_wrappers_alone(mode):
+    t, h = torch.tensor([0.5, 1.5]).to(DEV), torch.ones(2)
     with xfer.counting(), guard("raise", mode=mode):
         assert xfer.item(t[1], site="t.py:f:item") == 1.5
         assert xfer.float(t[0], site="t.py:f:float") == 0.5
         assert xfer.bool(t[0], site="t.py:f:bool") is True
         assert xfer.int(t[1], site="t.py:f:int") == 1
         assert torch.equal(xfer.cpu(t, site="t.py:f:cpu"), torch.tensor([0.5, 1.5]))
-        assert xfer.to(h, dev, site="t.py:f:to").device == t.device
+        assert xfer.to(h, DEV, site="t.py:f:to").device == t.device
     assert events() == []
     got = {r.site: (r.calls, r.direction, r.bytes) for r in xfer.snapshot().rows}
     assert got == {"t.py:f:item": (1, "down", 4), "t.py:f:float": (1, "down", 4),
@@ -313,9 +308,9 @@ def test_wrapped_calls_under_the_guard_are_the_wrappers_alone(dev, mode):
 
 
 @pytest.mark.parametrize("where", ["host", "device"])
-def test_a_wrapper_under_the_guard_still_reaches_a_method_patched_there(dev, where):
+def test_a_wrapper_under_the_guard_still_reaches_a_method_patched_there(where):
     # (a host tensor is a plain torch.Tensor: the wrapper would call Tensor.item's C method itself)
-    t = torch.tensor(2.0) if where == "host" else torch.tensor(2.0).to(dev)
+    t = torch.tensor(2.0) if where == "host" else torch.tensor(2.0).to(DEV)
     seen = []
     with xfer.counting(), guard("count", mode="lite"):
         hooked = torch.Tensor.item
@@ -333,9 +328,9 @@ def test_a_wrapper_under_the_guard_still_reaches_a_method_patched_there(dev, whe
     assert [(r.site, r.calls) for r in xfer.snapshot().rows] == [("t.py:f:item", 1)]
 
 
-def test_events_recorded_without_the_lock_add_up_through_folds_and_snapshots(dev, monkeypatch):
+def test_events_recorded_without_the_lock_add_up_through_folds_and_snapshots(monkeypatch):
     monkeypatch.setattr(recorder, "_FOLD_AT", 7)  # fold often
-    a, b = torch.tensor(1.0).to(dev), torch.tensor(2.0, dtype=torch.float64).to(dev)
+    a, b = torch.tensor(1.0).to(DEV), torch.tensor(2.0, dtype=torch.float64).to(DEV)
     seen = []
     with guard("count", mode="lite"):
         for i in range(100):

@@ -208,7 +208,8 @@ _NOT_WRAPPED = _NotWrapped()
 
 
 def hook(orig: Callable, could_cross: Callable, enter: Callable, tls: Any,
-         compiling: Callable, depth: Any = None) -> Callable:
+         compiling: Callable, depth: Any = None, event_of: Optional[Callable] = None,
+         record_at: Optional[Callable] = None, after: Optional[Callable] = None) -> Callable:
     """``orig`` hooked: under the guard's mode when `could_cross`, else as is.
 
     `enter(fn, args, kwargs)` runs the call under this thread's dispatch mode.
@@ -222,6 +223,12 @@ def hook(orig: Callable, could_cross: Callable, enter: Callable, tls: Any,
     wrapper, whose own call this is: the original, unless pageable copies are
     watched (they are flagged wrapped or not).
 
+    `event_of` (:func:`single_events`), for a call that in its plain form
+    makes exactly one event: under "count" and "log" the hook runs it and
+    records that event itself (`record_at`, `after`: as :func:`scalar_hook`'s),
+    without entering the dispatch mode; any other form, level, or a print's
+    read goes through `enter`.
+
     Cost: the predicate is asked first, since most calls (an int index, a
     dtype cast, a host tensor) cannot cross and it alone decides them; a
     predicate that fails on arguments the original will refuse counts as
@@ -229,6 +236,10 @@ def hook(orig: Callable, could_cross: Callable, enter: Callable, tls: Any,
     """
     if depth is None:
         depth = _NOT_WRAPPED
+    if record_at is None or after is None:
+        event_of = None
+    getframe = sys._getframe
+    clock = time.perf_counter_ns
 
     @functools.wraps(orig)
     def hooked(*args: Any, **kwargs: Any) -> Any:
@@ -242,6 +253,18 @@ def hook(orig: Callable, could_cross: Callable, enter: Callable, tls: Any,
         stack = tls.stack
         if not stack or (depth.depth and stack[-1].get("pageable", "off") == "off"):
             return orig(*args, **kwargs)
+        ev = None if (event_of is None or tls.quiet or depth.depth) else event_of(args, kwargs)
+        if ev is not None:
+            level = stack[-1][ev[1]]
+            if level == "count" or level == "log":
+                t0 = clock()
+                out = orig(*args, **kwargs)
+                ns = clock() - t0
+                f = getframe(1)
+                at = record_at(f, ev[0], ev[1], ev[2], ns, ev[3])
+                if at is None or level == "log":
+                    after(at, level, ev, f, ns)
+                return out
         return enter(orig, args, kwargs)
 
     hooked.__xferaudit_original__ = orig  # type: ignore[attr-defined]
@@ -280,48 +303,6 @@ def index_hooks(orig_get: Callable, orig_set: Callable, slow_get: Callable, slow
 
 _PLAIN_TYPES = frozenset(_PLAIN)
 _NUMBER_TYPES = frozenset((int, float, complex, bool))
-
-
-def event_hook(orig: Callable, could_cross: Callable, event_of: Callable, enter: Callable,
-               tls: Any, compiling: Callable, depth: Any, record_at: Callable,
-               after: Callable) -> Callable:
-    """:func:`hook` for a call that, in its plain form, makes exactly one
-    event (:func:`single_events`): under "count" and "log" the hook runs it
-    and records that event itself, as :func:`scalar_hook` does a read,
-    without entering the dispatch mode; every other case (another form of the
-    call, another level, inside a print) goes through `enter`. Inside a
-    wrapper: as :func:`hook`."""
-    getframe = sys._getframe
-    clock = time.perf_counter_ns
-
-    @functools.wraps(orig)
-    def hooked(*args: Any, **kwargs: Any) -> Any:
-        __tracebackhide__ = True
-        try:
-            cross = could_cross(args, kwargs)
-        except Exception:
-            cross = True
-        if not cross or compiling() or tls.hooked:
-            return orig(*args, **kwargs)
-        stack = tls.stack
-        if not stack or (depth.depth and stack[-1].get("pageable", "off") == "off"):
-            return orig(*args, **kwargs)
-        ev = None if (tls.quiet or depth.depth) else event_of(args, kwargs)
-        if ev is not None:
-            level = stack[-1][ev[1]]
-            if level == "count" or level == "log":
-                t0 = clock()
-                out = orig(*args, **kwargs)
-                ns = clock() - t0
-                f = getframe(1)
-                at = record_at(f, ev[0], ev[1], ev[2], ns, ev[3])
-                if at is None or level == "log":
-                    after(at, level, ev, f, ns)
-                return out
-        return enter(orig, args, kwargs)
-
-    hooked.__xferaudit_original__ = orig  # type: ignore[attr-defined]
-    return hooked
 
 
 #: The event of a scalar read of one device element, as the dispatch mode names it.
@@ -438,10 +419,7 @@ class Hooks:
         single = single_events() if fast else {}
 
         def made(orig: Callable, name: str, pred: Callable) -> Callable:
-            if name in single:
-                return event_hook(orig, pred, single[name], enter, tls, compiling, depth, record_at,
-                                  after)
-            return hook(orig, pred, enter, tls, compiling, depth)
+            return hook(orig, pred, enter, tls, compiling, depth, single.get(name), record_at, after)
 
         for name, pred in predicates(torch).items():
             orig = getattr(Tensor, name, None)
@@ -478,5 +456,5 @@ class Hooks:
                 setattr(owner, name, own)
 
 
-__all__ = ["ORIGINALS", "SCALAR_FAST", "SCALAR_OP", "UNARY_SLOTS", "Hooks", "any_on_device", "event_hook", "function_predicates",
+__all__ = ["ORIGINALS", "SCALAR_FAST", "SCALAR_OP", "UNARY_SLOTS", "Hooks", "any_on_device", "function_predicates",
            "hook", "index_hooks", "plain_index", "predicates", "scalar_hook", "single_events"]

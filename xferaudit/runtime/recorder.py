@@ -76,12 +76,31 @@ class _Depth(threading.local):
     depth = 0
 
 
+class _Switch:
+    """A switch of :class:`_State`, kept in the slot of its name with a leading
+    underscore; setting it brings the derived flags up to date."""
+
+    def __init__(self, doc: str) -> None:
+        self.__doc__ = doc
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.slot = "_" + name
+
+    def __get__(self, obj: Any, owner: Optional[type] = None) -> Any:
+        return self if obj is None else getattr(obj, self.slot)
+
+    def __set__(self, obj: Any, value: Any) -> None:
+        setattr(obj, self.slot, bool(value))
+        obj._derive()
+
+
 class _State:
     """Process-wide switches and tallies.
 
-    ``on`` (counting), ``guard`` (the dispatcher-level guard) and ``ranges``
-    (profiler ranges named by site) are properties that keep two derived flags
-    up to date, so a wrapper decides with single attribute reads:
+    ``on`` (counting), ``guard`` (the dispatcher-level guard), ``full`` (one
+    of the guards is in the full mode) and ``ranges`` (profiler ranges named
+    by site) are switches that keep three derived flags up to date, so a
+    wrapper decides with single attribute reads:
 
     * ``active = on or guard``: ``if not STATE.active: return bare_call()``;
     * ``plain = on and not guard and not ranges``: counting with nothing else
@@ -129,35 +148,10 @@ class _State:
         self.plain = self._on and not self._guard and not self._ranges
         self.unmarked = self._on and not self._ranges and not self._full
 
-    @property
-    def on(self) -> bool:
-        """Counting wrapped sites (``xfer.count(True)``)."""
-        return self._on
-
-    @on.setter
-    def on(self, value: bool) -> None:
-        self._on = bool(value)
-        self._derive()
-
-    @property
-    def guard(self) -> bool:
-        """The runtime guard is watching the dispatcher: wrappers mark their depth."""
-        return self._guard
-
-    @guard.setter
-    def guard(self, value: bool) -> None:
-        self._guard = bool(value)
-        self._derive()
-
-    @property
-    def full(self) -> bool:
-        """A guard in the full mode (the dispatch mode) is active on some thread."""
-        return self._full
-
-    @full.setter
-    def full(self, value: bool) -> None:
-        self._full = bool(value)
-        self._derive()
+    on = _Switch("Counting wrapped sites (``xfer.count(True)``).")
+    guard = _Switch("The runtime guard is watching the dispatcher: wrappers mark their depth.")
+    full = _Switch("A guard in the full mode (the dispatch mode) is active on some thread.")
+    ranges = _Switch("Counted calls run inside ranges named by their site (see :func:`set_ranges`).")
 
     @property
     def timeline(self) -> Optional["Timeline"]:
@@ -168,16 +162,6 @@ class _State:
     def timeline(self, value: Optional["Timeline"]) -> None:
         global _timeline
         self._timeline = _timeline = value
-
-    @property
-    def ranges(self) -> bool:
-        """Counted calls run inside ranges named by their site (see :func:`set_ranges`)."""
-        return self._ranges
-
-    @ranges.setter
-    def ranges(self, value: bool) -> None:
-        self._ranges = bool(value)
-        self._derive()
 
 
 _timeline: Optional["Timeline"] = None  # STATE.timeline, as a global: record() reads it on every call
@@ -386,10 +370,7 @@ def record_event(place: tuple, op: str, direction: str, nbytes: int, copies: int
                 key[0], line, op, direction, via=via, code=entry[0] if entry is not None else None)
         _add_unwrapped(t, nbytes, copies, pageable, ns)
         if t.samples and user is not None:
-            t.samples -= 1
-            c = _frames.chain(f)
-            if len(t.chains) < _frames.MAX_CHAINS and c not in t.chains:
-                t.chains.append(c)
+            _sample(t, f)
     finally:
         _release()
 
@@ -435,13 +416,19 @@ def record_at(f: Any, op: str, direction: str, nbytes: int, ns: int = 0,
         t = _tally_at(e, f, i, op, direction, nbytes, copies)
         _add_unwrapped(t, nbytes, copies, 0, ns)
         if t.samples:
-            t.samples -= 1
-            c = _frames.chain(f)
-            if len(t.chains) < _frames.MAX_CHAINS and c not in t.chains:
-                t.chains.append(c)
+            _sample(t, f)
     finally:
         _release()
     return t
+
+
+def _sample(t: UnwrappedTally, f: Any) -> None:
+    """One of a line's first events, from user frame `f`: its chain of user
+    frames kept, if new (under the lock)."""
+    t.samples -= 1
+    c = _frames.chain(f)
+    if len(t.chains) < _frames.MAX_CHAINS and c not in t.chains:
+        t.chains.append(c)
 
 
 #: Pending events an instruction's list holds before they are folded in.
