@@ -38,7 +38,8 @@ from typing import Optional
 from .. import __version__
 from .._atomic import atomic_write
 from ..config import Config
-from .finder import FileResult, Site
+from .finder import FileResult
+from .site import Site
 
 FORMAT = 1
 KEEP_FILES = 4  # findings files of other keys kept (older tool versions, other configs)

@@ -30,7 +30,7 @@ from ..wrapform import CALLEE, INNER, METHOD, RECEIVER, VALUE, form, form_of
 from ..wrapform import suggestion as wf_suggestion
 from .codes import CODES
 from .implicit import message as implicit_message
-from .finder import Site
+from .site import Site
 from .naming import renamed_site, short_receiver
 from .notebook import display_position, is_notebook, read as read_notebook
 from .source import decode_source, split_lines

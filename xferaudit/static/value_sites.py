@@ -30,7 +30,8 @@ from ..rules import KIND_CODES
 from . import finder as _finder
 from . import implicit as _implicit
 from .classify import Classifier
-from .finder import FileContext, Site, implicit_site
+from .finder import FileContext, implicit_site
+from .site import Site
 
 def _local_in(scope) -> Callable[[str], bool]:
     """`name` is bound in the function (or lambda, comprehension) of `scope`."""
