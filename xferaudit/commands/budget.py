@@ -16,31 +16,27 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import sys
+from fractions import Fraction
 from pathlib import Path
 
 from .._atomic import atomic_write
+from .._validate import MAX_COUNT
 from . import EXIT_OK, Command, UserError
 
 
 def _slack(text: str) -> tuple:
-    """'10%' -> (0.10, 0); '0.5' -> (0, 0.5)."""
+    """'10%' -> (1/10, 0); '0.5' -> (0, 1/2): exact fractions."""
     t = text.strip()
     try:
-        if t.endswith("%"):
-            v = float(t[:-1])
-            if not math.isfinite(v) or v < 0:
-                raise ValueError
-            return v / 100.0, 0.0
-        v = float(t)
-        if not math.isfinite(v) or v < 0:
+        v = Fraction(t[:-1] if t.endswith("%") else t)
+        if not 0 <= v <= MAX_COUNT:
             raise ValueError
-        return 0.0, v
-    except ValueError:
+    except (ValueError, ZeroDivisionError):
         raise argparse.ArgumentTypeError(
             f"--slack {text!r}: give a percentage (10%) or a number of crossings per step (0.5), >= 0"
         ) from None
+    return (v / 100, Fraction(0)) if t.endswith("%") else (Fraction(0), v)
 
 
 def _steps(text: str) -> int:
@@ -53,9 +49,12 @@ def _steps(text: str) -> int:
     return n
 
 
-def _fmt(x: float) -> str:
-    x = round(x, 6)
-    return str(int(x)) if float(x).is_integer() else repr(x)
+def _fmt(x) -> str:
+    """An allowance as TOML, exactly (see :func:`~xferaudit.runtime.budget.written`)."""
+    from ..runtime.budget import written
+
+    v = written(x)
+    return json.dumps(v) if isinstance(v, str) else repr(v)
 
 
 def _toml_key(s: str) -> str:
@@ -73,11 +72,12 @@ class BudgetCommand(Command):
                             help="write here (.toml, or .json by suffix); default: stdout")
         parser.add_argument("--steps", type=_steps, default=None, metavar="N",
                             help="steps the run measured (default: the report's 'steps', else 1)")
-        parser.add_argument("--slack", type=_slack, default=(0.0, 0.0), metavar="PCT%|N",
+        parser.add_argument("--slack", type=_slack, default=(Fraction(0), Fraction(0)), metavar="PCT%|N",
                             help="headroom per site: '10%%' of its count or N crossings per step")
 
     def run(self, args: argparse.Namespace) -> int:
         from ..runtime._report import Report, ReportError
+        from ..runtime.budget import written
 
         from .._validate import parse_json, steps_of
 
@@ -93,9 +93,8 @@ class BudgetCommand(Command):
         steps = args.steps if args.steps is not None else declared or 1
         pct, absolute = args.slack
 
-        def allowance(total: int) -> float:
-            per = total / steps
-            return per * (1 + pct) + absolute if total else absolute
+        def allowance(total: int) -> Fraction:  # exact: the run it came from passes
+            return Fraction(total, steps) * (1 + pct) + absolute if total else absolute
 
         crossings = {r.site: allowance(r.crossings) for r in rep.rows if r.site}
         # Copies beside crossings where a call makes several (a module move).
@@ -110,12 +109,12 @@ class BudgetCommand(Command):
 
         out = args.output
         if out is not None and Path(out).suffix.lower() == ".json":
-            data = {s: ({"crossings": n, "copies": copies[s]} if s in copies else n)
-                    for s, n in crossings.items()}
-            data.update({s: {"launches": n} for s, n in launches.items()})
+            data = {s: ({"crossings": written(n), "copies": written(copies[s])} if s in copies
+                        else written(n)) for s, n in crossings.items()}
+            data.update({s: {"launches": written(n)} for s, n in launches.items()})
             text = json.dumps({"budget": data}, indent=2, sort_keys=True) + "\n"
         else:
-            slack = f"{pct * 100:g}%" if pct else _fmt(absolute)
+            slack = f"{float(pct * 100):g}%" if pct else _fmt(absolute)
             lines = [
                 "# xferaudit budget: expected crossings per site per step (launches for graph sites).",
                 f"# From {src.name}: {steps} step(s), slack {slack}. Checked by xfer.expect(<this file>)",
