@@ -53,6 +53,17 @@ def _field(obj: Any, key: str, typ: Any, where: str, default: Any = ...) -> Any:
     return v
 
 
+def _once(seen: dict, site: str, i: int, where: str, key: str) -> None:
+    """A site has one row in a report: the recorder keeps one tally per site, so
+    a second row means the file was edited or pasted together, and adding the
+    two (or keeping either) could be wrong. Every reader of reports (report,
+    budget, diff, merge) loads through here and refuses it alike."""
+    first = seen.setdefault(site, i)
+    if first != i:
+        raise ReportError(f"{where}: {key}[{i}]: site {site!r} is there twice (also {key}[{first}]); "
+                          "a report has one row per site")
+
+
 def _check_timeline(tl: Any, where: str) -> Optional[dict]:
     """A saved "timeline" (see recorder.Timeline.to_dict), checked; None if absent."""
     if tl is None:
@@ -168,11 +179,13 @@ class Report:
         if not isinstance(data["rows"], list):
             raise ReportError(f"{where}: \"rows\" must be a list")
         rows = []
+        seen: dict = {}
         for i, r in enumerate(data["rows"]):
             w = f"{where}: rows[{i}]"
             if not isinstance(r, dict):
                 raise ReportError(f"{w}: must be an object")
             site = _field(r, "site", str, w)
+            _once(seen, site, i, where, "rows")
             calls = _field(r, "calls", int, w)
             crossings = _field(r, "crossings", int, w)
             nbytes = _field(r, "bytes", int, w)
@@ -189,10 +202,12 @@ class Report:
         raw_l = data.get("launches", [])
         if isinstance(raw_l, dict):  # {site: count} is accepted too
             raw_l = [{"site": k, "launches": v} for k, v in raw_l.items()]
+        seen = {}
         for i, x in enumerate(raw_l or []):
             w = f"{where}: launches[{i}]"
             if not isinstance(x, dict):
                 raise ReportError(f"{w}: must be an object")
+            _once(seen, _field(x, "site", str, w), i, where, "launches")
             nodes = x.get("nodes")
             if nodes is not None and (isinstance(nodes, bool) or not isinstance(nodes, int)):
                 raise ReportError(f"{w}: 'nodes' must be an integer or null")
