@@ -364,3 +364,48 @@ def test_a_decimal_budget_is_compared_as_written(dev):
 def _write(path, text):
     path.write_text(text)
     return path
+
+
+# --- site names TOML cannot hold, and the empty name ------------------------------------
+NOT_UTF8 = "pkg/tr\udcffain.py:step:x.to"  # a file name whose bytes are not UTF-8, as Python reads it
+
+
+def _run_at(dev, tmp_path, site):
+    def the_run():
+        for _ in range(3):
+            xfer.to(torch.ones(2), dev, site=site)
+    recorder.reset()
+    with xfer.counting():
+        the_run()
+        p = tmp_path / "run.json"
+        xfer.snapshot().save(p)
+    return p, the_run
+
+
+def test_a_site_name_toml_cannot_hold_is_refused_for_toml_and_kept_in_json(dev, tmp_path, capsys):
+    run, the_run = _run_at(dev, tmp_path, NOT_UTF8)
+    toml = tmp_path / "b.toml"
+    for argv in (["-o", str(toml)], []):
+        assert main(["budget", "--from", str(run), *argv]) == 2
+        err = capsys.readouterr().err
+        assert "TOML cannot hold" in err and "-o budget.json" in err and "tr\\udcffain.py" in err
+    assert not toml.exists()
+    js = tmp_path / "b.json"
+    assert main(["budget", "--from", str(run), "-o", str(js), "--steps", "3"]) == 0
+    assert load_budget(js).crossings == {NOT_UTF8: 1}
+    with expect(js, steps=3, guard=None):
+        the_run()
+
+
+def test_the_empty_site_name_is_a_name_budgets_write_and_read(dev, tmp_path, capsys):
+    run, the_run = _run_at(dev, tmp_path, "")
+    assert [r.site for r in xfer.Report.load(run).rows] == [""]
+    out = tmp_path / "b.toml"
+    assert main(["budget", "--from", str(run), "-o", str(out), "--steps", "3"]) == 0
+    assert '"" = 1' in out.read_text()
+    assert load_budget(out).crossings == {"": 1}
+    with expect(out, steps=3, guard=None):
+        the_run()
+    with pytest.raises(BudgetExceeded, match="over budget"), expect(out, steps=3, guard=None):
+        the_run()
+        the_run()

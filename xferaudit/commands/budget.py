@@ -61,6 +61,16 @@ def _toml_key(s: str) -> str:
     return json.dumps(s, ensure_ascii=True)  # a TOML basic string, same escapes
 
 
+def _toml_can_hold(sites: list) -> None:
+    """TOML strings hold Unicode scalar values only: a site name with a lone
+    surrogate (Python's reading of a file name whose bytes are not UTF-8) has
+    no TOML spelling, while JSON keeps it (``\\udcff``) and reads it back."""
+    for s in sites:
+        if any("\ud800" <= ch <= "\udfff" for ch in s):
+            raise UserError(f"site {_toml_key(s)} holds a character TOML cannot hold (from a file "
+                            "name that is not UTF-8?): write the budget as JSON (-o budget.json)")
+
+
 class BudgetCommand(Command):
     NAME = "budget"
     DESCRIPTION = "Write a transfer budget (crossings per site per step) from a saved run report."
@@ -96,10 +106,11 @@ class BudgetCommand(Command):
         def allowance(total: int) -> Fraction:  # exact: the run it came from passes
             return Fraction(total, steps) * (1 + pct) + absolute if total else absolute
 
-        crossings = {r.site: allowance(r.crossings) for r in rep.rows if r.site}
+        # Every row, the empty name too: `site=""` is a name the runtime records.
+        crossings = {r.site: allowance(r.crossings) for r in rep.rows}
         # Copies beside crossings where a call makes several (a module move).
-        copies = {r.site: allowance(r.copies) for r in rep.rows if r.site and r.copies != r.crossings}
-        launches = {x.site: allowance(x.launches) for x in rep.launches if x.site}
+        copies = {r.site: allowance(r.copies) for r in rep.rows if r.copies != r.crossings}
+        launches = {x.site: allowance(x.launches) for x in rep.launches}
         both = sorted(set(crossings) & set(launches))
         if both:
             raise UserError(f"{src}: site(s) both transfer and launch rows: {', '.join(both)}")
@@ -114,6 +125,7 @@ class BudgetCommand(Command):
             data.update({s: {"launches": written(n)} for s, n in launches.items()})
             text = json.dumps({"budget": data}, indent=2, sort_keys=True) + "\n"
         else:
+            _toml_can_hold(list(crossings) + list(launches))
             slack = f"{float(pct * 100):g}%" if pct else _fmt(absolute)
             lines = [
                 "# xferaudit budget: expected crossings per site per step (launches for graph sites).",

@@ -196,8 +196,8 @@ def budget_from_mapping(data: Mapping[str, Any], where: str = "budget") -> Budge
     pageable: dict = {}
     for site, v in data.items():
         w = f"{where}: {site!r}"
-        if not isinstance(site, str) or not site:
-            raise BudgetError(f"{where}: site names must be non-empty strings, not {site!r}")
+        if not isinstance(site, str):  # "" is a name (the runtime records `site=""` as one)
+            raise BudgetError(f"{where}: site names must be strings, not {site!r}")
         if isinstance(v, Mapping):
             unknown = set(v) - {"crossings", "launches", "copies", "pageable"}
             if unknown or not v or ("launches" in v and len(v) != 1) or (
