@@ -21,7 +21,7 @@ from __future__ import annotations
 import os
 import stat
 import tempfile
-from typing import Union
+from typing import Iterable, Union
 
 
 def _umask() -> int:
@@ -48,9 +48,11 @@ def _keep_owner(tmp: str, st: os.stat_result) -> None:
             continue
 
 
-def atomic_write(path: Union[str, "os.PathLike[str]"], data: Union[bytes, str], encoding: str = "utf-8",
-                 *, hard_links: str = "split") -> None:
-    """Replace (or create) `path` with `data` atomically.
+def atomic_write(path: Union[str, "os.PathLike[str]"], data: Union[bytes, str, Iterable[Union[bytes, str]]],
+                 encoding: str = "utf-8", *, hard_links: str = "split") -> None:
+    """Replace (or create) `path` with `data` atomically (`data` may also be
+    an iterable of pieces, written as they come: a large report is never
+    whole in memory).
 
     A symlink is written through to its target; an existing file keeps its
     mode, and its owner and group where the process may set them; a new one
@@ -77,7 +79,8 @@ def atomic_write(path: Union[str, "os.PathLike[str]"], data: Union[bytes, str], 
     fd, tmp = tempfile.mkstemp(prefix="." + os.path.basename(real) + ".", suffix=".xferaudit-tmp", dir=folder)
     try:
         with os.fdopen(fd, "wb") as f:
-            f.write(data)
+            for piece in (data,) if isinstance(data, bytes) else data:
+                f.write(piece.encode(encoding) if isinstance(piece, str) else piece)
             f.flush()
             os.fsync(f.fileno())
         if st is not None and hasattr(os, "chown"):

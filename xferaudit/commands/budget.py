@@ -89,17 +89,14 @@ class BudgetCommand(Command):
         from ..runtime._report import Report, ReportError
         from ..runtime.budget import written
 
-        from .._validate import parse_json, steps_of
+        from .._validate import steps_of
 
         src = Path(args.source)
         try:
-            rep = Report.load(src)
-            raw = parse_json(src.read_text(encoding="utf-8"), str(src), ReportError)
-            declared = steps_of(raw, str(src), ReportError)
+            rep = Report.load(src)  # (a top-level "steps" is read into its meta)
+            declared = steps_of({"meta": rep.meta}, str(src), ReportError)
         except ReportError as e:
             raise UserError(str(e)) from None
-        except OSError as e:
-            raise UserError(f"{src}: cannot read: {e.strerror or e}") from None
         steps = args.steps if args.steps is not None else declared or 1
         pct, absolute = args.slack
 

@@ -15,7 +15,6 @@ shown. Names from the file are printed with control characters escaped
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 
 from . import EXIT_OK, Command, UserError
@@ -60,7 +59,7 @@ class ReportCommand(Command):
         else:
             self._pictures(rep, args)
         if args.format == "json":
-            sys.stdout.write(json.dumps(rep.to_dict(top=args.top), indent=2) + "\n")
+            sys.stdout.writelines(rep.json_chunks(top=args.top))
         else:
             sys.stdout.write(printable_report(rep).format(top=args.top))
         return EXIT_OK
@@ -92,7 +91,7 @@ class ReportCommand(Command):
             raise UserError(str(e)) from None
 
 
-def printable_report(rep: object) -> object:
+def printable_report(rep: object, rows: bool = True) -> object:
     """A copy of `rep` (a Report or RankedReport) whose names are safe to print:
     sites, paths, ops, directions and the note with control characters escaped
     (:func:`xferaudit._text.printable`). Figures are unchanged; JSON output uses
@@ -103,14 +102,15 @@ def printable_report(rep: object) -> object:
     from .._text import printable
 
     c = copy.copy(rep)
-    c.rows = [dataclasses.replace(r, site=printable(r.site), kind=printable(r.kind),
-                                  direction=printable(r.direction)) for r in rep.rows]
+    if rows:  # (a merged report's table reads its ranks' counts, not their rows)
+        c.rows = [dataclasses.replace(r, site=printable(r.site), kind=printable(r.kind),
+                                      direction=printable(r.direction)) for r in rep.rows]
     c.launches = [dataclasses.replace(x, site=printable(x.site)) for x in rep.launches]
     c.unwrapped = [dataclasses.replace(u, path=printable(u.path), op=printable(u.op),
                                        direction=printable(u.direction)) for u in rep.unwrapped]
     c.meta = {k: printable(v) if isinstance(v, str) else v for k, v in rep.meta.items()}
     if isinstance(getattr(rep, "ranks", None), list):
-        c.ranks = [printable_report(r) for r in rep.ranks]
+        c.ranks = [printable_report(r, rows=False) for r in rep.ranks]
     return c
 
 
