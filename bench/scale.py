@@ -6,13 +6,15 @@ the ``files`` step), times the step, and reports its own peak RSS
 (``ru_maxrss``), so one step's memory never hides in another's.
 
     python bench/scale.py                       # 1,000,000 sites, 4 ranks
-    python bench/scale.py --sites 100000 --repo /tmp/scale-base   # another checkout, e.g. main
+    python bench/scale.py --against /tmp/scale-base --steps report,save --repeat 3
+        # side by side with another checkout (e.g. ``git worktree add /tmp/scale-base main``),
+        # runs interleaved, medians and ratios
 
 Goals (docs/performance.md): ``save`` of 1,000,000 sites at most 5 s;
 ``merge`` of four such rank files at most 2 GB, memory bounded by the
-distinct sites (not files x sites). ``--repo`` runs the steps on another
-checkout's xferaudit (the same script: it uses only what both have), for a
-side-by-side figure.
+distinct sites (not files x sites). ``--against`` runs every step on another
+checkout's xferaudit too (the same script: it uses only what both have),
+alternating the two, and prints the ratio of the medians.
 """
 
 from __future__ import annotations
@@ -120,14 +122,20 @@ def child(step: str, n: int, ranks: int, folder: Path) -> dict:
 
 # --- the parent ------------------------------------------------------------------------
 
-def run_step(step: str, a: argparse.Namespace, folder: Path) -> dict:
-    env = dict(os.environ, PYTHONPATH=str(Path(a.repo).resolve()))
+def run_step(step: str, a: argparse.Namespace, repo: str, folder: Path) -> dict:
+    env = dict(os.environ, PYTHONPATH=str(Path(repo).resolve()))
     cmd = [sys.executable, __file__, "--child", step, "--sites", str(a.sites), "--ranks", str(a.ranks),
            "--dir", str(folder)]
     p = subprocess.run(cmd, env=env, capture_output=True, text=True)
     if p.returncode != 0:
         return {"step": step, "error": (p.stderr or p.stdout)[-800:]}
     return json.loads(p.stdout.strip().splitlines()[-1])
+
+
+def _median(runs: list) -> dict:
+    return dict(runs[0], seconds=statistics.median(x["seconds"] for x in runs),
+                peak_rss_mb=statistics.median(x["peak_rss_mb"] for x in runs),
+                runs=[round(x["seconds"], 3) for x in runs])
 
 
 def main() -> int:
@@ -137,6 +145,7 @@ def main() -> int:
     p.add_argument("--repeat", type=int, default=1, help="runs of each timed step (the median is shown)")
     p.add_argument("--steps", default=",".join(STEPS), help="comma-separated, from: " + ", ".join(STEPS))
     p.add_argument("--repo", default=str(HERE.parent), help="the checkout whose xferaudit runs the steps")
+    p.add_argument("--against", default=None, help="another checkout to run every step on too, alternating")
     p.add_argument("--dir", default=None, help="where the files go (default: a temporary folder)")
     p.add_argument("--out", default=None, help="write the figures here as JSON")
     p.add_argument("--child", default=None, help=argparse.SUPPRESS)
@@ -153,32 +162,41 @@ def main() -> int:
     tmp = tempfile.TemporaryDirectory(prefix="xferaudit-scale-") if a.dir is None else None
     folder = Path(a.dir or tmp.name)
     folder.mkdir(parents=True, exist_ok=True)
-    print(f"xferaudit scale bench: {a.sites:,} sites, {a.ranks} ranks, repo {a.repo}, python "
-          f"{sys.version.split()[0]}, {os.cpu_count()} cpus")
+    repos = [a.repo] + ([a.against] if a.against else [])
+    print(f"xferaudit scale bench: {a.sites:,} sites, {a.ranks} ranks, python {sys.version.split()[0]}, "
+          f"{os.cpu_count()} cpus; repo {a.repo}" + (f", against {a.against}" if a.against else ""))
     print(f"{'step':<8} {'seconds':>9} {'peak RSS MB':>12} {'file MB':>9}  what")
-    results = []
+    results: dict = {r: [] for r in repos}
     try:
         for step in sorted(steps, key=STEPS.index):
-            runs = [run_step(step, a, folder) for _ in range(1 if step == "files" else a.repeat)]
-            errors = [r for r in runs if "error" in r]
-            if errors:
-                print(f"{step:<8} failed: {errors[0]['error']}")
-                results.append(errors[0])
-                continue
-            r = dict(runs[0], seconds=statistics.median(x["seconds"] for x in runs),
-                     peak_rss_mb=statistics.median(x["peak_rss_mb"] for x in runs),
-                     runs=[round(x["seconds"], 3) for x in runs])
-            results.append(r)
-            mb = f"{r['bytes'] / 1e6:.0f}" if "bytes" in r else "-"
-            print(f"{step:<8} {r['seconds']:>9.2f} {r['peak_rss_mb']:>12.0f} {mb:>9}  {WHAT[step]}")
+            runs: dict = {r: [] for r in repos}
+            for _ in range(1 if step == "files" else a.repeat):
+                for i, r in enumerate(repos):  # interleaved, so both see the same machine
+                    mine = folder / f"repo{i}"  # each reads the files it wrote
+                    mine.mkdir(exist_ok=True)
+                    runs[r].append(run_step(step, a, r, mine))
+            for r in repos:
+                errors = [x for x in runs[r] if "error" in x]
+                res = errors[0] if errors else _median(runs[r])
+                results[r].append(res)
+                who = "" if len(repos) == 1 else ("  [this checkout]" if r == a.repo else "  [against]")
+                if errors:
+                    print(f"{step:<8} failed{who}: {errors[0]['error']}")
+                    continue
+                mb = f"{res['bytes'] / 1e6:.0f}" if "bytes" in res else "-"
+                print(f"{step:<8} {res['seconds']:>9.2f} {res['peak_rss_mb']:>12.0f} {mb:>9}  {WHAT[step]}{who}")
+            if len(repos) == 2 and not any("error" in results[r][-1] for r in repos):
+                new, old = (results[r][-1] for r in repos)
+                print(f"{'':<8} ratio this/against: time x{new['seconds'] / old['seconds']:.2f}, "
+                      f"peak RSS x{new['peak_rss_mb'] / old['peak_rss_mb']:.2f}")
     finally:
         if tmp is not None:
             tmp.cleanup()
     if a.out:
         Path(a.out).parent.mkdir(parents=True, exist_ok=True)
-        Path(a.out).write_text(json.dumps({"sites": a.sites, "ranks": a.ranks, "repo": a.repo,
-                                           "results": results}, indent=1) + "\n")
-    return 1 if any("error" in r for r in results) else 0
+        Path(a.out).write_text(json.dumps({"sites": a.sites, "ranks": a.ranks, "results": results},
+                                          indent=1) + "\n")
+    return 1 if any("error" in x for r in repos for x in results[r]) else 0
 
 
 if __name__ == "__main__":

@@ -139,6 +139,7 @@ def _plain_value(value: Any) -> Any:
 _DECODER = json.JSONDecoder(parse_constant=reject_constant)
 _WS = re.compile(r"[ \t\n\r]*")
 _NUMBER_GOES_ON = frozenset("0123456789.eE+-")
+_SEPARATOR = re.compile(r"[ \t\n\r]*([,\]}:])[ \t\n\r]*")
 _CHUNK = 1 << 20
 
 
@@ -195,6 +196,10 @@ class Reader:
                 return ""
 
     def _expect(self, chars: str) -> str:
+        m = _SEPARATOR.match(self.buf, self.pos)  # the usual case: a separator, then more text
+        if m is not None and m.group(1) in chars and m.end() < len(self.buf):
+            self.pos = m.end()
+            return m.group(1)
         c = self._peek()
         if c == "" or c not in chars:
             what = "end of file" if c == "" else repr(c)
