@@ -2,8 +2,9 @@
 
 Each step runs in a process of its own, which builds what it starts from (a
 tally of N sites put straight into the recorder, or the rank files saved by
-the ``files`` step), times the step, and reports its own peak RSS
-(``ru_maxrss``), so one step's memory never hides in another's.
+the ``files`` step), times the step (wall and CPU seconds: on a shared, busy
+machine the CPU seconds are what the step takes on an idle one), and reports
+its own peak RSS (``ru_maxrss``), so one step's memory never hides in another's.
 
     python bench/scale.py                       # 1,000,000 sites, 4 ranks
     python bench/scale.py --against /tmp/scale-base --steps report,save --repeat 3
@@ -71,10 +72,15 @@ def _snapshot(rank: int, ranks: int):
     return rep
 
 
+def _cpu() -> float:
+    u = resource.getrusage(resource.RUSAGE_SELF)
+    return u.ru_utime + u.ru_stime
+
+
 def child(step: str, n: int, ranks: int, folder: Path) -> dict:
     out: dict = {"step": step}
     files = [folder / f"rank{r}.json" for r in range(ranks)]
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), _cpu()
     if step in ("state", "report", "save"):
         _tally(n)
         out["build_s"] = time.perf_counter() - t0
@@ -82,11 +88,11 @@ def child(step: str, n: int, ranks: int, folder: Path) -> dict:
         import xferaudit.runtime as xfer
 
         with open(os.devnull, "w") as sink:
-            t0 = time.perf_counter()
+            t0, c0 = time.perf_counter(), _cpu()
             xfer.report(file=sink)
     elif step == "save":
         rep = _snapshot(0, ranks)
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), _cpu()
         rep.save(folder / "saved.json")
         out["bytes"] = (folder / "saved.json").stat().st_size
     elif step == "files":
@@ -97,7 +103,7 @@ def child(step: str, n: int, ranks: int, folder: Path) -> dict:
     elif step == "load":
         from xferaudit.runtime._report import Report
 
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), _cpu()
         rows = len(Report.load(files[0]).rows)
         assert rows == n, rows
     elif step in ("budget", "merge"):
@@ -105,7 +111,7 @@ def child(step: str, n: int, ranks: int, folder: Path) -> dict:
 
         argv = (["budget", "--from", str(files[0]), "-o", str(folder / "budget.toml")] if step == "budget"
                 else ["merge", *map(str, files), "-o", str(folder / "merged.json"), "-q"])
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), _cpu()
         with open(os.devnull, "w") as sink:
             err, sys.stderr = sys.stderr, sink
             try:
@@ -116,6 +122,7 @@ def child(step: str, n: int, ranks: int, folder: Path) -> dict:
         if step == "merge":
             out["bytes"] = (folder / "merged.json").stat().st_size
     out["seconds"] = time.perf_counter() - t0
+    out["cpu_seconds"] = _cpu() - c0  # what the step cost the CPU: wall time on an idle machine
     out["peak_rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     return out
 
@@ -134,6 +141,7 @@ def run_step(step: str, a: argparse.Namespace, repo: str, folder: Path) -> dict:
 
 def _median(runs: list) -> dict:
     return dict(runs[0], seconds=statistics.median(x["seconds"] for x in runs),
+                cpu_seconds=statistics.median(x["cpu_seconds"] for x in runs),
                 peak_rss_mb=statistics.median(x["peak_rss_mb"] for x in runs),
                 runs=[round(x["seconds"], 3) for x in runs])
 
@@ -165,7 +173,7 @@ def main() -> int:
     repos = [a.repo] + ([a.against] if a.against else [])
     print(f"xferaudit scale bench: {a.sites:,} sites, {a.ranks} ranks, python {sys.version.split()[0]}, "
           f"{os.cpu_count()} cpus; repo {a.repo}" + (f", against {a.against}" if a.against else ""))
-    print(f"{'step':<8} {'seconds':>9} {'peak RSS MB':>12} {'file MB':>9}  what")
+    print(f"{'step':<8} {'seconds':>9} {'cpu s':>8} {'peak RSS MB':>12} {'file MB':>9}  what")
     results: dict = {r: [] for r in repos}
     try:
         for step in sorted(steps, key=STEPS.index):
@@ -184,10 +192,12 @@ def main() -> int:
                     print(f"{step:<8} failed{who}: {errors[0]['error']}")
                     continue
                 mb = f"{res['bytes'] / 1e6:.0f}" if "bytes" in res else "-"
-                print(f"{step:<8} {res['seconds']:>9.2f} {res['peak_rss_mb']:>12.0f} {mb:>9}  {WHAT[step]}{who}")
+                print(f"{step:<8} {res['seconds']:>9.2f} {res['cpu_seconds']:>8.2f} {res['peak_rss_mb']:>12.0f} "
+                      f"{mb:>9}  {WHAT[step]}{who}")
             if len(repos) == 2 and not any("error" in results[r][-1] for r in repos):
                 new, old = (results[r][-1] for r in repos)
-                print(f"{'':<8} ratio this/against: time x{new['seconds'] / old['seconds']:.2f}, "
+                print(f"{'':<8} ratio this/against: time x{new['seconds'] / old['seconds']:.2f}, cpu "
+                      f"x{new['cpu_seconds'] / max(old['cpu_seconds'], 1e-9):.2f}, "
                       f"peak RSS x{new['peak_rss_mb'] / old['peak_rss_mb']:.2f}")
     finally:
         if tmp is not None:

@@ -17,6 +17,7 @@ import os
 import sys
 from dataclasses import asdict, dataclass, field
 from itertools import islice
+from operator import methodcaller
 from pathlib import Path
 from typing import IO, Any, Callable, ClassVar, Iterable, Iterator, Optional, Union
 
@@ -67,6 +68,9 @@ def _once(seen: dict, site: str, i: int, where: str, key: str) -> None:
     first = seen.setdefault(site, i)
     if first != i:
         raise twice(site, i, first, where, key)
+
+
+_to_dict = methodcaller("to_dict")
 
 
 def row_order(r: Row) -> tuple:
@@ -211,7 +215,7 @@ class Report:
         if top is None and hasattr(rows, "json_lines"):  # a merged rank's rows, kept on disk
             yield "rows", Items(rows.json_lines(), encoded=True)
         else:
-            yield "rows", Items(r.to_dict() for r in islice(rows, top))
+            yield "rows", Items(map(_to_dict, islice(rows, top)))
         yield "totals", self.totals()
         yield "launches", Items(asdict(x) for x in self.launches)
         yield "unwrapped", Items(asdict(u) for u in self.unwrapped)

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import json
 import re
+from itertools import islice
 from typing import IO, Any, Callable, Iterable, Iterator, Optional
 
 from .._validate import MAX_DEPTH, check_depth, reject_constant
@@ -98,22 +99,22 @@ def chunks(pairs: Iterable[tuple[str, Any]]) -> Iterator[str]:
 
 
 def _array_chunks(value: Items) -> Iterator[str]:
-    batch = ["["]
+    items = iter(value.items)
     sep = "\n"
-    for item in value.items:
-        if isinstance(item, Fields):
-            batch.append(sep)
-            yield "".join(batch)
-            batch = []
-            yield from chunks(item.pairs)
-        else:
-            batch.append(sep + (item if value.encoded else encode(item)))
-            if len(batch) >= _BATCH:
-                yield "".join(batch)
-                batch = []
+    yield "["
+    while True:
+        batch = list(islice(items, _BATCH))
+        if not batch:
+            break
+        if any(isinstance(x, Fields) for x in batch):
+            for x in batch:
+                yield sep
+                sep = ",\n"
+                yield from chunks(x.pairs) if isinstance(x, Fields) else (x if value.encoded else encode(x),)
+            continue
+        yield sep + ",\n".join(batch if value.encoded else map(encode, batch))
         sep = ",\n"
-    batch.append("\n]" if sep == ",\n" else "]")
-    yield "".join(batch)
+    yield "]" if sep == "\n" else "\n]"
 
 
 def plain(pairs: Iterable[tuple[str, Any]]) -> dict:
@@ -258,14 +259,21 @@ class Reader:
         if self._peek() != "":
             self._fail("Extra data")
 
-    def _object(self, depth: int) -> Iterator[tuple[str, Any]]:
-        """An object's pairs; its values sit at `depth` + 1."""
+    def _open(self, depth: int, brackets: str) -> bool:
+        """Past the opening bracket of a container at `depth`; False when it
+        closes at once (``{}``, ``[]``)."""
         if depth >= MAX_DEPTH:
             raise self.error(f"{self.where}: not a usable file: nested too deeply (more than "
                              f"{MAX_DEPTH} levels)")
-        self._expect("{")
-        if self._peek() == "}":
+        self._expect(brackets[0])
+        if self._peek() == brackets[1]:
             self.pos += 1
+            return False
+        return True
+
+    def _object(self, depth: int) -> Iterator[tuple[str, Any]]:
+        """An object's pairs; its values sit at `depth` + 1."""
+        if not self._open(depth, "{}"):
             return
         seen: set = set()
         while True:
@@ -288,12 +296,7 @@ class Reader:
 
     def _array(self, depth: int, nested: bool) -> Iterator[Any]:
         """An array's elements (at `depth` + 1), objects as pairs when `nested`."""
-        if depth >= MAX_DEPTH:
-            raise self.error(f"{self.where}: not a usable file: nested too deeply (more than "
-                             f"{MAX_DEPTH} levels)")
-        self._expect("[")
-        if self._peek() == "]":
-            self.pos += 1
+        if not self._open(depth, "[]"):
             return
         while True:
             if nested and self._peek() == "{":
