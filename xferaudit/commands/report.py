@@ -91,6 +91,18 @@ class ReportCommand(Command):
             raise UserError(str(e)) from None
 
 
+def _printable_row(r: object) -> object:
+    """The row itself when its names need no escape (a million rows are not copied)."""
+    import dataclasses
+
+    from .._text import printable
+
+    site, kind, direction = printable(r.site), printable(r.kind), printable(r.direction)
+    if site is r.site and kind is r.kind and direction is r.direction:
+        return r
+    return dataclasses.replace(r, site=site, kind=kind, direction=direction)
+
+
 def printable_report(rep: object, rows: bool = True) -> object:
     """A copy of `rep` (a Report or RankedReport) whose names are safe to print:
     sites, paths, ops, directions and the note with control characters escaped
@@ -103,8 +115,7 @@ def printable_report(rep: object, rows: bool = True) -> object:
 
     c = copy.copy(rep)
     if rows:  # (a merged report's table reads its ranks' counts, not their rows)
-        c.rows = [dataclasses.replace(r, site=printable(r.site), kind=printable(r.kind),
-                                      direction=printable(r.direction)) for r in rep.rows]
+        c.rows = [_printable_row(r) for r in rep.rows]
     c.launches = [dataclasses.replace(x, site=printable(x.site)) for x in rep.launches]
     c.unwrapped = [dataclasses.replace(u, path=printable(u.path), op=printable(u.op),
                                        direction=printable(u.direction)) for u in rep.unwrapped]
