@@ -65,14 +65,14 @@ def test_a_number_cut_by_the_chunk_end_is_read_whole():
 def test_fields_are_written_a_key_and_a_row_a_line_and_read_back_as_plain_data():
     pairs = [("format", "x"), ("rows", Items(iter([{"a": 1}, {"b": [2]}]))), ("empty", Items(iter([]))),
              ("pre", Items(iter(['{"c": 3}']), encoded=True)),
-             ("ranks", Items(iter([Fields(iter([("rows", Items(iter([{"d": 4}])))]))])))]
+             ("ranks", Items(iter([Fields(iter([("rows", Items(iter([{"d": 4}])))]))]), objects=True))]
     text = "".join(chunks(iter(pairs)))
     assert text.splitlines() == ['{"format": "x",', '"rows": [', '{"a": 1},', '{"b": [2]}', '],',
                                  '"empty": [],', '"pre": [', '{"c": 3}', '],', '"ranks": [', '{"rows": [',
                                  '{"d": 4}', ']}', ']}']
     again = [("format", "x"), ("rows", Items(iter([{"a": 1}, {"b": [2]}]))), ("empty", Items(iter([]))),
              ("pre", Items(iter(['{"c": 3}']), encoded=True)),
-             ("ranks", Items(iter([Fields(iter([("rows", Items(iter([{"d": 4}])))]))])))]
+             ("ranks", Items(iter([Fields(iter([("rows", Items(iter([{"d": 4}])))]))]), objects=True))]
     assert json.loads(text) == plain(iter(again))
 
 

@@ -49,7 +49,7 @@ from ._report import (
     unwrapped_order,
 )
 from .merging import Merger, RankCells
-from .report_json import Fields, Items, Pairs
+from .report_json import Fields, Items, Pairs, paused_gc
 
 OUTLIER_RULE = (
     "a rank is flagged at a site when its crossings there exceed the median of all ranks' "
@@ -199,7 +199,7 @@ class RankedReport(Report):
             yield key, value
         yield "outlier_rule", OUTLIER_RULE
         yield "outliers", self.outliers()
-        yield "ranks", Items(Fields(_with_rank(rep)) for rep in self.ranks)
+        yield "ranks", Items((Fields(_with_rank(rep)) for rep in self.ranks), objects=True)
 
     def _ranked_row(self, i: int, row: dict) -> dict:
         ids = self.cells.ranks
@@ -375,6 +375,11 @@ def merge_files(paths: Sequence[Any], world_size: Optional[int] = None,
     flat per-rank counts, and each rank's rows in a temporary file; memory
     grows with the distinct sites, not with ranks x sites."""
     shapes: dict = {}  # file -> True (merged) / False (one rank), where a first reading guessed wrong
+    with paused_gc():
+        return _merge_files(paths, shapes, world_size, note)
+
+
+def _merge_files(paths: Sequence[Any], shapes: dict, world_size: Optional[int], note: Optional[str]) -> RankedReport:
     while True:
         merger = Merger(spill=True)
         try:

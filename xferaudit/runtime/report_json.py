@@ -20,8 +20,10 @@ back, so a report's ``to_dict()`` and its file cannot differ.
 
 from __future__ import annotations
 
+import gc
 import json
 import re
+from contextlib import contextmanager
 from itertools import islice
 from typing import IO, Any, Callable, Iterable, Iterator, Optional
 
@@ -50,13 +52,31 @@ _BATCH = 4096
 
 class Items:
     """An array written element by element, one a line. ``encoded``: the
-    elements are JSON text already (rows kept on disk, see distributed.py)."""
+    elements are JSON text already (rows kept on disk, see merging.py);
+    ``objects``: they are :class:`Fields` (each rank of a merged report)."""
 
-    __slots__ = ("items", "encoded")
+    __slots__ = ("items", "encoded", "objects")
 
-    def __init__(self, items: Iterable, encoded: bool = False) -> None:
+    def __init__(self, items: Iterable, encoded: bool = False, objects: bool = False) -> None:
         self.items = items
         self.encoded = encoded
+        self.objects = objects
+
+
+@contextmanager
+def paused_gc() -> Iterator[None]:
+    """The cyclic garbage collector off for a while. Reading or writing a
+    million rows makes millions of dicts and no cycle; each young collection
+    then moves thousands of them on, and the full collections that follow walk
+    every object the process holds: with it on, a save of 1,000,000 rows took
+    1.8 times the CPU. (Only a pause: what it would have found, it finds after.)"""
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was:
+            gc.enable()
 
 
 class Fields:
@@ -102,18 +122,20 @@ def _array_chunks(value: Items) -> Iterator[str]:
     items = iter(value.items)
     sep = "\n"
     yield "["
-    while True:
-        batch = list(islice(items, _BATCH))
-        if not batch:
-            break
-        if any(isinstance(x, Fields) for x in batch):
-            for x in batch:
-                yield sep
-                sep = ",\n"
-                yield from chunks(x.pairs) if isinstance(x, Fields) else (x if value.encoded else encode(x),)
-            continue
-        yield sep + ",\n".join(batch if value.encoded else map(encode, batch))
-        sep = ",\n"
+    if value.objects:
+        for x in items:
+            yield sep
+            sep = ",\n"
+            yield from chunks(x.pairs)
+    else:
+        # Each element encoded as it comes: only text is held, never a batch of dicts.
+        enc = (lambda x: x) if value.encoded else encode
+        while True:
+            piece = ",\n".join(map(enc, islice(items, _BATCH)))
+            if not piece:  # (no element encodes to "")
+                break
+            yield sep + piece
+            sep = ",\n"
     yield "]" if sep == "\n" else "\n]"
 
 
