@@ -21,7 +21,8 @@ from operator import methodcaller
 from pathlib import Path
 from typing import IO, Any, Callable, ClassVar, Iterable, Iterator, Optional, Union
 
-from .report_json import Items, chunks, paused_gc, plain, read_pairs
+from .._gc import collector_paused
+from .report_json import Items, chunks, plain, read_pairs
 from .rows import DIRECTIONS, Launch, Row, Unwrapped
 
 __all__ = ["FORMAT", "Launch", "Report", "ReportError", "Row", "Unwrapped", "diff", "format_diff"]
@@ -171,7 +172,7 @@ class Report:
     @classmethod
     def from_state(cls, state: Any) -> "Report":
         """A snapshot of the live tally (taken under its lock)."""
-        with state.lock, paused_gc():
+        with state.lock, collector_paused():
             rows = [t.snapshot() for t in state.sites.values()]
             launches = [t.snapshot() for t in state.launches.values()]
             unwrapped = [t.snapshot() for t in state.unwrapped.values()]
@@ -240,7 +241,7 @@ class Report:
         p = Path(path)
         from .._atomic import atomic_write
 
-        with paused_gc():
+        with collector_paused():
             atomic_write(p, self.json_chunks())
         return p
 
@@ -489,7 +490,7 @@ def read_file(path: Union[str, "os.PathLike[str]"], skip_rows: Optional[bool] = 
     """:func:`read_report` of a saved file, streamed (:mod:`.report_json`)."""
     p = Path(path)
     try:
-        with open(p, encoding="utf-8") as f, paused_gc():
+        with open(p, encoding="utf-8") as f, collector_paused():
             pairs = read_pairs(f, str(p), ReportError, STREAMED, ("ranks",))
             return read_report(pairs, str(p), True, skip_rows, into)
     except FileNotFoundError:

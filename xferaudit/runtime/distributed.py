@@ -49,7 +49,8 @@ from ._report import (
     unwrapped_order,
 )
 from .merging import Merger, RankCells
-from .report_json import Fields, Items, Pairs, paused_gc
+from .._gc import collector_paused
+from .report_json import Fields, Items, Pairs
 
 OUTLIER_RULE = (
     "a rank is flagged at a site when its crossings there exceed the median of all ranks' "
@@ -375,7 +376,7 @@ def merge_files(paths: Sequence[Any], world_size: Optional[int] = None,
     flat per-rank counts, and each rank's rows in a temporary file; memory
     grows with the distinct sites, not with ranks x sites."""
     shapes: dict = {}  # file -> True (merged) / False (one rank), where a first reading guessed wrong
-    with paused_gc():
+    with collector_paused():
         return _merge_files(paths, shapes, world_size, note)
 
 

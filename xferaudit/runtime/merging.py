@@ -78,6 +78,14 @@ class RankCells:
                 table[k] = array("q", map(a.__getitem__, order))
 
 
+def _read_at(f: IO[bytes], n: int, pos: int) -> bytes:
+    """`n` bytes at `pos`, leaving the file's position alone where the system can."""
+    if hasattr(os, "pread"):
+        return os.pread(f.fileno(), n, pos)
+    f.seek(pos)  # pragma: no cover - Windows
+    return f.read(n)
+
+
 class SpilledRows:
     """A rank's rows kept as JSON lines in a merge's temporary file: a sequence
     of :class:`~.rows.Row` read back as it is iterated, or its lines as they are
@@ -91,9 +99,9 @@ class SpilledRows:
         return self.count
 
     def json_lines(self) -> Iterator[str]:
-        fd, pos, rest = self.f.fileno(), self.start, b""
+        pos, rest = self.start, b""
         while pos < self.end:
-            block = os.pread(fd, min(1 << 20, self.end - pos), pos)
+            block = _read_at(self.f, min(1 << 20, self.end - pos), pos)
             if not block:
                 break
             pos += len(block)

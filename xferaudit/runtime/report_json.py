@@ -20,10 +20,8 @@ back, so a report's ``to_dict()`` and its file cannot differ.
 
 from __future__ import annotations
 
-import gc
 import json
 import re
-from contextlib import contextmanager
 from itertools import islice
 from typing import IO, Any, Callable, Iterable, Iterator, Optional
 
@@ -61,22 +59,6 @@ class Items:
         self.items = items
         self.encoded = encoded
         self.objects = objects
-
-
-@contextmanager
-def paused_gc() -> Iterator[None]:
-    """The cyclic garbage collector off for a while. Reading or writing a
-    million rows makes millions of dicts and no cycle; each young collection
-    then moves thousands of them on, and the full collections that follow walk
-    every object the process holds: with it on, a save of 1,000,000 rows took
-    1.8 times the CPU. (Only a pause: what it would have found, it finds after.)"""
-    was = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was:
-            gc.enable()
 
 
 class Fields:
