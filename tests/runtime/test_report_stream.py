@@ -246,3 +246,18 @@ def test_an_in_memory_merge_refuses_a_site_twice_in_one_report():
     rep.rows.append(rep.rows[0])
     with pytest.raises(ReportError, match="twice"):
         merge([rep], ["r0"])
+
+
+def test_a_row_line_is_what_encoding_to_dict_gives_and_a_new_row_field_is_never_left_out(monkeypatch):
+    from xferaudit.runtime import _report
+    from xferaudit.runtime.report_json import encode
+
+    rows = [Row("t.py:\x1b\u00e9\udcff\"x\\", "up", "up,down", 3, 2, 10, {"up": {"calls": 2, "bytes": 10},
+                                                                       "none": {"calls": 1, "bytes": 0}}),
+            Row(None, "up", "up", 1, 1, 4, {}), Row("a", "up", "up", True, 1, 4, {})]
+    for r in rows:
+        assert _report.row_line(r) == encode(r.to_dict())
+    # Row.to_dict gives a key more (a field added to rows): every line goes through to_dict
+    monkeypatch.setattr(Row, "to_dict", lambda self: dict(vars(self), seconds=1.5))
+    line = _report._row_lines()
+    assert json.loads(line(rows[0]))["seconds"] == 1.5

@@ -50,7 +50,7 @@ from ._report import (
 )
 from .merging import Merger, RankCells
 from .._gc import collector_paused
-from .report_json import Fields, Items, Pairs
+from .report_json import Fields, Items, Pairs, encode
 
 OUTLIER_RULE = (
     "a rank is flagged at a site when its crossings there exceed the median of all ranks' "
@@ -188,8 +188,9 @@ class RankedReport(Report):
         # world_size first: a reader streaming the file knows it holds ranks before its rows.
         yield "world_size", self.world_size
         for key, value in super().fields(top):
-            if key == "rows":
-                value = Items(self._ranked_row(i, d) for i, d in enumerate(value.items))
+            if key == "rows":  # each row's line, its per-rank cells added before its "}"
+                value = Items((line[:-1] + ", " + encode(self._rank_cells(i))[1:]
+                               for i, line in enumerate(value.items)), encoded=True)
             elif key == "launches":
                 per_l = self.per_rank_launches()
                 value = Items(dict(x, per_rank={str(r): n for r, n in per_l.get(x["site"], {}).items()})
@@ -202,15 +203,13 @@ class RankedReport(Report):
         yield "outliers", self.outliers()
         yield "ranks", Items((Fields(_with_rank(rep)) for rep in self.ranks), objects=True)
 
-    def _ranked_row(self, i: int, row: dict) -> dict:
+    def _rank_cells(self, i: int) -> dict:
+        """What a merged file's row `i` holds beyond a row: its ranks' counts, their median, the outliers."""
         ids = self.cells.ranks
         cells = self.cells.at(i)
         med, flagged = _flag({r: x for r, (_, x, _) in zip(ids, cells)})
-        row["per_rank"] = {str(r): {"calls": c, "crossings": x, "bytes": b}
-                           for r, (c, x, b) in zip(ids, cells)}
-        row["median_crossings"] = _num(med)
-        row["outlier_ranks"] = flagged
-        return row
+        return {"per_rank": {str(r): {"calls": c, "crossings": x, "bytes": b} for r, (c, x, b) in zip(ids, cells)},
+                "median_crossings": _num(med), "outlier_ranks": flagged}
 
     @staticmethod
     def _ranked_unwrapped(u: dict, per_u: dict) -> dict:

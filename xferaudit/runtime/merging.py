@@ -23,10 +23,9 @@ from array import array
 from typing import IO, Any, Iterator, Optional
 
 from ._report import (
-    ReportError, Row, add_to_totals, empty_totals, launch_order, row_from_dict, row_order, twice,
+    ReportError, Row, add_to_totals, empty_totals, launch_order, row_from_dict, row_line, row_order, twice,
     unwrapped_order,
 )
-from .report_json import encode
 
 #: Spilled rows are written in pieces of this many lines.
 _BATCH = 4096
@@ -181,7 +180,7 @@ class Merger:
         if self._prev is not None and key < self._prev:
             self._sorted = False
         self._prev = key
-        self._lines.append(encode(row.to_dict()))
+        self._lines.append(row_line(row))
         if len(self._lines) >= _BATCH:
             self._flush()
 
@@ -201,7 +200,7 @@ class Merger:
             if not self._sorted:  # not in the report's order: sorted, as a load sorts them
                 ordered = sorted(rows, key=row_order)
                 self._start = self.spill.seek(0, os.SEEK_END)
-                self._lines = [encode(r.to_dict()) for r in ordered]
+                self._lines = [row_line(r) for r in ordered]
                 self._flush(to_disk=True)
                 rows = SpilledRows(self.spill, self._start, self.spill.tell(), self._n, self._name,
                                    self._totals)

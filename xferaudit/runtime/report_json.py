@@ -41,6 +41,10 @@ if _c_make_encoder is not None:
         return "".join(_ENCODER(value, 0))
 else:  # pragma: no cover
     encode = json.JSONEncoder(separators=(", ", ": ")).encode
+    _escape = json.encoder.py_encode_basestring_ascii
+
+#: A string as JSON (quoted, escaped, ASCII).
+escape = _escape
 
 Error = Callable[[str], Exception]
 
