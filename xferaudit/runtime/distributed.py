@@ -260,7 +260,9 @@ class RankedReport(Report):
 
     # --- text ----------------------------------------------------------------
     def format(self, top: Optional[int] = None) -> str:
-        lines = [super().format(top).rstrip("\n"), ""]
+        # The table above ends in one newline: joined to the lines below with
+        # another, a blank line between (and no copy of a million-row table).
+        lines = [super().format(top)]
         ids = self.rank_ids()
         lines.append(f"ranks: {len(ids)} of world size {self.world_size}"
                      + (f" (missing: {_ranges_text(self.meta['missing_rank_ranges'])})"
@@ -295,7 +297,8 @@ class RankedReport(Report):
                              f"{o['site']} (median {o['median']})")
         elif len(ids) > 1:
             lines.append("no rank crosses more than the median of the ranks at any site")
-        return "\n".join(lines) + "\n"
+        lines.append("")
+        return "\n".join(lines)
 
     __str__ = format
 
@@ -438,6 +441,7 @@ def merged(merger: Merger, world_size: Optional[int] = None, note: Optional[str]
     for k in order:  # a copy whose meta records the rank (the given report is left unchanged)
         parts[k]["meta"] = dict(parts[k]["meta"], rank=ranked[k])
     rows, cells = merger.finish(order)
+    merger.release()
     per_rank = [Report(p["rows"], p["launches"], p["unwrapped"], p["meta"], p["timeline"])
                 for p in (parts[k] for k in order)]
     launches: dict = {}

@@ -209,6 +209,12 @@ class Merger:
                            "unwrapped": sorted(unwrapped, key=unwrapped_order)})
         self._rows = []
 
+    def release(self) -> None:
+        """Drop what only the merging needed (the site index, the per-slot arrays):
+        the report keeps the totals, the cells in row order and the ranks."""
+        self.index, self.totals, self.cells = {}, [], []
+        self.last, self.first = array("q"), array("q")
+
     def finish(self, order: list) -> tuple:
         """(totals rows in the report's order, their :class:`RankCells`), the
         ranks taken in `order` (indexes into :attr:`ranks`, each with its rank id
