@@ -32,7 +32,7 @@ import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-STEPS = ("state", "report", "save", "files", "load", "budget", "merge")
+STEPS = ("state", "report", "save", "files", "load", "budget", "merge", "merge-q")
 #: What each step times (after building what it starts from).
 WHAT = {
     "state": "build the tally of N sites (what every in-process step starts from)",
@@ -42,6 +42,7 @@ WHAT = {
     "load": "Report.load(rank0.json)",
     "budget": "xferaudit budget --from rank0.json -o budget.toml",
     "merge": "xferaudit merge rank*.json -o merged.json (and its table, to /dev/null)",
+    "merge-q": "xferaudit merge rank*.json -o merged.json -q (no table)",
 }
 
 
@@ -106,11 +107,11 @@ def child(step: str, n: int, ranks: int, folder: Path) -> dict:
         t0, c0 = time.perf_counter(), _cpu()
         rows = len(Report.load(files[0]).rows)
         assert rows == n, rows
-    elif step in ("budget", "merge"):
+    elif step in ("budget", "merge", "merge-q"):
         from xferaudit.cli import main
 
         argv = (["budget", "--from", str(files[0]), "-o", str(folder / "budget.toml")] if step == "budget"
-                else ["merge", *map(str, files), "-o", str(folder / "merged.json")])
+                else ["merge", *map(str, files), "-o", str(folder / "merged.json")] + ["-q"] * (step == "merge-q"))
         t0, c0 = time.perf_counter(), _cpu()
         with open(os.devnull, "w") as sink:  # the table too, as a plain `merge` prints it
             out_, err, sys.stdout, sys.stderr = sys.stdout, sys.stderr, sink, sink
@@ -119,7 +120,7 @@ def child(step: str, n: int, ranks: int, folder: Path) -> dict:
             finally:
                 sys.stdout, sys.stderr = out_, err
         assert rc == 0, rc
-        if step == "merge":
+        if step != "budget":
             out["bytes"] = (folder / "merged.json").stat().st_size
     out["seconds"] = time.perf_counter() - t0
     out["cpu_seconds"] = _cpu() - c0  # what the step cost the CPU: wall time on an idle machine
@@ -165,7 +166,7 @@ def main() -> int:
     bad = [s for s in steps if s not in STEPS]
     if bad:
         p.error(f"unknown step(s) {bad}")
-    if any(s in steps for s in ("load", "budget", "merge")) and "files" not in steps:
+    if any(s in steps for s in ("load", "budget", "merge", "merge-q")) and "files" not in steps:
         steps.insert(0, "files")
     tmp = tempfile.TemporaryDirectory(prefix="xferaudit-scale-") if a.dir is None else None
     folder = Path(a.dir or tmp.name)
