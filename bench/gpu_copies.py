@@ -132,6 +132,47 @@ def singles(dev, mode: str = "auto") -> list:
     return out
 
 
+def profile_program(dev, steps: int, guard_mode=None, ranges: bool = False) -> tuple:
+    """(report, profile) of `steps` steps of the Program, after 3 steps of warm-up
+    (compile, capture), counted under torch.profiler (CPU, and CUDA where it is
+    the device), with the guard counting in `guard_mode` (None: no guard) and
+    ranges named by site if `ranges`."""
+    import contextlib
+
+    cuda = dev.type == "cuda"
+    prog = Program(dev, compiled=cuda)
+    quiet = io.StringIO()
+    with contextlib.redirect_stdout(quiet):
+        for _ in range(3):  # compile, capture, warm up
+            prog.step()
+    if cuda:
+        torch.cuda.synchronize()
+    acts = [torch.profiler.ProfilerActivity.CPU] + ([torch.profiler.ProfilerActivity.CUDA] if cuda else [])
+    guard = xfer.guard("count", mode=guard_mode) if guard_mode else contextlib.nullcontext()
+    xfer.count(True, ranges=ranges)
+    with contextlib.redirect_stdout(quiet), guard:
+        with torch.profiler.profile(activities=acts) as prof:
+            for _ in range(steps):
+                prog.step()
+            if cuda:
+                torch.cuda.synchronize()
+    xfer.count(False)
+    return xfer.snapshot(), prof
+
+
+def pick_device(name: str, script: str):
+    """The device of a GPU bench: ``fakegpu`` (the simulated device, for a dry
+    run), else the CUDA device asked for; None (having said so) without CUDA."""
+    if name == "fakegpu":
+        from xferaudit.testing import simulated_device
+
+        return simulated_device()
+    if torch.cuda.is_available():
+        return torch.device(name)
+    print(f"{script}: needs CUDA (or --device fakegpu for a dry run)")
+    return None
+
+
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--steps", type=int, default=5)
@@ -140,35 +181,11 @@ def main() -> int:
                    help="the guard's mode (auto: lite on CUDA, full on the simulated device)")
     p.add_argument("--out", default=str(HERE / "results" / "gpu_copies.json"))
     a = p.parse_args()
-    if a.device == "fakegpu":
-        from xferaudit.testing import simulated_device
-
-        dev = simulated_device()
-    elif torch.cuda.is_available():
-        dev = torch.device(a.device)
-    else:
-        print("gpu_copies: needs CUDA (or --device fakegpu for a dry run)")
+    dev = pick_device(a.device, "gpu_copies")
+    if dev is None:
         return 0
     cuda = dev.type == "cuda"
-    prog = Program(dev, compiled=cuda)
-    quiet = io.StringIO()
-    import contextlib
-
-    with contextlib.redirect_stdout(quiet):
-        for _ in range(3):  # compile, capture, warm up
-            prog.step()
-    if cuda:
-        torch.cuda.synchronize()
-    acts = [torch.profiler.ProfilerActivity.CPU] + ([torch.profiler.ProfilerActivity.CUDA] if cuda else [])
-    xfer.count(True)
-    with contextlib.redirect_stdout(quiet), xfer.guard("count", mode=a.mode):
-        with torch.profiler.profile(activities=acts) as prof:
-            for _ in range(a.steps):
-                prog.step()
-            if cuda:
-                torch.cuda.synchronize()
-    xfer.count(False)
-    rep = xfer.snapshot()
+    rep, prof = profile_program(dev, a.steps, a.mode)
     print(rep.format())
     mine = ours(rep)
     theirs = memcpys(prof) if cuda else {}

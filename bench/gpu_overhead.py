@@ -13,6 +13,10 @@ that the machine's noise hits all of them alike:
            ``TorchDispatchMode`` (the floor of any dispatch-mode design)
 * sync     the wrapped program, counting off, under
            ``torch.cuda.set_sync_debug_mode("warn")`` (warnings ignored)
+* run      the bare program under what ``xferaudit run`` puts on
+           (``xferaudit.runtime.runner.counted``: counting, the guard at the
+           count level, launches of its compiled module and graph counted at
+           its lines, steps at each optimizer step), built under it too
 
 Each round times ``--steps`` steps of each mode (rotating the order); the
 figures are medians over ``--rounds`` rounds, and ratios to bare.
@@ -25,8 +29,8 @@ the loss read back each step: a few ms per step, where a Python dispatch mode
 costs most), bare against the same step hand-wrapped (``xfer.to`` /
 ``xfer.item``).
 
-Goals: off <= 1.01x, on <= 1.02x, guard <= 1.01x (GPT step); guard <= 1.10x
-on small steps.
+Goals: off <= 1.01x, on <= 1.02x, guard <= 1.01x, run <= 1.02x (GPT step);
+guard and run <= 1.10x on small steps.
 """
 
 from __future__ import annotations
@@ -103,8 +107,14 @@ def main() -> int:
         return 0
     dev = torch.device("cuda")
     quiet = io.StringIO()
+    from xferaudit.runtime.runner import counted
+
     if a.small:
         tp, tw = SmallStep(dev, wrapped=False), SmallStep(dev, wrapped=True)
+        with counted():
+            tr = SmallStep(dev, wrapped=False)
+            for _ in range(12):
+                tr.step()
         for _ in range(12):
             tp.step()
             tw.step()
@@ -119,6 +129,10 @@ def main() -> int:
 
         with contextlib.redirect_stdout(quiet):
             tp, tw = build(plain), build(wrapped)
+            with counted():  # (its torch.compile is counted at the line that called it)
+                tr = build(plain)
+                for _ in range(12):
+                    tr.step()
             for _ in range(12):  # compile, capture, warm the allocator
                 tp.step()
                 tw.step()
@@ -149,6 +163,7 @@ def main() -> int:
     def run(trainer, counting: bool, guard) -> float:
         xfer.count(counting)
         ctx = (Empty() if guard == "empty" else sync_debug() if guard == "sync"
+               else counted() if guard == "run"
                else xfer.guard("count", mode=guard) if guard else contextlib.nullcontext())
         with contextlib.redirect_stdout(quiet), ctx:
             torch.cuda.synchronize()
@@ -170,6 +185,7 @@ def main() -> int:
         "full": lambda: run(tw, True, "full"),
         "empty": lambda: run(tw, False, "empty"),
         "sync": lambda: run(tw, False, "sync"),
+        "run": lambda: run(tr, False, "run"),
     }
     times: dict[str, list[float]] = {m: [] for m in modes}
     names = list(modes)

@@ -15,15 +15,16 @@ export PYTHONUNBUFFERED=1 XLA_PYTHON_CLIENT_PREALLOCATE=false
 export PYTHONPATH=${PYTHONPATH:+$PYTHONPATH:}$PWD
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
 { nvidia-smi -L; python3 -c "import torch, sys; print('torch', torch.__version__, 'python', sys.version.split()[0])"; } | tee "$out/gpu_env.txt"
+# The whole GPU suite in one process (-m gpu over every test module): modules
+# that set up the simulated device are collected too, so CUDA's pinned memory
+# must keep working beside it (tests/runtime/test_simulated_pinned_gpu.py).
 if [ "$only" = "--guard" ]; then
-  tests="tests/runtime/test_guard_gpu.py tests/packs/torch/test_implicit_step.py"
+  tests="tests/runtime/test_guard_gpu.py tests/packs/torch/test_implicit_step.py tests/runtime/test_runner_gpu.py"
 else
-  tests="tests/packs/torch/test_gpu_runtime.py tests/runtime/test_guard_gpu.py tests/runtime/test_distributed_gpu.py
-  tests/packs/cupy/test_cupy_runtime.py tests/packs/jax/test_jax_runtime.py tests/static/test_codemod_runtime.py
-  tests/packs/torch/test_implicit_step.py"
+  tests="-m gpu tests"
 fi
 # shellcheck disable=SC2086
-timeout 240 python3 -m pytest -q -rs -p no:cacheprovider $tests 2>&1 | tee "$out/gpu_tests.txt" | tail -25
+timeout 480 python3 -m pytest -q -rs -p no:cacheprovider $tests 2>&1 | tee "$out/gpu_tests.txt" | tail -25
 timeout 150 python3 bench/gpu_truth.py --steps 20 --out "$out/gpu_truth.json" 2>&1 | tee "$out/gpu_truth.txt" | tail -22
 timeout 150 python3 bench/gpu_truth.py --steps 20 --plant --out "$out/gpu_truth_plant.json" 2>&1 | tee "$out/gpu_truth_plant.txt" | tail -14
 modes="lite full"
@@ -32,10 +33,25 @@ for m in $modes; do
   timeout 150 python3 bench/gpu_truth.py --program copies --mode $m --steps 5 --out "$out/gpu_truth_copies_$m.json" 2>&1 \
     | tee "$out/gpu_truth_copies_$m.txt" | tail -14
 done
+# run evidence: the every-category program and its `wrap --from` twin against the profiler
+for m in $modes; do
+  timeout 150 python3 bench/gpu_evidence.py --mode $m --runs 3 --out "$out/gpu_evidence_$m.json" 2>&1 \
+    | tee "$out/gpu_evidence_$m.txt" | tail -12
+done
+# xferaudit run: the unmodified programs, whole, against the profiler (copies, bytes, launches)
+for prog in copies example; do
+  timeout 300 python3 bench/gpu_truth.py --runner --program $prog --steps 20 --out "$out/gpu_truth_runner_$prog.json" 2>&1 \
+    | tee "$out/gpu_truth_runner_$prog.txt" | tail -16
+done
 timeout 300 python3 bench/gpu_overhead.py --rounds 5 --out "$out/gpu_overhead.json" 2>&1 | tee "$out/gpu_overhead.txt" | tail -10
 timeout 150 python3 bench/gpu_overhead.py --small --rounds 7 --steps 50 --out "$out/gpu_overhead_small.json" 2>&1 | tee "$out/gpu_overhead_small.txt" | tail -10
 timeout 150 python3 bench/gpu_copies.py --steps 5 --out "$out/gpu_copies.json" 2>&1 | grep -v USDT | tee "$out/gpu_copies.txt" | tail -24
+# Host time per site against the profiler, memcpys inside their sites' ranges, the per-call and small-step costs.
+timeout 300 python3 bench/gpu_site_time.py --steps 5 --out "$out/gpu_site_time.json" 2>&1 | grep -v USDT | tee "$out/gpu_site_time.txt" | tail -45
+timeout 200 python3 bench/runtime_overhead.py --quick 2>&1 | tee "$out/runtime_overhead_cuda.txt" | tail -12
 [ "$only" = "--guard" ] && exit 0
+# What a wrapper costs per call with a full and a short site literal (host tensors, this machine's CPU).
+timeout 150 python3 bench/runtime_overhead.py --quick 2>&1 | tee "$out/runtime_overhead.txt" | tail -6
 # The DDP run (one rank per GPU): 2 ranks where 2 GPUs exist, else 1 to prove the script.
 n=$(python3 -c "import torch; print(min(2, torch.cuda.device_count()))")
 timeout 300 python3 bench/gpu_truth_ddp.py --nproc "$n" --steps 20 --out "$out/gpu_truth_ddp_${n}rank.json" 2>&1 | tee "$out/gpu_truth_ddp_${n}rank.txt" | tail -12

@@ -12,6 +12,7 @@ compares per direction:
 
     python bench/gpu_truth.py --steps 20 [--plant] [--out bench/results/gpu_truth.json]
     python bench/gpu_truth.py --program copies [--mode full]
+    python bench/gpu_truth.py --runner [--program copies|example] [--mode lite]
 
 ``--plant`` turns on three unwrapped transfers in the example (a truth test of
 a device tensor, a float() and a print); they must show up as unwrapped events
@@ -21,6 +22,18 @@ Copies and bytes per direction must equal the profiler's memcpys exactly (a
 print carries the copies its printer made: no calibration), and launches the
 profiler's ``cudaGraphLaunch`` calls and compiled regions. ``--mode`` picks the
 guard's mode (default auto: the cheap layer on CUDA).
+
+``--runner``: the unmodified program instead (bench/copies_program.py, or
+examples/gpt_train.py with ``--program example``: nothing wrapped, no
+xferaudit import), run whole under ``xferaudit run``'s runner, in this process,
+with the profiler around the whole run: copies and bytes per direction (d2d
+included) must equal the profiler's memcpys (d2d memcpys launched inside
+another op, below the dispatcher, are listed apart: see
+``d2d_inside_other_ops``); the launches counted at the
+program's lines, compiled calls the profiler's compiled regions, and
+``CUDAGraph.replay`` and graphed-callable launches the ``cudaGraphLaunch``
+calls made outside compiled regions (those inside are the compiled calls').
+The run file is written beside ``--out`` (``.run.json``).
 """
 
 from __future__ import annotations
@@ -42,7 +55,8 @@ from xferaudit.runtime.guard import resolve_mode  # noqa: E402
 
 sys.path.insert(0, str(HERE))
 from trace_counts import (  # noqa: E402
-    chrome_trace, compiled_region_calls, memcpy_events, runtime_calls, xfer_directions,
+    chrome_trace, compiled_region_calls, d2d_inside_other_ops, graph_launches_outside, memcpy_events,
+    runtime_calls, spans, xfer_directions,
 )
 
 
@@ -79,6 +93,78 @@ class Copies:
             self.p.step()
 
 
+def run_counted(a) -> int:
+    """``--runner``: the unmodified program under xferaudit run, against the profiler."""
+    import contextlib
+    import io
+
+    from xferaudit.runtime.runner import run_path
+
+    if a.program == "copies":
+        prog, args = HERE / "copies_program.py", ["--steps", str(a.steps)]
+    else:
+        prog, args = HERE.parent / "examples" / "gpt_train.py", ["--steps", str(a.steps)] + (
+            ["--plant"] if a.plant else [])
+    out_run = Path(a.out).with_suffix(".run.json")
+    out_run.parent.mkdir(parents=True, exist_ok=True)
+    acts = [torch.profiler.ProfilerActivity.CPU, torch.profiler.ProfilerActivity.CUDA]
+    printed = io.StringIO()
+    with torch.profiler.profile(activities=acts) as prof, contextlib.redirect_stdout(printed):
+        res = run_path(str(prog), args, output=str(out_run), quiet=True,
+                       guard_mode=None if a.mode == "auto" else a.mode)
+        torch.cuda.synchronize()
+    rep = res.report
+    print(rep.format())
+    d = rep.to_dict()
+    trace = chrome_trace(prof)
+    prof_dirs, ours = memcpy_events(trace), xfer_directions(d)
+    inside = d2d_inside_other_ops(trace)
+    rows, ok = [], res.exit_code == 0
+    for direction in ("up", "down", "d2d"):
+        pn, pb = prof_dirs.get(direction, [0, 0])
+        if direction == "d2d":  # those inside other ops are apart (see d2d_inside_other_ops)
+            pn, pb = pn - inside[0], pb - inside[1]
+        xn, xb = ours.get(direction, [0, 0])
+        rows.append({"direction": direction, "profiler_memcpys": pn, "profiler_bytes": pb,
+                     "xferaudit_copies": xn, "xferaudit_bytes": xb})
+        ok = ok and (pn, pb) == (xn, xb)
+    launches = {x.site: x.launches for x in rep.launches}
+    compiled = sum(v for k, v in launches.items() if k.endswith(":torch.compile"))
+    by_hand = sum(v for k, v in launches.items()
+                  if k.endswith(":CUDAGraph.replay") or ":make_graphed_callables" in k)
+    regions = spans(trace, lambda e: e.get("cat") == "cpu_op"
+                    and str(e.get("name", "")).startswith("Torch-Compiled Region"))
+    outside = graph_launches_outside(trace, regions)
+    ok = ok and compiled == len(regions) and by_hand == outside
+    print(f"\nprogram {prog.name} (unmodified) under xferaudit run, guard mode "
+          f"{resolve_mode(a.mode)}, {a.steps} steps, exit code {res.exit_code}, "
+          f"steps counted {rep.meta.get('steps')}")
+    print("direction  profiler(memcpys, bytes)  xferaudit(copies, bytes)")
+    for r in rows:
+        same = (r["profiler_memcpys"], r["profiler_bytes"]) == (r["xferaudit_copies"], r["xferaudit_bytes"])
+        print(f"{r['direction']:<9}  {r['profiler_memcpys']:>8} {r['profiler_bytes']:>12}"
+              f"    {r['xferaudit_copies']:>8} {r['xferaudit_bytes']:>12}   {'=' if same else 'DIFFERENT'}")
+    print(f"d2d memcpys inside other ops (below the dispatcher; apart from the rows above): "
+          f"{inside[0]}, {inside[1]} bytes")
+    print(f"compiled calls: xferaudit {compiled}, compiled regions {len(regions)}")
+    print(f"replays and graphed calls: xferaudit {by_hand}, cudaGraphLaunch outside compiled "
+          f"regions {outside} (inside: {runtime_calls(trace, 'cudaGraphLaunch') - outside})")
+    for site, n in sorted(launches.items()):
+        print(f"launch site {site}: {n}")
+    result = {
+        "device": torch.cuda.get_device_name(), "torch": torch.__version__, "steps": a.steps,
+        "program": str(prog.relative_to(HERE.parent)), "runner": True,
+        "guard_mode": resolve_mode(a.mode), "directions": rows, "launches": launches,
+        "compiled_calls": compiled, "compiled_regions": len(regions), "by_hand_launches": by_hand,
+        "cudaGraphLaunch_outside_compiled": outside, "exit_code": res.exit_code,
+        "steps_counted": rep.meta.get("steps"), "run_file": str(out_run), "agree": ok,
+        "d2d_inside_other_ops": {"memcpys": inside[0], "bytes": inside[1]},
+    }
+    Path(a.out).write_text(json.dumps(result, indent=1))
+    print("AGREE" if ok else "DISAGREE", "->", a.out)
+    return 0 if ok else 1
+
+
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--steps", type=int, default=20)
@@ -87,11 +173,15 @@ def main() -> int:
     p.add_argument("--program", choices=("example", "copies"), default="example")
     p.add_argument("--mode", choices=("auto", "lite", "full"), default="auto",
                    help="the guard's mode (auto: lite on CUDA)")
+    p.add_argument("--runner", action="store_true",
+                   help="the unmodified program under xferaudit run (see above)")
     p.add_argument("--out", default=str(HERE / "results" / "gpu_truth.json"))
     a = p.parse_args()
     if not torch.cuda.is_available():
         print("gpu_truth: needs CUDA; nothing to compare on this machine")
         return 0
+    if a.runner:
+        return run_counted(a)
     dev = torch.device("cuda")
     t = (Copies if a.program == "copies" else Example)(dev, a.plant)
     for _ in range(a.warmup):  # compile, capture, allocator warm-up

@@ -34,22 +34,24 @@ _acquire = STATE.lock.acquire
 _release = STATE.lock.release
 
 
-def record_before(site: str, kind: str, direction: str, nbytes: int) -> None:
+def record_before(site: str, kind: str, direction: str, nbytes: int, copies: int = 1,
+                  pageable: int = 0, ns: int = 0) -> None:
     """recorder.record without its timeline lines (the baseline: no timeline at all)."""
     _acquire()
     try:
         t = STATE.sites.get(site)
         if t is None:
             t = STATE.sites[site] = SiteTally(site, kind)
-        t.calls += 1
-        d = t.by_direction.get(direction)
-        if d is None:
-            d = t.by_direction[direction] = [0, 0]
-        d[0] += 1
+        c = t.get(direction)
+        if c is None:
+            c = t[direction] = [0, 0, 0, 0, 0]
+        c[0] += 1
+        c[1] += ns
         if direction != "none":
-            t.crossings += 1
-            t.bytes += nbytes
-            d[1] += nbytes
+            c[2] += nbytes
+            c[3] += copies
+            if pageable:
+                c[4] += pageable
     finally:
         _release()
 

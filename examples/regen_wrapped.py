@@ -4,8 +4,9 @@
     python examples/regen_wrapped.py --check  # exit 1 if it is out of date
 
 The wrapped twin is what ``xferaudit wrap`` makes of the plain program, with a
-one-line header; the site names point at the plain file, so a report reads
-``examples/gpt_train.py:Trainer.step:loss.item``. Never edit it by hand.
+one-line header. Its site literals are short (``":Trainer.step:loss.item"``),
+so they are named after the file that runs them: a report of the twin reads
+``examples/wrapped/gpt_train.py:Trainer.step:loss.item``. Never edit it by hand.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ def wrapped_bytes() -> bytes:
     sys.path.insert(0, str(HERE.parent))
     from xferaudit.static.codemod import wrap_source
 
-    res = wrap_source(PLAIN.read_bytes(), str(PLAIN), relpath="examples/gpt_train.py")
+    res = wrap_source(PLAIN.read_bytes(), str(PLAIN), relpath="examples/wrapped/gpt_train.py")
     if res.skipped:
         raise SystemExit(f"sites left unwrapped: {res.skipped}")
     return HEADER + res.new

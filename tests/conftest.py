@@ -11,6 +11,32 @@ import pytest
 from xferaudit.runtime import recorder
 
 
+def pytest_runtest_setup(item):
+    """A test module that says ``DEV = None`` gets the simulated device there
+    before its first test runs, not at import: collecting a module must not
+    set it up, since torch then takes it for the process's accelerator and a
+    backward over CUDA tensors fails inside torch (pytorch/pytorch#161129); a
+    GPU suite (``pytest -m gpu tests``) collects every module in one process."""
+    mod = getattr(item, "module", None)
+    if mod is not None and "DEV" in vars(mod) and mod.DEV is None:
+        from xferaudit.testing import simulated_device
+
+        mod.DEV = simulated_device()
+
+
+def pytest_collection_modifyitems(config, items):
+    """GPU tests first, then the rest, and the tests that set up the simulated
+    device beside CUDA last: on a CUDA machine a test that runs a CUDA backward
+    must come before any test that sets up the simulated device (see
+    :func:`pytest_runtest_setup`). Without CUDA the GPU tests skip either way."""
+    def order(it):
+        if it.get_closest_marker("simulated_beside_cuda") is not None:
+            return 2
+        return 0 if it.get_closest_marker("gpu") is not None else 1
+
+    items.sort(key=order)
+
+
 @pytest.fixture(autouse=True)
 def _clean_tally(request):
     if "static" in request.node.path.parts:  # (the static half's tests count nothing)
@@ -69,5 +95,20 @@ def fake_cuda():
     def make(data, device="cuda:0"):
         t = data if isinstance(data, torch.Tensor) else torch.tensor(data)
         return FakeCuda(t, device)
+
+    return make
+
+
+@pytest.fixture
+def make_project(tmp_path, monkeypatch):
+    """``make_project({"train.py": src, ...})``: a project folder (a
+    ``[tool.xferaudit]`` pyproject.toml and the files given), made the working
+    directory; returns its path."""
+    def make(files: dict) -> "object":
+        (tmp_path / "pyproject.toml").write_text("[tool.xferaudit]\n")
+        for name, text in files.items():
+            (tmp_path / name).write_text(text)
+        monkeypatch.chdir(tmp_path)
+        return tmp_path
 
     return make

@@ -65,7 +65,69 @@ def test_the_site_builds_strictly(tmp_path):
     assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-4000:]
     from xferaudit.static.codes import CODES
 
+    from xferaudit.static.diagnostics import rule_url
+
     for code in CODES:
         assert (tmp_path / "site" / "rules" / code / "index.html").is_file()
+        # the address a finding links to (docs-url = the site) is that page
+        url = rule_url(code, (tmp_path / "site").as_uri())
+        assert Path(url[len("file://"):]).is_file()
     sites = (tmp_path / "site" / "sites" / "index.html").read_text(encoding="utf-8")
     assert "torch.cpu" in sites and "jax.device_put" in sites
+
+
+def test_every_pre_commit_rev_in_the_docs_is_a_placeholder_or_a_commit():
+    """A `rev:` naming a tag the repository does not have fails `pre-commit install`."""
+    import re
+
+    pages = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
+    revs = [(p.name, m.group(1)) for p in pages
+            for m in re.finditer(r"^\s*rev:\s*(<[^>\n]*>|\S+)", p.read_text(encoding="utf-8"), re.M)]
+    assert revs  # the set-up is documented
+    for page, rev in revs:
+        assert re.fullmatch(r"<[^>]+>|[0-9a-f]{40}", rev), f"{page}: rev: {rev}"
+
+
+def test_the_cli_reference_fits_the_page():
+    """The site's code blocks show about 80 characters (Material's content column
+    beside both sidebars): longer help lines were cut off on the right."""
+    hook = _hook()
+    text = hook.cli_help()
+    long = [ln for ln in text.splitlines() if len(ln) > 80]
+    assert not long, long[:3]
+    assert "--jobs N" in text and "--select CODES" in text
+
+
+def test_rule_pages_say_that_wrapping_an_implicit_sync_counts_it_and_keeps_it():
+    from xferaudit.static.codes import CODES, render
+
+    hook = _hook()
+    for code in ("XFA401", "XFA402", "XFA403", "XFA404", "XFA408"):
+        d = CODES[code]
+        for page in (render(d), hook.rule_page(d)):
+            assert "Fix is available" not in page and "**Fix:** available" not in page, code
+            assert "does not remove" in page, code
+    for code in ("XFA201", "XFA202", "XFA203", "XFA204"):
+        for page in (render(CODES[code]), hook.rule_page(CODES[code])):
+            assert "rewrites the call into its counting wrapper" in page, code
+
+
+def test_the_use_instead_of_a_read_in_a_loop_shows_the_read_after_the_loop():
+    """XFA401's example keeps the sum on the device "for one read after the loop": show it."""
+    from xferaudit.static.codes import CODES
+
+    lines = CODES["XFA401"].instead.rstrip().splitlines()
+    loop = next(i for i, ln in enumerate(lines) if ln.startswith("for "))
+    after = [ln for ln in lines[loop + 1:] if ln and not ln.startswith((" ", "\t"))]
+    assert after and ".item()" in after[-1]
+
+
+def test_the_set_up_is_written_for_a_users_machine():
+    """How to get torch on your own machine (PyTorch's CPU wheels, or the torch you
+    have), not a description of the machines the project was built on."""
+    for page in (ROOT / "README.md", ROOT / "docs" / "getting-started.md"):
+        text = page.read_text(encoding="utf-8")
+        setup = text.split("## Set up", 1)[1].split("\n## ", 1)[0]
+        assert "these machines" not in setup, page.name
+        assert "https://download.pytorch.org/whl/cpu" in setup, page.name
+        assert "torch you have" in setup, page.name

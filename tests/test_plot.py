@@ -87,7 +87,7 @@ def test_items_are_sorted_and_flag_the_outlier():
     assert [it["label"] for it in items] == [SITES[0], SITES[1], SITES[2]]
     assert [it["crossings"] for it in items] == [13, 9, 1]
     assert items[0]["flagged"] == [2] and items[1]["flagged"] == [] and items[2]["flagged"] == [2]
-    assert items[0]["per_rank"] == {0: (2, 8192), 1: (2, 8192), 2: (9, 36864)}
+    assert items[0]["per_rank"] == {0: (2, 8192, 0.0), 1: (2, 8192, 0.0), 2: (9, 36864, 0.0)}
     title = _title(merged, 3, 3)
     assert title.startswith(f"xferaudit: 23 crossings, {human_bytes(23 * 4096)} over 3 site(s), "
                             "3 rank(s) of 3")
@@ -140,3 +140,25 @@ def test_matplotlib_is_imported_only_to_draw():
             "xferaudit.runtime; assert 'matplotlib' not in sys.modules; "
             "assert 'torch' not in sys.modules")
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def timed(times):
+    """Rows of one download each, holding `times` seconds of host time."""
+    rows = [Row(s, "down", "down", 1, 1, 4096, {"down": {"calls": 1, "bytes": 4096, "seconds": t}},
+                seconds=t) for s, t in zip(SITES, times)]
+    return Report(rows, [], [], {}).sorted()
+
+
+def test_time_is_a_third_panel_and_an_order(tmp_path, capsys):
+    pytest.importorskip("matplotlib")
+    rep = timed([0.001, 0.25, 0.02])
+    assert [it["label"] for it in _items(rep, "time")] == [SITES[1], SITES[2], SITES[0]]
+    assert "271 ms inside wrapped calls" in _title(rep, 3, 3)
+    run = rep.save(tmp_path / "run.json")
+    two, three = tmp_path / "two.svg", tmp_path / "three.svg"
+    assert main(["report", str(report([1, 2, 3]).save(tmp_path / "untimed.json")),
+                 "--plot", str(two)]) == 0
+    assert main(["report", str(run), "--sort", "time", "--plot", str(three)]) == 0
+    assert "host time inside the calls" not in two.read_text()
+    svg = three.read_text()
+    assert "host time inside the calls" in svg and "250 ms" in svg

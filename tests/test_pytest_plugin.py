@@ -118,9 +118,9 @@ def test_table_per_test(pytester):
     lines = r.stdout.lines
     start = next(i for i, ln in enumerate(lines) if "xferaudit: host<->device transfers per test" in ln)
     table = lines[start + 1:start + 5]
-    assert table[0].split() == ["crossings", "MB", "unwrapped", "launches", "test"]
-    assert table[1].split() == ["3", "0.000024", "0", "0", "test_inner_table.py::test_three_crossings"]
-    assert table[2].split() == ["2", "0.000020", "1", "0",
+    assert table[0].split() == ["crossings", "bytes", "unwrapped", "launches", "test"]
+    assert table[1].split() == ["3", "24", "B", "0", "0", "test_inner_table.py::test_three_crossings"]
+    assert table[2].split() == ["2", "20", "B", "1", "0",
                                 "test_inner_table.py::test_two_sites_and_an_implicit_read"]
     assert table[3] == "2 test(s) crossed or launched, 1 crossed nothing"
 

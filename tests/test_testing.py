@@ -6,6 +6,7 @@ from __future__ import annotations
 import subprocess
 import sys
 import textwrap
+import warnings
 
 import pytest
 
@@ -225,3 +226,90 @@ def test_no_warning_without_torch_compile(dev):
         x = torch.ones(3).to(dev)
         (x + 1).sum().item()
     assert not [w for w in seen if issubclass(w.category, testing.SimulatedDeviceWarning)]
+
+
+# --- the simulated device and the machine's pinned memory, in one process --------------
+
+def test_pinning_asks_the_real_accelerator_not_the_simulated_device(dev):
+    """PyTorch takes a registered PrivateUse1 backend as the accelerator, and a
+    Python backend has no pinned-memory allocator: pin_memory() would fail with
+    PrivateUse1's NotImplementedError even where CUDA is there to pin."""
+    x = torch.randn(4)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no deprecation warning from the device handed on
+        assert x.is_pinned() is False
+    if torch.cuda.is_available():
+        assert x.pin_memory().is_pinned()  # (tests/runtime/test_simulated_pinned_gpu.py: the rest)
+        return
+    with pytest.raises(RuntimeError) as ei:
+        x.pin_memory()
+    assert "PrivateUse1HooksInterface" not in str(ei.value)
+    assert "needs a real accelerator" in str(ei.value) and "fakegpu" in str(ei.value)
+    assert torch.Tensor.pin_memory.__doc__ and torch.Tensor.is_pinned.__doc__  # help() still reads
+
+
+ROUTED_TO_CUDA = textwrap.dedent("""
+    import warnings
+    import torch
+    torch.cuda.is_available = lambda: True  # as on a GPU machine (this build has no CUDA)
+    from xferaudit.testing import simulated_device
+    simulated_device()
+    warnings.simplefilter("error")
+    x = torch.randn(4)
+    assert x.is_pinned() is False  # asked of CUDA, without torch's deprecation warning
+    try:
+        x.pin_memory()
+    except Exception as e:  # this build cannot pin for CUDA: the error says so, not PrivateUse1's
+        print(type(e).__name__, e)
+""")
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="the GPU tests pin for real")
+def test_pinning_beside_the_simulated_device_goes_to_cuda_where_there_is_one():
+    r = subprocess.run([sys.executable, "-c", ROUTED_TO_CUDA], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert "CUDA" in r.stdout and "PrivateUse1" not in r.stdout, r.stdout
+
+
+def test_setting_up_beside_cuda_warns_that_a_cuda_backward_will_fail():
+    """On a machine with CUDA, registering the simulated device breaks CUDA's
+    backward in that process (inside torch): the set-up says so, once."""
+    import subprocess
+    import sys
+
+    code = (
+        "import warnings, torch\n"
+        "torch.cuda.is_available = lambda: True\n"
+        "from xferaudit.testing import SimulatedDeviceWarning, simulated_device\n"
+        "with warnings.catch_warnings(record=True) as w:\n"
+        "    warnings.simplefilter('always')\n"
+        "    simulated_device(); simulated_device()\n"
+        "said = [str(x.message) for x in w if issubclass(x.category, SimulatedDeviceWarning)]\n"
+        "assert len(said) == 1 and '161129' in said[0], said\n"
+    )
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+
+
+def test_no_test_module_sets_the_simulated_device_up_at_import():
+    """A GPU suite collects every module in one process: a module-level
+    ``simulated_device()`` would register it before the CUDA tests run and make
+    every CUDA backward fail (pytorch#161129). Modules say ``DEV = None`` and
+    tests/conftest.py sets it before their first test."""
+    import ast
+    from pathlib import Path
+
+    found = []
+    for path in Path(__file__).parent.rglob("test*.py"):
+        try:
+            tree = ast.parse(path.read_text(encoding="utf-8"))
+        except SyntaxError:  # (fixtures of old Python)
+            continue
+        for stmt in tree.body:
+            if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                continue
+            for node in ast.walk(stmt):
+                if isinstance(node, ast.Call) and getattr(node.func, "id", getattr(node.func, "attr", "")) \
+                        == "simulated_device":
+                    found.append(f"{path}:{node.lineno}")
+    assert found == []

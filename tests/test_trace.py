@@ -18,10 +18,9 @@ import pytest
 
 import xferaudit.runtime as xfer
 from xferaudit.testing import NAME as DEVTYPE  # noqa: E402
-from xferaudit.testing import simulated_device  # noqa: E402
 
 # A device on a CPU-only machine (meta holds no data: moving there crosses nothing).
-DEV = simulated_device()
+DEV = None  # the simulated device, set by tests/conftest.py before each test runs (not at import)
 from xferaudit.cli import main
 from xferaudit.runtime import recorder
 from xferaudit.runtime._report import Report, ReportError

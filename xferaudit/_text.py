@@ -27,6 +27,11 @@ def _escape(m: "re.Match[str]") -> str:
     return f"\\x{n:02x}" if n < 0x100 else f"\\u{n:04x}"
 
 
+def has_control(text: str) -> bool:
+    """Whether `text` holds a character :func:`printable` would escape."""
+    return _CONTROL.search(text) is not None
+
+
 def printable(text: object) -> str:
     """`text` with every control character written as an escape (``\\n``, ``\\x1b``)."""
     s = text if isinstance(text, str) else str(text)

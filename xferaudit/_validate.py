@@ -165,6 +165,12 @@ def check_meta(meta: dict, where: str, error: Err) -> None:
     for k in ("rank", "world_size", "steps"):
         if meta.get(k) is not None:
             count(meta[k], f"{where}: meta", k, error)
+    if meta.get("steps_seconds") is not None:
+        number(meta["steps_seconds"], f"{where}: meta: 'steps_seconds'", error, "number of seconds")
+
+
+def _seconds_ok(v: Any) -> bool:
+    return v is None or (type(v) in (int, float) and 0 <= v <= MAX_COUNT)  # (NaN fails both)
 
 
 def check_row(r: Any, w: str, error: Err) -> None:
@@ -174,11 +180,14 @@ def check_row(r: Any, w: str, error: Err) -> None:
     calls, crossings, nbytes, by = r.get("calls"), r.get("crossings"), r.get("bytes"), r.get("by_direction")
     if (type(calls) is int and type(crossings) is int and type(nbytes) is int and type(by) is dict
             and 0 <= crossings <= calls <= MAX_COUNT and 0 <= nbytes <= MAX_COUNT
+            and _seconds_ok(r.get("seconds"))
             and all(type(v) is dict and type(v.get("calls", 0)) is int and type(v.get("bytes", 0)) is int
                     and 0 <= v.get("calls", 0) <= calls and 0 <= v.get("bytes", 0) <= MAX_COUNT
-                    for v in by.values())):
+                    and _seconds_ok(v.get("seconds")) for v in by.values())):
         return  # a row as save() writes it, good: checked in one go (the rest words each fault)
     _counts(r, ("calls", "crossings", "bytes"), w, error)
+    if "seconds" in r:
+        number(r["seconds"], f"{w}: 'seconds'", error, "number of seconds")
     calls, crossings = r.get("calls"), r.get("crossings")
     if isinstance(calls, int) and isinstance(crossings, int) and crossings > calls:
         raise error(f"{w}: crossings ({crossings}) cannot exceed calls ({calls}): "
@@ -194,6 +203,8 @@ def check_row(r: Any, w: str, error: Err) -> None:
             raise error(f"{w}: by_direction[{d!r}] must be an object {{\"calls\": n, \"bytes\": n}}, "
                         f"not {_short(v)}")
         _counts(v, ("calls", "bytes"), f"{w}: by_direction[{d!r}]", error)
+        if "seconds" in v:
+            number(v["seconds"], f"{w}: by_direction[{d!r}]: 'seconds'", error, "number of seconds")
         n = v.get("calls", 0)
         if isinstance(calls, int) and n > calls:
             raise error(f"{w}: by_direction[{d!r}]: calls ({n}) cannot exceed the row's calls ({calls})")
@@ -209,8 +220,24 @@ def check_launch(x: Any, w: str, error: Err) -> None:
 
 
 def check_unwrapped(u: Any, w: str, error: Err) -> None:
-    if isinstance(u, dict):
-        _counts(u, ("line", "count", "bytes"), w, error)
+    if not isinstance(u, dict):
+        return
+    _counts(u, ("line", "count", "bytes", "copies", "pageable"), w, error)
+    if "seconds" in u:
+        number(u["seconds"], f"{w}: seconds", error, "number of seconds")
+    for name, chain in _chains(u):
+        for j, f in enumerate(chain if isinstance(chain, list) else ()):
+            if isinstance(f, dict) and "line" in f:
+                count(f["line"], f"{w}: {name}[{j}]", "line", error)
+
+
+def _chains(u: dict) -> list:
+    """(name, frames) of an unwrapped entry's chains of user frames."""
+    out = [("frames", u.get("frames"))]
+    chains = u.get("chains")
+    if isinstance(chains, list):
+        out += [(f"chains[{k}]", c) for k, c in enumerate(chains)]
+    return out
 
 
 def check_timeline(tl: Any, where: str, error: Err) -> None:

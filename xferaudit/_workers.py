@@ -16,6 +16,7 @@ from __future__ import annotations
 import os
 import signal
 import sys
+import threading
 
 PR_SET_PDEATHSIG = 1
 
@@ -71,3 +72,37 @@ def _alive(pid: int) -> bool:
     except OSError:
         return True
     return True
+
+
+class KeptInterrupt:
+    """Ctrl-C that cannot be lost while a run writes files.
+
+    Python raises KeyboardInterrupt wherever the main thread is when the signal
+    is handled; inside a finalizer (a garbage collection that runs ``__del__``
+    or a weakref callback) it is printed as "Exception ignored" and the run
+    goes on, to the end. While this is open (in the main thread, over Python's
+    own handler), a Ctrl-C is also noted, and :meth:`check` raises it again at
+    the run's next safe point.
+    """
+
+    def __init__(self) -> None:
+        self._seen = False
+        self._active = (threading.current_thread() is threading.main_thread()
+                        and signal.getsignal(signal.SIGINT) is signal.default_int_handler)
+        if self._active:
+            signal.signal(signal.SIGINT, self._handler)
+
+    def _handler(self, signum: int, frame: object) -> None:
+        self._seen = True
+        raise KeyboardInterrupt
+
+    def check(self) -> None:
+        """Raise the KeyboardInterrupt of a Ctrl-C that something swallowed."""
+        if self._seen:
+            self._seen = False
+            raise KeyboardInterrupt
+
+    def close(self) -> None:
+        if self._active:
+            self._active = False
+            signal.signal(signal.SIGINT, signal.default_int_handler)

@@ -10,6 +10,8 @@ Keys follow ruff's names where ruff has one::
     extend-exclude = ["legacy/"]   # adds to them
     per-file-ignores = { "tests/*" = ["XFA202"] }
     cache-dir = ".xferaudit_cache" # where `check` keeps its findings (relative to the root)
+    evidence = ["xferaudit-run.json"]  # run files `check` reads as evidence (relative to the root)
+    docs-url = "https://..."       # where this documentation site is served: findings link to its rule pages
 
     [[tool.xferaudit.rule]]        # rows of your own stack, same schema as a pack
     call = "function"
@@ -30,6 +32,7 @@ from pathlib import Path
 from typing import Any, Iterable, Iterator, Mapping, Optional
 
 from .rules import RuleError, RuleTable, available_packs, table, user_rules
+from .runkeys import relative_path
 
 DEFAULT_EXCLUDE = (
     ".git", ".hg", ".svn", ".tox", ".nox", ".venv", "venv", ".eggs", "__pycache__",
@@ -38,7 +41,7 @@ DEFAULT_EXCLUDE = (
 )
 KNOWN_KEYS = {
     "packs", "select", "ignore", "exclude", "extend-exclude", "per-file-ignores",
-    "rule", "budget", "cache-dir",
+    "rule", "budget", "cache-dir", "evidence", "docs-url",
 }
 
 
@@ -91,6 +94,8 @@ class Config:
     budget: Mapping[str, Any] = field(default_factory=dict)
     raw: Mapping[str, Any] = field(default_factory=dict)
     cache_dir: Optional[Path] = None  # None: <root>/.xferaudit_cache
+    evidence: tuple[str, ...] = ()  # run files read as evidence by `check` (paths, relative to the root)
+    docs_url: Optional[str] = None  # the documentation site's address; None: the installed package's, if any
     _globs: Optional[_Globs] = field(default=None, repr=False, compare=False)
 
     def table(self) -> RuleTable:
@@ -106,16 +111,7 @@ class Config:
     def relpath(self, path) -> str:
         """Path relative to the project root, with forward slashes (for site
         names, baselines and the cache); a path outside the root stays absolute."""
-        ap = os.path.abspath(path)
-        root = str(self.root)
-        if ap == root:
-            return "."
-        prefix = root if root.endswith(os.sep) else root + os.sep
-        if ap.startswith(prefix):
-            rel = ap[len(prefix):]
-        else:
-            rel = ap
-        return rel.replace(os.sep, "/") if os.sep != "/" else rel
+        return relative_path(path, str(self.root))
 
     def code_enabled(self, code: str, relpath: str = "") -> bool:
         if self.select and not any(code.startswith(p) or p == "ALL" for p in self.select):
@@ -149,14 +145,20 @@ def _match(relpath: str, pattern: str) -> bool:
 
 
 def find_root(start: Path) -> Path:
-    """The nearest folder at or above `start` holding pyproject.toml or .git."""
+    """The nearest folder at or above `start` holding pyproject.toml or .git
+    (`start` itself when there is none)."""
     start = Path(os.path.abspath(start))
     if start.is_file():
         start = start.parent
+    return marked_root(start) or start
+
+
+def marked_root(start: Path) -> Optional[Path]:
+    """The nearest folder at or above the folder `start` holding pyproject.toml or .git, or None."""
     for d in (start, *start.parents):
         if (d / "pyproject.toml").is_file() or (d / ".git").exists():
             return d
-    return start
+    return None
 
 
 def _strings(value: Any, key: str, where: str) -> tuple[str, ...]:
@@ -203,6 +205,16 @@ def _cache_dir(value: Any, root: Path, where: str) -> Path:
             "a folder outside it can only be given on the command line, with --cache-dir"
         )
     return path
+
+
+def _docs_url(value: Any, where: str) -> str:
+    """The docs-url setting: an http(s) address, or a file:// one of a site built
+    locally (findings link to its rule pages)."""
+    if (not isinstance(value, str) or not re.match(r"(?:https?://[^\s/]+|file:///)", value)
+            or any(c.isspace() for c in value)):
+        raise ConfigError(f"{where}: [tool.xferaudit] docs-url must be an http(s) or file:// address, "
+                          f"e.g. \"https://example.org/xferaudit/\" (got {value!r})")
+    return value
 
 
 def load_config(start: Optional[Path] = None, path: Optional[Path] = None) -> Config:
@@ -260,6 +272,9 @@ def load_config(start: Optional[Path] = None, path: Optional[Path] = None) -> Co
     }
     if "cache-dir" in raw:
         cfg.cache_dir = _cache_dir(raw["cache-dir"], root, where)
+    cfg.evidence = tuple(str(root / p) for p in _strings(raw.get("evidence", []), "evidence", where))
+    if "docs-url" in raw:
+        cfg.docs_url = _docs_url(raw["docs-url"], where)
     rows = raw.get("rule", [])
     if not isinstance(rows, list) or not all(isinstance(r, dict) for r in rows):
         raise ConfigError(f"{where}: [[tool.xferaudit.rule]] must be an array of tables")

@@ -1,9 +1,11 @@
 """A picture of a run: crossings and bytes per site, as horizontal bars.
 
-``xferaudit report RUN.json --plot out.png`` (or :func:`plot_report`). Two
-panels share the site axis: crossings on the left, bytes on the right. Sites
-are sorted by crossings (then bytes), the busiest at the top; the guard's
-unwrapped transfers appear as sites of their own, labelled ``unwrapped:``.
+``xferaudit report RUN.json --plot out.png`` (or :func:`plot_report`). The
+panels share the site axis: crossings on the left, bytes in the middle, and,
+when the report carries host time, the time spent inside each site's calls on
+the right. Sites are sorted by crossings (then bytes), or by bytes or time
+(``--sort``), the busiest at the top; the guard's unwrapped transfers appear
+as sites of their own, labelled ``unwrapped:``.
 Single-rank reports colour the bars by direction (up, down, d2d); multi-rank
 reports (``xfer.report(all_ranks=True)``, ``xferaudit merge``) stack one
 segment per rank and mark a rank above the median of the ranks at a site.
@@ -16,9 +18,13 @@ backend, no global state).
 
 from __future__ import annotations
 
+import io
 import os
 from pathlib import Path
 from typing import Any, Optional, Union
+
+from ._atomic import atomic_write
+from ._units import human_bytes  # noqa: F401 - re-exported: the plot's labels and the report's units are one
 
 #: At most this many sites are drawn (the rest are counted in the title).
 MAX_SITES = 40
@@ -48,12 +54,12 @@ def _matplotlib() -> Any:
     return matplotlib, Figure
 
 
-def human_bytes(n: float) -> str:
-    """Decimal units, like the report's MB column: 512 B, 32.8 kB, 1.20 GB."""
-    for unit, scale in (("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
-        if abs(n) >= scale:
-            return f"{n / scale:.3g} {unit}"
-    return f"{int(n)} B"
+#: Sort keys of the bars, as the report's ``--sort``.
+_SORTS = {
+    "crossings": lambda it: (-it["crossings"], -it["bytes"], it["label"]),
+    "bytes": lambda it: (-it["bytes"], -it["crossings"], it["label"]),
+    "time": lambda it: (-it["seconds"], -it["crossings"], it["label"]),
+}
 
 
 def _short(label: str, width: int = MAX_LABEL) -> str:
@@ -64,8 +70,9 @@ def _short(label: str, width: int = MAX_LABEL) -> str:
     return label[:head] + "\u2026" + label[len(label) - (keep - head):]
 
 
-def _items(rep: Any) -> list:
-    """One dict per bar: label, direction, crossings, bytes, per-rank cells, flagged ranks."""
+def _items(rep: Any, sort: str = "crossings") -> list:
+    """One dict per bar: label, direction, crossings, bytes, seconds, per-rank
+    cells ``(crossings, bytes, seconds)``, flagged ranks; in `sort` order."""
     from .runtime.distributed import RankedReport, _flag, _uw_key
 
     ranked = isinstance(rep, RankedReport)
@@ -77,8 +84,9 @@ def _items(rep: Any) -> list:
         counts = {k: c["crossings"] for k, c in cells.items()}
         items.append({
             "label": r.site, "direction": r.direction.split(",")[0], "crossings": r.crossings,
-            "bytes": r.bytes, "calls": r.calls, "copies": r.copies,
-            "per_rank": {k: (c["crossings"], c["bytes"]) for k, c in cells.items()},
+            "bytes": r.bytes, "calls": r.calls, "copies": r.copies, "seconds": r.seconds,
+            "per_rank": {k: (c["crossings"], c["bytes"], c.get("seconds", 0.0))
+                         for k, c in cells.items()},
             "flagged": _flag(counts)[1] if ranked else [],
         })
     for u in rep.unwrapped:
@@ -87,10 +95,11 @@ def _items(rep: Any) -> list:
         items.append({
             "label": f"unwrapped: {u.path}:{u.line} {u.op}", "direction": u.direction,
             "crossings": u.count, "bytes": u.bytes, "calls": u.count, "copies": u.count,
-            "per_rank": {k: (c["count"], c["bytes"]) for k, c in cells.items()},
+            "seconds": u.seconds,
+            "per_rank": {k: (c["count"], c["bytes"], c.get("seconds", 0.0)) for k, c in cells.items()},
             "flagged": _flag(counts)[1] if ranked else [], "unwrapped": True,
         })
-    items.sort(key=lambda it: (-it["crossings"], -it["bytes"], it["label"]))
+    items.sort(key=_SORTS[sort])
     return items
 
 
@@ -101,8 +110,11 @@ def _title(rep: Any, shown: int, total: int) -> str:
     cross = tot["all"]["crossings"] + sum(u.count for u in rep.unwrapped)
     nbytes = tot["all"]["bytes"] + sum(u.bytes for u in rep.unwrapped)
     head = f"xferaudit: {cross:,} crossings, {human_bytes(nbytes)} over {total} site(s)"
+    if tot["all"].get("seconds"):
+        head += f", {tot['all']['seconds'] * 1e3:.3g} ms inside wrapped calls"
     if isinstance(rep, RankedReport):
         head += f", {len(rep.ranks)} rank(s) of {rep.world_size}"
+
     def copies(t: dict) -> str:
         n = t.get("copies", t["crossings"])
         return f", {n:,} copies" if n != t["crossings"] else ""
@@ -121,8 +133,9 @@ def _title(rep: Any, shown: int, total: int) -> str:
 
 
 def plot_report(rep: Any, path: Union[str, "os.PathLike[str]"], top: Optional[int] = None,
-                dpi: int = 110) -> Path:
-    """Draw `rep` (a Report or RankedReport) to `path` (PNG, SVG or PDF, by suffix).
+                dpi: int = 110, sort: str = "crossings") -> Path:
+    """Draw `rep` (a Report or RankedReport) to `path` (PNG, SVG or PDF, by suffix);
+    `sort`: the order of the bars (crossings, bytes or time).
 
     Written through a temporary file renamed into place, so a failed plot never
     leaves half a file. Returns the path.
@@ -136,21 +149,26 @@ def plot_report(rep: Any, path: Union[str, "os.PathLike[str]"], top: Optional[in
     out = Path(path)
     if not out.parent.is_dir():
         raise PlotError(f"{out}: directory {out.parent} does not exist")
-    items = _items(rep)
+    items = _items(rep, sort)
     total = len(items)
     limit = MAX_SITES if top is None else max(0, top)
     items = items[:limit]
     ranked = isinstance(rep, RankedReport) and len(rep.ranks) > 1
     ranks = rep.rank_ids() if ranked else []
+    # (key, index in a per-rank cell, axis label): the panels, time only where measured
+    panels = [("crossings", 0, "crossings (calls that moved data)"), ("bytes", 1, "bytes moved")]
+    if any(it["seconds"] for it in items):
+        panels.append(("seconds", 2, "host time inside the calls"))
 
     n = max(len(items), 1)
     longest = max((len(_short(it["label"])) for it in items), default=10)
     label_in = min(0.075 * longest + 0.3, 5.5)  # inches for the site labels
-    width = label_in + 9.0
+    width = label_in + 4.5 * len(panels)
     height = 1.8 + 0.3 * n
     # Constrained layout makes room for the labels, the title and the legend.
     fig = Figure(figsize=(width, height), dpi=dpi, layout="constrained")
-    ax_c, ax_b = fig.subplots(1, 2, sharey=True)
+    axes = fig.subplots(1, len(panels), sharey=True)
+    ax_c = axes[0]
     ys = list(range(len(items)))
     labels = [_short(it["label"]) for it in items]
 
@@ -158,26 +176,21 @@ def plot_report(rep: Any, path: Union[str, "os.PathLike[str]"], top: Optional[in
     if ranked:
         cmap = matplotlib.colormaps["tab10" if len(ranks) <= 10 else "tab20"]
         colors = {r: cmap(i % cmap.N) for i, r in enumerate(ranks)}
-        left_c = [0.0] * len(items)
-        left_b = [0.0] * len(items)
-        for r in ranks:
-            c = [it["per_rank"].get(r, (0, 0))[0] for it in items]
-            b = [it["per_rank"].get(r, (0, 0))[1] for it in items]
-            bars.append(ax_c.barh(ys, c, left=left_c, color=colors[r], edgecolor="white",
-                                  linewidth=0.5, height=0.7))
-            bars.append(ax_b.barh(ys, b, left=left_b, color=colors[r], edgecolor="white",
-                                  linewidth=0.5, height=0.7))
-            left_c = [x + y for x, y in zip(left_c, c)]
-            left_b = [x + y for x, y in zip(left_b, b)]
+        for ax, (_, i, _) in zip(axes, panels):
+            left = [0.0] * len(items)
+            for r in ranks:
+                v = [it["per_rank"].get(r, (0, 0, 0.0))[i] for it in items]
+                bars.append(ax.barh(ys, v, left=left, color=colors[r], edgecolor="white",
+                                    linewidth=0.5, height=0.7))
+                left = [x + y for x, y in zip(left, v)]
         handles = [Patch(color=colors[r], label=f"rank {r}") for r in ranks]
         fig.legend(handles=handles, loc="outside lower center", ncol=min(len(ranks), 8),
                    fontsize=8, frameon=False)
     else:
         colors_i = [_DIR_COLORS.get(it["direction"], "#7f7f7f") for it in items]
-        bars.append(ax_c.barh(ys, [it["crossings"] for it in items], color=colors_i,
-                              edgecolor="white", linewidth=0.5, height=0.7))
-        bars.append(ax_b.barh(ys, [it["bytes"] for it in items], color=colors_i,
-                              edgecolor="white", linewidth=0.5, height=0.7))
+        for ax, (key, _, _) in zip(axes, panels):
+            bars.append(ax.barh(ys, [it[key] for it in items], color=colors_i,
+                                edgecolor="white", linewidth=0.5, height=0.7))
         used = []
         for it in items:
             if it["direction"] not in used:
@@ -192,32 +205,33 @@ def plot_report(rep: Any, path: Union[str, "os.PathLike[str]"], top: Optional[in
         for y, it in zip(ys, items):
             if it.get("unwrapped"):
                 container.patches[y].set_hatch("///")
-    # Value labels at the bar ends (crossings; bytes in human units), and the flag.
-    cmax = max((it["crossings"] for it in items), default=0) or 1
-    bmax = max((it["bytes"] for it in items), default=0) or 1
-    for y, it in zip(ys, items):
-        note = f"{it['crossings']:,}"
-        if it.get("copies", it["crossings"]) != it["crossings"]:
-            note += f" ({it['copies']:,} copies)"
-        if it["flagged"]:
-            note += "  \u25b2 rank " + ",".join(map(str, it["flagged"])) + " above median"
-        ax_c.text(it["crossings"] + cmax * 0.01, y, note, va="center", fontsize=7.5,
-                  color="#b00000" if it["flagged"] else "#333333")
-        ax_b.text(it["bytes"] + bmax * 0.01, y, human_bytes(it["bytes"]), va="center",
-                  fontsize=7.5, color="#333333")
-    ax_c.set_xlim(0, cmax * 1.45)
-    ax_b.set_xlim(0, bmax * 1.25)
+    # Value labels at the bar ends (crossings; bytes and time in readable units), and the flag.
+    shown = {"crossings": None, "bytes": human_bytes, "seconds": lambda v: f"{v * 1e3:.3g} ms"}
+    for ax, (key, _, xlabel) in zip(axes, panels):
+        top_v = max((it[key] for it in items), default=0) or 1
+        for y, it in zip(ys, items):
+            if key == "crossings":
+                note = f"{it['crossings']:,}"
+                if it.get("copies", it["crossings"]) != it["crossings"]:
+                    note += f" ({it['copies']:,} copies)"
+                if it["flagged"]:
+                    note += "  \u25b2 rank " + ",".join(map(str, it["flagged"])) + " above median"
+            else:
+                note = shown[key](it[key])
+            ax.text(it[key] + top_v * 0.01, y, note, va="center", fontsize=7.5,
+                    color="#b00000" if key == "crossings" and it["flagged"] else "#333333")
+        ax.set_xlim(0, top_v * (1.45 if key == "crossings" else 1.25))
+        ax.set_xlabel(xlabel, fontsize=9)
+        if key != "crossings":
+            ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _, f=shown[key]: f(v)))
     ax_c.set_yticks(ys)
     ax_c.set_yticklabels(labels, fontsize=8.5, family="monospace")
     for y, it in zip(ys, items):
         if it.get("unwrapped"):
             ax_c.get_yticklabels()[y].set_color("#b00000")
     ax_c.set_ylim(len(items) - 0.5, -0.5)  # busiest at the top
-    ax_c.set_xlabel("crossings (calls that moved data)", fontsize=9)
-    ax_b.set_xlabel("bytes moved", fontsize=9)
     ax_c.xaxis.set_major_locator(MaxNLocator(integer=True))
-    ax_b.xaxis.set_major_formatter(FuncFormatter(lambda v, _: human_bytes(v)))
-    for ax in (ax_c, ax_b):
+    for ax in axes:
         ax.grid(axis="x", color="#dddddd", linewidth=0.6)
         ax.set_axisbelow(True)
         ax.tick_params(axis="x", labelsize=8)
@@ -229,14 +243,12 @@ def plot_report(rep: Any, path: Union[str, "os.PathLike[str]"], top: Optional[in
     fig.suptitle(_title(rep, len(items), total), fontsize=10.5, x=0.5, ha="center")
 
     fmt = out.suffix.lstrip(".").lower() or "png"
-    tmp = out.with_name(f".{out.name}.{os.getpid()}.tmp")
+    image = io.BytesIO()
     try:
-        fig.savefig(tmp, format=fmt, dpi=dpi)
-        os.replace(tmp, out)
-    except (OSError, ValueError) as e:
-        try:
-            tmp.unlink()
-        except OSError:
-            pass
+        fig.savefig(image, format=fmt, dpi=dpi)
+        atomic_write(out, image.getvalue())
+    except OSError as e:
+        raise PlotError(f"{out}: cannot write the plot: {e.strerror or e}") from None
+    except ValueError as e:
         raise PlotError(f"{out}: cannot write the plot: {e}") from None
     return out

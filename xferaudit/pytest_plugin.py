@@ -322,10 +322,12 @@ class _Table:
         quiet = len(self.rows) - len(active)
         if active:
             active.sort(key=lambda nr: (-nr[1]["crossings"], -nr[1]["unwrapped"], nr[0]))
-            tr.write_line(f"{'crossings':>9}  {'MB':>10}  {'unwrapped':>9}  {'launches':>8}  test")
+            from ._units import human_bytes
+
+            tr.write_line(f"{'crossings':>9}  {'bytes':>10}  {'unwrapped':>9}  {'launches':>8}  test")
             for nodeid, r in active:
                 tr.write_line(
-                    f"{r['crossings']:>9}  {r['bytes_total'] / 1e6:>10.6f}  {r['unwrapped']:>9}  "
+                    f"{r['crossings']:>9}  {human_bytes(r['bytes_total']):>10}  {r['unwrapped']:>9}  "
                     f"{r['launches']:>8}  {nodeid}"
                 )
         tr.write_line(

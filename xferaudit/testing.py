@@ -55,12 +55,26 @@ What it cannot do (it is a test double, not a device):
   runs backward on simulated tensors.
 * The PrivateUse1 slot is per process: it cannot coexist with another
   out-of-tree backend, and it cannot be undone.
+* PyTorch takes a registered PrivateUse1 backend as *the* accelerator of the
+  process (``torch.accelerator.current_accelerator()`` is ``fakegpu`` from
+  then on), and a Python backend cannot give it a pinned-memory allocator. So
+  ``Tensor.pin_memory()`` and ``Tensor.is_pinned()`` (which ask the
+  accelerator) keep answering for the machine's real accelerator (CUDA, else
+  XPU): the simulated device and CUDA's pinned memory live together in one
+  process (a GPU suite that also runs simulated tests; a ``DataLoader(...,
+  pin_memory=True)`` on a GPU machine). Factories with ``pin_memory=True``
+  prefer CUDA by themselves. Without a real accelerator, ``pin_memory()``
+  raises as it would without the simulated device (no pinned memory exists).
 """
 
 from __future__ import annotations
 
+import sys
 import threading
+import warnings
 from typing import Any
+
+from .runtime.recorder import new_lock_after_fork
 
 NAME = "fakegpu"
 
@@ -74,8 +88,18 @@ class SimulatedDeviceError(RuntimeError):
     """The simulated device cannot be set up here, or an op it cannot simulate ran."""
 
 
+_BESIDE_CUDA_MESSAGE = (
+    "xferaudit: the simulated device is now torch's accelerator in this process, beside CUDA: "
+    "a backward over CUDA tensors will fail inside torch's autograd engine "
+    "('opt_ready_stream && opt_parent_stream', pytorch/pytorch#161129). Run CUDA training "
+    "and the simulated device in separate processes, or set the simulated device up last."
+)
+
+
 class SimulatedDeviceWarning(UserWarning):
-    """Issued once per process when ``torch.compile`` (Dynamo) meets a simulated tensor.
+    """Issued once per process when ``torch.compile`` (Dynamo) meets a simulated
+    tensor, and when the simulated device is set up on a machine with CUDA
+    (a CUDA backward in the same process then fails inside torch).
 
     Dynamo cannot trace the simulated device's tensors: it graph-breaks on them
     or falls back to running the code eagerly. Results and counts are then
@@ -103,6 +127,7 @@ def _warn_compile() -> bool:
 
 
 _lock = threading.Lock()
+new_lock_after_fork(sys.modules[__name__], "_lock")
 _ready = False
 _keep: list = []  # the torch.library.Library holding our kernels must stay alive
 SimulatedTensor: Any = None  # the class, made on first use (it needs torch)
@@ -269,6 +294,53 @@ def _dynamo_skip(torch: Any, *functions: Any, recursive: bool = True) -> None:
         pass
 
 
+# torch warns when a device is passed to is_pinned(); here it is passed on purpose.
+_DEVICE_ARG_DEPRECATED = r"The argument 'device' of Tensor\.is_pinned\(\) is deprecated"
+
+
+def _keep_host_pinning(torch: Any) -> None:
+    """``Tensor.pin_memory()`` and ``Tensor.is_pinned()`` ask the process's
+    accelerator, which is PrivateUse1 once it is registered; they are given the
+    machine's real accelerator instead (found on first use), as before the
+    simulated device was set up. A device named in the call is kept."""
+    bare_pin, bare_is_pinned = torch.Tensor.pin_memory, torch.Tensor.is_pinned
+    # The op pin_memory() calls, with a device and without a deprecation warning.
+    pin_to = getattr(torch, "_pin_memory", None) or torch.ops.aten._pin_memory.default
+    found: list = []
+
+    def real_accelerator(device: Any) -> Any:
+        if device is not None and torch.device(device).type != NAME:
+            return None  # the caller's own choice
+        if not found:
+            xpu = getattr(torch, "xpu", None)
+            found.append(torch.device("cuda") if torch.cuda.is_available() else
+                         torch.device("xpu") if xpu is not None and xpu.is_available() else None)
+        return found[0]
+
+    def is_pinned(self: Any, device: Any = None) -> bool:
+        acc = real_accelerator(device)
+        if acc is None:
+            return bare_is_pinned(self) if device is None else bare_is_pinned(self, device)
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", _DEVICE_ARG_DEPRECATED, DeprecationWarning)
+            return bare_is_pinned(self, acc)
+
+    def pin_memory(self: Any, device: Any = None) -> Any:
+        acc = real_accelerator(device)
+        if acc is None and device is not None:
+            return bare_pin(self, device)
+        if acc is None:
+            raise RuntimeError(
+                f"pin_memory() needs a real accelerator (CUDA, XPU); the simulated {NAME} device has "
+                "no pinned memory: leave pin_memory out where only the simulated device runs")
+        if is_pinned(self):
+            return self
+        return pin_to(self, acc)
+
+    is_pinned.__doc__, pin_memory.__doc__ = bare_is_pinned.__doc__, bare_pin.__doc__
+    torch.Tensor.is_pinned, torch.Tensor.pin_memory = is_pinned, pin_memory
+
+
 def _setup() -> None:
     global _ready, SimulatedTensor
     import torch
@@ -299,6 +371,11 @@ def _setup() -> None:
 
     if current != NAME or not hasattr(torch, NAME):
         _setup_privateuseone_for_python_backend(NAME, backend_module=_BackendModule())
+        _keep_host_pinning(torch)
+        if torch.cuda.is_available():  # (asks the driver; creates no CUDA context)
+            import warnings
+
+            warnings.warn(_BESIDE_CUDA_MESSAGE, SimulatedDeviceWarning, stacklevel=3)
     cls = _make_class(torch)
 
     def empty(size, dtype=None, layout=None, device=None, pin_memory=None, memory_format=None):

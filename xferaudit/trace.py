@@ -35,6 +35,8 @@ import os
 from pathlib import Path
 from typing import Any, Optional, Union
 
+from ._atomic import atomic_write
+
 TRIMONTH_SECONDS = 7889238
 # Synthetic thread ids for our tracks (far above any Linux tid, pid_max <= 2**22).
 TID_TRANSFERS = 900_000_001
@@ -206,17 +208,11 @@ def save_trace(data: dict, path: Union[str, "os.PathLike[str]"]) -> Path:
     out = Path(path)
     if not out.parent.is_dir():
         raise TraceError(f"{out}: directory {out.parent} does not exist")
-    tmp = out.with_name(f".{out.name}.{os.getpid()}.tmp")
+    body = json.dumps(data, separators=(",", ":")).encode("utf-8")  # the C encoder: json.dump is slower
+    if out.suffix == ".gz":
+        body = gzip.compress(body)
     try:
-        opener = gzip.open if out.suffix == ".gz" else open
-        text = json.dumps(data, separators=(",", ":"))  # the C encoder: json.dump is slower
-        with opener(tmp, "wt", encoding="utf-8") as fh:
-            fh.write(text)
-        os.replace(tmp, out)
+        atomic_write(out, body)
     except OSError as e:
-        try:
-            tmp.unlink()
-        except OSError:
-            pass
-        raise TraceError(f"{out}: cannot write the trace: {e}") from None
+        raise TraceError(f"{out}: cannot write the trace: {e.strerror or e}") from None
     return out

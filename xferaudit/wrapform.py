@@ -14,6 +14,7 @@ Each row of :data:`FORMS` is one shape::
     receiver  method    recv.m(args)        xfer.method(recv, "m", args, site="...")       receiver, method
     function  (row's)   mod.f(args)         xfer.W(args, site="...")                       -
     function  call      mod.f(args)         xfer.call(mod.f, args, site="...")             callee
+    receiver  call      recv.m(f(a))        xfer.call(recv.m, f(a), site="...")            callee (bound)
     result    (row's)   make(args)          xfer.W(make(args), site="...")                 inner
                         @make               @xfer.W(make, site="...", decorator=True)
     implicit  (value)   if t:, print(t)     if xfer.bool(t, site="..."):, print(xfer.read(...))  value
@@ -27,6 +28,12 @@ and the kind it records): ``bool``, ``index`` and ``read`` wrap the value read
 in place (``bool(t)`` becomes ``bool(xfer.bool(t, site=...))``); ``float``,
 ``int`` and ``complex`` replace the builtin's call; ``save`` wraps the saving
 call the way ``call`` does.
+
+The bound form serves a receiver row whose arguments may have side effects
+(the finder marks such a site ``op="bound"``): the bare call looks ``recv.m``
+up before it evaluates them, and so does ``xfer.call(recv.m, ...)``. It is the
+generic ``call`` form with the bound method as its callee; reading it back,
+a callee ``name.m`` that is no import is the receiver row of ``m``.
 
 *head* are the arguments the wrapper takes before the call's own; *extras*
 the keywords it takes after them. A row without a wrapper of its own gets
@@ -69,6 +76,16 @@ ALIAS = "xfer"
 # wrapper call inside an f-string's braces, before Python 3.12); unwrap takes
 # it away with the call. Its own text, so a user's `# noqa: E501` is never taken.
 NOQA_LONG = "# noqa: E501 (xferaudit)"
+
+#: A site literal starting with it is a short literal, ``":train_step:x.to"``:
+#: the site's name within its file. The full name puts the file's path (relative
+#: to the project root) before it, ``train.py:train_step:x.to``: the finder does
+#: (with the path it names the file by), and so does the runtime (with the path
+#: of the calling code's file, xferaudit/runtime/sitenames.py).
+SHORT = ":"
+#: Files whose code runs where no file path is known (a notebook's cells): wrap
+#: writes full names there.
+FULL_NAMES_IN = (".ipynb",)
 
 #: Head argument kinds.
 RECEIVER, METHOD, CALLEE, INNER = "receiver", "method", "callee", "inner"
@@ -198,6 +215,20 @@ def split(form_: Form, args: Sequence) -> Optional[tuple[list, list]]:
     return list(args[:n]), list(args[n:])
 
 
+def full_site(literal: str, relpath: str) -> str:
+    """The full name of a ``site=`` literal written in the file `relpath`."""
+    return relpath + literal if literal[:1] == SHORT else literal
+
+
+def site_literal(name: str, relpath: str) -> str:
+    """The ``site=`` literal ``wrap`` writes for the full name `name` in the
+    file `relpath`: short (the path dropped) unless the file is a notebook, or
+    the name does not start with the file's path."""
+    if name.startswith(relpath + SHORT) and not relpath.endswith(FULL_NAMES_IN):
+        return name[len(relpath):]
+    return name
+
+
 def suggestion(form_: Form, wrapper: str, head: Mapping[str, str], args: Optional[str],
                decorator: bool = False, alias: str = ALIAS, site: str = "...") -> str:
     """The wrapped call as text: ``xfer.W(<head>, <args>, site=...)``.
@@ -221,5 +252,5 @@ def suggestion(form_: Form, wrapper: str, head: Mapping[str, str], args: Optiona
 __all__ = [
     "ALIAS", "CALLEE", "DECORATOR", "DEFAULT_WRAPPER", "FORMS", "Form", "GENERIC", "INNER", "METHOD",
     "RECEIVER", "RUNTIME_MODULE", "SITE", "STYLES", "WrapperInfo", "form", "form_of", "split",
-    "suggestion", "wrapper_infos", "IMPLICIT", "VALUE",
+    "suggestion", "wrapper_infos", "IMPLICIT", "VALUE", "SHORT", "FULL_NAMES_IN", "full_site", "site_literal",
 ]

@@ -16,7 +16,6 @@ The package is imported from the tree being built (its root goes first on
 
 from __future__ import annotations
 
-import os
 import re
 import sys
 from pathlib import Path
@@ -66,10 +65,7 @@ def _fence(code: str) -> str:
 
 
 def rule_page(d) -> str:
-    fix = (
-        "**Fix:** available: `xferaudit wrap PATH` rewrites the call into its counting wrapper.\n\n"
-        if getattr(d, "fixable", False) else ""
-    )
+    fix = f"**Fix:** {d.fix}\n\n" if getattr(d, "fix", "") else ""
     note = getattr(d, "note", "")
     return (
         f"# {d.code} {d.name}\n\n"
@@ -212,8 +208,14 @@ def packs_tables() -> str:
     return "\n".join(out)
 
 
+# Columns of the command reference: the site's code blocks show about 80
+# characters beside both sidebars; longer lines are cut off on the right.
+CLI_WIDTH = 78
+
+
 def cli_help() -> str:
-    os.environ["COLUMNS"] = "100"
+    import argparse
+
     from xferaudit.cli import _build_parser, _command_names
 
     out = []
@@ -221,7 +223,9 @@ def cli_help() -> str:
         cmd = name.replace("_", "-")
         parser = _build_parser(cmd)
         sub = next(a for a in parser._actions if a.__class__.__name__ == "_SubParsersAction")
-        text = sub.choices[cmd].format_help()
+        command = sub.choices[cmd]
+        command.formatter_class = lambda prog: argparse.HelpFormatter(prog, width=CLI_WIDTH)
+        text = command.format_help()
         out.append(f"## `xferaudit {cmd}`\n\n```text\n{text.rstrip()}\n```\n")
     return "\n".join(out)
 

@@ -103,11 +103,7 @@ class Trainer:
         self.cfg = cfg
         self.device = device
         self.plant = plant
-        self.model = xfer.to(
-            GPT(cfg),
-            device,
-            site="examples/gpt_train.py:Trainer.__init__:GPT(cfg).to",
-        )
+        self.model = xfer.to(GPT(cfg), device, site=":Trainer.__init__:GPT(cfg).to")
         self.opt = torch.optim.AdamW(self.model.parameters(), lr=cfg.lr)
         pin = device.type == "cuda"
         self.loader = DataLoader(TokenDataset(cfg, 4096), batch_size=cfg.batch, shuffle=True, pin_memory=pin,
@@ -117,7 +113,7 @@ class Trainer:
         self.val_x, self.val_y = val.data[:, :-1].pin_memory() if pin else val.data[:, :-1], val.data[:, 1:]
         self.eval_model = xfer.graph(
             torch.compile(self.model),
-            site="examples/gpt_train.py:Trainer.__init__:torch.compile",
+            site=":Trainer.__init__:torch.compile",
         ) if compile else self.model
         self.graph = None
         if device.type == "cuda":
@@ -146,18 +142,8 @@ class Trainer:
 
     def step(self) -> None:
         x, y = self.next_batch()
-        x = xfer.to(
-            x,
-            self.device,
-            non_blocking=True,
-            site="examples/gpt_train.py:Trainer.step:x.to",
-        )
-        y = xfer.to(
-            y,
-            self.device,
-            non_blocking=True,
-            site="examples/gpt_train.py:Trainer.step:y.to",
-        )
+        x = xfer.to(x, self.device, non_blocking=True, site=":Trainer.step:x.to")
+        y = xfer.to(y, self.device, non_blocking=True, site=":Trainer.step:y.to")
         logits = self.model(x)
         loss = F.cross_entropy(logits.view(-1, logits.size(-1)), y.view(-1))
         self.opt.zero_grad(set_to_none=True)
@@ -166,16 +152,13 @@ class Trainer:
         self.opt.step()
         self.steps += 1
         if self.steps % self.cfg.log_every == 0:
-            print(f"step {self.steps:4d}  loss {xfer.item(loss, site='examples/gpt_train.py:Trainer.step:loss.item'):.4f}")  # noqa: E501 (xferaudit)
+            print(f"step {self.steps:4d}  loss {xfer.item(loss, site=':Trainer.step:loss.item'):.4f}")  # noqa: E501 (xferaudit)
         if self.plant:
             # Three transfers nobody wrapped: a truth test, a float() and a print.
             if norm > 1e6:
                 print("exploding gradients")
             self.last_norm = float(norm)
-            print(xfer.read(
-                loss.detach(),
-                site="examples/gpt_train.py:Trainer.step:format(loss.detach())",
-            ))
+            print(xfer.read(loss.detach(), site=":Trainer.step:format(loss.detach())"))
         if self.steps % self.cfg.eval_every == 0:
             self.evaluate()
 
@@ -185,41 +168,34 @@ class Trainer:
             self.val_x,
             self.device,
             non_blocking=True,
-            site="examples/gpt_train.py:Trainer.evaluate:self.val_x.to",
+            site=":Trainer.evaluate:self.val_x.to",
         )
-        y = xfer.to(
-            self.val_y,
-            self.device,
-            site="examples/gpt_train.py:Trainer.evaluate:self.val_y.to",
-        )
+        y = xfer.to(self.val_y, self.device, site=":Trainer.evaluate:self.val_y.to")
         logits = self.eval_model(x)
         acc = xfer.item(
             (logits.argmax(-1) == y).float().mean(),
-            site="examples/gpt_train.py:Trainer.evaluate:...float().mean().item",
+            site=":Trainer.evaluate:...float().mean().item",
         )
         if self.graph is not None:
             xfer.copy_(
                 self.static_x,
                 self.val_x,
                 non_blocking=True,
-                site="examples/gpt_train.py:Trainer.evaluate:self.static_x.copy_",
+                site=":Trainer.evaluate:self.static_x.copy_",
             )
-            xfer.replay(
-                self.graph,
-                site="examples/gpt_train.py:Trainer.evaluate:self.graph.replay",
-            )
+            xfer.replay(self.graph, site=":Trainer.evaluate:self.graph.replay")
             preds = xfer.cpu(
                 self.static_logits.argmax(-1),
-                site="examples/gpt_train.py:Trainer.evaluate:self.static_logits.argmax(-1).cpu",
+                site=":Trainer.evaluate:self.static_logits.argmax(-1).cpu",
             )
         else:
             preds = xfer.cpu(
                 self.model(x).argmax(-1),
-                site="examples/gpt_train.py:Trainer.evaluate:self.model(x).argmax(-1).cpu",
+                site=":Trainer.evaluate:self.model(x).argmax(-1).cpu",
             )
         agree = (preds == xfer.cpu(
             logits.argmax(-1),
-            site="examples/gpt_train.py:Trainer.evaluate:logits.argmax(-1).cpu",
+            site=":Trainer.evaluate:logits.argmax(-1).cpu",
         )).float().mean()
         print(f"eval  acc {acc:.4f}  graph agrees {float(agree):.3f}")
         return acc

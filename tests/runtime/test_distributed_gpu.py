@@ -95,8 +95,10 @@ def test_nccl_gather_counts_every_rank(world, tmp_path):
     data = json.loads((tmp_path / "gathered.json").read_text())
     rows = {r["site"]: r for r in data["rows"]}
     downs = {r: 2 + 3 * (r == world - 1 and world > 1) for r in range(world)}
-    assert {int(k): v for k, v in rows[UP]["per_rank"].items()} == {
+    assert {int(k): {c: v[c] for c in ("calls", "crossings", "bytes")}
+            for k, v in rows[UP]["per_rank"].items()} == {
         r: {"calls": 2, "crossings": 2, "bytes": 2 * N * 4} for r in range(world)}
+    assert all(v["seconds"] > 0 for v in rows[UP]["per_rank"].values())
     assert {int(k): v["crossings"] for k, v in rows[DOWN]["per_rank"].items()} == downs
     assert rows[DOWN]["bytes"] == 4 * sum(downs.values())
     assert data["world_size"] == world

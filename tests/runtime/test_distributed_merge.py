@@ -62,7 +62,7 @@ def test_outlier_rule_is_above_the_median_of_the_ranks(counts):
         assert row["outlier_ranks"] == want
         assert row["median_crossings"] == med
         assert row["crossings"] == sum(counts)
-        assert row["per_rank"] == {str(r): {"calls": c, "crossings": c, "bytes": 4 * c}
+        assert row["per_rank"] == {str(r): {"calls": c, "crossings": c, "bytes": 4 * c, "seconds": 0.0}
                                    for r, c in enumerate(counts)}
 
 

@@ -51,7 +51,8 @@ def test_which_tensor_calls_could_cross(dev):
     assert p["item"]((d,), {}) and not p["item"]((h,), {})
     assert not p["to"]((d, torch.float64), {}) and p["to"]((h, dev), {}) and p["to"]((h,), {"device": dev})
     assert not p["to"]((d, torch.float16, False), {})
-    assert p["copy_"]((h, d), {}) and not p["copy_"]((d, d), {})
+    assert p["copy_"]((h, d), {}) and not p["copy_"]((h, h), {})
+    assert p["copy_"]((d, d), {})  # a copy within the device is a d2d copy
     assert not p["__getitem__"]((d, (0, slice(1))), {}) and p["__getitem__"]((d, [0, 1]), {})
     assert not p["__setitem__"]((d, 0, 1.0), {}) and p["__setitem__"]((h, 0, d[0]), {})
     assert p["__setitem__"]((d, slice(None), [1.0, 2.0, 3.0]), {})

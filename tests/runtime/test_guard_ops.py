@@ -7,11 +7,10 @@ import pytest
 torch = pytest.importorskip("torch")
 
 from xferaudit.runtime import guard_ops  # noqa: E402
-from xferaudit.testing import simulated_device  # noqa: E402
 
 aten = torch.ops.aten
 OPS = guard_ops.Ops(torch)
-DEV = simulated_device()
+DEV = None  # the simulated device, set by tests/conftest.py before each test runs (not at import)
 
 
 def classify(func, *args, **kwargs):

@@ -68,3 +68,30 @@ def test_runtime_without_torch_installed():
     assert p.returncode == 0, p.stderr
     assert "ERR" in p.stdout and "torch is not installed" in p.stdout
     assert "pip install 'xferaudit[torch]'" in p.stdout
+
+
+def test_ranges_without_torch_raise_when_asked_and_warn_from_the_environment():
+    code = BLOCK_TORCH + textwrap.dedent(
+        """
+        import os, warnings
+        import xferaudit.runtime as xfer
+
+        try:
+            xfer.count(True, ranges=True)
+        except RuntimeError as e:
+            assert "torch is not installed" in str(e), e
+        else:
+            raise AssertionError("ranges without torch did not raise")
+        assert not xfer.is_counting()
+        os.environ["XFERAUDIT_RANGES"] = "1"
+        with warnings.catch_warnings(record=True) as seen:
+            warnings.simplefilter("always")
+            xfer.count(True)
+        assert xfer.is_counting() and not xfer.STATE.ranges
+        assert any("XFERAUDIT_RANGES" in str(w.message) for w in seen), seen
+        print("ok")
+        """
+    )
+    p = run(code)
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.strip() == "ok"

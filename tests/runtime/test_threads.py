@@ -9,10 +9,9 @@ import pytest
 torch = pytest.importorskip("torch")
 
 import xferaudit.runtime as xfer  # noqa: E402
-from xferaudit.testing import simulated_device  # noqa: E402
 
 # A device on a CPU-only machine (meta holds no data: moving there crosses nothing).
-DEV = simulated_device()
+DEV = None  # the simulated device, set by tests/conftest.py before each test runs (not at import)
 from xferaudit.runtime.recorder import STATE  # noqa: E402
 
 THREADS, CALLS = 8, 10_000
@@ -74,3 +73,17 @@ def test_depth_is_per_thread():
         xfer.to(Slow(), "x", site="s")
     t.join()
     assert seen["other"] is False
+
+
+def test_a_new_lock_and_sites_dict_are_used_after_a_rebind():
+    from xferaudit.runtime import recorder
+
+    old_lock, old_sites = STATE.lock, STATE.sites
+    try:
+        STATE.lock, STATE.sites = threading.Lock(), {}
+        recorder._rebind()
+        recorder.record("s", "cpu", "down", 4)
+        assert list(STATE.sites) == ["s"] and "s" not in old_sites
+    finally:
+        STATE.lock, STATE.sites = old_lock, old_sites
+        recorder._rebind()

@@ -139,7 +139,8 @@ def test_json_is_ruffs_record(proj, capsys):
     assert rc == 1 and len(recs) == 2
     r = recs[1]
     assert set(r) >= {"code", "message", "filename", "location", "end_location", "fix", "url"}
-    assert r["code"] == "XFA202" and r["fix"] is None
+    assert r["code"] == "XFA202" and r["fix"]["applicability"] == "safe"
+    assert r["url"] is None  # no docs-url and no documentation address installed: none made up
     assert r["filename"] == str(proj / "train.py")
     assert r["location"] == {"row": 6, "column": 17}
     assert r["end_location"] == {"row": 6, "column": 23}
@@ -390,7 +391,7 @@ def test_rule_docs(capsys):
     rc, out, _ = run(capsys, "rule", "--all", "--format", "json")
     assert [d["code"] for d in json.loads(out)] == [
         "XFA001", "XFA101", "XFA201", "XFA202", "XFA203", "XFA204", "XFA301", "XFA302",
-        "XFA401", "XFA402", "XFA403", "XFA404", "XFA405", "XFA406", "XFA407", "XFA408", "XFA451",
+        "XFA401", "XFA402", "XFA403", "XFA404", "XFA405", "XFA406", "XFA407", "XFA408", "XFA451", "XFA501", "XFA502",
     ]
     rc, _, err = run(capsys, "rule", "XFA999")
     assert rc == 2 and "unknown code" in err
@@ -410,10 +411,14 @@ def test_every_code_is_a_valid_flake8_code():
 
 
 def test_check_never_imports_libcst_or_torch(proj):
+    """Nor in any format but json and sarif, whose fixes run the codemod."""
     write(proj, "train.py", STEP)
     code = (
-        "import sys; from xferaudit.cli import main; rc = main(['check', '--no-cache', '-q', 'train.py']); "
-        "bad = [m for m in ('libcst', 'torch', 'numpy') if m in sys.modules]; "
+        "import sys; from xferaudit.cli import main\n"
+        "for f in ('full', 'gitlab', 'junit', 'github'):\n"
+        "    main(['check', '--no-cache', '-q', '--format', f, 'train.py'])\n"
+        "rc = main(['check', '--no-cache', '-q', 'train.py'])\n"
+        "bad = [m for m in ('libcst', 'torch', 'numpy') if m in sys.modules]\n"
         "print(rc, bad)"
     )
     out = subprocess.run([sys.executable, "-c", code], cwd=proj, capture_output=True, text=True,
@@ -421,15 +426,43 @@ def test_check_never_imports_libcst_or_torch(proj):
     assert out.stdout.strip().splitlines()[-1] == "1 []", out.stderr
 
 
-def test_readme_has_the_rule_codes_section_the_json_and_sarif_urls_point_at():
-    """The code pages themselves are generated for the docs site (tests/test_docs.py);
-    the README keeps the section that DOCS_URL's anchor names."""
-    from xferaudit.static.diagnostics import DOCS_URL
+def test_urls_point_at_the_rule_pages_of_the_configured_docs_site(proj, capsys):
+    (proj / "pyproject.toml").write_text('[tool.xferaudit]\ndocs-url = "https://docs.example.org/xferaudit"\n')
+    write(proj, "train.py", STEP)
+    rc, out, _ = run(capsys, "check", "--no-cache", "--format", "json")
+    assert [r["url"] for r in json.loads(out)] == [
+        "https://docs.example.org/xferaudit/rules/XFA203/", "https://docs.example.org/xferaudit/rules/XFA202/"]
+    rc, out, _ = run(capsys, "check", "--no-cache", "--format", "sarif")
+    rules = json.loads(out)["runs"][0]["tool"]["driver"]["rules"]
+    assert {r["id"]: r["helpUri"] for r in rules}["XFA202"] == "https://docs.example.org/xferaudit/rules/XFA202/"
 
-    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
-    assert DOCS_URL.endswith("#rule-codes")
-    section = readme.split("## Rule codes", 1)[1].split("\n## ", 1)[0]
-    assert "xferaudit rule CODE" in section and "xferaudit rule --all" in section
+
+def test_without_a_docs_site_no_address_is_made_up(proj, capsys):
+    write(proj, "train.py", STEP)
+    rc, out, _ = run(capsys, "check", "--no-cache", "--format", "sarif")
+    run_ = json.loads(out)["runs"][0]
+    assert all("helpUri" not in r and "xferaudit rule " + r["id"] in r["help"]["text"]
+               for r in run_["tool"]["driver"]["rules"])
+    assert "informationUri" not in run_["tool"]["driver"]
+    from xferaudit.static import diagnostics
+
+    assert not hasattr(diagnostics, "DOCS_URL")
+
+
+@pytest.mark.parametrize("value", ["docs.example.org", "ftp://x/", 3, "https://a b/"])
+def test_a_bad_docs_url_is_a_config_error(proj, capsys, value):
+    (proj / "pyproject.toml").write_text(f"[tool.xferaudit]\ndocs-url = {json.dumps(value)}\n")
+    write(proj, "train.py", STEP)
+    rc, _, err = run(capsys, "check", "--no-cache")
+    assert rc == 2 and "docs-url must be an http(s) or file:// address" in err
+
+
+def test_the_installed_packages_documentation_address_is_the_default(monkeypatch):
+    from xferaudit.static import diagnostics
+
+    monkeypatch.setattr(diagnostics, "_INSTALLED", ["https://pkg.example.org/docs/"])
+    assert diagnostics.rule_url("XFA202", diagnostics.docs_base(None)) == "https://pkg.example.org/docs/rules/XFA202/"
+    assert diagnostics.rule_url("XFA202", "file:///srv/site") == "file:///srv/site/rules/XFA202/index.html"
 
 
 def test_the_cache_key_covers_every_module_of_the_static_package_and_every_pack():
@@ -445,3 +478,12 @@ def test_the_cache_key_covers_every_module_of_the_static_package_and_every_pack(
     assert static <= hashed  # found, not listed by hand: a new module is covered too
     assert (pkg / "static" / "codemod" / "shapes.py") in hashed and (pkg / "wrapform.py") in hashed
     assert set(pack_files()) <= hashed and pack_files()
+
+
+def test_a_backslash_continued_call_reads_as_one_line(proj, capsys):
+    write(proj, "train.py", "def step(x, loss, model):\n    y = x \\\n        .cpu()\n"
+                            "    z = loss.to(\\\n        'cpu')\n    return y, z\n")
+    rc, out, _ = run(capsys, "check", "--no-cache", "-q")
+    assert rc == 1
+    assert "XFA202 `x.cpu()` reads" in out and "\\." not in out
+    assert "`loss.to('cpu')`" in out and "\\" not in out

@@ -81,13 +81,12 @@ def test_fixture(name):
 
 def test_wrapper_forms_exact():
     out = (FIXTURES / "wrapper_forms.out.py").read_text()
-    assert 'xfer.item(loss, site="train.py:train_step:loss.item")' in out
-    assert 'xfer.to(x, dev, non_blocking=True, site="train.py:train_step:x.to")' in out
-    # over 88 columns on one line: broken the way black breaks it
-    assert 'xfer.graph(\n        torch.compile(model),\n        site="train.py:train_step:torch.compile",\n    )' in out
-    assert 'xfer.replay(g, site="train.py:train_step:g.replay")' in out
-    assert 'xfer.tensor(d, device=dev, site="train.py:train_step:torch.tensor")' in out
-    assert '@xfer.graph(torch.compile(mode="x"), site="train.py:<module>:torch.compile", decorator=True)' in out
+    assert 'xfer.item(loss, site=":train_step:loss.item")' in out
+    assert 'xfer.to(x, dev, non_blocking=True, site=":train_step:x.to")' in out
+    assert 'xfer.graph(torch.compile(model), site=":train_step:torch.compile")' in out
+    assert 'xfer.replay(g, site=":train_step:g.replay")' in out
+    assert 'xfer.tensor(d, device=dev, site=":train_step:torch.tensor")' in out
+    assert '@xfer.graph(torch.compile(mode="x"), site=":<module>:torch.compile", decorator=True)' in out
     # once, in sort order in the third-party section (after `import torch`)
     assert out.count("import xferaudit.runtime as xfer") == 1
     assert out.splitlines()[1:3] == ["import torch", "import xferaudit.runtime as xfer"]
@@ -114,7 +113,7 @@ def test_alias_reused_when_already_imported():
     src = b"import xferaudit.runtime as xr\nimport torch\n\n\ndef f(x):\n    return x.cpu()\n"
     new = wrap(src)
     assert new.count(b"import xferaudit.runtime") == 1
-    assert b'xr.cpu(x, site="train.py:f:x.cpu")' in new
+    assert b'xr.cpu(x, site=":f:x.cpu")' in new
     assert unwrapped_sites(new) == []
     # unwrap restores the call; the import was the user's and is still... unused, so it goes
     back = unwrap(new)
@@ -172,7 +171,7 @@ def test_crlf_preserved():
     src = b'"""d."""\r\nimport torch\r\n\r\ndef f(x):\r\n    y = x.cpu()\r\n    return y\r\n'
     new = assert_round_trip(src)
     assert b"\n" not in new.replace(b"\r\n", b"")
-    assert b'    y = xfer.cpu(x, site="train.py:f:x.cpu")\r\n' in new
+    assert b'    y = xfer.cpu(x, site=":f:x.cpu")\r\n' in new
 
 
 def test_mixed_newlines_preserved():
@@ -184,7 +183,7 @@ def test_bom_preserved_with_site_on_first_line():
     src = b"\xef\xbb\xbfx.cpu()  # \xc3\xa9\ny = 1\n"
     new = assert_round_trip(src)
     assert new.startswith(b"\xef\xbb\xbfimport xferaudit.runtime as xfer\n")
-    assert b'xfer.cpu(x, site="train.py:<module>:x.cpu")' in new
+    assert b'xfer.cpu(x, site=":<module>:x.cpu")' in new
 
 
 def test_latin1_declared_encoding_preserved():
@@ -192,7 +191,7 @@ def test_latin1_declared_encoding_preserved():
     src = text.encode("latin-1")
     new = assert_round_trip(src)
     assert new.decode("latin-1").count("\xe9") == 3
-    assert 'xfer.cpu(x, site="train.py:f:x.cpu")' in new.decode("latin-1")
+    assert 'xfer.cpu(x, site=":f:x.cpu")' in new.decode("latin-1")
 
 
 def test_site_name_characters_the_encoding_cannot_hold_are_escaped():
@@ -303,10 +302,10 @@ def test_receiver_side_effects_keep_their_order():
             self.log("cpu", self.name)
             return self
 
-    class Xfer:  # what the runtime's wrappers do: call the method, count
+    class Xfer:  # what the runtime's wrappers do: call the method (or the bound method), count
         def __getattr__(self, name):
             def w(recv, *a, site=None, **k):
-                return getattr(recv, name)(*a, **k)
+                return recv(*a, **k) if name == "call" else getattr(recv, name)(*a, **k)
             return w
 
     def trace(code):
@@ -337,16 +336,19 @@ def test_user_rows_use_generic_wrappers():
         b"    return a, b, c\n"
     )
     new = assert_round_trip(src, rules, style=WIDE)
-    assert b'xfer.call(send_to_device, batch, dev, site="train.py:f:accel.utils.send_to_device")' in new
+    assert b'xfer.call(send_to_device, batch, dev, site=":f:accel.utils.send_to_device")' in new
     assert b"xfer.call(accel.utils.send_to_device, batch, dev," in new
-    assert b'xfer.method(\n        ch, "send", batch, site="train.py:f:ch.send",\n    )' in new
+    assert b'xfer.method(\n        ch, "send", batch, site=":f:ch.send",\n    )' in new
 
 
 def test_wrapped_sites_are_named_from_the_relpath():
     src = b"import torch\n\n\ndef step(x):\n    return x.cpu()\n"
     a = wrap(src, relpath="pkg/a.py")
     b = wrap(src, relpath="pkg/b.py")
-    assert b'site="pkg/a.py:step:x.cpu"' in a and b'site="pkg/b.py:step:x.cpu"' in b
+    # the literal is short in both; the finder (and the runtime) put each file's path before it
+    assert a == b and b'site=":step:x.cpu"' in a
+    assert [s.site for s in find_in_source(a.decode(), "pkg/a.py", None, "pkg/a.py").sites] == ["pkg/a.py:step:x.cpu"]
+    assert [s.site for s in find_in_source(b.decode(), "pkg/b.py", None, "pkg/b.py").sites] == ["pkg/b.py:step:x.cpu"]
 
 
 def test_partial_wrap_then_new_sites_get_fresh_names():

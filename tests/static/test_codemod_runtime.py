@@ -18,6 +18,9 @@ torch = pytest.importorskip("torch")
 xfer = pytest.importorskip("xferaudit.runtime")
 
 OUT = Path(__file__).parent / "codemod_fixtures" / "train_loop.out.py"
+# The fixture's short literals (":train_step:x.to") are named after the file that runs them,
+# relative to the project root (the repository's, found from the working directory or the file).
+NAME = "tests/static/codemod_fixtures/train_loop.out.py"
 
 
 def _load(name: str):
@@ -48,28 +51,28 @@ def test_wrapped_step_counts_every_site_on_cpu():
     assert all(isinstance(v, float) for v in losses)
     assert len(preds) == 8 and all(isinstance(p, int) for p in preds)
     for site, calls in {
-        "train.py:train_step:x.to": 3,
-        "train.py:train_step:y.to": 3,
-        "train.py:train_step:loss.item": 3,
-        "train.py:evaluate:x.to": 1,
-        "train.py:evaluate:model(x.to(dev)).argmax(-1).cpu": 1,
-        "train.py:evaluate:preds.tolist": 1,
+        NAME + ":train_step:x.to": 3,
+        NAME + ":train_step:y.to": 3,
+        NAME + ":train_step:loss.item": 3,
+        NAME + ":evaluate:x.to": 1,
+        NAME + ":evaluate:model(x.to(dev)).argmax(-1).cpu": 1,
+        NAME + ":evaluate:preds.tolist": 1,
     }.items():
         assert rows[site].calls == calls, site
     # Nothing leaves the host on a CPU-only run.
-    assert rows["train.py:train_step:x.to"].crossings == 0
+    assert rows[NAME + ":train_step:x.to"].crossings == 0
 
 
 @pytest.mark.gpu
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
 def test_wrapped_step_counts_crossings_on_cuda():
     losses, preds, rows, x, y = _run("cuda")
-    up = rows["train.py:train_step:x.to"]
+    up = rows[NAME + ":train_step:x.to"]
     assert (up.calls, up.crossings, up.bytes) == (3, 3, 3 * x.numel() * x.element_size())
     assert "up" in up.direction
-    item = rows["train.py:train_step:loss.item"]
+    item = rows[NAME + ":train_step:loss.item"]
     assert (item.calls, item.crossings) == (3, 3) and "down" in item.direction
-    down = rows["train.py:evaluate:model(x.to(dev)).argmax(-1).cpu"]
+    down = rows[NAME + ":evaluate:model(x.to(dev)).argmax(-1).cpu"]
     assert (down.calls, down.crossings, down.bytes) == (1, 1, 8 * 8)  # 8 int64 indices
     # the list is built from a host tensor: called, nothing crosses
-    assert rows["train.py:evaluate:preds.tolist"].crossings == 0
+    assert rows[NAME + ":evaluate:preds.tolist"].crossings == 0

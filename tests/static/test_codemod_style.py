@@ -109,7 +109,7 @@ def test_long_wrapped_line_is_broken_one_argument_a_line():
            b"    out = model(batch).to(device, non_blocking=True)\n    return out\n")
     out = wrap(src)
     assert b"    out = xfer.to(\n        model(batch),\n        device,\n        non_blocking=True,\n" \
-           b"        site=\"train.py:train:model(batch).to\",\n    )\n" in out
+           b"        site=\":train:model(batch).to\",\n    )\n" in out
     # a wider project keeps it on one line
     assert b"    out = xfer.to(model(batch), device, non_blocking=True, site=" in wrap(src, CodeStyle(line_length=120))
 
@@ -154,7 +154,8 @@ def test_broken_lines_round_trip(stmt, tmp_path):
 
 
 def test_tab_indented_file_round_trips():
-    src = b"import torch\n\n\ndef f(x, model, batch):\n\tif x:\n\t\ty = model(batch).to(x, non_blocking=True, copy=False)\n"
+    src = (b"import torch\n\n\ndef forward_the_batch(x, model, batch):\n\tif x:\n"
+           b"\t\ty = model(batch).to(x, non_blocking=True, copy=False)\n")
     out = wrap(src)
     assert b"\t\ty = xfer.to(\n\t\t    model(batch),\n" in out
 
@@ -197,9 +198,9 @@ def test_site_of_a_call_over_several_lines_goes_to_a_line_of_its_own():
            b"        u = torch.tensor(\n            buffer,\n            device=dev,\n        )\n")
     out = wrap(src, CodeStyle(line_length=79))
     assert (b"            bytearray(buffer.getbuffer()), device=dev, dtype=torch.float,\n"
-            b"            site=\"train.py:f:torch.tensor\"\n        )\n") in out
+            b"            site=\":f:torch.tensor\"\n        )\n") in out
     # already one argument a line with a magic trailing comma: site= stays beside the last one
-    assert b"            device=dev, site=\"train.py:f:torch.tensor#2\",\n        )\n" in out
+    assert b"            device=dev, site=\":f:torch.tensor#2\",\n        )\n" in out
 
 
 # A new wrapper call on a line still too long after the first break: each one
@@ -208,12 +209,12 @@ def test_site_of_a_call_over_several_lines_goes_to_a_line_of_its_own():
 STILL_LONG = {
     "two calls on one line, both broken": (
         b"    value_of_it = x.item() if the_condition_of_it(x) == 1 else x.tolist()\n",
-        b"    value_of_it = xfer.item(\n        x,\n        site=\"train.py:f:x.item\",\n"
+        b"    value_of_it = xfer.item(\n        x,\n        site=\":f:x.item\",\n"
         b"    ) if the_condition_of_it(x) == 1 else xfer.tolist(\n"),
     "a dict entry on a continuation line": (
         b"    return {\n        \"last_val\": x.item() if isinstance(x, torch.Tensor) else the_last_value,\n"
         b"        \"mode\": mode,\n    }\n",
-        b"        \"last_val\": xfer.item(\n            x,\n            site=\"train.py:f:x.item\",\n"
+        b"        \"last_val\": xfer.item(\n            x,\n            site=\":f:x.item\",\n"
         b"        ) if isinstance(x, torch.Tensor) else the_last_value,\n"),
     "a branch of a parenthesized conditional expression": (
         b"    value = (\n        x.clone().detach()\n        if isinstance(x, torch.Tensor)\n"
@@ -250,9 +251,9 @@ def test_site_of_a_call_one_argument_a_line_too_long_goes_to_a_line_of_its_own()
            b"        except Exception:\n            flag = torch.tensor([0], device=trainer.strategy.root_device)\n")
     out = wrap(src, CodeStyle(line_length=79))  # asserts the round trip and idempotence
     assert (b"                device=trainer.strategy.root_device,\n"
-            b"                site=\"train.py:Loop.broadcast_the_signal:torch.tensor\"\n            )\n") in out
+            b"                site=\":Loop.broadcast_the_signal:torch.tensor\"\n            )\n") in out
     # the call that was on one line: one argument a line, trailing comma
-    assert b"site=\"train.py:Loop.broadcast_the_signal:torch.tensor#2\",\n            )\n" in out
+    assert b"site=\":Loop.broadcast_the_signal:torch.tensor#2\",\n            )\n" in out
     assert all(len(line) <= 79 for line in out.decode().splitlines() if " " in line.strip()), out.decode()
 
 
@@ -298,8 +299,8 @@ LONG_BEFORE = (
     b"        z = torch.tensor(\n            x,\n            device=device,  # a comment long enough to be too long\n"
     b"        )\n"
     b"        u = torch.tensor(\n            x,\n            device=device,  # a short comment\n        )\n"
-    b"    w = x.cpu()\n"
-    b"    return x, y, z, u, w\n"
+    b"    w_of_the_batch = x.cpu()\n"
+    b"    return x, y, z, u, w_of_the_batch\n"
 )
 
 
@@ -309,10 +310,10 @@ def test_a_line_already_too_long_before_wrap_keeps_its_layout():
     # fewer) and the user's layout; a line wrap made too long is broken
     out = wrap(LONG_BEFORE, CodeStyle(line_length=60)).decode()  # asserts the round trip and idempotence
     assert "        x, y = xfer.to(x.pin_memory(), device, non_blocking=True, site=" in out
-    assert "            device=device, site=\"train.py:get_batch_of_the_model:torch.tensor\",  # a comment long" in out
+    assert "            device=device, site=\":get_batch_of_the_model:torch.tensor\",  # a comment long" in out
     assert ("            device=device,\n"
-            "            site=\"train.py:get_batch_of_the_model:torch.tensor#2\",  # a short comment\n") in out
-    assert "    w = xfer.cpu(\n        x,\n        site=\"train.py:get_batch_of_the_model:x.cpu\",\n    )\n" in out
+            "            site=\":get_batch_of_the_model:torch.tensor#2\",  # a short comment\n") in out
+    assert "    w_of_the_batch = xfer.cpu(\n        x,\n        site=\":get_batch_of_the_model:x.cpu\",\n    )\n" in out
 
 
 def test_the_bare_call_reader_given_is_the_one_asked():
@@ -330,7 +331,7 @@ def test_one_argument_a_line_without_trailing_comma_keeps_site_beside_the_last()
     src = (b"import torch\n\n\ndef f(buffer_of_it, dev):\n    if dev:\n        u = torch.tensor(\n"
            b"            buffer_of_it,\n            device=dev\n        )\n")
     out = wrap(src, CodeStyle(line_length=60))  # asserts the round trip and idempotence
-    assert b"            device=dev, site=\"train.py:f:torch.tensor\"\n        )\n" in out
+    assert b"            device=dev, site=\":f:torch.tensor\"\n        )\n" in out
 
 
 FSTRINGS = b'''import torch

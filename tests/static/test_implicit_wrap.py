@@ -48,11 +48,11 @@ def test_wrapped_forms():
     res = wrap_source(src, "train.py", style=WIDE)
     out = res.new.decode()
     for want in (
-        'if xfer.bool(loss > 100, site="train.py:step:truth(loss>100)") and not xfer.bool(loss.isnan(), site=',
-        "print(xfer.read(loss, site=", "f'{xfer.read(loss, site=\"train.py:step:format(loss)#2\"):.3f}'",
-        'a, b = xfer.float(loss, site="train.py:step:float(loss)"), bool(xfer.bool(loss, site=',
+        'if xfer.bool(loss > 100, site=":step:truth(loss>100)") and not xfer.bool(loss.isnan(), site=',
+        "print(xfer.read(loss, site=", "f'{xfer.read(loss, site=\":step:format(loss)#2\"):.3f}'",
+        'a, b = xfer.float(loss, site=":step:float(loss)"), bool(xfer.bool(loss, site=',
         "c = list(seq)[xfer.index(loss.long(), site=", "d = math.isnan(xfer.read(loss, site=",
-        "e = f'{loss=}'", 'xfer.save(torch.save, loss, \'l.pt\', site="train.py:step:torch.save(loss)")',
+        "e = f'{loss=}'", 'xfer.save(torch.save, loss, \'l.pt\', site=":step:torch.save(loss)")',
     ):
         assert want in out, want
     assert [k.reason for k in res.skipped if k.line == 10][0].startswith("a self-documenting f-string field")

@@ -92,6 +92,9 @@ def test_site_names_stay_relative_to_the_root_whatever_the_working_directory(tmp
     _tree(tmp_path, "pyproject")
     monkeypatch.chdir(tmp_path / "pkg" / "sub")
     _run(capsys, "wrap", ".")
-    assert 'site="pkg/sub/b.py:f:x.cpu"' in (tmp_path / "pkg" / "sub" / "b.py").read_text()
-    _, out, _ = _run(capsys, "sites", ".")
-    assert "b.py:6:" in out and "[pkg/sub/b.py:f:x.cpu]" in out
+    assert "xfer.cpu(x, site=" in (tmp_path / "pkg" / "sub" / "b.py").read_text()
+    _, out, _ = _run(capsys, "sites", ".")  # the file as the working directory sees it, the name as the root does
+    assert out.startswith("b.py:6:") and "[pkg/sub/b.py:f:x.cpu]" in out
+    monkeypatch.chdir(tmp_path)
+    _, out, _ = _run(capsys, "sites", "pkg")
+    assert "\npkg/sub/b.py:6:17: down  XFA202 wrapped" in out and "[pkg/sub/b.py:f:x.cpu]" in out

@@ -110,3 +110,60 @@ def test_unwrapped_fails_wrapped_passes_nothing_staged_passes(project):
     r = pre_commit(proj, env)
     assert r.returncode == 0, r.stdout + r.stderr
     assert "(no files to check)Skipped" in r.stdout
+
+
+def test_a_committed_run_file_rejects_a_commit_that_leaves_its_line_unwrapped(project, tmp_path, monkeypatch):
+    """`evidence = [...]` in the config: the hook (libcst only, no torch) reads the
+    run file and rejects the line the run saw crossing until it is wrapped."""
+    import json
+
+    from xferaudit.cli import main
+
+    first, env = project
+    proj = tmp_path / "evproj"
+    proj.mkdir()
+    git(proj, "init", "-q")
+    shutil.copy(first / ".pre-commit-config.yaml", proj / ".pre-commit-config.yaml")
+    (proj / "pyproject.toml").write_text("[tool.xferaudit]\nevidence = [\"xferaudit-run.json\"]\n")
+    (proj / "train.py").write_text("def log(loss):\n    return float(loss)\n")
+    entry = {"path": "train.py", "line": 2, "function": "log", "text": "return float(loss)",
+             "op": "aten._local_scalar_dense", "direction": "down", "count": 1, "copies": 1, "bytes": 4}
+    (proj / "xferaudit-run.json").write_text(json.dumps(
+        {"format": "xferaudit.report", "meta": {"kind": "run", "root": str(proj)}, "rows": [],
+         "unwrapped": [entry]}))
+    git(proj, "add", ".")
+    r = pre_commit(proj, env)
+    out = r.stdout + r.stderr
+    assert r.returncode == 1, out
+    assert "train.py:2:12: XFA401 `float(loss)`" in out
+    assert "seen crossing at run time" in out and "xferaudit-run.json" in out
+
+    monkeypatch.chdir(proj)
+    assert main(["wrap", "-q", "--from", "xferaudit-run.json"]) == 0
+    assert "xfer.float(loss, site=" in (proj / "train.py").read_text()
+    git(proj, "add", "train.py")
+    r = pre_commit(proj, env)
+    assert r.returncode == 0, r.stdout + r.stderr
+
+def test_files_named_like_options_cannot_pass_the_hook_or_overwrite_a_file(project):
+    """A committed `--exit-zero` (an executable python script) would make the check
+    pass; `--write-baseline=bad.py` would overwrite bad.py: the hook refuses both."""
+    proj, env = project
+    git(proj, "reset", "-q")
+    script = proj / "--exit-zero"
+    script.write_text("#!/usr/bin/env python\nimport torch\n\n\ndef f(x):\n    return x.cpu()\n")
+    script.chmod(0o755)
+    bad = "def g(y):\n    return y.item()\n"
+    (proj / "bad.py").write_text(bad)
+    git(proj, "add", "--", "--exit-zero", "bad.py")
+    r = pre_commit(proj, env)
+    out = r.stdout + r.stderr
+    assert r.returncode == 1 and "exit code: 2" in out and "names a file here" in out, out
+
+    (proj / "--write-baseline=bad.py").write_text("import torch\n")
+    git(proj, "add", "--", "--write-baseline=bad.py")
+    r = pre_commit(proj, env)
+    out = r.stdout + r.stderr
+    assert r.returncode != 0 and "names a file here" in out, out
+    assert (proj / "bad.py").read_text() == bad
+    git(proj, "rm", "-q", "--cached", "--", "--exit-zero", "bad.py", "--write-baseline=bad.py")

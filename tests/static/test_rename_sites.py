@@ -3,6 +3,7 @@ rename); ``wrap --rename-sites`` renames it, reversibly."""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -57,25 +58,43 @@ def test_plain_wrap_leaves_names_and_rename_sites_renames_them(tmp_path):
     run("wrap", ".", cwd=tmp_path)
     text = p.read_text(encoding="utf-8")
     assert 'site="train.py:step:loss.item"' in text  # not renamed without the flag
-    assert 'xfer.cpu(aux, site="pkg/loop.py:step:aux.cpu")' in text
+    assert 'xfer.cpu(aux, site=":step:aux.cpu")' in text  # a new site's literal is short
     r = run("wrap", "--rename-sites", ".", cwd=tmp_path)
     assert r.returncode == 0, r.stderr
     text = p.read_text(encoding="utf-8")
-    assert 'site="pkg/loop.py:step:loss.item"' in text
-    assert "site='pkg/loop.py:step:aux.item')  # its own quotes kept" in text
+    assert 'site=":step:loss.item"' in text
+    assert "site=':step:aux.item')  # its own quotes kept" in text
     assert 'site="my own name"' in text
     assert "XFA302" not in run("check", ".", cwd=tmp_path).stdout
+    names = json.loads(run("sites", "--format", "json", ".", cwd=tmp_path).stdout)
+    assert sorted(s["site"] for s in names) == [
+        "my own name", "pkg/loop.py:step:aux.cpu", "pkg/loop.py:step:aux.item", "pkg/loop.py:step:loss.item"]
 
 
-def test_rename_is_reversible_by_moving_back(tmp_path):
-    p = project(tmp_path)
-    before = p.read_bytes()
-    run("wrap", "--rename-sites", "--select", "XFA9", ".", cwd=tmp_path)  # rename only... (no such code: usage error)
-    assert p.read_bytes() == before
+def test_rename_sites_shortens_literals_of_the_file_itself_keeping_their_full_names(tmp_path):
+    (tmp_path / "pyproject.toml").write_text("[tool.xferaudit]\n", encoding="utf-8")
+    p = tmp_path / "train.py"
+    p.write_text(SRC, encoding="utf-8")
+    before = {s["site"] for s in json.loads(run("sites", "--format", "json", ".", cwd=tmp_path).stdout)}
+    assert run("check", ".", cwd=tmp_path).stdout.count("XFA302") == 0
     run("wrap", "--rename-sites", "--ignore", "XFA202", ".", cwd=tmp_path)
-    renamed = p.read_bytes()
-    assert renamed != before and b"train.py:" not in renamed
-    back = tmp_path / "train.py"
-    p.rename(back)
-    run("wrap", "--rename-sites", "--ignore", "XFA202", ".", cwd=tmp_path)
-    assert back.read_bytes() == before
+    text = p.read_text(encoding="utf-8")
+    assert "train.py:" not in text and 'site=":step:loss.item"' in text
+    after = {s["site"] for s in json.loads(run("sites", "--format", "json", ".", cwd=tmp_path).stdout)}
+    assert after == before  # what reports, budgets and baselines are keyed by
+
+
+def test_a_short_literal_follows_its_file(tmp_path):
+    (tmp_path / "pyproject.toml").write_text("[tool.xferaudit]\n", encoding="utf-8")
+    p = tmp_path / "train.py"
+    p.write_text("import torch\n\n\ndef step(loss):\n    return loss.item()\n", encoding="utf-8")
+    run("wrap", ".", cwd=tmp_path)
+    (tmp_path / "pkg").mkdir()
+    moved = tmp_path / "pkg" / "loop.py"
+    p.rename(moved)
+    assert "XFA302" not in run("check", ".", cwd=tmp_path).stdout
+    names = json.loads(run("sites", "--format", "json", ".", cwd=tmp_path).stdout)
+    assert [s["site"] for s in names] == ["pkg/loop.py:step:loss.item"]
+    before = moved.read_bytes()
+    run("wrap", "--rename-sites", ".", cwd=tmp_path)
+    assert moved.read_bytes() == before  # nothing to rename

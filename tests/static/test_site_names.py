@@ -65,7 +65,7 @@ def test_implicit_names_agree_in_check_wrap_and_the_wrapped_file():
     out = wrap_source(src.encode(), "t.py", None, "t.py", style=CodeStyle(line_length=200)).new.decode()
     after = find_in_source(out, "t.py").sites
     assert all(s.wrapped for s in after) and [s.site for s in after] == found
-    assert 'site="t.py:f:bool(d.sum()==n)"' in out
+    assert 'site=":f:bool(d.sum()==n)"' in out
 
 
 @pytest.mark.parametrize("label, name", [

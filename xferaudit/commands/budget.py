@@ -150,11 +150,16 @@ class BudgetCommand(Command):
 
 
 def _write_atomic(path: Path, text: str) -> None:
-    """Never a half-written budget: see :func:`xferaudit._atomic.atomic_write`."""
+    """Never a half-written budget: see :func:`xferaudit._atomic.atomic_write`.
+    Every failure (a missing or read-only folder, a folder as the path, a full
+    disk, a socket) is one line and exit 2."""
     parent = path.parent if str(path.parent) else Path(".")
     if not parent.is_dir():
         raise UserError(f"{path}: folder {parent} does not exist")
-    atomic_write(path, text)
+    try:
+        atomic_write(path, text)
+    except OSError as e:
+        raise UserError(f"{path}: cannot write the budget: {e.strerror or e}") from None
 
 
 COMMAND = BudgetCommand

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from . import EXIT_ERROR, EXIT_FINDINGS, EXIT_OK, Command, UserError
 
-FORMATS = ("text", "json", "github", "sarif")
+FORMATS = ("text", "full", "json", "github", "gitlab", "junit", "sarif")
 
 
 def emit(text: str, file=None) -> None:
@@ -84,6 +84,29 @@ def load(args: argparse.Namespace):
     return cfg, rules, paths
 
 
+def stdin_name(args: argparse.Namespace) -> "str | None":
+    """The name standard input is checked under (``-`` as the only path, or
+    ``--stdin-filename`` with no path); None when files are named."""
+    name = getattr(args, "stdin_filename", None)
+    paths = list(args.paths or [])
+    if "-" in paths and paths != ["-"]:
+        raise UserError("`-` (standard input) must be the only path")
+    if paths == ["-"]:
+        return name or "-"
+    if name is not None:
+        if paths:
+            raise UserError("--stdin-filename names what standard input holds: give `-` as the only path, or no path")
+        return name
+    return None
+
+
+def read_stdin() -> bytes:
+    try:
+        return sys.stdin.buffer.read()
+    except (OSError, AttributeError, ValueError) as e:
+        raise UserError(f"cannot read standard input: {e}") from None
+
+
 def scan_or_exit(scan, paths, cfg, rules, args, **kw):
     """Run `scan`; a cache folder that cannot be used is an error (exit 2)."""
     from ..static.cache import CacheError
@@ -100,8 +123,13 @@ class CheckCommand(Command):
 
     def add_arguments(self, parser: argparse.ArgumentParser) -> None:
         add_scan_arguments(parser)
+        parser.add_argument("--stdin-filename", metavar="PATH", default=None,
+                            help="check standard input (PATH `-`) as the file PATH: its config, excludes and "
+                                 "per-file-ignores apply, and findings are reported under its name")
         parser.add_argument("--format", choices=FORMATS, default="text",
-                            help="text (default), json (ruff's record), github (annotations), sarif (2.1.0)")
+                            help="text (default), full (with the source line and a caret), json (ruff's record, "
+                                 "with fixes), github (annotations), gitlab (Code Quality), junit (XML), "
+                                 "sarif (2.1.0, with fixes)")
         parser.add_argument("--select", metavar="CODES", default=None,
                             help="comma-separated codes or prefixes to report, replacing the config's (e.g. XFA202,XFA3)")
         parser.add_argument("--ignore", metavar="CODES", default=None,
@@ -120,23 +148,38 @@ class CheckCommand(Command):
                             help="write the current findings to FILE as a baseline and exit 0")
         parser.add_argument("--quiet", "-q", action="store_true",
                             help="no summary line, findings only")
+        parser.add_argument("--evidence", action="append", metavar="RUN.json", default=None,
+                            help="a run file (`xferaudit run`): every line it saw crossing outside a wrapper is "
+                                 "a finding, even where the code shows no device (repeatable; adds to the "
+                                 "config's `evidence`)")
 
     def run(self, args: argparse.Namespace) -> int:
         from ..static import baseline as bl
         from ..static.diagnostics import (
-            collect, format_github, format_json, format_sarif, format_statistics, format_text, reported,
+            collect, docs_base, format_github, format_json, format_sarif, format_statistics, format_text, reported,
         )
+        from ..static.lint import lint_source
         from ..static.scan import scan
 
         from ..static.progress import Progress
 
-        cfg, rules, paths = load(args)
-        progress = Progress(0, sys.stderr, enabled=not args.quiet, label="xferaudit check")
-        try:
-            result = scan_or_exit(scan, paths, cfg, rules, args, progress=progress)
-        finally:
-            progress.close()
-        diags = collect(result, cfg, rules)
+        name = stdin_name(args)
+        sources = None
+        if name is not None:
+            if args.add_noqa:
+                raise UserError("--add-noqa rewrites files: it cannot take standard input")
+            cfg, rules, _ = load(argparse.Namespace(**{**vars(args), "paths": [name] if name != "-" else []}))
+            linted = lint_source(read_stdin(), name, cfg, rules, evidence=_evidence(cfg, args.evidence))
+            result, diags, sources = linted.scan, linted.diags, linted.sources
+        else:
+            cfg, rules, paths = load(args)
+            evidence = _evidence(cfg, args.evidence)
+            progress = Progress(0, sys.stderr, enabled=not args.quiet, label="xferaudit check")
+            try:
+                result = scan_or_exit(scan, paths, cfg, rules, args, progress=progress, evidence=evidence)
+            finally:
+                progress.close()
+            diags = collect(result, cfg, rules)
         out = sys.stdout
 
         if args.write_baseline:
@@ -167,19 +210,28 @@ class CheckCommand(Command):
             return EXIT_ERROR if fatal or res.skipped else EXIT_OK
 
         shown = reported(diags)
+        if args.format in ("json", "sarif") and not args.statistics:
+            from ..static.fixes import attach
+
+            attach(diags, result, cfg, rules, sources, args.jobs)  # the edits `wrap` would make (the codemod)
         if args.statistics:
             text = format_statistics(diags)
         elif args.format == "json":
-            text = format_json(diags, args.show_suppressed)
+            text = format_json(diags, args.show_suppressed, docs_base(cfg))
         elif args.format == "github":
             text = format_github(diags)
         elif args.format == "sarif":
-            text = format_sarif(diags, str(cfg.root))
+            text = format_sarif(diags, str(cfg.root), docs_base(cfg))
+        elif args.format in ("gitlab", "junit", "full"):
+            from ..static import formats
+
+            text = (formats.format_full(diags, args.show_suppressed, sources, docs_base(cfg)) if args.format == "full"
+                    else getattr(formats, f"format_{args.format}")(diags))
         else:
             text = format_text(diags, args.show_suppressed)
         if text:
             emit(text, out)
-        if args.format == "text" and not args.quiet and not args.statistics:
+        if args.format in ("text", "full") and not args.quiet and not args.statistics:
             n = len(shown)
             sup = len(diags) - n
             tail = f" ({sup} suppressed)" if sup else ""
@@ -192,6 +244,24 @@ class CheckCommand(Command):
         if shown and not args.exit_zero:
             return EXIT_FINDINGS
         return EXIT_OK
+
+
+def _evidence(cfg, extra):
+    """The run files in force: the config's `evidence`, then `--evidence` (read
+    with plain JSON: no torch, no libcst)."""
+    import os
+
+    from ..static.evidence import EvidenceError, load as load_evidence
+    from ..static.scan import display_path
+
+    runs = [display_path(p, os.getcwd()) for p in cfg.evidence] + list(extra or ())
+    if not runs:
+        return None
+
+    try:
+        return load_evidence(runs, cfg.root)
+    except EvidenceError as e:
+        raise UserError(str(e)) from None
 
 
 COMMAND = CheckCommand

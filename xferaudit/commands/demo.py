@@ -33,7 +33,8 @@ def static_part(out: TextIO) -> int:
 
     here = Path(__file__).resolve().parent.parent / "demo"
     plain, wrapped = here / "train_plain.py", here / "train.py"
-    _say(out, f"== 1/3 static check: {plain.name} (the example before `xferaudit wrap`)")
+    _say(out, f"== 1/3 static check: {plain.name} (the example before `xferaudit wrap`; its site "
+              f"names are those `wrap` gives it as {wrapped.name}, the name of its wrapped twin)")
     res = find_in_source(plain.read_text(encoding="utf-8"), str(plain), relpath="train.py")
     unwrapped = [s for s in res.sites if not s.wrapped]
     try:  # the wording of `xferaudit check`
@@ -48,7 +49,7 @@ def static_part(out: TextIO) -> int:
         def message(s: Any) -> str:
             return f"unwrapped {s.kind}: {s.call}"
     for s in unwrapped:
-        _say(out, f"train.py:{s.line}:{s.column}: {s.rule} {message(s)}")
+        _say(out, f"{plain.name}:{s.line}:{s.column}: {s.rule} {message(s)}")
         _say(out, f"    site name: {s.site}")
     res2 = find_in_source(wrapped.read_text(encoding="utf-8"), str(wrapped), relpath="train.py")
     n_wrapped = sum(1 for s in res2.sites if s.wrapped)

@@ -61,7 +61,7 @@ class MergeCommand(Command):
             try:
                 merged.save(out)
             except OSError as e:
-                raise UserError(f"{out}: cannot write: {e}") from None
+                raise UserError(f"{out}: cannot write: {e.strerror or e}") from None
         if not args.quiet:
             if args.format == "json":
                 sys.stdout.writelines(merged.json_chunks())

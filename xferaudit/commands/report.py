@@ -6,9 +6,10 @@ the guard's unwrapped transfers), or its JSON. ``--plot OUT.png`` also draws
 crossings and bytes per site (xferaudit/plot.py); ``--trace OUT.json`` writes
 a Chrome/Perfetto trace of the run's timeline (xferaudit/trace.py).
 
-``--top N`` shows the N sites with the most crossings; the totals stay the
-whole run's, and a line (``rows_hidden`` in JSON) says how many sites are not
-shown. Names from the file are printed with control characters escaped
+``--sort`` orders the sites by crossings (the default), bytes or time (the
+host time inside each site's calls); ``--top N`` shows the first N in that
+order; the totals stay the whole run's, and a line (``rows_hidden`` in JSON)
+says how many sites are not shown. Names from the file are printed with control characters escaped
 (xferaudit/_text.py); a file with impossible counts is refused (exit 2).
 """
 
@@ -17,7 +18,10 @@ from __future__ import annotations
 import argparse
 import sys
 
+from ..runtime.printable import printable_report
 from . import EXIT_OK, Command, UserError
+
+__all__ = ["ReportCommand", "printable_report"]
 
 
 class ReportCommand(Command):
@@ -28,8 +32,11 @@ class ReportCommand(Command):
         parser.add_argument("file", metavar="RUN.json", help="a report saved with Report.save")
         parser.add_argument("--format", choices=("text", "json"), default="text",
                             help="text table (default) or the JSON form")
+        parser.add_argument("--sort", choices=("crossings", "bytes", "time"), default="crossings",
+                            help="order of the sites: most crossings (default), most bytes, or "
+                                 "most host time inside their calls")
         parser.add_argument("--top", type=int, default=None, metavar="N",
-                            help="only the N sites with the most crossings (totals stay the run's)")
+                            help="only the first N sites in --sort order (totals stay the run's)")
         # Pictures: xferaudit/plot.py and xferaudit/trace.py.
         parser.add_argument("--plot", metavar="OUT.png", default=None,
                             help="also draw crossings and bytes per site (PNG/SVG/PDF by "
@@ -50,6 +57,7 @@ class ReportCommand(Command):
             rep = Report.load(args.file)
         except ReportError as e:
             raise UserError(str(e)) from None
+        rep.sorted(args.sort)
         if args.top is not None:  # the picture shows the rows the table shows
             import copy
 
@@ -59,7 +67,7 @@ class ReportCommand(Command):
         else:
             self._pictures(rep, args)
         if args.format == "json":
-            sys.stdout.writelines(rep.json_chunks(top=args.top))
+            sys.stdout.writelines(rep.json_chunks(top=args.top))  # a row a line, as it goes
         else:
             sys.stdout.write(printable_report(rep).format(top=args.top))
         return EXIT_OK
@@ -82,47 +90,13 @@ class ReportCommand(Command):
                 prof = read_profiler_trace(args.trace_with) if args.trace_with else None
                 trace = build_trace(rep, prof)
             if args.plot is not None:
-                plot_report(rep, args.plot)
+                plot_report(rep, args.plot, sort=args.sort)
                 print(f"xferaudit: wrote {args.plot}", file=sys.stderr)
             if trace is not None:
                 save_trace(trace, args.trace)
                 print(f"xferaudit: wrote {args.trace}", file=sys.stderr)
         except (PlotError, TraceError) as e:
             raise UserError(str(e)) from None
-
-
-def _printable_row(r: object) -> object:
-    """The row itself when its names need no escape (a million rows are not copied)."""
-    import dataclasses
-
-    from .._text import printable
-
-    site, kind, direction = printable(r.site), printable(r.kind), printable(r.direction)
-    if site is r.site and kind is r.kind and direction is r.direction:
-        return r
-    return dataclasses.replace(r, site=site, kind=kind, direction=direction)
-
-
-def printable_report(rep: object, rows: bool = True) -> object:
-    """A copy of `rep` (a Report or RankedReport) whose names are safe to print:
-    sites, paths, ops, directions and the note with control characters escaped
-    (:func:`xferaudit._text.printable`). Figures are unchanged; JSON output uses
-    the report itself, since JSON escapes on its own."""
-    import copy
-    import dataclasses
-
-    from .._text import printable
-
-    c = copy.copy(rep)
-    if rows:  # (a merged report's table reads its ranks' counts, not their rows)
-        c.rows = [_printable_row(r) for r in rep.rows]
-    c.launches = [dataclasses.replace(x, site=printable(x.site)) for x in rep.launches]
-    c.unwrapped = [dataclasses.replace(u, path=printable(u.path), op=printable(u.op),
-                                       direction=printable(u.direction)) for u in rep.unwrapped]
-    c.meta = {k: printable(v) if isinstance(v, str) else v for k, v in rep.meta.items()}
-    if isinstance(getattr(rep, "ranks", None), list):
-        c.ranks = [printable_report(r, rows=False) for r in rep.ranks]
-    return c
 
 
 COMMAND = ReportCommand

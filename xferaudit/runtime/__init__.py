@@ -2,9 +2,12 @@
 
 Rewritten code reads ``import xferaudit.runtime as xfer`` and calls, e.g.::
 
-    loss_value = xfer.item(loss, site="train.py:step:loss.item")
-    x = xfer.to(x, device, site="train.py:step:x.to")
-    model = xfer.graph(torch.compile(model), site="train.py:<module>:torch.compile")
+    loss_value = xfer.item(loss, site=":step:loss.item")
+    x = xfer.to(x, device, site=":step:x.to")
+    model = xfer.graph(torch.compile(model), site=":<module>:torch.compile")
+
+(a literal starting with ``:`` is named after the calling file: in ``train.py``
+the first is the site ``train.py:step:loss.item``; see :mod:`.sitenames`)
 
 Then, around one step::
 
@@ -35,6 +38,7 @@ from typing import IO, Iterator, Optional, Union
 
 from .. import packs as _packs
 from . import distributed as _distributed  # noqa: F401 - registers the multi-rank report
+from . import ranges as _ranges
 from . import recorder as _recorder
 
 # Re-exported (see _OWN; the full __all__ adds the packs' wrappers).
@@ -86,11 +90,15 @@ def _bind_torch() -> None:
         _packs.runtime_module("torch")._init()
 
 
-def count(on: bool = True, timeline: Optional[bool] = None) -> bool:
+def count(on: bool = True, timeline: Optional[bool] = None, ranges: Optional[bool] = None) -> bool:
     """Turn counting on (resetting every tally) or off; returns the previous state.
 
     ``timeline=True`` also starts the event timeline (see :func:`timeline`),
-    ``timeline=False`` stops it; None leaves it as it is.
+    ``timeline=False`` stops it; None leaves it as it is. ``ranges=True`` runs
+    every counted call inside a torch.profiler range and an NVTX range named by
+    its site (:mod:`xferaudit.runtime.ranges`; torch must be installed); None,
+    when counting is turned on, takes ``$XFERAUDIT_RANGES``. Ranges stop with
+    counting.
     """
     prev = STATE.on
     if timeline is not None:
@@ -98,6 +106,18 @@ def count(on: bool = True, timeline: Optional[bool] = None) -> bool:
     if on:
         _recorder.reset()
         _bind_torch()
+        if ranges is not None:
+            _recorder.set_ranges(ranges)
+        else:
+            try:
+                _recorder.set_ranges(_ranges.from_env())
+            except RuntimeError as e:  # asked by the environment, where torch is missing
+                import warnings
+
+                warnings.warn(f"{_ranges.ENV}: {e}; counting without ranges", RuntimeWarning,
+                              stacklevel=2)
+    else:
+        _recorder.set_ranges(False)
     STATE.on = True if on else False  # (`bool` here is the torch pack's wrapper of truth tests)
     return prev
 
@@ -114,13 +134,14 @@ def reset() -> None:
 def step() -> None:
     """Mark the end of one step while counting.
 
-    The report then carries ``steps`` (in ``meta``), and ``xferaudit budget
-    --from`` divides by it, so a budget made from the run is per step without
-    ``--steps``. Does nothing while counting is off.
+    The report then carries ``steps`` (in ``meta``) and the wall time of the
+    steps (``steps_seconds``: from the start of counting to the last mark), so
+    the table shows each site's share of the step, and ``xferaudit budget
+    --from`` divides by the steps, so a budget made from the run is per step
+    without ``--steps``. Does nothing while counting is off.
     """
     if STATE.on:
-        with STATE.lock:
-            STATE.steps += 1
+        _recorder.mark_step()
 
 
 class Counting:
@@ -137,16 +158,19 @@ class Counting:
 
 
 @contextlib.contextmanager
-def counting() -> Iterator[Counting]:
+def counting(ranges: Optional[bool] = None) -> Iterator[Counting]:
     """Count inside the block (starting from zero); the previous state is restored after.
 
     ``with xfer.counting() as run:`` and ``run.step()`` after each step (or
-    ``xfer.step()``) record how many steps the window saw.
+    ``xfer.step()``) record how many steps the window saw. ``ranges``: as
+    :func:`count`'s.
     """
-    prev = count(True)
+    prev_ranges = STATE.ranges
+    prev = count(True, ranges=ranges)
     try:
         yield Counting()
     finally:
+        STATE.ranges = prev_ranges if prev else False
         STATE.on = prev
 
 
@@ -184,12 +208,13 @@ def report(
         if merged is None:
             return rep
         rep = merged
-    text = rep.format()
+    text = str(rep)  # names escaped for the terminal
     if file is None:
         sys.stdout.write(text)
     elif isinstance(file, (str, os.PathLike)):
-        with open(file, "w", encoding="utf-8") as fh:
-            fh.write(text)
+        from .._atomic import atomic_write
+
+        atomic_write(file, text)  # never half-written; a device node or FIFO written through
     else:
         file.write(text)
     return rep

@@ -9,22 +9,32 @@ Anything above that is a copy nobody asked for, and the row names its site.
 A Report is plain data (no torch needed): ``xfer.report()`` builds one from the
 live tally; ``Report.load(path)`` reads one saved with ``.save(path)``;
 ``xferaudit report RUN.json`` and ``xferaudit diff A.json B.json`` render them.
+
+Time: each row holds the host time spent inside its calls (``seconds``; the
+table's ``ms``). When steps were marked (``xfer.step()``), the report knows
+how many (``meta.steps``) and how long they took (``meta.steps_seconds``), and
+the table shows each site's share of that time (``%step``). The table prints
+readable units (``6.14 kB``, milliseconds); the JSON keeps exact integer
+bytes and seconds to the nanosecond.
 """
 
 from __future__ import annotations
 
+import math
 import os
 import sys
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import asdict, dataclass, field
 from itertools import islice
 from pathlib import Path
 from typing import IO, Any, Callable, ClassVar, Iterable, Iterator, Optional, Union
 
 from .._gc import collector_paused
-from .report_json import Items, chunks, encode, escape, plain, read_pairs
+from .._units import human_bytes, ms, share, signed_bytes, signed_ms
+from .report_json import Items, chunks, encode, plain, read_pairs
 from .rows import DIRECTIONS, Launch, Row, Unwrapped
 
-__all__ = ["FORMAT", "Launch", "Report", "ReportError", "Row", "Unwrapped", "diff", "format_diff"]
+__all__ = ["FORMAT", "SORTS", "Launch", "Report", "ReportError", "Row", "Unwrapped", "diff",
+           "format_diff"]
 
 FORMAT = "xferaudit.report"
 VERSION = 1
@@ -38,8 +48,13 @@ class ReportError(ValueError):
     """A file is not a saved report; the message says what is wrong."""
 
 
-def _mb(n: int) -> str:
-    return f"{n / 1e6:.6f}"
+#: Row orders of :meth:`Report.sorted` (``xferaudit report --sort``): the
+#: first key, then the others as ties are broken.
+SORTS = {
+    "crossings": lambda r: (-r.crossings, -r.bytes, -r.calls, r.site or ""),
+    "bytes": lambda r: (-r.bytes, -r.crossings, -r.calls, r.site or ""),
+    "time": lambda r: (-r.seconds, -r.crossings, -r.bytes, r.site or ""),
+}
 
 
 def _field(obj: Any, key: str, typ: Any, where: str, default: Any = ...) -> Any:
@@ -53,6 +68,14 @@ def _field(obj: Any, key: str, typ: Any, where: str, default: Any = ...) -> Any:
     if typ is str and not isinstance(v, str):
         raise ReportError(f"{where}: {key!r} must be a string, not {v!r}")
     return v
+
+
+def _seconds_field(obj: dict, where: str) -> float:
+    """A row's ``seconds`` (0.0 when absent: reports written before time was measured)."""
+    v = obj.get("seconds", 0.0)
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v < 0:
+        raise ReportError(f"{where}: 'seconds' must be a number >= 0, not {v!r}")
+    return float(v)
 
 
 def twice(site: str, i: int, first: int, where: str, key: str = "rows") -> ReportError:
@@ -70,51 +93,24 @@ def _once(seen: dict, site: str, i: int, where: str, key: str) -> None:
         raise twice(site, i, first, where, key)
 
 
-#: What Row.to_dict() holds, in its order: the fields of a row line.
-_ROW_KEYS = ("site", "kind", "direction", "calls", "crossings", "copies", "bytes", "pageable", "by_direction")
-
-
-def _row_lines() -> Callable[[Row], str]:
-    """A row's JSON line. Straight from its fields (half the time of
-    ``encode(row.to_dict())``: a million rows are saved and merged) while
-    ``Row`` has exactly the fields :data:`_ROW_KEYS` names and ``to_dict``
-    gives them as they are, in that order; else, or for a subclass or a field
-    of another type, through ``to_dict`` (so a field added to Row is never
-    left out of a file)."""
-    probe = Row("s\x1b\u00e9\udcff", "k", "d", 11, 7, 13, {"up": {"calls": 7, "bytes": 13, "copies": 5,
-                                                                 "pageable": 3}}, 5, 3)
-    d = probe.to_dict()
-    if ({f.name for f in fields(Row)} != set(_ROW_KEYS) or list(d) != list(_ROW_KEYS)
-            or d != {k: getattr(probe, k) for k in _ROW_KEYS}):
-        return lambda r: encode(r.to_dict())
-    template = "{" + ", ".join(f'"{k}": %s' for k in _ROW_KEYS) + "}"
-
-    def line(r: Row) -> str:
-        if (type(r) is Row and type(r.site) is str and type(r.kind) is str and type(r.direction) is str
-                and type(r.calls) is int and type(r.crossings) is int and type(r.copies) is int
-                and type(r.bytes) is int and type(r.pageable) is int):
-            return template % (escape(r.site), escape(r.kind), escape(r.direction), r.calls, r.crossings,
-                               r.copies, r.bytes, r.pageable, encode(r.by_direction))
-        return encode(r.to_dict())
-
-    return line
-
-
-row_line = _row_lines()
+def row_line(r: Row) -> str:
+    """A row's JSON line, as the file holds it."""
+    return encode(r.to_dict())
 
 
 def row_order(r: Row) -> tuple:
     """The order of a report's rows: busiest first, then by site."""
-    return (-r.crossings, -r.bytes, -r.calls, r.site or "")
+    return SORTS["crossings"](r)
 
 
 def empty_totals() -> dict:
-    return {d: {"crossings": 0, "copies": 0, "bytes": 0, "pageable": 0}
+    return {d: {"crossings": 0, "copies": 0, "bytes": 0, "pageable": 0, "seconds": 0.0}
             for d in (*(d for d in DIRECTIONS if d != "none"), "all")}
 
 
 def add_to_totals(out: dict, r: Row) -> None:
-    """Add one row to :meth:`Report.totals`' figures (one pass over the rows)."""
+    """Add one row to :meth:`Report.totals`' figures (one pass over the rows;
+    :func:`rounded_totals` when done)."""
     for d, v in r.by_direction.items():
         o = out.get(d) if d != "all" else None
         if o is not None:
@@ -122,11 +118,19 @@ def add_to_totals(out: dict, r: Row) -> None:
             o["copies"] += v.get("copies", v["calls"])
             o["bytes"] += v["bytes"]
             o["pageable"] += v.get("pageable", 0)
+            o["seconds"] += v.get("seconds", 0.0)
     o = out["all"]
     o["crossings"] += r.crossings
     o["copies"] += r.copies
     o["bytes"] += r.bytes
     o["pageable"] += r.pageable
+    o["seconds"] += r.seconds
+
+
+def rounded_totals(out: dict) -> dict:
+    for t in out.values():
+        t["seconds"] = round(t["seconds"], 9)
+    return out
 
 
 def launch_order(x: Launch) -> tuple:
@@ -141,12 +145,13 @@ def row_from_dict(r: Any, w: str) -> Row:
     """One saved row (`w` names it in errors: ``file: rows[3]``)."""
     try:  # the row as save() writes it: straight through (a million of them)
         site, kind, direction = r["site"], r["kind"], r["direction"]
-        calls, crossings, nbytes, copies, pageable, by = (
-            r["calls"], r["crossings"], r["bytes"], r["copies"], r["pageable"], r["by_direction"])
+        calls, crossings, nbytes, copies, pageable, seconds, by = (
+            r["calls"], r["crossings"], r["bytes"], r["copies"], r["pageable"], r["seconds"], r["by_direction"])
         if (type(site) is str and type(kind) is str and type(direction) is str and type(calls) is int
                 and type(crossings) is int and type(nbytes) is int and type(copies) is int
-                and type(pageable) is int and type(by) is dict):
-            return Row(site, kind, direction, calls, crossings, nbytes, by, copies, pageable)
+                and type(pageable) is int and type(seconds) is float and 0 <= seconds < math.inf
+                and type(by) is dict):
+            return Row(site, kind, direction, calls, crossings, nbytes, by, copies, pageable, seconds)
     except (KeyError, TypeError):
         pass
     if not isinstance(r, dict):
@@ -162,8 +167,9 @@ def row_from_dict(r: Any, w: str) -> Row:
         by = {direction: {"calls": crossings, "bytes": nbytes}} if crossings else {}
     copies = _field(r, "copies", int, w, None)  # absent: one per crossing
     pageable = _field(r, "pageable", int, w, 0)
+    seconds = _seconds_field(r, w)
     return Row(site, _field(r, "kind", str, w, "move"), direction, calls, crossings, nbytes, by, copies,
-               pageable)
+               pageable, seconds)
 
 
 def _check_timeline(tl: Any, where: str) -> Optional[dict]:
@@ -183,6 +189,43 @@ def _check_timeline(tl: Any, where: str) -> Optional[dict]:
                 and isinstance(e[4], int)):
             raise ReportError(f"{w}: events[{i}] must be [time_ns, what, name, direction, n]")
     return tl
+
+
+def _frames_of(raw: Any, w: str) -> list:
+    """A saved chain of user frames: ``[{"path", "line", "function", "text"}]``."""
+    if not isinstance(raw, list):
+        raise ReportError(f"{w}: must be a list of frames")
+    out = []
+    for j, f in enumerate(raw):
+        fw = f"{w}[{j}]"
+        if not isinstance(f, dict):
+            raise ReportError(f"{fw}: must be an object")
+        out.append({"path": _field(f, "path", str, fw), "line": _field(f, "line", int, fw),
+                    "function": _field(f, "function", str, fw, ""),
+                    "text": _field(f, "text", str, fw, "")})
+    return out
+
+
+def _unwrapped_of(u: Any, w: str) -> Unwrapped:
+    """One saved unwrapped entry (a run file's fields are optional: older
+    reports have none of them)."""
+    if not isinstance(u, dict):
+        raise ReportError(f"{w}: must be an object")
+    seconds = u.get("seconds", 0.0)
+    if isinstance(seconds, bool) or not isinstance(seconds, (int, float)):
+        raise ReportError(f"{w}: 'seconds' must be a number, not {seconds!r}")
+    chains = u.get("chains", [])
+    if not isinstance(chains, list):
+        raise ReportError(f"{w}: 'chains' must be a list of frame lists")
+    return Unwrapped(
+        _field(u, "path", str, w), _field(u, "line", int, w), _field(u, "op", str, w),
+        _field(u, "direction", str, w), _field(u, "count", int, w, 0),
+        _field(u, "bytes", int, w, 0), _field(u, "via", str, w, ""),
+        _field(u, "copies", int, w, None), _field(u, "pageable", int, w, 0), float(seconds),
+        _field(u, "function", str, w, ""), _field(u, "text", str, w, ""),
+        _frames_of(u.get("frames", []), f"{w}: frames"),
+        [_frames_of(c, f"{w}: chains[{k}]") for k, c in enumerate(chains)],
+    )
 
 
 @dataclass
@@ -208,28 +251,46 @@ class Report:
             meta = {"counting": bool(state.on)}
             if getattr(state, "steps", 0):
                 meta["steps"] = int(state.steps)
+                meta["steps_seconds"] = round((state.step_ns - state.start_ns) / 1e9, 9)
             tl = getattr(state, "timeline", None)
             timeline = tl.to_dict() if tl is not None else None
         return cls(rows, launches, unwrapped, meta, timeline).sorted()
 
-    def sorted(self) -> "Report":
-        self.rows.sort(key=row_order)
+    def sorted(self, by: str = "crossings") -> "Report":
+        """Order the rows (in place) by `by`, one of :data:`SORTS`: crossings
+        (the default), bytes or time; the unwrapped entries by count, or by
+        time when `by` is time."""
+        self.rows.sort(key=SORTS[by])
         self.launches.sort(key=launch_order)
-        self.unwrapped.sort(key=unwrapped_order)
+        if by == "time":
+            self.unwrapped.sort(key=lambda u: (-u.seconds, -u.count, -u.bytes, u.path, u.line))
+        else:
+            self.unwrapped.sort(key=unwrapped_order)
         return self
 
     # --- figures --------------------------------------------------------------
     def totals(self) -> dict:
-        """Crossings, copies, bytes and pageable copies per direction, and for
-        all directions together (``copies`` per direction is what a profiler
-        counts as memcpys of that kind)."""
+        """Crossings, copies, bytes, pageable copies and host seconds per
+        direction, and for all directions together (``copies`` per direction
+        is what a profiler counts as memcpys of that kind; ``seconds`` of
+        ``all`` includes the calls that crossed nothing)."""
         known = getattr(self.rows, "totals", None)  # a merged rank's rows, kept on disk, know theirs
         if known is not None:
             return known
         out = empty_totals()
         for r in self.rows:
             add_to_totals(out, r)
-        return out
+        return rounded_totals(out)
+
+    def timed(self) -> bool:
+        """Whether the rows carry host time (reports written before it was
+        measured, and rows counted only inside compiled graphs, have none)."""
+        return any(r.seconds for r in self.rows)
+
+    def steps_seconds(self) -> float:
+        """Wall time of the steps counted (``meta.steps_seconds``), else 0.0."""
+        v = self.meta.get("steps_seconds")
+        return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else 0.0
 
     def launch_counts(self) -> dict:
         return {x.site: x.launches for x in self.launches}
@@ -248,7 +309,7 @@ class Report:
             yield "rows", Items(map(row_line, islice(rows, top)), encoded=True)
         yield "totals", self.totals()
         yield "launches", Items(asdict(x) for x in self.launches)
-        yield "unwrapped", Items(asdict(u) for u in self.unwrapped)
+        yield "unwrapped", Items(u.to_dict() for u in self.unwrapped)
         if top is not None:
             yield "rows_hidden", max(len(rows) - top, 0)
         if self.timeline is not None:
@@ -304,13 +365,23 @@ class Report:
             )
             lines.append("nothing counted" + hint)
             return "\n".join(lines) + "\n"
+        timed, whole = self.timed(), self.steps_seconds()
+        steps = self.meta.get("steps")
+        if isinstance(steps, int) and not isinstance(steps, bool) and steps > 0:
+            lines.append(self._steps_line(steps, whole if timed else 0.0))
         if self.rows:
+            def cols(rows_time: float) -> str:  # the time columns, where there is time
+                if not timed:
+                    return ""
+                return f" {ms(rows_time):>10}" + (f" {share(rows_time, whole):>6}" if whole else "")
+
+            head = f" {'ms':>10}" + (f" {'%step':>6}" if whole else "") if timed else ""
             lines.append(f"{'direction':<10} {'calls':>8} {'crossings':>10} {'copies':>8} "
-                         f"{'MB':>14}  site")
+                         f"{'bytes':>10}{head}  site")
             for r in self.rows[:top]:
                 pg = f"  [pageable {r.pageable}]" if r.pageable else ""
                 lines.append(f"{r.direction:<10} {r.calls:>8} {r.crossings:>10} {r.copies:>8} "
-                             f"{_mb(r.bytes):>14}  {r.site}{pg}")
+                             f"{human_bytes(r.bytes):>10}{cols(r.seconds)}  {r.site}{pg}")
             hidden = len(self.rows[top:]) if top is not None else 0
             if hidden:
                 lines.append(f"({hidden} more site{'s' if hidden != 1 else ''} not shown; "
@@ -322,10 +393,10 @@ class Report:
                     # device-to-device copies apart: not host<->device traffic
                     t = tot["d2d"]
                     lines.append(f"{'total d2d':<10} {'':>8} {t['crossings']:>10} {t['copies']:>8} "
-                                 f"{_mb(t['bytes']):>14}")
+                                 f"{human_bytes(t['bytes']):>10}{cols(t['seconds'])}")
                 t = tot[key]
                 lines.append(f"{'total ' + label:<10} {c!s:>8} {t['crossings']:>10} {t['copies']:>8} "
-                             f"{_mb(t['bytes']):>14}")
+                             f"{human_bytes(t['bytes']):>10}{cols(t['seconds'])}")
             if tot["all"]["pageable"]:
                 lines.append(f"pageable: {tot['all']['pageable']} non_blocking copies had a pageable "
                              "host side, so they ran synchronously (pin the host memory)")
@@ -341,17 +412,35 @@ class Report:
         if self.unwrapped:
             lines.append("")
             lines.append("unwrapped transfers (seen by the guard outside every wrapper)")
-            lines.append(f"{'direction':<10} {'count':>8} {'copies':>8} {'MB':>14}  {'op':<28} where")
+            lines.append(f"{'direction':<10} {'count':>8} {'copies':>8} {'bytes':>10} {'ms':>10}  "
+                         f"{'op':<28} where")
             for u in self.unwrapped:
                 via = f"  (via {u.via})" if u.via else ""
-                lines.append(f"{u.direction:<10} {u.count:>8} {u.copies:>8} {_mb(u.bytes):>14}  "
-                             f"{u.op:<28} {u.path}:{u.line}{via}")
+                pg = f"  [pageable {u.pageable}]" if u.pageable else ""
+                outer = u.frames[-1] if len(u.frames) > 1 else None  # the chain's outermost user line
+                called = f"  <- {outer['path']}:{outer['line']}" if outer else ""
+                lines.append(f"{u.direction:<10} {u.count:>8} {u.copies:>8} {human_bytes(u.bytes):>10} "
+                             f"{ms(u.seconds):>10}  {u.op:<28} {u.path}:{u.line}{via}{called}{pg}")
         return "\n".join(lines) + "\n"
 
-    __str__ = format
+    def _steps_line(self, steps: int, whole: float) -> str:
+        """``steps: 3 counted, 2.410 ms each; wrapped calls 0.350 ms of it (14.5%)``."""
+        text = f"steps: {steps} counted"
+        if whole > 0:
+            inside = sum(r.seconds for r in self.rows)
+            text += (f", {ms(whole / steps)} ms each; wrapped calls {ms(inside / steps)} ms of it "
+                     f"({share(inside, whole)})")
+        return text
+
+    def __str__(self) -> str:
+        """The table, control characters in names escaped (see :mod:`.printable`);
+        :meth:`format` gives the names as recorded."""
+        from .printable import printable_report
+
+        return printable_report(self).format()
 
     def print(self, file: Optional[IO[str]] = None) -> None:
-        (file if file is not None else sys.stdout).write(self.format())
+        (file if file is not None else sys.stdout).write(str(self))
 
 
 # --- reading: one reader for files and dicts ----------------------------------------
@@ -419,14 +508,7 @@ def read_parts(pairs: Iterable[tuple[str, Any]], where: str, on_row: Optional[Ca
             for i, u in enumerate(_array(value, where, "unwrapped") if value is not None else ()):
                 w = f"{where}: unwrapped[{i}]"
                 v.check_unwrapped(u, w, ReportError)
-                if not isinstance(u, dict):
-                    raise ReportError(f"{w}: must be an object")
-                unwrapped.append(Unwrapped(
-                    _field(u, "path", str, w), _field(u, "line", int, w), _field(u, "op", str, w),
-                    _field(u, "direction", str, w), _field(u, "count", int, w, 0),
-                    _field(u, "bytes", int, w, 0), _field(u, "via", str, w, ""),
-                    _field(u, "copies", int, w, None),
-                ))
+                unwrapped.append(_unwrapped_of(u, w))
             out["unwrapped"] = unwrapped
         elif key == "meta":
             if isinstance(value, dict):
@@ -540,14 +622,11 @@ class SiteChange:
     bytes: tuple = (0, 0)
     direction: tuple = ("", "")
     copies: tuple = (0, 0)
+    seconds: tuple = (0.0, 0.0)  # host time; a change of time alone leaves the status "same"
 
 
 def _signed(n: int) -> str:
     return f"{n:+d}" if n else "0"
-
-
-def _signed_mb(n: int) -> str:
-    return f"{n / 1e6:+.6f}" if n else "0"
 
 
 def diff(a: Report, b: Report) -> dict:
@@ -561,7 +640,8 @@ def diff(a: Report, b: Report) -> dict:
         z = Row(site, "", "")
         x, y = x or z, y or z
         ch = SiteChange(site, status, (x.calls, y.calls), (x.crossings, y.crossings),
-                        (x.bytes, y.bytes), (x.direction, y.direction), (x.copies, y.copies))
+                        (x.bytes, y.bytes), (x.direction, y.direction), (x.copies, y.copies),
+                        (x.seconds, y.seconds))
         if status == "same" and (ch.calls[0] != ch.calls[1] or ch.crossings[0] != ch.crossings[1]
                                  or ch.bytes[0] != ch.bytes[1] or ch.direction[0] != ch.direction[1]
                                  or ch.copies[0] != ch.copies[1]):
@@ -578,20 +658,36 @@ def diff(a: Report, b: Report) -> dict:
                   else "same" if before == after else "changed")
         launches.append({"site": site, "status": status, "launches": [before or 0, after or 0]})
     launches.sort(key=lambda c: (order[c["status"]], c["site"]))
-    ua = {(u.path, u.line, u.op, u.direction): u.count for u in a.unwrapped}
-    ub = {(u.path, u.line, u.op, u.direction): u.count for u in b.unwrapped}
+    ua, ub = _unwrapped_by_key(a), _unwrapped_by_key(b)
     unwrapped = []
     for key in list(ua) + [k for k in ub if k not in ua]:
-        before, after = ua.get(key, 0), ub.get(key, 0)
+        x, y = ua.get(key), ub.get(key)
+        before, after = x.count if x else 0, y.count if y else 0
         if before != after:
-            unwrapped.append({"path": key[0], "line": key[1], "op": key[2], "direction": key[3],
+            u = y or x
+            unwrapped.append({"path": u.path, "line": u.line, "op": u.op, "direction": u.direction,
                               "count": [before, after]})
     return {
         "sites": changes,
         "launches": launches,
         "unwrapped": unwrapped,
         "totals": [a.totals(), b.totals()],
+        "timed": a.timed() or b.timed(),
     }
+
+
+def _unwrapped_by_key(rep: Report) -> dict:
+    """A report's unwrapped entries by the line they name: its path, function
+    and text where the entry has them (a run's: the line is found again after
+    edits above it), else its path and line number."""
+    out: dict = {}
+    for u in rep.unwrapped:
+        key = ((u.path, u.function, u.text, u.op, u.direction) if u.text
+               else (u.path, u.line, u.op, u.direction))
+        if key in out:  # (the same text twice in a function: kept apart by line)
+            key = (u.path, u.line, u.op, u.direction)
+        out[key] = u
+    return out
 
 
 def format_diff(d: dict, a_name: str = "A", b_name: str = "B", show_same: bool = False) -> str:
@@ -599,17 +695,21 @@ def format_diff(d: dict, a_name: str = "A", b_name: str = "B", show_same: bool =
     changes: Iterable[SiteChange] = d["sites"]
     shown = [c for c in changes if show_same or c.status != "same"]
     same = sum(1 for c in changes if c.status == "same")
+    timed = d.get("timed", False)
     if shown:
-        lines.append(f"{'status':<8} {'calls':>14} {'crossings':>14} {'copies':>14} {'MB':>17}  site")
+        head = f" {'ms':>17}" if timed else ""
+        lines.append(f"{'status':<8} {'calls':>14} {'crossings':>14} {'copies':>14} {'bytes':>11}"
+                     f"{head}  site")
         for c in shown:
             calls = f"{c.calls[0]}->{c.calls[1]}"
             cr = f"{c.crossings[0]}->{c.crossings[1]}"
             cp = f"{c.copies[0]}->{c.copies[1]}"
-            mb = _signed_mb(c.bytes[1] - c.bytes[0])
+            nb = signed_bytes(c.bytes[1] - c.bytes[0])
+            t = f" {ms(c.seconds[0]) + '->' + ms(c.seconds[1]):>17}" if timed else ""
             extra = ""
             if c.status == "changed" and c.direction[0] != c.direction[1]:
                 extra = f"  (direction {c.direction[0]} -> {c.direction[1]})"
-            lines.append(f"{c.status:<8} {calls:>14} {cr:>14} {cp:>14} {mb:>17}  {c.site}{extra}")
+            lines.append(f"{c.status:<8} {calls:>14} {cr:>14} {cp:>14} {nb:>11}{t}  {c.site}{extra}")
     else:
         lines.append("no per-site change")
     if same and not show_same:
@@ -622,10 +722,14 @@ def format_diff(d: dict, a_name: str = "A", b_name: str = "B", show_same: bool =
         dc = b.get("crossings", 0) - a.get("crossings", 0)
         dk = b.get("copies", 0) - a.get("copies", 0)
         db = b.get("bytes", 0) - a.get("bytes", 0)
-        lines.append(f"total {key:<5} crossings {a.get('crossings', 0)} -> {b.get('crossings', 0)} "
-                     f"({_signed(dc)}), copies {a.get('copies', 0)} -> {b.get('copies', 0)} "
-                     f"({_signed(dk)}), MB {_mb(a.get('bytes', 0))} -> {_mb(b.get('bytes', 0))} "
-                     f"({_signed_mb(db)})")
+        line = (f"total {key:<5} crossings {a.get('crossings', 0)} -> {b.get('crossings', 0)} "
+                f"({_signed(dc)}), copies {a.get('copies', 0)} -> {b.get('copies', 0)} "
+                f"({_signed(dk)}), bytes {human_bytes(a.get('bytes', 0))} -> "
+                f"{human_bytes(b.get('bytes', 0))} ({signed_bytes(db)})")
+        if timed:
+            sa, sb = a.get("seconds", 0.0), b.get("seconds", 0.0)
+            line += f", ms {ms(sa)} -> {ms(sb)} ({signed_ms(sb - sa)})"
+        lines.append(line)
     moved = [x for x in d["launches"] if x["status"] != "same"]
     if moved:
         lines.append("launches:")
@@ -650,11 +754,13 @@ def diff_to_dict(d: dict) -> dict:
                 "copies": list(c.copies),
                 "bytes": list(c.bytes),
                 "direction": list(c.direction),
+                "seconds": list(c.seconds),
                 "delta": {
                     "calls": c.calls[1] - c.calls[0],
                     "crossings": c.crossings[1] - c.crossings[0],
                     "copies": c.copies[1] - c.copies[0],
                     "bytes": c.bytes[1] - c.bytes[0],
+                    "seconds": round(c.seconds[1] - c.seconds[0], 9),
                 },
             }
             for c in d["sites"]

@@ -46,6 +46,12 @@ measured (compilation, allocator warm-up, lazy init). Without ``step()`` calls,
 ``steps=N`` says how many steps ran in the block (default 1). Counting is on
 inside the block and is measured as the difference of the tallies, so counts
 made outside are neither lost nor mixed in.
+
+Time: ``ex.seconds`` gives, after the block, each site's host time per step
+inside its calls (as ``ex.measured`` gives its crossings per step). A budget
+holds counts alone: they are exact and the same on every machine, where time
+depends on the machine and its load, so a budget that failed on time would
+fail by chance.
 """
 
 from __future__ import annotations
@@ -59,6 +65,7 @@ from pathlib import Path
 from typing import IO, Any, Mapping, Optional, Union
 
 from .. import _validate
+from .._text import printable
 from . import recorder as _recorder
 
 __all__ = [
@@ -84,17 +91,19 @@ class Problem:
 
     @property
     def message(self) -> str:
+        """One line; control characters in the site name escaped (``self.site`` keeps them)."""
         m = _num(self.measured)
+        site, what = printable(self.site), printable(self.what)
         if self.kind == "over":
-            return (f"over budget: {self.site}: {m} {self.what} per step, "
+            return (f"over budget: {site}: {m} {what} per step, "
                     f"budget {_num(self.budget or 0)}")
         if self.kind == "unexpected":
-            return f"unexpected site: {self.site}: {m} crossings per step, and it is not in the budget"
+            return f"unexpected site: {site}: {m} crossings per step, and it is not in the budget"
         if self.kind == "pageable":
-            return (f"pageable copies: {self.site}: {m} non_blocking copies per step from or to "
+            return (f"pageable copies: {site}: {m} non_blocking copies per step from or to "
                     f"pageable host memory (they ran synchronously), allowed "
                     f"{_num(self.budget or 0)}: pin the host memory")
-        return f"unwrapped transfer: {self.site}: {self.what}, {m} per step"
+        return f"unwrapped transfer: {site}: {what}, {m} per step"
 
 
 class BudgetExceeded(AssertionError):
@@ -265,14 +274,14 @@ def load_budget(source: BudgetSource = None) -> Budget:
 def _snapshot() -> tuple:
     S = _recorder.STATE
     with S.lock:
-        sites = {k: (t.crossings, t.copies, t.pageable) for k, t in S.sites.items()}
+        sites = {k: (t.crossings, t.copies, t.pageable, t.ns) for k, t in S.sites.items()}
         launches = {k: t.launches for k, t in S.launches.items()}
         unwrapped = {k: (t.count, t.op) for k, t in S.unwrapped.items()}
     return sites, launches, unwrapped
 
 
 def _delta(a: tuple, b: tuple) -> tuple:
-    sites = {k: tuple(x - y for x, y in zip(v, a[0].get(k, (0, 0, 0)))) for k, v in b[0].items()}
+    sites = {k: tuple(x - y for x, y in zip(v, a[0].get(k, (0, 0, 0, 0)))) for k, v in b[0].items()}
     launches = {k: v - a[1].get(k, 0) for k, v in b[1].items()}
     unwrapped = {k: (v[0] - a[2].get(k, (0, ""))[0], v[1]) for k, v in b[2].items()}
     return sites, launches, unwrapped
@@ -283,14 +292,14 @@ def check(budget: Budget, sites: Mapping[str, Any], launches: Mapping[str, float
           pageable_allowed: Optional[float] = None) -> list:
     """Problems of `steps` steps' totals against `budget` (totals are divided by
     `steps`). `sites` maps a site to its crossings, or to (crossings, copies,
-    pageable); `pageable_allowed`: pageable copies allowed per step over all
+    pageable[, ns]); `pageable_allowed`: pageable copies allowed per step over all
     sites (None: not checked beyond the sites' own ``pageable``)."""
     problems = []
     exact_steps = exact(steps) if steps > 0 else Fraction(1, 10**12)
     steps = float(exact_steps)
     total_pageable = 0
     for site, v in sorted(sites.items()):
-        n, copies, pageable = v if isinstance(v, tuple) else (v, 0, 0)
+        n, copies, pageable = v[:3] if isinstance(v, tuple) else (v, 0, 0)
         total_pageable += max(pageable, 0)
         if n <= 0:
             continue
@@ -342,6 +351,7 @@ class Expectation:
         self.problems: list = []
         self.steps: float = 0
         self.measured: dict = {}  # site -> crossings per step
+        self.seconds: dict = {}  # site -> host seconds per step inside its calls (not budgeted)
         self.launches: dict = {}  # site -> launches per step
         self.unwrapped: dict = {}  # (path, line, op, direction) -> events per step
         self._calls = 0
@@ -417,6 +427,7 @@ class Expectation:
         sites, launches, unwrapped = _delta(self._start, end)
         self.steps = steps
         self.measured = {k: v[0] / steps for k, v in sites.items() if v[0]}
+        self.seconds = {k: v[3] / 1e9 / steps for k, v in sites.items() if v[3] > 0}
         self.launches = {k: v / steps for k, v in launches.items() if v}
         self.unwrapped = {k: v[0] / steps for k, v in unwrapped.items() if v[0]}
         self.problems = check(self.budget, sites, launches, unwrapped, steps, self.unwrapped_allowed,

@@ -38,6 +38,7 @@ torch is never imported here: ``torch.distributed`` is looked up in
 
 from __future__ import annotations
 
+import dataclasses
 import statistics
 import sys
 from dataclasses import dataclass, field
@@ -45,7 +46,7 @@ from typing import Any, Iterator, Optional, Sequence
 
 from .._validate import count
 from ._report import (
-    Launch, Report, ReportError, Reshape, Unwrapped, launch_order, read_file, read_parts, row_order,
+    SORTS, Launch, Report, ReportError, Reshape, Unwrapped, launch_order, read_file, read_parts,
     unwrapped_order,
 )
 from .merging import Merger, RankCells
@@ -128,11 +129,12 @@ class RankedReport(Report):
         if self.cells is None:
             self.cells = RankCells.of(self.rows, self.ranks)
 
-    def sorted(self) -> "RankedReport":
-        order = sorted(range(len(self.rows)), key=lambda i: row_order(self.rows[i]))
+    def sorted(self, by: str = "crossings") -> "RankedReport":
+        key = SORTS[by]
+        order = sorted(range(len(self.rows)), key=lambda i: key(self.rows[i]))
         self.rows = [self.rows[i] for i in order]
-        self.cells.reorder(order)
-        super().sorted()
+        self.cells.reorder(order)  # (the cells follow their rows)
+        super().sorted(by)
         return self
 
     # --- derived figures -----------------------------------------------------
@@ -140,10 +142,11 @@ class RankedReport(Report):
         return [r.meta["rank"] for r in self.ranks]
 
     def per_rank(self) -> dict:
-        """``{site: {rank: {"calls", "crossings", "bytes"}}}``, 0s for ranks never there."""
+        """``{site: {rank: {"calls", "crossings", "bytes", "seconds"}}}``, 0s for
+        ranks never there (``seconds``: the rank's host time in the site's calls)."""
         ids = self.cells.ranks
-        return {row.site: {rk: {"calls": c, "crossings": x, "bytes": b}
-                           for rk, (c, x, b) in zip(ids, self.cells.at(i))}
+        return {row.site: {rk: {"calls": c, "crossings": x, "bytes": b, "seconds": t}
+                           for rk, (c, x, b, t) in zip(ids, self.cells.at(i))}
                 for i, row in enumerate(self.rows)}
 
     def per_rank_unwrapped(self) -> dict:
@@ -207,8 +210,9 @@ class RankedReport(Report):
         """What a merged file's row `i` holds beyond a row: its ranks' counts, their median, the outliers."""
         ids = self.cells.ranks
         cells = self.cells.at(i)
-        med, flagged = _flag({r: x for r, (_, x, _) in zip(ids, cells)})
-        return {"per_rank": {str(r): {"calls": c, "crossings": x, "bytes": b} for r, (c, x, b) in zip(ids, cells)},
+        med, flagged = _flag({r: x for r, (_, x, _, _) in zip(ids, cells)})
+        return {"per_rank": {str(r): {"calls": c, "crossings": x, "bytes": b, "seconds": t}
+                             for r, (c, x, b, t) in zip(ids, cells)},
                 "median_crossings": _num(med), "outlier_ranks": flagged}
 
     @staticmethod
@@ -454,11 +458,12 @@ def merged(merger: Merger, world_size: Optional[int] = None, note: Optional[str]
     unwrapped: dict = {}
     for rep in per_rank:
         for u in rep.unwrapped:
-            t = unwrapped.setdefault(_uw_key(u), Unwrapped(u.path, u.line, u.op, u.direction,
-                                                           via=u.via, copies=0))
-            t.count += u.count
-            t.bytes += u.bytes
-            t.copies += u.copies
+            t = unwrapped.get(_uw_key(u))
+            if t is None:  # (a copy: the ranks' own entries are left as they are)
+                unwrapped[_uw_key(u)] = dataclasses.replace(
+                    u, frames=list(u.frames), chains=[list(c) for c in u.chains])
+            else:
+                t.add(u)
 
     present = [rep.meta["rank"] for rep in per_rank]
     meta: dict = {
@@ -467,11 +472,33 @@ def merged(merger: Merger, world_size: Optional[int] = None, note: Optional[str]
         "ranks_present": present,
     }
     meta.update(_missing(present, ws))
+    meta.update(_run_kind([(p["name"], p["meta"]) for p in parts]))
     if notes:
         meta["note"] = "; ".join(notes)
     return RankedReport(rows, sorted(launches.values(), key=launch_order),
                         sorted(unwrapped.values(), key=unwrapped_order), meta, None,
                         ranks=per_rank, world_size=ws, cells=cells)
+
+
+def _run_kind(metas: list) -> dict:
+    """``{"kind": "run", "root": ...}`` when every report (``(name, meta)``) is a
+    run file of one project root (their paths are relative to it), else {};
+    ReportError when run files are mixed with other reports or with another root's."""
+    runs = [(name, meta) for name, meta in metas if meta.get("kind") == "run"]
+    if not runs:
+        return {}
+    if len(runs) != len(metas):
+        other = next(name for name, meta in metas if meta.get("kind") != "run")
+        raise ReportError(f"{other}: not a run file, but {runs[0][0]} is (meta.kind \"run\"): "
+                          "merge run files with run files")
+    roots = {}
+    for name, meta in runs:
+        roots.setdefault(meta.get("root"), name)
+    if len(roots) > 1:
+        (ra, na), (rb, nb) = list(roots.items())[:2]
+        raise ReportError(f"run files of different project roots ({ra} in {na}, {rb} in {nb}): "
+                          "their paths are relative to different folders")
+    return {"kind": "run", "root": next(iter(roots))}
 
 
 def single(rep: Report, note: str = NOT_INITIALIZED) -> RankedReport:

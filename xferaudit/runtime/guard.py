@@ -21,9 +21,11 @@ Two modes (``guard(..., mode=...)``, else ``$XFERAUDIT_GUARD_MODE``, else
 ``auto``: lite on a CUDA machine, full elsewhere and on the simulated device):
 
 * ``lite``, cheap enough to leave on: hooks on the few Python-level calls
-  that can cross (:mod:`xferaudit.runtime.guard_hooks`); a call that could
-  cross runs under the dispatch mode below, so its event is the full mode's
-  own; every other op runs untouched. On an H200 (torch 2.11) it measured
+  that can cross (:mod:`xferaudit.runtime.guard_hooks`), on while a lite
+  guard is; a call that could cross runs under the dispatch mode below, so
+  its event is the full mode's own (a scalar read of one element, always one
+  ``aten._local_scalar_dense``, is recorded by its hook directly); every
+  other op runs untouched. On an H200 (torch 2.11) it measured
   0.99x of the plain program on a small eager step and 1.001x on the example
   GPT step (``bench/gpu_overhead.py``).
 * ``full``: every op through the dispatch mode; it also sees crossings made
@@ -63,7 +65,8 @@ function once more each time the guard is toggled (and route every torch call
 through Python).
 
 Direction: ``up`` host -> device, ``down`` device -> host (scalar reads, sync
-ops and prints included), ``d2d`` between two devices. An op mixing host and
+ops and prints included), ``d2d`` between two devices or within one
+(``dst.copy_(src)`` with both on it: a device-to-device copy). An op mixing host and
 device arguments is ``up`` when its first tensor argument (where the result
 lives) is on the device, else ``down``. Bytes: what crossed where it is known
 (the tensor copied, the host arguments of a mixed op, the element read), the
@@ -75,13 +78,16 @@ Each event is attributed to the user's source line: the innermost frame
 outside xferaudit, torch, the standard library and site-packages (configurable:
 :func:`set_frames`), with the innermost library frame kept as ``via``
 (``model.to(dev)`` on a transformers model is placed at your line, via
-``transformers/modeling_utils.py``). Crossings made inside a counting wrapper
-(``xfer.item(x, site=...)``) are the wrapper's and are not seen twice.
+``transformers/modeling_utils.py``), and keeps the chain of user frames that
+reached it (:mod:`xferaudit.runtime.frames`), the copies among its crossings
+from pageable memory and the host time they blocked (wall time around the op).
+Crossings made inside a counting wrapper (``xfer.item(x, site=...)``) are the
+wrapper's and are not seen twice.
 
 Levels, per direction:
 
 * ``off`` (alias ``allow``): ignore;
-* ``count``: record the event with :func:`recorder.record_unwrapped`, so the
+* ``count``: record the event with :func:`recorder.record_event`, so the
   report shows it as an unwrapped row (``to_dict()["unwrapped"]`` gives its
   ``path`` and ``line``);
 * ``log``: record it, and issue an :class:`UnexpectedTransferWarning` (the
@@ -124,8 +130,12 @@ import os
 import sys
 import threading
 import warnings
+from time import perf_counter_ns
 from typing import Any, Mapping, Optional
 
+from .. import opforms as _opforms
+from .._text import printable
+from . import frames as _frames
 from . import guard_hooks as _guard_hooks
 from . import guard_ops
 from . import recorder as _recorder
@@ -156,10 +166,10 @@ class UnexpectedTransfer(RuntimeError):
     def __init__(self, path: str, line: int, op: str, direction: str, nbytes: int, detail: str):
         self.path, self.line, self.op = path, line, op
         self.direction, self.nbytes, self.detail = direction, nbytes, detail
+        path, op, detail = printable(path), printable(op), printable(detail)  # (the message only)
         super().__init__(
             f"unexpected {direction} transfer at {path}:{line}: {op} ({detail}). "
-            "Wrap it in a named site (e.g. xfer.item(x, site=...)) if it is meant, "
-            "or move it out of the guarded step."
+            + _opforms.advice(op, direction)  # the form `wrap` writes for this op
         )
 
 
@@ -222,105 +232,11 @@ def _resolve(level: Optional[str], per: Mapping[str, Optional[str]]) -> dict:
     return levels
 
 
-# --- where an event happened ---------------------------------------------------
+# --- where an event happened: xferaudit/runtime/frames.py ---------------------------
 
-_PKG_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
-_skip_dirs: tuple = (_PKG_DIR,)  # never the place of an event: xferaudit, torch
-_library_dirs: tuple = ()  # the standard library and site-packages: not the user's code
-_user_dirs: tuple = ()  # the user's code even where it lies under a library folder
-_path_cache: dict = {}
-LIBRARY_ENV = "XFERAUDIT_LIBRARY_PATHS"
-USER_ENV = "XFERAUDIT_USER_PATHS"
-
-
-def _dirs(paths: Any) -> tuple:
-    return tuple(sorted({os.path.abspath(p).rstrip(os.sep) + os.sep for p in paths if p}))
-
-
-def _env_paths(name: str) -> list:
-    return [p for p in os.environ.get(name, "").split(os.pathsep) if p.strip()]
-
-
-def _default_library_dirs() -> list:
-    import site
-    import sysconfig
-
-    paths = [sysconfig.get_paths().get(k) for k in ("stdlib", "platstdlib", "purelib", "platlib")]
-    try:
-        paths += list(site.getsitepackages()) + [site.getusersitepackages()]
-    except AttributeError:  # pragma: no cover - a virtualenv's old site module
-        pass
-    return paths
-
-
-def set_frames(library: Optional[Any] = None, user: Optional[Any] = None) -> None:
-    """Where the guard looks for the user's line of an event.
-
-    An event is placed at the innermost frame outside xferaudit, torch and the
-    `library` folders (default: the standard library and site-packages, plus
-    ``$XFERAUDIT_LIBRARY_PATHS``, os.pathsep-separated), unless it lies under
-    one of the `user` folders (``$XFERAUDIT_USER_PATHS``; e.g. your package
-    installed in site-packages). The innermost frame outside xferaudit and
-    torch is kept as ``via`` when it is not the user's (``super().to`` in
-    ``transformers/modeling_utils.py``). With no user frame on the stack, the
-    event is placed at that library frame.
-    """
-    global _library_dirs, _user_dirs
-    lib = list(_default_library_dirs()) if library is None else list(library)
-    _library_dirs = _dirs(lib + _env_paths(LIBRARY_ENV))
-    _user_dirs = _dirs((list(user) if user is not None else []) + _env_paths(USER_ENV))
-    _path_cache.clear()
-
-
-def _init_skip_dirs(torch: Any) -> None:
-    global _skip_dirs
-    tdir = os.path.dirname(os.path.abspath(torch.__file__)) + os.sep
-    _skip_dirs = (_PKG_DIR, tdir)
-    if not _library_dirs:
-        set_frames()
-
-
-def _shown_path(filename: str) -> str:
-    p = _path_cache.get(filename)
-    if p is None:
-        p = filename
-        if os.path.isabs(filename):
-            try:
-                rel = os.path.relpath(filename)
-            except ValueError:  # pragma: no cover - another drive on Windows
-                rel = filename
-            if not rel.startswith(".." + os.sep) and rel != "..":
-                p = rel.replace(os.sep, "/")
-        _path_cache[filename] = p
-    return p
-
-
-def _users(filename: str) -> bool:
-    if not filename.startswith(_library_dirs):
-        return True
-    return bool(_user_dirs) and filename.startswith(_user_dirs)
-
-
-def user_frame(depth: int = 1) -> tuple:
-    """(path, line, via) of the event's place: the innermost frame of the user's
-    code (see :func:`set_frames`); `via` is ``"path:line"`` of the innermost
-    library frame below it, or "" when the user's frame is the innermost."""
-    f: Any = sys._getframe(depth)
-    skip = _skip_dirs
-    first: Any = None
-    while f is not None:
-        fn = f.f_code.co_filename
-        if not fn.startswith(skip) and not fn.startswith("<frozen"):
-            if first is None:
-                first = f
-            if _users(fn):
-                via = "" if f is first else (
-                    f"{_shown_path(first.f_code.co_filename)}:{first.f_lineno}")
-                return _shown_path(fn), f.f_lineno, via
-        f = f.f_back
-    if first is not None:
-        return _shown_path(first.f_code.co_filename), first.f_lineno, ""
-    return "<unknown>", 0, ""
+set_frames = _frames.set_frames
+user_frame = _frames.user_frame
+LIBRARY_ENV, USER_ENV = _frames.LIBRARY_ENV, _frames.USER_ENV
 
 
 # --- thread state ---------------------------------------------------------------
@@ -332,14 +248,29 @@ class _Local(threading.local):
         self.quiet = 0  # > 0 while a print is being handled: its inner reads are not new events
         self.print_acc: Any = None  # [copies, bytes] of the print being handled, counted inside
         self.hooked = 0  # > 0 inside a hooked call, or while the full mode is pushed here
-        self.pushed: list = []  # per active guard on this thread: did it push the full mode
+        self.pushed: list = []  # per active guard on this thread: (pushed the full mode, is lite)
         self.lite_mode: Any = None  # the mode a hooked call runs under (the cheap layer)
 
 
 _tls = _Local()
 _seen: set = set()  # (path, line, op) already logged
 _active = 0  # guards active, all threads
+_lite = 0  # of them, those in the cheap mode (its hooks are on while any is)
 _active_lock = threading.Lock()
+
+
+def _after_fork_in_child() -> None:
+    """Only the forking thread lives on in a child: the guards still active are
+    its own; with none, the hooks come off as at the last guard's exit."""
+    global _active
+    _active = len(_tls.pushed)
+    if _active == 0 and _recorder.STATE.guard:
+        _recorder.STATE.guard = False
+        if _modes_cls is not None:
+            _modes_cls[1](False)
+
+
+_recorder.new_lock_after_fork(sys.modules[__name__], "_active_lock", then=_after_fork_in_child)
 
 
 def clear_log_history() -> None:
@@ -347,45 +278,73 @@ def clear_log_history() -> None:
     _seen.clear()
 
 
-def _event(stack: list, op: str, direction: str, nbytes: int, detail: str, copies: int = 1,
-           pageable: bool = False) -> None:
-    """One unwrapped crossing seen by the mode or the print hook.
+def _judge(stack: list, op: str, direction: str, nbytes: int, detail: Any, copies: int = 1,
+           hazard: bool = False) -> Any:
+    """An unwrapped crossing seen by the mode or a hook, before it runs: what
+    to record after it ran (``(place, level)``), or None when nothing is (off,
+    inside a wrapper, a read the printer makes); raises under "raise", so
+    nothing crosses.
 
     `stack` is the level stack of the thread that entered the guard: the mode
     carries it, so ops run for that thread elsewhere (autograd's device
-    threads, which inherit the mode) are judged by the same levels.
+    threads, which inherit the mode) are judged by the same levels. `hazard`:
+    a pageable ``non_blocking`` copy, flagged wrapped or not (the "pageable"
+    level). No string is formatted here (see :func:`_words`).
     """
     __tracebackhide__ = True  # pytest shows the user's line, not this module's source
     if _tls.quiet:
         acc = _tls.print_acc
-        if acc is not None:  # a read the printer makes (e.g. format's .item()): part of the print
+        if acc is not None and direction != "d2d":  # a read the printer makes: part of the print
             acc[0] += copies
             acc[1] += int(nbytes)
-        return
+        return None
     if not stack:
-        return
-    if pageable:  # a hazard wrapped or not: judged by the "pageable" level
+        return None
+    if hazard:
         level = stack[-1].get("pageable", "off")
     elif _recorder.in_wrapper():
-        return
+        return None
     else:
         level = stack[-1][direction]
     if level == "off":
-        return
-    path, line, via = user_frame(2)
-    if via:
-        detail = f"{detail}; via {via}"
+        return None
+    place = _frames.locate(sys._getframe(1))
     if level == "raise":
-        raise UnexpectedTransfer(path, line, op, direction, nbytes, detail)
-    _recorder.record_unwrapped(path, line, op, direction, int(nbytes), via, copies)
+        path, line, via = _frames.where(place)
+        raise UnexpectedTransfer(path, line, op, direction, nbytes, _words(detail, via))
+    return place, level
+
+
+def _record(pending: tuple, op: str, direction: str, nbytes: int, detail: Any, copies: int = 1,
+            pageable: int = 0, ns: int = 0) -> None:
+    """Record a crossing :func:`_judge` let through, once it ran (`ns`: the
+    host time it took); under "log", warn the first time its line and op are seen."""
+    place, level = pending
+    _recorder.record_event(place, op, direction, int(nbytes), copies, pageable, ns)
     if level == "log":
+        path, line, via = _frames.where(place)
         key = (path, line, op)
         if key not in _seen:
             _seen.add(key)
             warnings.warn_explicit(
-                f"xferaudit guard: unexpected {direction} transfer: {op} ({detail})",
-                UnexpectedTransferWarning, path, line,
+                f"xferaudit guard: unexpected {direction} transfer: {printable(op)} ({printable(_words(detail, via))})",
+                UnexpectedTransferWarning, printable(path), line,
             )
+
+
+def _event(stack: list, op: str, direction: str, nbytes: int, detail: Any, copies: int = 1,
+           pageable: bool = False, ns: int = 0) -> None:
+    """:func:`_judge` and :func:`_record` at once (`ns`: the host time already
+    measured; `pageable`: the event is a pageable-copy hazard)."""
+    __tracebackhide__ = True
+    pending = _judge(stack, op, direction, nbytes, detail, copies, pageable)
+    if pending is not None:
+        _record(pending, op, direction, nbytes, detail, copies, 0, ns)
+
+
+def _words(detail: Any, via: str) -> str:
+    text = guard_ops.detail_text(detail)
+    return f"{text}; via {via}" if via else text
 
 
 # --- the thin shell: a dispatch mode and print hooks (made on first use: they need torch)
@@ -441,15 +400,24 @@ def _mode_class(ops: guard_ops.Ops) -> Any:
             if kwargs is None:
                 kwargs = {}
             ev = classify(ops, func, args, kwargs)
-            if ev is not None:
-                _event(self.stack, op_name(func), ev[0], ev[1], ev[2],
-                       copies=ev[3] if len(ev) > 3 else 1)
-                if self.stack and "pageable" in self.stack[-1]:
-                    pg = pageable_copy(ops, func, args, kwargs)
-                    if pg is not None:
-                        _event(self.stack, "pageable " + op_name(func), pg[0], pg[1], pg[2],
-                               pageable=True)
-            return func(*args, **kwargs)
+            if ev is None:
+                return func(*args, **kwargs)
+            stack = self.stack
+            copies = ev[3] if len(ev) > 3 else 1
+            pending = _judge(stack, op_name(func), ev[0], ev[1], ev[2], copies)
+            pg = None
+            if pending is not None or (stack and "pageable" in stack[-1]):
+                pg = pageable_copy(ops, func, args, kwargs)
+                if pg is not None and stack and "pageable" in stack[-1]:
+                    _event(stack, "pageable " + op_name(func), pg[0], pg[1], pg[2], pageable=True)
+            if pending is None:
+                return func(*args, **kwargs)
+            t0 = perf_counter_ns()  # the host time the crossing blocks
+            try:
+                return func(*args, **kwargs)
+            finally:
+                _record(pending, op_name(func), ev[0], ev[1], ev[2], copies, pg is not None,
+                        perf_counter_ns() - t0)
 
     return GuardDispatchMode
 
@@ -472,7 +440,7 @@ def _print_counter_class() -> Any:
             acc = _tls.print_acc
             if acc is not None:
                 ev = guard_ops.classify(self.ops, func, args, kwargs)
-                if ev is not None:
+                if ev is not None and ev[0] != "d2d":  # (a copy on the device is no read)
                     acc[0] += ev[3] if len(ev) > 3 else 1
                     acc[1] += ev[1]
             return func(*args, **kwargs)
@@ -509,7 +477,8 @@ def _printer(orig: Any, name: str, what: str, compiling: Any, counts_inside: boo
     import functools
 
     op = f"Tensor.{name}"
-    on_device, nbytes, where = guard_ops.on_device, guard_ops.nbytes, guard_ops.where
+    words = what + " of a {} tensor"
+    on_device, nbytes = guard_ops.on_device, guard_ops.nbytes
 
     @functools.wraps(orig)
     def hooked(self: Any, *args: Any, **kwargs: Any) -> Any:
@@ -517,7 +486,7 @@ def _printer(orig: Any, name: str, what: str, compiling: Any, counts_inside: boo
         if (not _tls.stack or _tls.quiet or _tls.print_acc is not None or compiling()
                 or not on_device(self)):
             return orig(self, *args, **kwargs)  # (print_acc: a wrapper is counting this print)
-        detail = f"{what} of a {where(self)} tensor"
+        detail = (words, self)
         if not counts_inside or _tls.stack[-1]["down"] == "raise" or _recorder.in_wrapper():
             _event(_tls.stack, op, "down", nbytes(self), detail)  # (raises before it prints)
             acc = None
@@ -525,13 +494,14 @@ def _printer(orig: Any, name: str, what: str, compiling: Any, counts_inside: boo
             acc = [0, 0]
         _tls.quiet += 1  # the reads the printer makes are part of this one event
         prev, _tls.print_acc = _tls.print_acc, acc
+        t0 = perf_counter_ns()
         try:
             out = orig(self, *args, **kwargs)
         finally:
             _tls.quiet -= 1
             _tls.print_acc = prev
         if acc is not None:
-            _event(_tls.stack, op, "down", acc[1], detail, copies=acc[0])
+            _event(_tls.stack, op, "down", acc[1], detail, copies=acc[0], ns=perf_counter_ns() - t0)
         return out
 
     hooked.__xferaudit_original__ = orig  # type: ignore[attr-defined]
@@ -621,17 +591,33 @@ def _enter_full(fn: Any, args: tuple, kwargs: dict) -> Any:
         _tls.hooked -= 1
 
 
+_SCALAR_OP = "aten._local_scalar_dense"
+_SCALAR_WORDS = "a scalar read of a {} tensor"
+
+
+def _read_scalar(fn: Any, args: tuple, kwargs: dict) -> Any:
+    """The cheap layer's scalar read of a one-element device tensor: the event
+    the dispatch mode would record (``aten._local_scalar_dense``, down, the
+    element's bytes, one copy), recorded without entering it."""
+    __tracebackhide__ = True
+    t = args[0]
+    n = t.element_size()
+    pending = _judge(_tls.stack, _SCALAR_OP, "down", n, (_SCALAR_WORDS, t))
+    if pending is None:
+        return fn(*args, **kwargs)
+    t0 = perf_counter_ns()
+    out = fn(*args, **kwargs)
+    _record(pending, _SCALAR_OP, "down", n, (_SCALAR_WORDS, t), 1, 0, perf_counter_ns() - t0)
+    return out
+
+
 def _build(torch: Any) -> Any:
-    _init_skip_dirs(torch)
+    _frames.init_skip_dirs(torch)
     ops = guard_ops.Ops(torch)
-    hooks = _guard_hooks.Hooks(torch, _enter_full, _tls)
+    hooks = _guard_hooks.Hooks(torch, _enter_full, _tls, _read_scalar)
     print_install = _print_hooks(torch, ops)
 
-    def install(on: bool) -> None:
-        print_install(on)
-        hooks.install(on)
-
-    return _mode_class(ops), install
+    return _mode_class(ops), print_install, hooks.install
 
 
 def _modes() -> Any:
@@ -699,42 +685,53 @@ class guard:
                 + f", mode={self.mode!r})")
 
     def __enter__(self) -> "guard":
-        global _active
-        mode_cls, install = _modes()
+        global _active, _lite
+        mode_cls, install_print, install_hooks = _modes()
+        full = resolve_mode(self.mode) == "full"
         with _active_lock:
             if _active == 0:
-                install(True)
+                install_print(True)
             _active += 1
+            if not full:  # (the cheap layer's hooks are on while a lite guard is: under
+                if _lite == 0:  # the full mode alone they would only sit in every call)
+                    install_hooks(True)
+                _lite += 1
             _recorder.STATE.guard = True
-        push = _tls.mode is None and resolve_mode(self.mode) == "full"
+        push = _tls.mode is None and full
         if push:
             try:
                 mode = mode_cls()
                 mode.stack = _tls.stack
                 mode.__enter__()
             except BaseException:
-                self._release()
+                self._release(not full)
                 raise
             _tls.mode = mode
             _tls.hooked += 1  # (the hooks step aside: the mode sees everything)
-        _tls.pushed.append(push)
+        _tls.pushed.append((push, not full))
         _tls.stack.append(self.levels)
         return self
 
     def __exit__(self, *exc: Any) -> None:
         _tls.stack.pop()
+        push, lite = _tls.pushed.pop()
         try:
-            if _tls.pushed.pop() and _tls.mode is not None:
+            if push and _tls.mode is not None:
                 mode, _tls.mode = _tls.mode, None
                 _tls.hooked -= 1
                 mode.__exit__(None, None, None)
         finally:
-            self._release()
+            self._release(lite)
 
     @staticmethod
-    def _release() -> None:
-        global _active
+    def _release(lite: bool) -> None:
+        global _active, _lite
         with _active_lock:
+            if lite:
+                _lite -= 1
+                if _lite <= 0:
+                    _lite = 0
+                    _modes()[2](False)
             _active -= 1
             if _active <= 0:
                 _active = 0

@@ -34,7 +34,7 @@ and on threads with no guard; compiled code never calls them.
 from __future__ import annotations
 
 import functools
-from typing import Any, Callable
+from typing import Any, Callable, Optional
 
 from . import guard_ops
 
@@ -91,9 +91,9 @@ def predicates(torch: Any) -> dict:
                 return True
         return False
 
-    def copy_(a: tuple, kw: dict) -> bool:
+    def copy_(a: tuple, kw: dict) -> bool:  # (a copy within one device is a d2d copy too)
         src = a[1] if len(a) > 1 else kw.get("src")
-        return isinstance(src, Tensor) and src.device != a[0].device
+        return isinstance(src, Tensor) and (on_device(a[0]) or src.device != a[0].device)
 
     def getitem(a: tuple, kw: dict) -> bool:
         return len(a) < 2 or not plain_index(a[1])
@@ -179,12 +179,42 @@ def hook(orig: Callable, could_cross: Callable, enter: Callable, tls: Any,
     return hooked
 
 
+def scalar_hook(orig: Callable, could_cross: Callable, enter: Callable, read: Callable, tls: Any,
+                compiling: Callable) -> Callable:
+    """:func:`hook` for a scalar read (:data:`SCALAR_FAST`): a read of a
+    one-element device tensor is one ``aten._local_scalar_dense`` of it, so
+    `read(fn, args, kwargs)` records that event itself, without entering the
+    dispatch mode (most of an event's cost); any other read (a tensor of more
+    elements, which raises before anything crosses) goes through `enter`."""
+
+    @functools.wraps(orig)
+    def hooked(*args: Any, **kwargs: Any) -> Any:
+        __tracebackhide__ = True
+        if compiling() or tls.hooked or not tls.stack or not could_cross(args, kwargs):
+            return orig(*args, **kwargs)
+        if args[0].numel() == 1:
+            return read(orig, args, kwargs)
+        return enter(orig, args, kwargs)
+
+    hooked.__xferaudit_original__ = orig  # type: ignore[attr-defined]
+    return hooked
+
+
+#: The scalar reads recorded without the dispatch mode (``__index__`` is not one:
+#: on a float tensor it raises before it reads; ``tolist`` reads through a copy).
+SCALAR_FAST = ("item", "__float__", "__int__", "__bool__", "__complex__")
+
+
 class Hooks:
     """The cheap layer's hooks on ``torch.Tensor`` and ``torch``: ``install(True)``
     puts them on, ``install(False)`` takes them off (a method the class only
-    inherited is deleted again, so the C slot serves it as before)."""
+    inherited is deleted again, so the C slot serves it as before).
 
-    def __init__(self, torch: Any, enter: Callable, tls: Any) -> None:
+    `enter(fn, args, kwargs)` runs a call under the dispatch mode; `read(fn,
+    args, kwargs)`, where given, records a scalar read of one device element
+    without it (:func:`scalar_hook`)."""
+
+    def __init__(self, torch: Any, enter: Callable, tls: Any, read: Optional[Callable] = None) -> None:
         comp = getattr(torch, "compiler", None)
         compiling = getattr(comp, "is_compiling", None) or (lambda: False)
         self.slots: list = []  # (owner, name, original or None when inherited, hooked)
@@ -194,7 +224,10 @@ class Hooks:
             if orig is None:
                 continue
             own = orig if name in Tensor.__dict__ else None
-            self.slots.append((Tensor, name, own, hook(orig, pred, enter, tls, compiling)))
+            hooked = (scalar_hook(orig, pred, enter, read, tls, compiling)
+                      if read is not None and name in SCALAR_FAST
+                      else hook(orig, pred, enter, tls, compiling))
+            self.slots.append((Tensor, name, own, hooked))
         for name, pred in function_predicates(torch).items():
             orig = getattr(torch, name, None)
             if orig is None:
@@ -212,4 +245,5 @@ class Hooks:
                 setattr(owner, name, own)
 
 
-__all__ = ["Hooks", "any_on_device", "function_predicates", "hook", "plain_index", "predicates"]
+__all__ = ["SCALAR_FAST", "Hooks", "any_on_device", "function_predicates", "hook", "plain_index",
+           "predicates", "scalar_hook"]

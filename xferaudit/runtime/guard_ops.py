@@ -14,14 +14,15 @@ from __future__ import annotations
 
 from typing import Any, Optional
 
+from ..opforms import COUNT_OPS
 from .crossing import HOST, NO_DATA
 from .crossing import direction as _crossing
 
 GENERIC, SCALAR, TO_COPY, COPY, LIFT, SYNC, SYNC_BOOL_INDEX, REPEAT = range(8)
 
-#: Ops that read a size back (their output's length) before they return.
-SYNC_OPS = ("nonzero", "masked_select", "unique", "_unique", "_unique2", "unique_dim",
-            "unique_consecutive", "unique_dim_consecutive")
+#: Ops that read a size back (their output's length) before they return (the
+#: op table's count read-backs, :mod:`xferaudit.opforms`).
+SYNC_OPS = COUNT_OPS
 #: Bytes a sync op reads back (its output's size), per op family, as the wire
 #: carries them on an H200 with torch 2.11 (measured with the profiler,
 #: ``bench/gpu_copies.py``'s "alone" table): an int32 count for the nonzero
@@ -89,9 +90,26 @@ def same_device(a: Any, b: Any) -> bool:
     return a.index is None or b.index is None or a.index == b.index
 
 
+_op_names: dict = {}  # OpOverload -> its name (str(func) formats a new string each time)
+
+
 def op_name(func: Any) -> str:
-    name = str(func)
-    return name[: -len(".default")] if name.endswith(".default") else name
+    name = _op_names.get(func)
+    if name is None:
+        name = str(func)
+        name = _op_names[func] = name[: -len(".default")] if name.endswith(".default") else name
+    return name
+
+
+def detail_text(detail: Any) -> str:
+    """An event's detail in words. Details are made without formatting (the
+    guard records most events without showing them): a string, or ``(template,
+    *values)`` whose values are shown as a device where they have one (a tensor
+    by its device)."""
+    if isinstance(detail, str):
+        return detail
+    template, *values = detail
+    return template.format(*(str(getattr(v, "device", v)) for v in values))
 
 
 class Ops:
@@ -152,8 +170,8 @@ def mixed(Tensor: Any, args: tuple, kwargs: dict) -> Event:
     if not (host and dev):
         return None
     if first is not None and on_device(first):
-        return "up", host_b, f"{host} host tensor argument(s) used with {where(first)} tensors"
-    return "down", dev_b, f"{dev} device tensor argument(s) used with host tensors"
+        return "up", host_b, ("{} host tensor argument(s) used with {} tensors", host, first)
+    return "down", dev_b, ("{} device tensor argument(s) used with host tensors", dev)
 
 
 def to_copy(torch: Any, a0: Any, kwargs: dict) -> Event:
@@ -167,24 +185,26 @@ def to_copy(torch: Any, a0: Any, kwargs: dict) -> Event:
     way = _crossing(src.type, d.type)
     if way == "none":
         return None
-    what = {"up": f"a copy from the host to {d}", "down": f"a copy from {src} to the host",
-            "d2d": f"a copy from {src} to {d}"}[way]
-    return way, nbytes(a0), what
+    return way, nbytes(a0), (_TO_COPY_DETAIL[way], src, d)
+
+
+_TO_COPY_DETAIL = {"up": "a copy from the host to {1}", "down": "a copy from {0} to the host",
+                   "d2d": "a copy from {0} to {1}"}
+_COPY_DETAIL = {"up": "a copy from the host into a {1} tensor",
+                "down": "a copy from {0} into a host tensor",
+                "d2d": "a copy from {0} into a {1} tensor",
+                "same": "a copy within {1} (device to device)"}
 
 
 def copy(Tensor: Any, args: tuple) -> Event:
     if len(args) < 2 or not isinstance(args[1], Tensor):
         return None
     dst, src = args[0], args[1]
-    if same_device(dst.device, src.device):
-        return None
-    way = _crossing(src.device.type, dst.device.type)
+    same = same_device(dst.device, src.device)
+    way = _crossing(src.device.type, dst.device.type, same, copy=True)
     if way == "none":
         return None
-    what = {"up": f"a copy from the host into a {where(dst)} tensor",
-            "down": f"a copy from {where(src)} into a host tensor",
-            "d2d": f"a copy from {where(src)} into a {where(dst)} tensor"}[way]
-    return way, nbytes(src), what
+    return way, nbytes(src), (_COPY_DETAIL["same" if same else way], src, dst)
 
 
 def _pinned(t: Any) -> bool:
@@ -217,7 +237,7 @@ def pageable_copy(ops: Ops, func: Any, args: tuple, kwargs: dict) -> Event:
         host = src if way == "up" else dst if way == "down" else None
         if host is None or _pinned(host):
             return None
-        return way, nbytes(src), f"a non_blocking {way} copy with pageable host memory runs synchronously"
+        return way, nbytes(src), ("a non_blocking {} copy with pageable host memory runs synchronously", way)
     return None
 
 
@@ -243,17 +263,17 @@ def classify(ops: Ops, func: Any, args: tuple, kwargs: dict) -> Event:
     a0 = args[0] if args else None
     dev0 = isinstance(a0, Tensor) and on_device(a0)
     if kind == SCALAR:
-        return ("down", a0.element_size(), f"a scalar read of a {where(a0)} tensor") if dev0 else None
+        return ("down", a0.element_size(), ("a scalar read of a {} tensor", a0)) if dev0 else None
     if kind == TO_COPY:
         return to_copy(ops.torch, a0, kwargs)
     if kind == COPY:
         return copy(Tensor, args)
     if kind == LIFT:
-        return ("up", nbytes(a0), f"torch.tensor(...) data put on {where(a0)}") if dev0 else None
+        return ("up", nbytes(a0), ("torch.tensor(...) data put on {}", a0)) if dev0 else None
     n = count_bytes(func)
     if kind == SYNC:
         if dev0:
-            return "down", n, f"{func._overloadpacket.__name__} on {where(a0)} reads a size back"
+            return "down", n, ("{} on {} reads a size back", func._overloadpacket.__name__, a0)
         return mixed(Tensor, args, kwargs)
     if kind == SYNC_BOOL_INDEX:
         m = mixed(Tensor, args, kwargs)
@@ -261,15 +281,15 @@ def classify(ops: Ops, func: Any, args: tuple, kwargs: dict) -> Event:
             return m
         mask = bool_index(ops.torch, args)
         if mask is not None:
-            return "down", n, f"boolean-mask indexing on {where(mask)} reads a size back"
+            return "down", n, ("boolean-mask indexing on {} reads a size back", mask)
         return None
     if kind == REPEAT:
         if dev0 and kwargs.get("output_size") is None and func._overloadname != "self_int":
-            return ("down", n, f"repeat_interleave on {where(a0)} without output_size reads a size back",
+            return ("down", n, ("repeat_interleave on {} without output_size reads a size back", a0),
                     count_copies(func))
         return mixed(Tensor, args, kwargs)
     return None  # pragma: no cover
 
 
-__all__ = ["HOST", "Ops", "classify", "mixed", "on_device", "op_name", "pageable_copy",
+__all__ = ["HOST", "Ops", "classify", "detail_text", "mixed", "on_device", "op_name", "pageable_copy",
            "set_count_bytes"]

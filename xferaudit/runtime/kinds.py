@@ -49,8 +49,10 @@ def _table() -> Any:
         except Exception as e:  # a broken pyproject: the packs alone, and say so once
             import warnings
 
+            from .._text import printable
+
             warnings.warn(f"xferaudit.runtime: the rule rows of this project could not be read "
-                          f"({e}); wrapped calls of your own rows are recorded as kind 'move'",
+                          f"({printable(e)}); wrapped calls of your own rows are recorded as kind 'move'",
                           RuntimeWarning, stacklevel=2)
             _rules = table(("torch",))
     return _rules

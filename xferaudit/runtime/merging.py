@@ -5,8 +5,8 @@ each rank's own report. :class:`Merger` takes the ranks one after the other,
 row by row, and keeps:
 
 * one :class:`~.rows.Row` of totals per distinct site (added with ``Row.add``);
-* each rank's calls, crossings and bytes per site in flat integer arrays
-  (:class:`RankCells`: 24 bytes a site a rank, no object per cell);
+* each rank's calls, crossings, bytes and host seconds per site in flat arrays
+  (:class:`RankCells`: 32 bytes a site a rank, no object per cell);
 * each rank's rows, when `spill`, as the JSON lines the merged file will hold,
   in a temporary file (:class:`SpilledRows`), so a merged file is written by
   copying them; else the rows themselves (an in-memory merge).
@@ -23,8 +23,8 @@ from array import array
 from typing import IO, Any, Iterator, Optional
 
 from ._report import (
-    ReportError, Row, add_to_totals, empty_totals, launch_order, row_from_dict, row_line, row_order, twice,
-    unwrapped_order,
+    ReportError, Row, add_to_totals, empty_totals, launch_order, rounded_totals, row_from_dict, row_line,
+    row_order, twice, unwrapped_order,
 )
 
 #: Spilled rows are written in pieces of this many lines.
@@ -36,45 +36,60 @@ def _zeros(n: int) -> array:
 
 
 class RankCells:
-    """Per rank, the calls, crossings and bytes of each row of a merged report,
-    by the row's position (so a copy of the report with its site names escaped
-    for printing reads the same cells)."""
+    """Per rank, the calls, crossings, bytes and host seconds of each row of a
+    merged report, by the row's position (so a copy of the report with its site
+    names escaped for printing reads the same cells)."""
 
-    __slots__ = ("ranks", "calls", "crossings", "bytes")
+    __slots__ = ("ranks", "calls", "crossings", "bytes", "seconds")
 
-    def __init__(self, ranks: list, calls: list, crossings: list, nbytes: list) -> None:
+    def __init__(self, ranks: list, calls: list, crossings: list, nbytes: list, seconds: list) -> None:
         self.ranks = ranks  # rank ids, in order
-        self.calls, self.crossings, self.bytes = calls, crossings, nbytes
+        self.calls, self.crossings, self.bytes, self.seconds = calls, crossings, nbytes, seconds
 
     @classmethod
     def of(cls, rows: list, ranks: list) -> "RankCells":
         """The cells of `rows` (totals) from the ranks' own reports."""
         at = {r.site: i for i, r in enumerate(rows)}
-        ids, calls, crossings, nbytes = [], [], [], []
+        tables: tuple = ([], [], [], [])
         for rep in ranks:
-            c, x, b = _zeros(len(rows)), _zeros(len(rows)), _zeros(len(rows))
+            cells = _cells(len(rows))
             for r in rep.rows:
                 i = at.get(r.site)
                 if i is not None:
-                    c[i], x[i], b[i] = r.calls, r.crossings, r.bytes
-            ids.append(rep.meta["rank"])
-            calls.append(c)
-            crossings.append(x)
-            nbytes.append(b)
-        return cls(ids, calls, crossings, nbytes)
+                    _set(cells, i, r)
+            for table, a in zip(tables, cells):
+                table.append(a)
+        return cls([rep.meta["rank"] for rep in ranks], *tables)
 
     def at(self, i: int) -> list:
-        """``[(calls, crossings, bytes), ...]`` of row `i`, one per rank."""
-        return [(c[i], x[i], b[i]) for c, x, b in zip(self.calls, self.crossings, self.bytes)]
+        """``[(calls, crossings, bytes, seconds), ...]`` of row `i`, one per rank."""
+        return [(c[i], x[i], b[i], t[i])
+                for c, x, b, t in zip(self.calls, self.crossings, self.bytes, self.seconds)]
 
     def crossings_at(self, i: int) -> dict:
         return {rk: x[i] for rk, x in zip(self.ranks, self.crossings)}
 
     def reorder(self, order: list) -> None:
         """Rows were put in `order` (new position -> old): the cells follow."""
-        for table in (self.calls, self.crossings, self.bytes):
+        for table in (self.calls, self.crossings, self.bytes, self.seconds):
             for k, a in enumerate(table):
-                table[k] = array("q", map(a.__getitem__, order))
+                table[k] = array(a.typecode, map(a.__getitem__, order))
+
+
+def _cells(n: int) -> tuple:
+    """A rank's cells for `n` sites: calls, crossings, bytes (whole numbers), seconds."""
+    return _zeros(n), _zeros(n), _zeros(n), array("d", bytes(8 * n))
+
+
+def _set(cells: tuple, i: int, row: Row) -> None:
+    calls, crossings, nbytes, seconds = cells
+    calls[i], crossings[i], nbytes[i], seconds[i] = row.calls, row.crossings, row.bytes, row.seconds
+
+
+def _grow(cells: tuple, n: int) -> None:
+    """Zeros up to `n` sites (sites first seen after this rank)."""
+    for a in cells:
+        a.extend(array(a.typecode, bytes(8 * (n - len(a)))))
 
 
 def _read_at(f: IO[bytes], n: int, pos: int) -> bytes:
@@ -143,8 +158,7 @@ class Merger:
 
     def begin(self, name: str) -> None:
         """A rank starts (`name`: what errors call it)."""
-        n = len(self.totals)
-        self.cells.append((_zeros(n), _zeros(n), _zeros(n)))
+        self.cells.append(_cells(len(self.totals)))
         self._name, self._rows, self._lines, self._n = name, [], [], 0
         self._totals = empty_totals()
         self._prev, self._sorted = None, True
@@ -153,23 +167,22 @@ class Merger:
 
     def add_row(self, row: Row) -> None:
         k, n = len(self.ranks), self._n
-        calls, crossings, nbytes = self.cells[k]
+        cells = self.cells[k]
         i = self.index.get(row.site)
         if i is None:
             i = self.index[row.site] = len(self.totals)
             self.totals.append(Row(row.site, row.kind, "none", 0, 0, 0, {}))
             self.last.append(-1)
             self.first.append(0)
-            calls.append(0)
-            crossings.append(0)
-            nbytes.append(0)
+            _grow(cells, i + 1)
         elif self.last[i] == k:
             raise twice(row.site, n, self.first[i], self._name)
         self.last[i], self.first[i] = k, n
         try:
-            calls[i], crossings[i], nbytes[i] = row.calls, row.crossings, row.bytes
-        except OverflowError:
-            raise ReportError(f"{self._name}: rows[{n}]: a count over 2**63-1") from None
+            _set(cells, i, row)
+        except (OverflowError, TypeError):
+            raise ReportError(f"{self._name}: rows[{n}]: a count that is no whole number "
+                              "from 0 to 2**63-1") from None
         self.totals[i].add(row)
         self._n += 1
         if self.spill is None:
@@ -195,6 +208,7 @@ class Merger:
         """The rank is over: its meta (with its rank id, if known) and its small parts."""
         rows: Any = self._rows
         if self.spill is not None:
+            rounded_totals(self._totals)
             self._flush(to_disk=True)
             rows = SpilledRows(self.spill, self._start, self.spill.tell(), self._n, self._name, self._totals)
             if not self._sorted:  # not in the report's order: sorted, as a load sorts them
@@ -222,10 +236,10 @@ class Merger:
         n = len(self.totals)
         rows_order = sorted(range(n), key=lambda i: row_order(self.totals[i]))
         rows = [self.totals[i] for i in rows_order]
-        tables: tuple = ([], [], [])
+        tables: tuple = ([], [], [], [])
         for k in order:
+            _grow(self.cells[k], n)
             for table, a in zip(tables, self.cells[k]):
-                a.extend(_zeros(n - len(a)))
-                table.append(array("q", map(a.__getitem__, rows_order)))
+                table.append(array(a.typecode, map(a.__getitem__, rows_order)))
         ids = [self.ranks[k]["meta"]["rank"] for k in order]
         return rows, RankCells(ids, *tables)

@@ -19,12 +19,11 @@ is never baselined.
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 from collections import Counter
 from pathlib import Path
 from typing import Iterable
 
+from .._atomic import atomic_write
 from .diagnostics import Diagnostic
 
 FORMAT = 1
@@ -51,13 +50,8 @@ def write(path: Path, diags: Iterable[Diagnostic]) -> int:
         for (f, code, fn), n in sorted(c.items())
     ]
     text = json.dumps({"xferaudit-baseline": FORMAT, "entries": entries}, indent=1) + "\n"
-    path = Path(path)
-    d = path.parent if str(path.parent) else Path(".")
     try:
-        fd, tmp = tempfile.mkstemp(dir=d, prefix=f".{path.name}.", suffix=".tmp")
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-        os.replace(tmp, path)
+        atomic_write(path, text)  # the old file's mode kept, a link written through
     except OSError as e:
         raise BaselineError(f"{path}: cannot write the baseline: {e.strerror or e}") from None
     return sum(c.values())

@@ -11,7 +11,12 @@ output formats are applied after the cache, so changing them costs nothing.
 
 Writes are atomic (a temporary file renamed over the old one); a cache that
 cannot be read is ignored and one that cannot be written is skipped, silently:
-the cache only ever saves time.
+the cache only ever saves time. What is read back is checked before use, since
+anything may have written the file: a cache that is not the expected shape
+(``"files": null``, a list, JSON nested too deeply, not a regular file) is
+read as empty, and an entry whose findings are malformed (a field of the wrong
+type, a line below 1 or past the file's size, an unknown code or kind) is a
+miss; either way the file is parsed again and the cache rewritten.
 
 The cache folder is the tool's alone. When the tool creates it, it also writes
 a ``.gitignore`` (``*``, so git never sees the cache) and a ``CACHEDIR.TAG``
@@ -30,6 +35,7 @@ import hashlib
 import json
 import os
 import re
+import stat
 import sys
 from dataclasses import fields
 from pathlib import Path
@@ -38,6 +44,7 @@ from typing import Optional
 from .. import __version__
 from .._atomic import atomic_write
 from ..config import Config
+from .codes import CODES, IMPLICIT_OP_CODES
 from .finder import FileResult
 from .site import Site
 
@@ -124,13 +131,67 @@ def _encode(res: FileResult) -> list:
     ]
 
 
-def _decode(row: list, display: str) -> FileResult:
+class _Malformed(ValueError):
+    """A cache entry that no run of the finder wrote."""
+
+
+def _want(ok: bool) -> None:
+    if not ok:
+        raise _Malformed
+
+
+def _is_int(v: object, low: int, high: int) -> bool:
+    return type(v) is int and low <= v <= high
+
+
+def _is_line(v: object, lines: int) -> bool:
+    return _is_int(v, 1, lines)
+
+
+def _strings(v: object) -> bool:
+    return isinstance(v, list) and all(type(c) is str for c in v)
+
+
+# Each site field's JSON type: the types Site declares (its annotations are strings).
+_FIELD_TYPES = {"int": (int,), "str": (str,), "bool": (bool,), "Optional[str]": (str, type(None))}
+_SITE_TYPES = tuple(_FIELD_TYPES[f.type] for f in fields(Site) if f.name != "path")
+_KINDS = frozenset({"up", "down", "move", "graph"})
+
+
+def _site(vals: object, display: str, lines: int) -> Site:
+    _want(isinstance(vals, list) and len(vals) == len(_SITE_TYPES))
+    _want(all(type(v) in types for v, types in zip(vals, _SITE_TYPES)))
+    s = Site(display, *vals)
+    _want(_is_line(s.line, lines) and _is_int(s.end_line, s.line, lines))
+    _want(s.column >= 1 and s.end_column >= 1 and s.byte_col >= 0)
+    _want(s.kind in _KINDS and s.rule in CODES)
+    _want(not s.implicit or IMPLICIT_OP_CODES.get(s.op) == s.rule)
+    return s
+
+
+def _decode(row: object, display: str, lines: int = 2**31) -> FileResult:
+    """The FileResult of a cache entry; :class:`_Malformed` (a ValueError) unless
+    every field has the type and range the finder writes (`lines`: a bound on
+    the file's line count)."""
+    _want(isinstance(row, list) and len(row) == 7)
     error, eline, ecol, sups, sites, bare_own, repaired = row
+    _want(error is None or type(error) is str)
+    _want(_is_line(eline, lines) and _is_int(ecol, 1, 2**31) and type(repaired) is bool)
+    _want(isinstance(bare_own, list) and all(_is_line(n, lines) for n in bare_own))
+    _want(isinstance(sups, list) and isinstance(sites, list))
+    _want(all(isinstance(x, list) and len(x) == 2 and _is_line(x[0], lines) and _strings(x[1]) for x in sups))
     res = FileResult(path=display, error=error, error_line=eline, error_column=ecol, bare_own=bare_own,
                      repaired=repaired)
     res.suppressions = [(ln, tuple(codes)) for ln, codes in sups]
-    res.sites = [Site(display, *vals) for vals in sites]
+    res.sites = [_site(vals, display, lines) for vals in sites]
     return res
+
+
+def line_bound(data: bytes) -> int:
+    """A line count no file of these bytes exceeds, for free: its length (a line
+    takes a byte at least; a notebook's code, in JSON strings, two). Counting its
+    line ends would cost as much as hashing it, on every cached file."""
+    return len(data) + 1
 
 
 class Cache:
@@ -151,21 +212,32 @@ class Cache:
 
     def _load(self) -> None:
         try:
-            st = self.path.stat()
-            with open(self.path, "rb") as fh:
+            # Non-blocking, and only a regular file: a FIFO in the cache's place
+            # would block the open and the read.
+            fd = os.open(self.path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+            with open(fd, "rb") as fh:
+                st = os.fstat(fd)
+                if not stat.S_ISREG(st.st_mode):
+                    return
                 data = json.loads(fh.read())
-            if isinstance(data, dict) and data.get("format") == FORMAT:
-                self.entries = data.get("files", {})
-                self._mtime = st.st_mtime_ns
-        except (OSError, ValueError):
-            self.entries = {}
+        except (OSError, ValueError, RecursionError, MemoryError):
+            return
+        files = data.get("files") if isinstance(data, dict) and data.get("format") == FORMAT else None
+        if isinstance(files, dict):
+            # [digest, findings] per path; the findings are checked when used (get)
+            self.entries = {k: v for k, v in files.items()
+                            if isinstance(v, list) and len(v) == 2 and type(v[0]) is str}
+            self._mtime = st.st_mtime_ns
 
-    def get(self, relpath: str, digest: str, display: str) -> Optional[FileResult]:
+    def get(self, relpath: str, digest: str, display: str, lines: int = 2**31) -> Optional[FileResult]:
+        """The cached findings of `relpath` if its content hash is `digest` and
+        the entry is well formed (`lines`: a bound on the file's line count,
+        see :func:`line_bound`); else None (parse it again)."""
         e = self.entries.get(relpath)
         if e is None or e[0] != digest:
             return None
         try:
-            return _decode(e[1], display)
+            return _decode(e[1], display, lines)
         except (TypeError, ValueError):
             return None
 
@@ -200,7 +272,7 @@ class Cache:
             except OSError:
                 pass
             payload = json.dumps({"format": FORMAT, "files": self.entries}, separators=(",", ":"))
-            atomic_write(self.path, payload)
+            atomic_write(self.path, payload, special="refuse")
             self._prune()
             self.new = {}
             return True

@@ -25,6 +25,7 @@ from typing import Callable, Optional, Sequence, TextIO
 
 from .._atomic import HardLinkError, atomic_write
 from .._text import printable, printable_path
+from .._workers import KeptInterrupt
 from ..config import Config
 from ..rules import KINDS
 from . import progress as _progress
@@ -58,6 +59,7 @@ class Summary:
     changed: int = 0
     written: int = 0
     kinds: Counter = field(default_factory=Counter)
+    evidence: Counter = field(default_factory=Counter)  # wrap --from: evidenced lines by outcome
     restored: int = 0
     left: int = 0  # sites left unwrapped (not safely wrappable)
     suppressed: int = 0
@@ -69,10 +71,16 @@ class Summary:
 _JOB: dict = {}
 
 
-def _init(mode: str, cfg: Config, select: tuple[str, ...], want_old: bool, rename: bool = False) -> None:
+def _job(mode: str, cfg: Config, select: tuple[str, ...], want_old: bool, rename: bool = False,
+         evidence=None) -> dict:
+    return dict(mode=mode, cfg=cfg, table=cfg.table(), select=select, want_old=want_old,
+                style=code_style(cfg.root), rename=rename, evidence=evidence)
+
+
+def _init(mode: str, cfg: Config, select: tuple[str, ...], want_old: bool, rename: bool = False,
+          evidence=None) -> None:
     _JOB.clear()
-    _JOB.update(mode=mode, cfg=cfg, table=cfg.table(), select=select, want_old=want_old,
-                style=code_style(cfg.root), rename=rename)
+    _JOB.update(_job(mode, cfg, select, want_old, rename, evidence))
 
 
 def _read_bytes(path: str) -> bytes:
@@ -84,9 +92,10 @@ def _skip_class(error: str) -> str:
     return error.split(":", 1)[0]
 
 
-def _rewrite(data: bytes, path: str, rel: str, codes_ok) -> CodemodResult:
+def _rewrite(data: bytes, path: str, rel: str, codes_ok, job: Optional[dict] = None) -> CodemodResult:
     """wrap or unwrap one file's bytes; a notebook through the Python text of its
     code cells, written back into the cells it changed (:mod:`.notebook`)."""
+    job = job if job is not None else _JOB
     nb = renamed = None
     if notebook.is_notebook(path):
         try:
@@ -94,15 +103,16 @@ def _rewrite(data: bytes, path: str, rel: str, codes_ok) -> CodemodResult:
         except notebook.NotebookError as e:
             raise CodemodError(f"cannot parse: {e}") from None
         data = nb.text.encode("utf-8")
-    if _JOB["mode"] == "wrap":
-        if _JOB.get("rename"):
-            renamed = rename_sites_source(data, path, _JOB["table"], rel)
+    if job["mode"] == "wrap":
+        if job.get("rename"):
+            renamed = rename_sites_source(data, path, job["table"], rel)
             data = renamed if renamed is not None else data
-        res = wrap_source(data, path, _JOB["table"], rel, codes_ok, _JOB["style"])
+        fe = _evidence_of(path, data, job) if job.get("evidence") is not None and nb is None else None
+        res = wrap_source(data, path, job["table"], rel, codes_ok, job["style"], fe)
         if renamed is not None and res.new is None:
             res.new = data
     else:
-        res = unwrap_source(data, path, _JOB["table"], _JOB["style"])
+        res = unwrap_source(data, path, job["table"], job["style"])
     if nb is not None:
         for k in res.skipped:
             if k.line:
@@ -114,6 +124,23 @@ def _rewrite(data: bytes, path: str, rel: str, codes_ok) -> CodemodResult:
             except notebook.NotebookError as e:
                 raise CodemodError(f"cannot process: {e}") from None
     return res
+
+
+def _evidence_of(path: str, data: bytes, job: dict):
+    """``wrap --from``: the run's lines of this file, matched to its text."""
+    from .evidence import match_file
+    from .source import decode_source
+
+    try:
+        text = decode_source(data)
+    except (SyntaxError, UnicodeDecodeError, LookupError) as e:
+        raise CodemodError(f"cannot decode: {e}") from None
+
+    def bare():
+        new = unwrap_source(data, path, job["table"], job["style"]).new
+        return decode_source(new) if new is not None else None
+
+    return match_file(job["evidence"].for_file(path), text, bare=bare)
 
 
 def process_file(path: str) -> FileOutcome:
@@ -215,18 +242,18 @@ Progress = _progress.Progress
 
 
 def _outcomes(paths: Sequence[str], mode: str, cfg: Config, select: tuple[str, ...], want_old: bool,
-              jobs: Optional[int], rename: bool = False):
+              jobs: Optional[int], rename: bool = False, evidence=None):
     n = len(paths)
     cpus = os.cpu_count() or 1
     workers = jobs if jobs else (min(cpus, 8) if n >= PARALLEL_MIN_FILES else 1)
     workers = max(1, min(workers, n or 1))
     if workers == 1:
-        _init(mode, cfg, select, want_old, rename)
+        _init(mode, cfg, select, want_old, rename, evidence)
         for p in paths:
             yield process_file(p)
         return
     chunk = max(1, min(16, n // (workers * 8)))
-    with pool_of(workers, (mode, cfg, select, want_old, rename)) as pool:
+    with pool_of(workers, (mode, cfg, select, want_old, rename, evidence)) as pool:
         yield from pool.imap(process_file, paths, chunksize=chunk)
 
 
@@ -271,6 +298,7 @@ def run_codemod(
     err: Optional[TextIO] = None,
     on_outcome: Optional[Callable[[FileOutcome], None]] = None,
     rename_sites: bool = False,
+    evidence=None,
 ) -> int:
     """Wrap or unwrap every file of `paths` (already expanded to files).
 
@@ -290,8 +318,10 @@ def run_codemod(
     cwd = os.getcwd()
     top = git_top(cwd) if diff else None
     o = None
+    ctrl_c = KeptInterrupt()
     try:
-        for o in _outcomes(list(paths), mode, cfg, tuple(select), diff, jobs, rename_sites):
+        for o in _outcomes(list(paths), mode, cfg, tuple(select), diff, jobs, rename_sites, evidence):
+            ctrl_c.check()  # one swallowed by a finalizer: this file is not written
             shown = display_path(o.path, cwd)
             r = o.result
             progress.step(sites=(sum(r.wrapped.values()) + sum(r.unwrapped.values())) if r is not None else 0)
@@ -299,13 +329,10 @@ def run_codemod(
                 on_outcome(o)
             res = o.result
             if o.error is None and res is not None:
-                for s in res.skipped:
-                    name = printable_path(shown)
-                    where = f"{name}:{s.where or s.line}:{s.column}:" if s.line else f"{name}:"
-                    code = f" {s.code}" if s.code else ""
-                    messages.append(f"{where}{code} left as it is: {printable(s.reason)} [{printable(s.label)}]")
+                messages.extend(skipped_messages(res, shown))
                 summary.left += len(res.skipped) if mode == "wrap" else 0
                 summary.suppressed += res.suppressed
+                summary.evidence.update(res.evidence)
                 if res.changed:
                     if not dry:
                         o.error = _write(o, res.new)
@@ -323,12 +350,16 @@ def run_codemod(
             if o.error is not None:
                 summary.skipped[_skip_class(o.error)] += 1
                 messages.append(f"{printable_path(shown)}: skipped: {printable(o.error)}")
+        ctrl_c.check()
     except KeyboardInterrupt:
         progress.close()
-        if o is not None and (not written or written[-1] != shown) and _was_written(o, dry):
-            written.append(shown)  # interrupted between its rename and the bookkeeping
+        last = display_path(o.path, cwd) if o is not None else None
+        if o is not None and (not written or written[-1] != last) and _was_written(o, dry):
+            written.append(last)  # interrupted between its rename and the bookkeeping
         err.write(interrupted_message(mode, written) + "\n")
         return EXIT_INTERRUPTED
+    finally:
+        ctrl_c.close()
     progress.close()
     out.flush()
     for m in messages:
@@ -342,6 +373,80 @@ def run_codemod(
     if mode == "wrap" and summary.left:
         return EXIT_FINDINGS
     return EXIT_OK
+
+
+def rewrite_source(data: bytes, filename: str, mode: str, cfg: Config, *, select: Sequence[str] = (),
+                   rename_sites: bool = False) -> FileOutcome:
+    """Wrap or unwrap one file's bytes that were not read from disk (standard
+    input, an editor's buffer) as the file `filename` (its config, its site
+    names); writes nothing. An excluded file has neither result nor error."""
+    out = FileOutcome(path=filename, rel=cfg.relpath(os.path.abspath(filename)))
+    ap, root = os.path.abspath(filename), str(cfg.root)
+    if (ap == root or ap.startswith(root.rstrip(os.sep) + os.sep)) and cfg.excluded(out.rel):
+        return out
+    job = _job(mode, cfg, tuple(select), False, rename_sites)
+
+    def codes_ok(code: str) -> bool:
+        return (not select or any(code.startswith(p) for p in select)) and cfg.code_enabled(code, out.rel)
+
+    try:
+        out.result = _rewrite(data, filename, out.rel, codes_ok, job)
+    except CodemodError as e:
+        out.error = str(e) if str(e).startswith(("cannot", "libcst", "internal")) else f"cannot process: {e}"
+    except RecursionError:
+        out.error = "cannot parse: too deeply nested for the parser"
+    return out
+
+
+def run_stdin(src, dst, filename: str, mode: str, cfg: Config, *, select: Sequence[str] = (),
+              diff: bool = False, check: bool = False, quiet: bool = False, rename_sites: bool = False,
+              err: Optional[TextIO] = None) -> int:
+    """Wrap or unwrap the bytes of `src` (standard input) as the file
+    `filename` and write the result to `dst`: the new bytes, or the unchanged
+    ones when nothing changes, the file is excluded or cannot be processed (an
+    editor that pipes its buffer through never gets it blanked); with `diff` a
+    unified diff, with `check` nothing. Exit codes as :func:`run_codemod`'s."""
+    err = err or sys.stderr
+    data = src.read()
+    out = rewrite_source(data, filename, mode, cfg, select=select, rename_sites=rename_sites)
+    cwd = os.getcwd()
+    rel = display_path(filename, cwd)  # named as every command names a file
+    summary = Summary(mode=mode, files=1)
+    res = out.result
+    new = res.new if res is not None and res.changed else data
+    if diff:
+        if new != data:
+            dst.write(unified_diff(data, new, diff_name(filename, cwd, git_top(cwd))).encode("utf-8"))
+    elif not check:
+        dst.write(new)
+    dst.flush()
+    if out.error is not None:
+        err.write(f"{printable_path(rel)}: left as it is: {printable(out.error)}\n")
+        return EXIT_ERROR
+    if res is not None:
+        for m in skipped_messages(res, rel):
+            err.write(m + "\n")
+        summary.left = len(res.skipped) if mode == "wrap" else 0
+        if res.changed:
+            summary.changed = 1
+            summary.kinds.update(res.wrapped)
+            summary.restored = sum(res.unwrapped.values())
+    if not quiet:
+        err.write(format_summary(summary, diff or check) + "\n")
+    if diff or check:
+        return EXIT_FINDINGS if summary.changed else EXIT_OK
+    return EXIT_FINDINGS if mode == "wrap" and summary.left else EXIT_OK
+
+
+def skipped_messages(res: CodemodResult, rel: str) -> list[str]:
+    """One line per site left as it is: where, its code, why."""
+    out = []
+    name = printable_path(rel)
+    for s in res.skipped:
+        where = f"{name}:{s.where or s.line}:{s.column}:" if s.line else f"{name}:"
+        code = f" {s.code}" if s.code else ""
+        out.append(f"{where}{code} left as it is: {printable(s.reason)} [{printable(s.label)}]")
+    return out
 
 
 def _was_written(o: FileOutcome, dry: bool) -> bool:
@@ -373,7 +478,7 @@ def _write(o: FileOutcome, new: bytes) -> Optional[str]:
         if is_read_only(o.path):
             n = sum(o.result.wrapped.values()) or sum(o.result.unwrapped.values())
             return f"read-only: not rewritten ({n} call{'s' if n != 1 else ''} would change)"
-        atomic_write(o.path, new, hard_links="refuse")
+        atomic_write(o.path, new, hard_links="refuse", special="refuse")
     except HardLinkError as e:
         return str(e)
     except OSError as e:
@@ -398,6 +503,12 @@ def format_summary(s: Summary, dry: bool) -> str:
                          " (not safely wrappable)")
         if s.suppressed:
             parts.append(f"{_plural(s.suppressed, 'suppressed site')} not wrapped")
+        if s.evidence:
+            seen = sum(s.evidence.values())
+            names = {"wrapped": "to wrap" if dry else "wrapped", "already": "already wrapped",
+                     "left": "left as they are", "stale": "stale"}
+            parts.append(f"{_plural(seen, 'line')} the run saw crossing: " + ", ".join(
+                f"{s.evidence[k]} {names[k]}" for k in names if s.evidence[k]))
     else:
         parts.append(f"{_plural(s.restored, 'call')} {'to unwrap' if dry else 'unwrapped'}")
     if s.skipped:
@@ -409,9 +520,13 @@ def format_summary(s: Summary, dry: bool) -> str:
 # --- the CLI side, shared by the wrap and unwrap commands ------------------------------------
 
 
-def add_common_arguments(parser, mode: str) -> None:
+def add_common_arguments(parser, mode: str, paths_optional: bool = False) -> None:
     verb = "rewrite" if mode == "wrap" else "restore"
-    parser.add_argument("paths", nargs="+", metavar="PATH", help="files or folders to " + verb)
+    parser.add_argument("paths", nargs="*" if paths_optional else "+", metavar="PATH",
+                        help=f"files or folders to {verb}; `-`: standard input, written to standard output")
+    parser.add_argument("--stdin-filename", metavar="PATH",
+                        help="the file standard input holds (with PATH `-`): its config applies and names its "
+                             "sites; an excluded file is written back unchanged")
     parser.add_argument("--diff", action="store_true", help="print a unified diff and write nothing (exit 1 if any)")
     parser.add_argument("--check", action="store_true",
                         help="write nothing; exit 1 if any file would change (for pre-commit)")
@@ -425,14 +540,22 @@ def run_command(args, mode: str) -> int:
     from ..errors import UserError
     from ..config import ConfigError, iter_python_files, load_config
 
+    stdin = "-" in args.paths
+    if stdin and args.paths != ["-"]:
+        raise UserError("`-` (standard input) must be the only path")
+    if args.stdin_filename is not None and not stdin:
+        raise UserError("--stdin-filename names what standard input holds: give `-` as the path")
     try:
         if args.config:
             cfg = load_config(path=Path(args.config))
+        elif stdin:
+            cfg = load_config(start=Path(args.stdin_filename) if args.stdin_filename else Path.cwd())
         else:
-            cfg = load_config(start=Path(args.paths[0]))
+            cfg = load_config(start=Path(args.paths[0]) if args.paths else Path.cwd())
         cfg.table()
     except ConfigError as e:
         raise UserError(str(e)) from None
+    runs = getattr(args, "from_runs", None)
     select: tuple[str, ...] = ()
     for chunk in getattr(args, "select", None) or ():
         for code in chunk.split(","):
@@ -448,9 +571,52 @@ def run_command(args, mode: str) -> int:
         cfg.ignore = tuple(cfg.ignore) + ignore
     if args.jobs is not None and args.jobs < 1:
         raise UserError("--jobs must be at least 1")
+    if stdin:
+        return run_stdin(sys.stdin.buffer, sys.stdout.buffer, args.stdin_filename or "-", mode, cfg,
+                         select=select, diff=args.diff, check=args.check, quiet=args.quiet,
+                         rename_sites=bool(getattr(args, "rename_sites", False)))
     for p in args.paths:
         if not os.path.exists(p) and not os.path.islink(p):
             raise UserError(f"{p}: no such file or folder")
-    files = [str(f) for f in iter_python_files([Path(p) for p in args.paths], cfg)]
-    return run_codemod(files, mode, cfg, select=select, diff=args.diff, check=args.check,
-                       quiet=args.quiet, jobs=args.jobs, rename_sites=bool(getattr(args, "rename_sites", False)))
+    evidence, notes = None, []
+    if runs:
+        evidence, files, notes = _evidence_files(runs, args.paths, cfg)
+    else:
+        files = [str(f) for f in iter_python_files([Path(p) for p in args.paths], cfg)]
+    for note in notes:
+        sys.stderr.write(note + "\n")
+    rc = run_codemod(files, mode, cfg, select=select, diff=args.diff, check=args.check,
+                     quiet=args.quiet, jobs=args.jobs, rename_sites=bool(getattr(args, "rename_sites", False)),
+                     evidence=evidence)
+    return EXIT_FINDINGS if notes and rc == EXIT_OK else rc
+
+
+def _evidence_files(runs: Sequence[str], paths: Sequence[str], cfg: Config) -> tuple:
+    """``wrap --from``: (the evidence, the files it names that are to be
+    rewritten, notes on the others). Without PATH, every file the runs name in
+    the project; with PATH, those of them under PATH."""
+    from ..config import iter_python_paths
+    from ..errors import UserError
+    from .evidence import EvidenceError, load, seen
+
+    try:
+        evidence = load(runs, cfg.root)
+    except EvidenceError as e:
+        raise UserError(str(e)) from None
+    named = {}
+    for e in evidence.entries:
+        named.setdefault(e.file, []).append(e)
+    if paths:
+        files = [f for f in iter_python_paths(paths, cfg) if evidence.for_file(f)]
+        return evidence, files, []
+    files, notes = [], []
+    for f, entries in sorted(named.items()):
+        rel = printable_path(cfg.relpath(f))
+        if not os.path.isfile(f):
+            notes.extend(f"{rel}:{e.line}:1: left as it is: stale evidence: {printable(seen(e))}; the file is gone"
+                         for e in entries)
+        elif os.path.isabs(cfg.relpath(f)):
+            notes.append(f"{rel}: not rewritten: outside the project ({cfg.root}); name it as a PATH to wrap it")
+        elif not cfg.excluded(cfg.relpath(f)):
+            files.append(f)
+    return evidence, files, notes

@@ -7,7 +7,9 @@ Codes are ``XFA`` + three digits (valid flake8 codes, stable once published):
 - ``XFA2xx``: an unwrapped site, one code per kind (``rules.KIND_CODES``);
 - ``XFA3xx``: wrapped sites that are wrapped wrongly;
 - ``XFA4xx``: implicit transfers (no transfer call of their own), found where
-  the value layer shows a device tensor; ``XFA451`` is a hazard, not a site.
+  the value layer shows a device tensor; ``XFA451`` is a hazard, not a site;
+- ``XFA5xx``: run evidence (``check --evidence RUN.json``): a line a recorded
+  run saw crossing that no site explains, and evidence gone stale.
 
 Each entry is written the way ruff documents its rules: what it does, why it
 matters, an example, and what to write instead. ``xferaudit rule CODE`` prints
@@ -48,6 +50,18 @@ class CodeDoc:
     instead: str
     fixable: bool = False  # `xferaudit wrap` rewrites it
     note: str = ""  # said after the "Use instead" example
+    counts_only: bool = False  # the wrapped form counts the crossing; the code still makes it
+
+    @property
+    def fix(self) -> str:
+        """What `xferaudit wrap` does about a finding: one sentence, "" for nothing."""
+        if not self.fixable:
+            return ""
+        if self.counts_only:
+            return ("`xferaudit wrap` counts it: the read goes through a counting wrapper, so the "
+                    "report names it, but the wrapped code still reads and waits; it does not "
+                    "remove the synchronisation. To remove it, write what *Use instead* shows.")
+        return "`xferaudit wrap` rewrites the call into its counting wrapper."
 
 
 CODES: dict[str, CodeDoc] = {}
@@ -219,8 +233,9 @@ _add(CodeDoc(
     what=(
         "Reports a wrapped call whose `site=` name starts with a path other than its "
         "own file's (relative to the project root), as after a file is moved or "
-        "renamed. Names not of the `path:qualname:label` shape `wrap` writes (chosen "
-        "by hand) are not checked."
+        "renamed. Only full literals name a file: a short one (`\":step:loss.item\"`, "
+        "what `wrap` writes) is named after the file it is in, and names not of the "
+        "`path:qualname:label` shape (chosen by hand) are not checked."
     ),
     why=(
         "A site name says where the crossing happens: reports, budgets and "
@@ -232,11 +247,12 @@ _add(CodeDoc(
         "a = xfer.item(loss, site=\"train.py:step:loss.item\")\n"
     ),
     instead=(
-        "a = xfer.item(loss, site=\"train/loop.py:step:loss.item\")\n"
+        "a = xfer.item(loss, site=\":step:loss.item\")  # the site train/loop.py:step:loss.item\n"
     ),
     fixable=True,
     note=(
-        "`xferaudit wrap --rename-sites PATH` renames them (the path part only). It is "
+        "`xferaudit wrap --rename-sites PATH` renames them to the short form (the file's "
+        "own path is then the name's). It is "
         "not done by a plain `wrap`: a budget or baseline keyed by the old names would "
         "silently stop matching, so renaming is asked for."
     ),
@@ -256,7 +272,8 @@ _IMPLICIT_DOCS = [
      "synchronisation hidden in what reads like arithmetic. Once per step it stalls the pipeline "
      "every step, and no `.item()` in the code shows it.",
      "for x, y in loader:\n    loss = crit(model(x.to(dev)), y.to(dev))\n    total += float(loss)\n",
-     "for x, y in loader:\n    loss = crit(model(x.to(dev)), y.to(dev))\n    total += loss.detach()  # one read after the loop\n",
+     "total = torch.zeros((), device=dev)\nfor x, y in loader:\n    loss = crit(model(x.to(dev)), y.to(dev))\n"
+     "    total += loss.detach()  # stays on the device\nmean = total.item() / len(loader)  # one read, after the loop\n",
      "xferaudit wrap rewrites `float(loss)` as `xfer.float(loss, site=...)` (and `range(t)`, "
      "`seq[t]`, `x[:t]` with `xfer.index(t, site=...)`) so the runtime counts each read."),
     ("XFA402", "implicit-truth", "A device tensor tested for truth",
@@ -336,6 +353,7 @@ for _code, _name, _summary, _what, _why, _ex, _inst, _note in _IMPLICIT_DOCS:
         what=_what + " " + _IMPLICIT_NOTE.format(code=_code),
         why=_why, example=_ex, instead=_inst,
         fixable=_code in ("XFA401", "XFA402", "XFA403", "XFA404", "XFA408"), note=_note,
+        counts_only=True,
     ))
 
 
@@ -348,7 +366,7 @@ def doc(code: str) -> CodeDoc:
 
 def render(d: CodeDoc) -> str:
     """The ruff-style Markdown page of one code (``xferaudit rule CODE``)."""
-    fix = "Fix is available with `xferaudit wrap`.\n\n" if d.fixable else ""
+    fix = f"{d.fix}\n\n" if d.fix else ""
     return (
         f"# {d.name} ({d.code})\n\n"
         f"{d.summary}.\n\n{fix}"
@@ -358,3 +376,50 @@ def render(d: CodeDoc) -> str:
         f"## Use instead:\n```python\n{d.instead.rstrip()}\n```\n"
         + (f"\n{d.note}\n" if d.note else "")
     )
+
+
+_add(CodeDoc(
+    code="XFA501",
+    name="seen-crossing-at-run-time",
+    summary="A line a recorded run saw crossing, outside every wrapper, with no construct xferaudit can wrap",
+    what=(
+        "With run evidence (`check --evidence RUN.json`, or `evidence = [...]` in `[tool.xferaudit]`), "
+        "reports each line the run saw crossing outside every wrapper where no site of the op's kind is on "
+        "the line: the crossing happens inside an op (`t[mask]`, `torch.equal`, an op given host and device "
+        "tensors), inside a function called there (the message says `via` which), or through a construct "
+        "the static half does not know. The message names the op, how often it crossed, the bytes and the "
+        "run file. A line where a site of the op's kind sits is reported under that site's own code instead "
+        "(its message then says it was seen crossing at run time), even where the code alone shows no device."
+    ),
+    why=(
+        "The run is the truth, the static reading a prediction: this line crossed, every time it ran. No "
+        "`wrap` form counts it, so it stays invisible to budgets and reports unless it is changed or "
+        "accepted on purpose."
+    ),
+    example="keep = scores[mask]  # mask is a device bool tensor: the count is read back\n",
+    instead=(
+        "keep = torch.where(mask, scores, 0.0)  # fixed size: nothing crosses\n"
+    ),
+    note=(
+        "Accept a deliberate one with `# noqa: XFA501` on the line (a trailing comment keeps the "
+        "evidence matched)."
+    ),
+))
+
+_add(CodeDoc(
+    code="XFA502",
+    name="stale-evidence",
+    summary="A line of the run evidence is no longer in the file",
+    what=(
+        "With run evidence, reports each line the run saw crossing whose text is no longer in its function "
+        "(or whose file is gone): the line was edited since the run. Lines moved by edits elsewhere, "
+        "re-indented, given a trailing comment or rewritten by `wrap` still match and are not stale."
+    ),
+    why=(
+        "Evidence is matched by each line's text, not its number, so that edits above a line do not lose it. "
+        "A changed line may no longer cross, or cross differently: only a new run can tell. Stale evidence "
+        "is reported rather than dropped, so a fix is never assumed."
+    ),
+    example="# the run saw `value = float(loss)`; the line now reads:\nvalue = float(loss.detach())\n",
+    instead="# record a new run and commit it:\n# xferaudit run -o xferaudit-run.json train.py\n",
+))

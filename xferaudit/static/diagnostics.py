@@ -10,7 +10,15 @@ Formats follow ruff's, so the tools that read ruff's output read ours:
 ``text`` (``path:line:col: CODE message``), ``json`` (ruff's record: code,
 message, filename, location, end_location, fix, url, noqa_row), ``github``
 (workflow commands that annotate the pull request) and ``sarif`` (SARIF 2.1.0,
-for code scanning).
+for code scanning). A finding's ``fix`` (:mod:`.fixes`) is set only where a
+format carries it (json, sarif, the editor server): computing it runs the
+codemod.
+
+Each finding links to its rule's page of the documentation site
+(:func:`rule_url`): under the ``docs-url`` setting, else under the
+``Documentation`` address the installed package declares; with neither, no
+address is made up: the link is left out and the text says to run
+``xferaudit rule CODE``.
 """
 
 from __future__ import annotations
@@ -20,7 +28,7 @@ import os
 import re
 from collections import Counter
 from dataclasses import dataclass
-from typing import Iterable, Optional
+from typing import Any, Iterable, Optional
 
 from .. import __version__
 from .._text import printable, printable_path
@@ -29,14 +37,13 @@ from ..rules import Rule, RuleTable
 from ..wrapform import CALLEE, INNER, METHOD, RECEIVER, VALUE, form, form_of
 from ..wrapform import suggestion as wf_suggestion
 from .codes import CODES
+from .evidence import Stale, check_findings, stale_message, static_function
 from .implicit import message as implicit_message
-from .site import Site
 from .naming import renamed_site, short_receiver
 from .notebook import display_position, is_notebook, read as read_notebook
+from .site import Site
 from .source import decode_source, split_lines
-from .scan import Scan
-
-DOCS_URL = "https://github.com/xferaudit/xferaudit#rule-codes"
+from .scan import Scan, display_path
 
 
 @dataclass
@@ -51,6 +58,9 @@ class Diagnostic:
     message: str
     function: str = "<module>"
     suppressed: Optional[str] = None  # how: "noqa", "baseline"; None: reported
+    # A fixes.Fix: the edits `wrap` makes for it (set by fixes.attach, where a format carries
+    # it). Not imported here: fixes reads findings, and the import graph reads one way.
+    fix: Optional[Any] = None
 
     @property
     def fatal(self) -> bool:
@@ -106,11 +116,15 @@ _EOL_COMMA = re.compile(r",[ \t]*(?:#[^\n]*)?\r?\n\s*([)\]}])")
 _AFTER_OPEN = re.compile(r"([(\[{]) ")
 _BEFORE_CLOSE = re.compile(r" ([)\]}])")
 _BEFORE_DOT = re.compile(r" \.(?=[A-Za-z_])")
+_CONTINUATION = re.compile(r"\\(?:\r\n|\r|\n)")
 
 
 def _squash(text: str) -> str:
     """Source text on one line, for a message: comments dropped by the caller,
-    runs of blanks made one, none inside brackets or before a dot."""
+    line continuations (a backslash at a line's end) and runs of blanks made one
+    blank, none inside brackets or before a dot."""
+    if "\\" in text:
+        text = _CONTINUATION.sub(" ", text)
     if "\n" in text:
         # A trailing comma at a line's end goes (`f(\n  a,\n)`); one inside a
         # line stays: `(x,)` is a tuple.
@@ -127,10 +141,10 @@ def suggestion(s: Site, rule: Optional[Rule]) -> str:
     (its shape from :mod:`xferaudit.wrapform`), original arguments unchanged."""
     if rule is None:
         return "xfer.<wrapper>(..., site=...)"
-    form = form_of(rule)
+    shape = form_of(rule)
     w = rule.wrapper
-    if INNER in form.head:
-        return wf_suggestion(form, w, {INNER: call_text(s)}, None, s.decorator)
+    if INNER in shape.head:
+        return wf_suggestion(shape, w, {INNER: call_text(s)}, None, s.decorator)
     parts = _split_call(s, rule)
     if parts is None:
         return f"xfer.{w}(..., site=...)"
@@ -138,11 +152,13 @@ def suggestion(s: Site, rule: Optional[Rule]) -> str:
     args = _squash(_COMMENT.sub("", args) if "#" in args else args)
     head = _squash(head)
     heads = {RECEIVER: head, CALLEE: head, METHOD: method}
-    if METHOD in form.head and not method:
+    if METHOD in shape.head and not method:
         return f"xfer.{w}(..., site=...)"
-    text = wf_suggestion(form, w, heads, args, s.decorator)
+    if s.op == "bound":  # arguments with side effects: the bound method, looked up first
+        shape, w, heads = form("function", "call"), "call", {CALLEE: f"{head}.{method}"}
+    text = wf_suggestion(shape, w, heads, args, s.decorator)
     if len(text) > 90:
-        text = wf_suggestion(form, w, heads, "..." if args else None, s.decorator)
+        text = wf_suggestion(shape, w, heads, "..." if args else None, s.decorator)
     return text
 
 
@@ -172,6 +188,14 @@ def implicit_suggestion(s: Site) -> Optional[str]:
     return wf_suggestion(form("implicit", wrapper), wrapper, {VALUE: text}, None)
 
 
+def no_wrap_message(s: Site, code: str) -> str:
+    """The message of a site no wrapped form can keep as it is (``s.no_wrap``
+    says why): what crosses, and that `wrap` leaves it, with no form to write."""
+    head = implicit_message(s.op, call_text(s)).split("; ")[0] if s.implicit else \
+        site_message(s, None).split("; ")[0]
+    return f"{head}; `xferaudit wrap` leaves it: {s.no_wrap} (suppress it with `# noqa: {code}` where it is meant)"
+
+
 def site_message(s: Site, rule: Optional[Rule]) -> str:
     if s.kind == "graph":
         what = (
@@ -185,6 +209,56 @@ def site_message(s: Site, rule: Optional[Rule]) -> str:
     return f"`{at}{call_text(s)}` {what}; wrap it: `{at}{suggestion(s, rule)}` or run `xferaudit wrap`"
 
 
+def fix_message(s: Site, rule: Optional[Rule], code: str, relpath: str) -> str:
+    """What a finding's fix does, in one line (ruff's fix message)."""
+    if code == "XFA302":
+        return f"Rename the site to \"{renamed_site(s.site or '', relpath) or s.site}\""
+    what = implicit_suggestion(s) if s.implicit else suggestion(s, rule)
+    return f"Wrap it: `{'@' if s.decorator else ''}{what}`" if what else "Wrap it"
+
+
+# --- links to the rule pages -----------------------------------------------------------
+
+
+def docs_base(cfg: Optional[Config] = None) -> Optional[str]:
+    """Where the documentation site is: the ``docs-url`` setting, else the
+    ``Documentation`` address of the installed package's metadata; None when
+    neither says (no address is made up)."""
+    if cfg is not None and cfg.docs_url:
+        return cfg.docs_url
+    return _installed_docs()
+
+
+_INSTALLED: list = []
+
+
+def _installed_docs() -> Optional[str]:
+    if not _INSTALLED:
+        url = None
+        try:
+            from importlib.metadata import PackageNotFoundError, metadata
+
+            for entry in metadata("xferaudit").get_all("Project-URL") or ():
+                label, _, value = entry.partition(",")
+                if label.strip().lower() in ("documentation", "docs") and value.strip():
+                    url = value.strip()
+                    break
+        except (ImportError, PackageNotFoundError, ValueError):  # pragma: no cover
+            pass
+        _INSTALLED.append(url)
+    return _INSTALLED[0]
+
+
+def rule_url(code: str, base: Optional[str]) -> Optional[str]:
+    """The page of `code` on the documentation site at `base` (mkdocs writes
+    ``rules/CODE.md`` as ``rules/CODE/``; a site built into files, without a
+    server, as ``rules/CODE/index.html``); None without a base."""
+    if not base or code not in CODES:
+        return None
+    page = f"rules/{code}/" + ("index.html" if base.startswith("file:") else "")
+    return base.rstrip("/") + "/" + page
+
+
 # --- collecting -----------------------------------------------------------------------
 
 
@@ -192,8 +266,10 @@ def _suppresses(codes: Optional[tuple], code: str) -> bool:
     return codes is not None and (codes == () or code in codes)
 
 
-def collect(scan: Scan, cfg: Config, rules: RuleTable) -> list[Diagnostic]:
-    """Every finding of a scan, suppressed ones marked, in file and line order."""
+def collect(scan: Scan, cfg: Config, rules: RuleTable, sources: Optional[dict] = None) -> list[Diagnostic]:
+    """Every finding of a scan, suppressed ones marked, in file and line order;
+    `sources` holds the source (bytes or text) of files not read from disk
+    (standard input, an editor's buffer), by path."""
     by_id = {r.id: r for r in rules.rules}
     out: list[Diagnostic] = []
     first_use: dict[str, tuple[int, Site]] = {}  # site name -> (file index, wrapped site)
@@ -208,6 +284,7 @@ def collect(scan: Scan, cfg: Config, rules: RuleTable) -> list[Diagnostic]:
                 continue
         sup = dict(res.suppressions)
         file_diags: list[Diagnostic] = []
+        notes, extra = check_findings(res.evidence, res.sites) if res.evidence is not None else ({}, ())
         for s in res.sites:
             if s.wrapped:
                 if not s.site:
@@ -233,17 +310,33 @@ def collect(scan: Scan, cfg: Config, rules: RuleTable) -> list[Diagnostic]:
             else:
                 code = s.rule
                 # implicit sites (the value layer's) say what crosses and how to count it
-                msg = (implicit_message(s.op, call_text(s), implicit_suggestion(s)) if s.implicit
-                       else site_message(s, by_id.get(s.rule_id)))
+                if s.no_wrap:
+                    msg = no_wrap_message(s, code)
+                else:
+                    msg = (implicit_message(s.op, call_text(s), implicit_suggestion(s)) if s.implicit
+                           else site_message(s, by_id.get(s.rule_id)))
+                if id(s) in notes:  # seen crossing by a run: `wrap --from` wraps it
+                    said, run = notes[id(s)]
+                    msg = msg.replace("run `xferaudit wrap`", f"run `xferaudit wrap --from {run}`") + said
             if not cfg.code_enabled(code, rel):
                 continue
             file_diags.append(Diagnostic(
                 res.path, rel, s.line, s.column, s.end_line, s.end_column, code, msg,
                 function=s.function, suppressed="noqa" if _suppresses(sup.get(s.line), code) else None,
             ))
+        for line, col, code, msg, function in extra:  # run evidence no site explains (XFA5xx)
+            if cfg.code_enabled(code, rel):
+                file_diags.append(Diagnostic(res.path, rel, line, col, line, col, code, msg, function=function,
+                                             suppressed="noqa" if _suppresses(sup.get(line), code) else None))
         out.extend(file_diags)
         if sup and cfg.code_enabled("XFA101", rel):
-            out.extend(_unused(res, rel, sup, file_diags, cfg))
+            out.extend(_unused(res, rel, sup, file_diags, cfg, (sources or {}).get(res.path)))
+    for e in scan.gone:
+        rel = cfg.relpath(e.file)
+        if cfg.code_enabled("XFA502", rel):
+            msg = stale_message(Stale(e, "the file is gone"))
+            out.append(Diagnostic(display_path(e.file, os.getcwd()), rel, max(e.line, 1), 1, max(e.line, 1), 1,
+                                  "XFA502", msg, function=static_function(e.function) or "<module>"))
     out.sort(key=_order(scan))
     return out
 
@@ -253,7 +346,8 @@ def _order(scan: Scan):
     return lambda d: (index.get(d.path, 0), d.line, d.column, d.code)
 
 
-def _unused(res, rel: str, sup: dict, diags: list[Diagnostic], cfg: Config) -> list[Diagnostic]:
+def _unused(res, rel: str, sup: dict, diags: list[Diagnostic], cfg: Config,
+            data: "bytes | str | None" = None) -> list[Diagnostic]:
     """XFA101: suppression codes that suppress nothing on their line."""
     on_line: dict[int, set] = {}
     for d in diags:
@@ -278,7 +372,7 @@ def _unused(res, rel: str, sup: dict, diags: list[Diagnostic], cfg: Config) -> l
                               " (a site's line is the line of its called name)"))
     if not found:
         return []
-    cols = _comment_columns(res.path, [ln for ln, _ in found])
+    cols = _comment_columns(res.path, [ln for ln, _ in found], data)
     return [
         Diagnostic(res.path, rel, ln, cols.get(ln, 1), ln, cols.get(ln, 1), "XFA101", msg)
         for ln, msg in found
@@ -288,12 +382,16 @@ def _unused(res, rel: str, sup: dict, diags: list[Diagnostic], cfg: Config) -> l
 _SUP_START = re.compile(r"#\s*(?:noqa|xferaudit\s*:)", re.I)
 
 
-def _comment_columns(path: str, lines: list[int]) -> dict[int, int]:
+def _comment_columns(path: str, lines: list[int], data: "bytes | str | None" = None) -> dict[int, int]:
     """1-based columns of the suppression comments on `lines` (re-read: rare)."""
     try:
-        with open(path, "rb") as fh:
-            data = fh.read()
-        text = read_notebook(data).text if is_notebook(path) else decode_source(data)
+        if data is None:
+            with open(path, "rb") as fh:
+                data = fh.read()
+        if isinstance(data, str):
+            text = read_notebook(data.encode("utf-8")).text if is_notebook(path) else data
+        else:
+            text = read_notebook(data).text if is_notebook(path) else decode_source(data)
     except (OSError, SyntaxError, UnicodeDecodeError, LookupError, ValueError):
         return {}
     all_lines = split_lines(text)
@@ -325,15 +423,15 @@ def format_text(diags: list[Diagnostic], show_suppressed: bool = False) -> str:
     return "\n".join(lines)
 
 
-def _record(d: Diagnostic) -> dict:
+def _record(d: Diagnostic, base: Optional[str]) -> dict:
     rec = {
         "code": d.code,
         "message": d.message,
         "filename": os.path.abspath(d.path),
         "location": {"row": d.line, "column": d.column},
         "end_location": {"row": d.end_line, "column": d.end_column},
-        "fix": None,
-        "url": DOCS_URL,
+        "fix": d.fix.to_json() if d.fix is not None else None,
+        "url": rule_url(d.code, base),
         "noqa_row": d.line,
     }
     if d.suppressed is not None:
@@ -341,8 +439,10 @@ def _record(d: Diagnostic) -> dict:
     return rec
 
 
-def format_json(diags: list[Diagnostic], show_suppressed: bool = False) -> str:
-    recs = [_record(d) for d in diags if d.suppressed is None or show_suppressed]
+def format_json(diags: list[Diagnostic], show_suppressed: bool = False, base: Optional[str] = None) -> str:
+    """ruff's JSON: a list of records (code, message, filename, location,
+    end_location, fix, url, noqa_row); `base` is the docs site of :func:`docs_base`."""
+    recs = [_record(d, base) for d in diags if d.suppressed is None or show_suppressed]
     return json.dumps(recs, indent=2)
 
 
@@ -371,63 +471,80 @@ def format_github(diags: list[Diagnostic]) -> str:
     return "\n".join(out)
 
 
-def format_sarif(diags: list[Diagnostic], root: str) -> str:
-    """A minimal valid SARIF 2.1.0 log: the tool, its rules, one result per finding."""
+def format_sarif(diags: list[Diagnostic], root: str, base: Optional[str] = None) -> str:
+    """A SARIF 2.1.0 log: the tool, its rules (each with its page under `base`,
+    where there is one), one result per finding, and its fix where it has one
+    (columns count characters: ``columnKind`` says so)."""
     shown = reported(diags)
     used = sorted({d.code for d in shown} | set(CODES))
-    rules = [
-        {
+    rules = []
+    for c in used:
+        if c not in CODES:
+            continue
+        url = rule_url(c, base)
+        rule = {
             "id": c,
             "name": CODES[c].name,
             "shortDescription": {"text": CODES[c].summary},
             "fullDescription": {"text": CODES[c].what},
-            "help": {"text": CODES[c].why},
-            "helpUri": DOCS_URL,
+            "help": {"text": f"{CODES[c].why} (`xferaudit rule {c}` explains it.)"},
             "defaultConfiguration": {"level": "error"},
         }
-        for c in used if c in CODES
-    ]
+        if url:
+            rule["helpUri"] = url
+        rules.append(rule)
     index = {r["id"]: i for i, r in enumerate(rules)}
     root_abs = os.path.abspath(root)
     results = []
     for d in shown:
         ap = os.path.abspath(d.path)
         if ap.startswith(root_abs.rstrip(os.sep) + os.sep):
-            uri, base = os.path.relpath(ap, root_abs).replace(os.sep, "/"), {"uriBaseId": "%SRCROOT%"}
+            uri, base_id = os.path.relpath(ap, root_abs).replace(os.sep, "/"), {"uriBaseId": "%SRCROOT%"}
         else:
-            uri, base = "file://" + ap.replace(os.sep, "/"), {}
-        results.append({
+            uri, base_id = "file://" + ap.replace(os.sep, "/"), {}
+        artifact = {"uri": uri, **base_id}
+        result = {
             "ruleId": d.code,
             "ruleIndex": index.get(d.code, 0),
             "level": "error",
             "message": {"text": d.message},
             "locations": [{
                 "physicalLocation": {
-                    "artifactLocation": {"uri": uri, **base},
-                    "region": {
-                        "startLine": d.line,
-                        "startColumn": d.column,
-                        "endLine": d.end_line,
-                        "endColumn": d.end_column,
-                    },
+                    "artifactLocation": artifact,
+                    "region": _region(d.line, d.column, d.end_line, d.end_column),
                 }
             }],
-        })
+        }
+        if d.fix is not None:
+            result["fixes"] = [{
+                "description": {"text": d.fix.message},
+                "artifactChanges": [{
+                    "artifactLocation": dict(artifact),
+                    "replacements": [
+                        {"deletedRegion": _region(*e.start, *e.end), "insertedContent": {"text": e.content}}
+                        for e in d.fix.edits
+                    ],
+                }],
+            }]
+        results.append(result)
+    driver = {"name": "xferaudit", "version": __version__, "rules": rules}
+    if base:
+        driver["informationUri"] = base
     log = {
         "$schema": "https://json.schemastore.org/sarif-2.1.0.json",
         "version": "2.1.0",
         "runs": [{
-            "tool": {"driver": {
-                "name": "xferaudit",
-                "version": __version__,
-                "informationUri": DOCS_URL,
-                "rules": rules,
-            }},
+            "tool": {"driver": driver},
             "originalUriBaseIds": {"%SRCROOT%": {"uri": "file://" + root_abs.replace(os.sep, "/").rstrip("/") + "/"}},
+            "columnKind": "unicodeCodePoints",
             "results": results,
         }],
     }
     return json.dumps(log, indent=2)
+
+
+def _region(line: int, column: int, end_line: int, end_column: int) -> dict:
+    return {"startLine": line, "startColumn": column, "endLine": end_line, "endColumn": end_column}
 
 
 def format_statistics(diags: list[Diagnostic]) -> str:

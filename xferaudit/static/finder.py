@@ -70,6 +70,7 @@ from .resolver import COMPOUND_BODIES, Resolver, arg_names, target_names
 from .site import Site
 from .source import Source, decode_source, parse, split_lines
 from .suppress import bare_own, file_suppressions, parse_suppressions
+from .unwrappable import arguments_may_have_effects, mark as mark_unwrappable
 from .wrapped import Unwrapper, read_wrapped
 
 _RUNTIME_DOT = RUNTIME_MODULE + "."
@@ -91,6 +92,9 @@ class FileResult:
     #: (``print "x"``, ``x.cuda(async=True)``) it did: ``sites`` are from that
     #: reading (:mod:`.repair`).
     repaired: bool = False
+    #: ``check --evidence``: the run's lines of this file, matched to its text
+    #: (:class:`~.evidence.FileEvidence`; never cached)
+    evidence: Optional[object] = None
 
 
 def _position(source: Source, colmap, node: ast.AST, at: ast.AST) -> tuple[int, int, int, int, int]:
@@ -141,6 +145,9 @@ class FileContext:
     colmap: object = None  # repair.ColumnMap when the text is a repaired reading
     candidates: list = field(default_factory=list)  # the prefilter's lines (where a row's name is called)
     whole: bool = False  # `resolver` binds every scope (analyses may look anywhere)
+    #: run evidence: line -> the site categories a recorded run saw crossing
+    #: on its statement (static/evidence.py); the value layer reads it
+    evidence: dict = field(default_factory=dict)
     _full: Optional[Resolver] = None
 
     @property
@@ -201,6 +208,7 @@ class _FileFinder(ast.NodeVisitor):
         self.cand: list[int] = []  # lines where a site may be (see prefilter.candidate_lines)
         self.colmap = None  # repair.ColumnMap when the text is a repaired reading
         self.nodes: dict = {}  # id(site) -> (node, scope): see FileContext.nodes
+        self.relpath = display_path  # the file's name in site names (short literals are named after it)
 
     def _segment(self, node: ast.AST) -> str:
         return self.source.segment(node)
@@ -433,8 +441,12 @@ class _FileFinder(ast.NodeVisitor):
              site: Optional[str], decorator: Optional[bool] = None) -> None:
         line, col1, end_line, end_col1, bcol = self.position(call, func)
         col, end_col = col1 - 1, end_col1 - 1
+        op = ""
         if not wrapped:
             self.nodes[len(self.sites)] = (call, self.resolver.scope)
+            if rule.wrap == "receiver" and isinstance(func, ast.Attribute) and isinstance(call, ast.Call) \
+                    and arguments_may_have_effects(call):
+                op = "bound"  # wrapped around its bound method: xfer.call(x.to, next(it), site=...)
         self.sites.append(
             Site(
                 path=self.path,
@@ -452,6 +464,7 @@ class _FileFinder(ast.NodeVisitor):
                 decorator=bool(decorator) if decorator is not None else id(call) in self.decorators,
                 label=self._label(func, rule),
                 byte_col=bcol,
+                op=op,
             )
         )
 
@@ -488,9 +501,11 @@ def find_in_source(
     path: str = "<string>",
     rules: Optional[RuleTable] = None,
     relpath: Optional[str] = None,
+    evidence: Optional[dict] = None,
+    tree: Optional[ast.Module] = None,
 ) -> FileResult:
     """All sites of one file's text, in source order, named and with suppressions applied."""
-    return analyse(text, path, rules, relpath)[0]
+    return analyse(text, path, rules, relpath, evidence, tree)[0]
 
 
 def analyse(
@@ -498,14 +513,18 @@ def analyse(
     path: str = "<string>",
     rules: Optional[RuleTable] = None,
     relpath: Optional[str] = None,
+    evidence: Optional[dict] = None,
+    tree: Optional[ast.Module] = None,
 ) -> tuple[FileResult, Optional[FileContext]]:
     """:func:`find_in_source`, plus the parsed file (None when it does not parse)
-    for a caller that needs more of it than the sites (the codemod)."""
+    for a caller that needs more of it than the sites (the codemod). `evidence`:
+    the lines a recorded run saw crossing (:attr:`FileContext.evidence`); `tree`:
+    the text's parse, when the caller has made it."""
     rules = rules or _default_rules()
     res = FileResult(path=path)
     colmap = None
     try:
-        tree = parse(text, path)
+        tree = parse(text, path) if tree is None else tree
     except SyntaxError as e:
         res.error = f"{type(e).__name__}: {e.msg}"
         res.error_line = e.lineno or 1
@@ -523,6 +542,7 @@ def analyse(
         return res, None
     f = _FileFinder(path, text, rules, path, tree)
     f.colmap = colmap
+    f.relpath = relpath if relpath is not None else path
     limit = sys.getrecursionlimit()
     try:
         # A 2,000-term `a + b + ...` is a 2,000-deep tree: the visit recurses.
@@ -532,7 +552,7 @@ def analyse(
         # The finder bound names only around its candidate lines; an analysis
         # may look anywhere, so it gets every scope (`whole`).
         ctx = FileContext(path, f.source, tree, rules, f.resolver, f.sites, nodes, colmap, f.cand,
-                          whole=bool(ANALYSES))
+                          whole=bool(ANALYSES), evidence=evidence or {})
         if ANALYSES:
             for extra in ANALYSES:
                 f.sites.extend(extra(ctx))
@@ -542,8 +562,9 @@ def analyse(
     finally:
         sys.setrecursionlimit(limit)
     f.sites.sort(key=lambda s: (s.line, s.column))
+    mark_unwrappable(f.sites, text, tree, f.lines, nodes, f.resolver.qualname)
     name_sites(f.sites, relpath if relpath is not None else path)
-    sup = file_suppressions(text, f.lines, {s.line for s in f.sites})
+    sup = file_suppressions(text, f.lines, {s.line for s in f.sites} | set(evidence or ()))
     res.suppressions = sorted(sup.items())
     res.bare_own = [ln for ln, codes in res.suppressions if bare_own(f.lines[ln - 1])]
     for s in f.sites:

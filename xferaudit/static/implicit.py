@@ -58,6 +58,11 @@ def shown(v: Val) -> bool:
     (a value moved with .to(dev) may be a module, whose printing reads nothing)."""
     return v.kind == "dev" or v.kind == "devout"
 
+
+#: On a line a recorded run saw crossing, what a value counts as a device
+#: tensor: anything the code does not show to be on the host or a Python value.
+ASSUMED = frozenset({"unknown", "tensor", "devx", "devout"})
+
 #: code -> (op, kind)
 CODES = IMPLICIT_CODES
 OP_CODES = IMPLICIT_OP_CODES
@@ -200,18 +205,41 @@ def _unparse(node: ast.AST, limit: int = 40) -> str:
 class _Checker:
     """The hook run on each statement by the value layer's walk."""
 
-    def __init__(self, res: Result, methods: frozenset, lines: Optional[Callable[[ast.AST], bool]]) -> None:
+    def __init__(self, res: Result, methods: frozenset, lines: Optional[Callable[[ast.AST], bool]],
+                 hot: Optional[dict] = None) -> None:
         self.res = res
         self.methods = methods  # method names of the rule table (receivers to record)
         self.lines = lines
         self.ev: Evaluator = None  # type: ignore[assignment]
         self.seen: set = set()
+        #: run evidence: line -> the site categories a run saw crossing on its statement
+        self.hot_lines: dict = hot or {}
+        self.hot: frozenset = frozenset()  # those of the statement being checked
+        self.assumed: set = set()  # ids of values taken for device tensors on that evidence
+
+    def dev(self, node: ast.AST, test: Callable[[Val], bool] = on_device) -> bool:
+        """`node` holds a device value: shown by the code (`test`), or assumed on
+        run evidence (:meth:`assume`)."""
+        v = self.ev.value(node)
+        return test(v) or self.assume(node, v)
+
+    def assume(self, node: ast.AST, v: Val) -> bool:
+        """The one place run evidence changes what the value layer believes: on
+        a statement a run saw crossing, a value the code does not place is a
+        device tensor. Findings resting on it are kept only in the categories
+        the run's ops can come from (see :meth:`add`)."""
+        if self.hot and v.kind in ASSUMED:
+            self.assumed.add(id(node))
+            return True
+        return False
 
     def add(self, code: str, node: ast.AST, at: Optional[ast.AST] = None, label: Optional[str] = None,
             wrap: str = "", why: str = "") -> None:
         key = (id(node), code)
         if key in self.seen:
             return
+        if self.assumed and CODES[code][0] not in self.hot and any(id(n) in self.assumed for n in ast.walk(node)):
+            return  # assumed on evidence of another kind of crossing
         self.seen.add(key)
         if label is None:  # the call itself (float(x), t.nonzero()), or op(expression)
             label = _unparse(node) if at is not None else f"{CODES[code][0]}({_unparse(node, 34)})"
@@ -222,6 +250,8 @@ class _Checker:
         if self.lines is not None and not self.lines(st, ev):
             return
         self.ev = ev
+        if self.hot_lines:  # (every line of a hot statement's header is in the map)
+            self.hot = self.hot_lines.get(st.lineno, frozenset())
         t = type(st)
         if t in (ast.If, ast.While):
             self.scan(st.test, True)
@@ -284,12 +314,12 @@ class _Checker:
         if value is None:
             return
         vv = ev.value(value)
-        if on_device(base):
+        if on_device(base) or self.assume(tg.value, base):
             if vv.kind in ("host", "numpy") or isinstance(value, (ast.List, ast.Tuple)) and \
                     not all(isinstance(e, ast.Constant) for e in value.elts):
                 self.add("XFA406", tg, label=_unparse(tg) + " = " + _unparse(value, 20),
                          why="an assignment into a device tensor has no wrapped form")
-        elif base.kind == "host" and vv.kind in ON_DEVICE and vv.kind != "devx":
+        elif base.kind == "host" and (vv.kind in ON_DEVICE and vv.kind != "devx" or self.assume(value, vv)):
             self.add("XFA407", tg, label=_unparse(tg) + " = " + _unparse(value, 20),
                      why="an assignment into a host tensor has no wrapped form")
 
@@ -301,12 +331,12 @@ class _Checker:
         for p in parts:
             if isinstance(p, ast.Slice):
                 for b in (p.lower, p.upper, p.step):
-                    if b is not None and on_device(ev.value(b)):
+                    if b is not None and self.dev(b):
                         self.add("XFA401", b, wrap="index")
                 continue
-            if base.kind not in ON_DEVICE:
+            if base.kind not in ON_DEVICE and not self.assume(sub.value, base):
                 # seq[t] with seq a Python list or numpy array: t is read as an int.
-                if base.kind in ("py", "numpy") and on_device(ev.value(p)):
+                if base.kind in ("py", "numpy") and self.dev(p):
                     self.add("XFA401", p, wrap="index")
                 continue
             pv = ev.value(p)
@@ -318,7 +348,7 @@ class _Checker:
 
     # --- expressions ------------------------------------------------------------------------
     def truth(self, node: ast.AST) -> None:
-        if is_dev(self.ev.value(node)):
+        if self.dev(node, is_dev):
             self.add("XFA402", node, wrap="bool")
 
     def scan(self, node: ast.AST, boolctx: bool) -> None:
@@ -334,7 +364,7 @@ class _Checker:
                 else:
                     if boolctx:
                         self.truth(v)
-                    elif is_dev(self.ev.value(v)):
+                    elif self.dev(v, is_dev):
                         self.add("XFA402", v, why="an operand of `and`/`or` outside a condition: the "
                                  "expression's value is the operand itself, so it has no wrapped form")
                     self.scan(v, False)
@@ -353,7 +383,7 @@ class _Checker:
         elif t is ast.JoinedStr:
             for v in node.values:
                 if isinstance(v, ast.FormattedValue):
-                    if shown(self.ev.value(v.value)):
+                    if self.dev(v.value, shown):
                         self.add("XFA403", v.value, wrap="read")
                     self.scan(v.value, False)
                     if v.format_spec is not None:
@@ -362,7 +392,7 @@ class _Checker:
         elif t is ast.BinOp and isinstance(node.op, ast.Mod) and _is_string(node.left):
             r = node.right
             for e in (r.elts if isinstance(r, ast.Tuple) else [r]):
-                if shown(self.ev.value(e)):
+                if self.dev(e, shown):
                     self.add("XFA403", e, wrap="read")
         elif t is ast.Subscript:
             self.index(node, self.ev.value(node.value))
@@ -388,15 +418,15 @@ class _Checker:
         q = ev.qual(func)
         if isinstance(func, ast.Name) and q is None and func.id not in ev.env and func.id not in ev.local_names:
             f = func.id
-            if f in _CONVERSIONS and len(args) == 1 and not node.keywords and on_device(ev.value(args[0])):
+            if f in _CONVERSIONS and len(args) == 1 and not node.keywords and self.dev(args[0]):
                 self.add("XFA401", node, func, wrap="call")
             elif f == "range":
                 for a in args:
-                    if on_device(ev.value(a)):
+                    if self.dev(a):
                         self.add("XFA401", a, wrap="index")
             elif f in _FORMATTERS:
                 for a in args[: (1 if f != "print" else None)]:
-                    if not isinstance(a, ast.Starred) and shown(ev.value(a)):
+                    if not isinstance(a, ast.Starred) and self.dev(a, shown):
                         self.add("XFA403", a, wrap="read")
             return
         if q is not None:
@@ -410,11 +440,11 @@ class _Checker:
                 call.end_lineno, call.end_col_offset = node.end_lineno, node.end_col_offset
                 self._hazard(call, bare)
                 return
-            if q == "operator.index" and args and on_device(ev.value(args[0])):
+            if q == "operator.index" and args and self.dev(args[0]):
                 self.add("XFA401", args[0], wrap="index")
             elif q.startswith("math.") or q.startswith("numpy."):
                 for a in args:
-                    if not isinstance(a, ast.Starred) and on_device(ev.value(a)):
+                    if not isinstance(a, ast.Starred) and self.dev(a):
                         self.add("XFA404", a, wrap="read")
             elif q.startswith("logging."):
                 self._log_args(node)
@@ -422,7 +452,7 @@ class _Checker:
                 self._save(node)
             elif q.startswith("torch."):
                 last = q.rsplit(".", 1)[-1]
-                if args and on_device(ev.value(args[0])) and (
+                if args and self.dev(args[0]) and (
                         last in _COUNT_METHODS or last == "where" and len(args) == 1 and not node.keywords
                         or last == "repeat_interleave" and _tensor_repeats(ev, node, 1)):
                     self.add("XFA405", node, func,
@@ -437,11 +467,11 @@ class _Checker:
             return
         if m == "format" and _is_string(recv):
             for a in list(args) + [k.value for k in node.keywords]:
-                if shown(ev.value(a)):
+                if self.dev(a, shown):
                     self.add("XFA403", a, wrap="read")
             return
         if m in _COUNT_METHODS or m == "repeat_interleave":
-            if on_device(ev.value(recv)) and (m != "repeat_interleave" or _tensor_repeats(ev, node, 0)):
+            if self.dev(recv) and (m != "repeat_interleave" or _tensor_repeats(ev, node, 0)):
                 self.add("XFA405", node, func,
                          why="a data-dependent size is read inside the op; it has no wrapped form")
             return
@@ -450,7 +480,7 @@ class _Checker:
 
     def _log_args(self, node: ast.Call) -> None:
         for a in node.args:
-            if not isinstance(a, ast.Starred) and shown(self.ev.value(a)):
+            if not isinstance(a, ast.Starred) and self.dev(a, shown):
                 self.add("XFA403", a, wrap="read")
 
     def _save(self, node: ast.Call) -> None:
@@ -461,6 +491,8 @@ class _Checker:
         if not hit and isinstance(obj, (ast.Dict, ast.List, ast.Tuple)):
             vals = obj.values if isinstance(obj, ast.Dict) else obj.elts
             hit = any(x is not None and self.ev.value(x).kind in device for x in vals)
+        if not hit:
+            hit = self.assume(obj, v)
         if hit:
             self.add("XFA408", node, node.func, label="torch.save(" + _unparse(obj, 30) + ")", wrap="save")
 
@@ -603,18 +635,24 @@ def evidence_lines(text: str) -> list:
 
 
 def find(tree: ast.Module, text: str, qualname: Resolver, methods: frozenset = frozenset(),
-         wanted: Optional[Callable[[ast.AST], bool]] = None, ev_lines: Optional[list] = None) -> Result:
+         wanted: Optional[Callable[[ast.AST], bool]] = None, ev_lines: Optional[list] = None,
+         hot: Optional[dict] = None) -> Result:
     """The implicit findings of one parsed file, and the values of the receivers
     of method calls named in `methods` (for the explicit rules).
 
     `wanted(stmt)` says which top-level functions and classes hold a line the
     explicit rules look at; those are walked in any case, the others only
-    where the text shows evidence of a device (:data:`EVIDENCE`).
+    where the text shows evidence of a device (:data:`EVIDENCE`). `hot` (line
+    -> site categories) gives the lines a recorded run saw crossing: they are
+    walked, and a value there that the code does not place counts as a device
+    tensor (:meth:`_Checker.assume`).
     """
     res = Result()
     res.free = Evaluator(qualname, module_imports(tree, qualname))
     if ev_lines is None:
         ev_lines = evidence_lines(text)
+    if hot:
+        ev_lines = sorted(set(ev_lines) | set(hot))
     has_evidence = bool(ev_lines)
     # Calls whose receiver decides whether they are sites at all: walked for it.
     sp_lines = _lines_of(text, _RECEIVER_NEEDLES) if wanted is not None else []
@@ -651,7 +689,7 @@ def find(tree: ast.Module, text: str, qualname: Resolver, methods: frozenset = f
         return (ev.dev_seen and has_evidence) or (has_evidence and spans(st, ev_lines)) or (
             wanted is not None and wanted(st))
 
-    checker = _Checker(res, methods, worth)
+    checker = _Checker(res, methods, worth, hot)
     analyse(tree, qualname, checker, want)
     return res
 

@@ -149,3 +149,4 @@ def renamed_site(name: str, relpath: str) -> "str | None":
     if not sep or not rest or path == relpath or not _PATHLIKE.fullmatch(path):
         return None
     return f"{relpath}:{rest}"
+

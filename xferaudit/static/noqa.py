@@ -19,7 +19,7 @@ import re
 import tokenize
 import warnings
 from dataclasses import dataclass, field
-from typing import Iterable
+from typing import Iterable, Optional
 
 from .._atomic import atomic_write
 from .diagnostics import Diagnostic
@@ -87,56 +87,18 @@ def add_noqa(diags: Iterable[Diagnostic]) -> NoqaResult:
     for path, lines in per_file.items():
         try:
             data, enc, text = _read(path)
-            bad = _uncommentable(text)
-            comments = comment_tokens(text)
-        except (OSError, SyntaxError, UnicodeDecodeError, tokenize.TokenError) as e:
+        except (OSError, SyntaxError, UnicodeDecodeError) as e:
             result.skipped.append(f"{path}: cannot rewrite: {e}")
             continue
-        src = split_lines(text)
-        added = 0
-        for ln in sorted(lines):
-            codes = sorted(lines[ln])
-            if ln - 1 >= len(src):
-                continue
-            body, eol = _eol(src[ln - 1])
-            if ln in bad or body.rstrip().endswith("\\"):
-                result.skipped.append(
-                    f"{path}:{ln}: the line ends inside a string or continues with a backslash; "
-                    f"add `# noqa: {', '.join(codes)}` by hand where the call's line ends"
-                )
-                continue
-            comment = comments.get(ln)
-            if comment is not None:
-                col, ctext = comment
-                if _BARE_NOQA.search(ctext) and not _NOQA_CODES.search(ctext):
-                    continue  # a bare noqa already covers everything
-                m = _NOQA_CODES.search(ctext)
-                if m is not None:
-                    have = [c.upper() for c in re.split(r"[\s,]+", m.group("codes")) if c]
-                    new = have + [c for c in codes if c not in have]
-                    ctext = ctext[: m.start("codes")] + ", ".join(new) + ctext[m.end("codes"):]
-                else:
-                    ctext = ctext.rstrip() + f"  # noqa: {', '.join(codes)}"
-                body = body[:col] + ctext
-            else:
-                body = body.rstrip() + f"  # noqa: {', '.join(codes)}"
-            src[ln - 1] = body + eol
-            added += len(codes)
-        if not added:
-            continue
-        new_text = "".join(src)
-        try:
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")
-                ast.parse(new_text)
-        except SyntaxError as e:
-            result.skipped.append(f"{path}: left unchanged: adding noqa comments would break it ({e.msg})")
+        new_text, added, skipped = noqa_text(text, lines, path)
+        result.skipped.extend(skipped)
+        if new_text is None:
             continue
         out = new_text.encode(enc)
         if data.startswith(codecs.BOM_UTF8) and not out.startswith(codecs.BOM_UTF8):
             out = codecs.BOM_UTF8 + out
         try:
-            atomic_write(path, out)
+            atomic_write(path, out, special="refuse")
         except OSError as e:
             result.skipped.append(f"{path}: cannot write: {e.strerror or e}")
             continue
@@ -145,3 +107,54 @@ def add_noqa(diags: Iterable[Diagnostic]) -> NoqaResult:
     return result
 
 
+def noqa_text(text: str, lines: dict[int, set], path: str = "<string>") -> tuple[Optional[str], int, list[str]]:
+    """`text` with ``# noqa: CODES`` on each of `lines` ({line: codes}), merged
+    into a noqa comment already there: (the new text, or None when nothing is
+    added or the result would not parse; codes added; lines skipped, and why).
+    ``--add-noqa`` and the editor server's "add a noqa" both write through it."""
+    skipped: list[str] = []
+    try:
+        bad = _uncommentable(text)
+        comments = comment_tokens(text)
+    except (SyntaxError, tokenize.TokenError) as e:
+        return None, 0, [f"{path}: cannot rewrite: {e}"]
+    src = split_lines(text)
+    added = 0
+    for ln in sorted(lines):
+        codes = sorted(lines[ln])
+        if ln - 1 >= len(src):
+            continue
+        body, eol = _eol(src[ln - 1])
+        if ln in bad or body.rstrip().endswith("\\"):
+            skipped.append(
+                f"{path}:{ln}: the line ends inside a string or continues with a backslash; "
+                f"add `# noqa: {', '.join(codes)}` by hand where the call's line ends"
+            )
+            continue
+        comment = comments.get(ln)
+        if comment is not None:
+            col, ctext = comment
+            if _BARE_NOQA.search(ctext) and not _NOQA_CODES.search(ctext):
+                continue  # a bare noqa already covers everything
+            m = _NOQA_CODES.search(ctext)
+            if m is not None:
+                have = [c.upper() for c in re.split(r"[\s,]+", m.group("codes")) if c]
+                new = have + [c for c in codes if c not in have]
+                ctext = ctext[: m.start("codes")] + ", ".join(new) + ctext[m.end("codes"):]
+            else:
+                ctext = ctext.rstrip() + f"  # noqa: {', '.join(codes)}"
+            body = body[:col] + ctext
+        else:
+            body = body.rstrip() + f"  # noqa: {', '.join(codes)}"
+        src[ln - 1] = body + eol
+        added += len(codes)
+    if not added:
+        return None, 0, skipped
+    new_text = "".join(src)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            ast.parse(new_text)
+    except SyntaxError as e:
+        return None, 0, skipped + [f"{path}: left unchanged: adding noqa comments would break it ({e.msg})"]
+    return new_text, added, skipped

@@ -77,6 +77,8 @@ def read(data: bytes) -> Notebook:
         nb = json.loads(raw)
     except (UnicodeDecodeError, ValueError) as e:
         raise NotebookError(f"not a notebook (JSON): {e}") from None
+    except RecursionError:  # (the reader's own limit: about 1,000 levels)
+        raise NotebookError("not a notebook: JSON nested too deeply to read") from None
     if not isinstance(nb, dict) or not isinstance(nb.get("cells"), list):
         raise NotebookError("not a notebook: no list of cells")
     final = raw.endswith("\n")
@@ -86,7 +88,7 @@ def read(data: bytes) -> Notebook:
             if _dump(nb, cand, final) == raw:
                 layout = cand
                 break
-        except (TypeError, ValueError):  # pragma: no cover
+        except (TypeError, ValueError, RecursionError):  # pragma: no cover
             break
     out = Notebook(nb, layout, final)
     parts: list[str] = []

@@ -38,7 +38,7 @@ from ..rules import RuleTable
 from .finder import FileResult, find_in_source
 from . import notebook
 from .notebook import is_notebook
-from .source import decode_source
+from .source import decode_source, parse
 
 #: Below this many bytes to parse, a process pool costs more than it saves.
 PARALLEL_MIN_BYTES = 1_500_000
@@ -57,10 +57,12 @@ def _init(table: RuleTable, run_pid: int = 0) -> None:
     _STATE[:] = [table]
 
 
-def analyze(data: bytes, display: str, relpath: str, rules: RuleTable) -> FileResult:
-    """One file's findings from its bytes, decoded by its declared encoding."""
+def analyze(data: bytes, display: str, relpath: str, rules: RuleTable, evidence: Sequence = ()) -> FileResult:
+    """One file's findings from its bytes, decoded by its declared encoding;
+    `evidence`: the entries of run files naming it (``check --evidence``)."""
+    nb = is_notebook(relpath) or is_notebook(display)
     try:
-        if is_notebook(relpath) or is_notebook(display):
+        if nb:
             text = notebook.read(data).text  # its code cells (positions mapped back on display)
         else:
             text = decode_source(data)
@@ -68,12 +70,38 @@ def analyze(data: bytes, display: str, relpath: str, rules: RuleTable) -> FileRe
         res = FileResult(path=display)
         res.error = f"cannot decode: {e}"
         return res
-    return find_in_source(text, display, rules, relpath)
+    if not evidence or nb:
+        return find_in_source(text, display, rules, relpath)
+    try:
+        tree = parse(text, display)  # once, for the evidence and the finder
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return find_in_source(text, display, rules, relpath)  # XFA001: nothing to match evidence to
+    fe = _match_evidence(evidence, text, tree, data, display, rules)
+    res = find_in_source(text, display, rules, relpath, fe.hot, tree)
+    res.evidence = fe
+    return res
+
+
+def _match_evidence(entries: Sequence, text: str, tree, data: bytes, path: str, rules: RuleTable):
+    """The run's lines of one file, matched to its text (through its unwrapped
+    text where ``wrap`` rewrote them: libcst is imported only then)."""
+    from .evidence import match_file
+
+    def bare() -> Optional[str]:
+        from .codemod import CodemodError, unwrap_source
+
+        try:
+            new = unwrap_source(data, path, rules).new
+        except CodemodError:
+            return None
+        return decode_source(new) if new is not None else None
+
+    return match_file(entries, text, tree, bare=bare)
 
 
 def _work(item: tuple) -> FileResult:
-    data, display, relpath = item
-    return analyze(data, display, relpath, _STATE[0])
+    data, display, relpath, evidence = item
+    return analyze(data, display, relpath, _STATE[0], evidence)
 
 
 def _threads() -> int:
@@ -122,6 +150,7 @@ class Scan:
     results: list[FileResult] = field(default_factory=list)
     relpaths: list[str] = field(default_factory=list)
     stats: ScanStats = field(default_factory=ScanStats)
+    gone: list = field(default_factory=list)  # evidence of files under the paths that no longer exist
 
 
 def display_path(path: str, cwd: str) -> str:
@@ -142,8 +171,14 @@ def scan(
     cache_dir: Optional[Path] = None,
     jobs: Optional[int] = None,
     progress: Optional[Any] = None,
+    evidence: Optional[Any] = None,
 ) -> Scan:
     """Find the sites of every Python file under `paths`.
+
+    `evidence` (an :class:`~.evidence.Evidence`): run files whose lines are
+    matched to the files that they name; those files are analysed with it
+    (each result's ``evidence``), never answered from the cache. Lines of files
+    under `paths` that no longer exist are ``Scan.gone``.
 
     A path that cannot be read becomes a result with ``error`` set (reported as
     XFA001); the other files are still scanned. `progress`, if given (a
@@ -164,7 +199,7 @@ def scan(
 
     cache = None
     if use_cache and files:
-        from .cache import Cache
+        from .cache import Cache, line_bound
 
         cache = Cache.open(cache_dir or cfg.cache_path(), cfg)
     todo: list[tuple[int, tuple]] = []  # (index in results, (data, display, relpath))
@@ -184,16 +219,21 @@ def scan(
             out.results.append(res)
             tick(0)
             continue
+        entries = evidence.for_file(ap) if evidence else ()
+        if entries:  # (findings on run evidence are never cached)
+            todo.append((i, (data, display, rel, tuple(entries))))
+            out.results.append(None)  # type: ignore[arg-type]
+            continue
         if cache is not None:
             digest = hashlib.blake2b(data, digest_size=16).hexdigest()
-            hit = cache.get(rel, digest, display)
+            hit = cache.get(rel, digest, display, line_bound(data))
             if hit is not None:
                 out.stats.cached += 1
                 out.results.append(hit)
                 tick(len(hit.sites))
                 continue
             digests[i] = digest
-        todo.append((i, (data, display, rel)))
+        todo.append((i, (data, display, rel, ())))
         out.results.append(None)  # type: ignore[arg-type]
     if todo:
         out.stats.parsed = len(todo)
@@ -204,6 +244,47 @@ def scan(
         for i, digest in digests.items():
             cache.put(out.relpaths[i], digest, out.results[i])
         cache.save()
+    if evidence:
+        out.gone = _gone(evidence, paths)
+    return out
+
+
+def _gone(evidence: Any, paths: Sequence) -> list:
+    """Entries naming a file under `paths` that no longer exists (a file named
+    on the command line is one pre-commit passes: it exists)."""
+    tops = [os.path.abspath(os.fspath(p)) for p in paths]
+    out = []
+    for e in evidence.entries:
+        if os.path.exists(e.file):
+            continue
+        if any(e.file == t or e.file.startswith(t.rstrip(os.sep) + os.sep) for t in tops):
+            out.append(e)
+    return out
+
+
+def scan_source(data: "bytes | str", filename: str, cfg: Config, rules: Optional[RuleTable] = None,
+                evidence: Optional[Any] = None) -> Scan:
+    """The scan of one file's source that was not read from disk (standard
+    input's bytes, an editor's or flake8's text), reported under `filename`:
+    its path relative to the project root names its sites and picks its
+    per-file-ignores, and an excluded path has no result at all (as when a
+    folder is walked); `evidence` as for :func:`scan`."""
+    rules = rules if rules is not None else cfg.table()
+    out = Scan()
+    ap = os.path.abspath(filename)
+    rel = cfg.relpath(ap)
+    root = str(cfg.root)
+    if (ap == root or ap.startswith(root.rstrip(os.sep) + os.sep)) and cfg.excluded(rel):
+        return out
+    out.stats.files = out.stats.parsed = 1
+    out.relpaths.append(rel)
+    display = display_path(ap, os.getcwd())
+    entries = tuple(evidence.for_file(ap)) if evidence else ()
+    if isinstance(data, str) and not is_notebook(filename) and not entries:
+        out.results.append(find_in_source(data, display, rules, rel))  # already text: no decoding
+    else:
+        out.results.append(analyze(data.encode("utf-8") if isinstance(data, str) else data, display, rel, rules,
+                                   entries))
     return out
 
 
@@ -216,8 +297,8 @@ def _run(todo: list, rules: RuleTable, jobs: Optional[int],
     workers = max(1, min(workers, len(todo)))
     if workers == 1:
         done = []
-        for _, (d, disp, rel) in todo:
-            done.append(analyze(d, disp, rel, rules))
+        for _, (d, disp, rel, ev) in todo:
+            done.append(analyze(d, disp, rel, rules, ev))
             tick(len(done[-1].sites))
         return done, 1
     import multiprocessing

@@ -33,11 +33,16 @@ class Site:
     label: str = ""  # receiver text and method (`loss.item`), or the function's name
     byte_col: int = 0  # 0-based UTF-8 column of the called name (ast's), for the codemod
     implicit: bool = False  # a crossing with no transfer call of its own (the value layer's)
-    op: str = ""  # an implicit site's category (conversion, truth, format...); "unbound" for Tensor.m(x)
+    # an implicit site's category (conversion, truth, format...); "unbound" for Tensor.m(x);
+    # "bound" for x.m(args) whose arguments may have side effects (wrapped as xfer.call(x.m, args))
+    op: str = ""
+    no_wrap: str = ""  # why no wrapped form can keep this code as it is (static/unwrappable.py); "" if one can
 
     def to_json(self) -> dict:
         d = asdict(self)
         del d["byte_col"], d["label"]
         if not self.implicit:
             del d["implicit"], d["op"]
+        if not self.no_wrap:
+            del d["no_wrap"]
         return d

@@ -53,6 +53,9 @@ def analyse(ctx: FileContext) -> list[Site]:
         return []
     text = ctx.source.text
     evidence = _implicit.evidence_lines(text)
+    hot = ctx.evidence  # lines a recorded run saw crossing (static/evidence.py)
+    if hot:
+        evidence = sorted(set(evidence) | set(hot))
     methods = [s for s in ctx.sites if id(s) in ctx.nodes and ctx.rules.methods.get(_attr(ctx.nodes[id(s)][0]) or "")]
     qualname = _lazy_qualname(ctx)
     cand = ctx.candidates
@@ -60,7 +63,7 @@ def analyse(ctx: FileContext) -> list[Site]:
         return []
     wanted = _spans(cand) if cand else None
     try:
-        res = _implicit.find(ctx.tree, text, qualname, frozenset(ctx.rules.methods), wanted, evidence)
+        res = _implicit.find(ctx.tree, text, qualname, frozenset(ctx.rules.methods), wanted, evidence, hot)
         if methods:
             _rejudge(ctx, res, methods)
     except RecursionError:

@@ -14,7 +14,7 @@ import ast
 from typing import Optional, Protocol
 
 from ..rules import Rule, RuleTable
-from ..wrapform import IMPLICIT, INNER, METHOD, RUNTIME_MODULE, SITE, VALUE, WrapperInfo, split
+from ..wrapform import IMPLICIT, INNER, METHOD, RUNTIME_MODULE, SITE, VALUE, WrapperInfo, full_site, split
 from .classify import Classifier, const_str, fallback_kind
 
 
@@ -57,6 +57,8 @@ def read_wrapped(f: _FileFinder, node: ast.Call, wrapper: str) -> None:
         return
     form = info.form
     site = const_str(site_kw)
+    if site is not None:
+        site = full_site(site, f.relpath)  # ":f:x.cpu" in a.py is a.py:f:x.cpu
     kwargs = {k.arg: k.value for k in node.keywords if k.arg not in form.extras}
     parts = split(form, node.args)
     if form.style == "result":
@@ -77,11 +79,14 @@ def read_wrapped(f: _FileFinder, node: ast.Call, wrapper: str) -> None:
         q = f.qualname(head[0])
         rule = f.rules.functions.get(q) if q else None
         inner = head[0]
-        if rule is None and q and isinstance(inner, ast.Attribute) and own and \
-                q[: -len(inner.attr) - 1].endswith("Tensor"):
-            # the unbound form: xfer.call(torch.Tensor.cpu, x, ..., site=...) is x.cpu(...)
+        if rule is None and isinstance(inner, ast.Attribute):
             rows = [r for r in f.rules.methods.get(inner.attr, ()) if r.wrap == "receiver"]
-            rule, own = (rows[0], own[1:]) if rows else (None, own)
+            if q and q[: -len(inner.attr) - 1].endswith("Tensor"):
+                # the unbound form: xfer.call(torch.Tensor.cpu, x, ..., site=...) is x.cpu(...)
+                rule, own = (rows[0], own[1:]) if rows and own else (None, own)
+            elif rows and q is None:  # (an imported name's attribute is a function, not a bound method)
+                # the bound form: xfer.call(x.to, next(it), site=...) is x.to(next(it))
+                rule = rows[0]
     else:
         rule = info.rows[0] if info.rows else None
     if rule is None:

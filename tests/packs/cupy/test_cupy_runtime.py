@@ -51,6 +51,27 @@ def test_get_and_set_on_other_objects_call_through_and_cross_nothing():
         ("down", 1, "none", 0), ("up", 1, "none", 0)]
 
 
+def test_a_module_named_cupy_that_is_not_cupy_is_no_cupy(monkeypatch):
+    # A folder named cupy on sys.path imports as a namespace package (a test
+    # folder `tests/packs/cupy/` does): get and set still call straight through.
+    import sys
+    import types
+
+    monkeypatch.setitem(sys.modules, "cupy", types.ModuleType("cupy"))
+    q = queue.Queue()
+    q.put(3)
+
+    class Box:
+        def set(self, v):
+            self.v = v
+
+    with xfer.counting():
+        assert xfer.cupy_get(q, site="q") == 3
+        xfer.cupy_set(Box(), 1, site="b")
+    rows = {r.site: r for r in xfer.snapshot().rows}
+    assert (rows["q"].direction, rows["b"].direction) == ("none", "none")
+
+
 def test_counting_off_records_nothing():
     q = queue.Queue()
     q.put(1)

@@ -64,15 +64,15 @@ class TwoLayer:
     def load(self) -> None:
         """Upload the weights: once, before the first step."""
         for t, a in zip((self.w1, self.b1, self.w2, self.b2), self.weights):
-            xfer.ggml_backend_tensor_set(t, _ptr(a), 0, a.nbytes, site="tests/packs/ggml/ggml_model.py:TwoLayer.load:ggml.ggml_backend_tensor_set")
+            xfer.ggml_backend_tensor_set(t, _ptr(a), 0, a.nbytes, site=":TwoLayer.load:ggml.ggml_backend_tensor_set")
 
     def forward(self, x: np.ndarray) -> np.ndarray:
         """One step: one set (the input), one launch, one get (the output)."""
         x = np.ascontiguousarray(x, dtype=np.float32)
-        xfer.ggml_backend_tensor_set(self.x, _ptr(x), 0, x.nbytes, site="tests/packs/ggml/ggml_model.py:TwoLayer.forward:ggml.ggml_backend_tensor_set")
-        xfer.ggml_backend_graph_compute(self.backend, self.gf, site="tests/packs/ggml/ggml_model.py:TwoLayer.forward:ggml.ggml_backend_graph_compute")
+        xfer.ggml_backend_tensor_set(self.x, _ptr(x), 0, x.nbytes, site=":TwoLayer.forward:ggml.ggml_backend_tensor_set")
+        xfer.ggml_backend_graph_compute(self.backend, self.gf, site=":TwoLayer.forward:ggml.ggml_backend_graph_compute")
         out = np.empty(self.shape_out, dtype=np.float32)
-        xfer.ggml_backend_tensor_get(self.y, _ptr(out), 0, out.nbytes, site="tests/packs/ggml/ggml_model.py:TwoLayer.forward:ggml.ggml_backend_tensor_get")
+        xfer.ggml_backend_tensor_get(self.y, _ptr(out), 0, out.nbytes, site=":TwoLayer.forward:ggml.ggml_backend_tensor_get")
         return out
 
     def forward_rows(self, x: np.ndarray) -> np.ndarray:
@@ -80,11 +80,11 @@ class TwoLayer:
         row in one call, the output read back row by row in one call."""
         x = np.ascontiguousarray(x, dtype=np.float32)
         row_in = x.shape[1] * 4
-        xfer.ggml_backend_tensor_set_2d(self.x, _ptr(x), 0, row_in, x.shape[0], row_in, row_in, site="tests/packs/ggml/ggml_model.py:TwoLayer.forward_rows:ggml.ggml_backend_tensor_set_2d")
-        xfer.ggml_backend_graph_compute_async(self.backend, self.gf, site="tests/packs/ggml/ggml_model.py:TwoLayer.forward_rows:ggml.ggml_backend_graph_compute_async")
+        xfer.ggml_backend_tensor_set_2d(self.x, _ptr(x), 0, row_in, x.shape[0], row_in, row_in, site=":TwoLayer.forward_rows:ggml.ggml_backend_tensor_set_2d")
+        xfer.ggml_backend_graph_compute_async(self.backend, self.gf, site=":TwoLayer.forward_rows:ggml.ggml_backend_graph_compute_async")
         out = np.empty(self.shape_out, dtype=np.float32)
         row_out = out.shape[1] * 4
-        xfer.ggml_backend_tensor_get_2d_async(self.backend, self.y, _ptr(out), 0, row_out, out.shape[0], row_out, row_out, site="tests/packs/ggml/ggml_model.py:TwoLayer.forward_rows:ggml.ggml_backend_tensor_get_2d_async")
+        xfer.ggml_backend_tensor_get_2d_async(self.backend, self.y, _ptr(out), 0, row_out, out.shape[0], row_out, row_out, site=":TwoLayer.forward_rows:ggml.ggml_backend_tensor_get_2d_async")
         ggml.ggml_backend_synchronize(self.backend)
         return out
 

@@ -93,8 +93,10 @@ def test_each_step_sets_each_input_once_gets_each_output_once_and_launches_once(
             assert compute.nodes == 4 == ggml.ggml_graph_n_nodes(model.gf)
             assert len(rows) == 2  # no weight re-upload, nothing else
         rep = xfer.snapshot().to_dict()
-    assert rep["totals"]["up"] == {"crossings": STEPS, "copies": STEPS, "bytes": STEPS * BATCH * N_IN * 4, "pageable": 0}
-    assert rep["totals"]["down"] == {"crossings": STEPS, "copies": STEPS, "bytes": STEPS * BATCH * N_OUT * 4, "pageable": 0}
+    up, down = rep["totals"]["up"], rep["totals"]["down"]
+    assert up.pop("seconds") > 0 and down.pop("seconds") > 0
+    assert up == {"crossings": STEPS, "copies": STEPS, "bytes": STEPS * BATCH * N_IN * 4, "pageable": 0}
+    assert down == {"crossings": STEPS, "copies": STEPS, "bytes": STEPS * BATCH * N_OUT * 4, "pageable": 0}
 
 
 def test_async_and_2d_variants_count_rows_bytes_and_launches(model, counting):
@@ -130,8 +132,9 @@ def test_the_report_names_each_ggml_site(model, counting):
     with xfer.counting():
         model.forward(_inputs(1)[0])
         text = xfer.snapshot().format()
-    assert re.search(r"up\s+1\s+1\s+1\s+0\.000032\s+" + re.escape(SITE.format("forward", "ggml_backend_tensor_set")), text)
-    assert re.search(r"down\s+1\s+1\s+1\s+0\.000024\s+" + re.escape(SITE.format("forward", "ggml_backend_tensor_get")), text)
+    ms = r"\d+\.\d{3}\s+"  # the host time column
+    assert re.search(r"up\s+1\s+1\s+1\s+32 B\s+" + ms + re.escape(SITE.format("forward", "ggml_backend_tensor_set")), text)
+    assert re.search(r"down\s+1\s+1\s+1\s+24 B\s+" + ms + re.escape(SITE.format("forward", "ggml_backend_tensor_get")), text)
     assert re.search(r"\s1\s+4\s+" + re.escape(SITE.format("forward", "ggml_backend_graph_compute")), text)
 
 
@@ -139,7 +142,8 @@ def test_site_names_in_the_model_are_the_names_the_finder_gives_the_unwrapped_ca
     from xferaudit.static.finder import find_in_source
 
     wrapped = MODEL.read_text()
-    written = re.findall(r'site="([^"]+)"', wrapped)
+    # the model holds short literals (":f:label"): their full names put the file's path first
+    written = ["tests/packs/ggml/ggml_model.py" + n for n in re.findall(r'site="([^"]+)"', wrapped)]
     # Undo the rewrite: xfer.ggml_X(args, site="...") -> ggml.ggml_X(args)
     unwrapped = re.sub(r'xfer\.(ggml_\w+)\((.*), site="[^"]+"\)', r"ggml.\1(\2)", wrapped)
     assert "site=" not in unwrapped

@@ -16,13 +16,13 @@ import numpy as np  # noqa: F401 - the unwrapped program calls np.asarray
 import xferaudit.runtime as xfer
 
 
-@xfer.jax_jit(jax.jit, site="tests/packs/jax/jax_model.py:<module>:jax.jit", decorator=True)
+@xfer.jax_jit(jax.jit, site=":<module>:jax.jit", decorator=True)
 def predict(params, x):
     w1, b1, w2, b2 = params
     return jnp.tanh(x @ w1 + b1) @ w2 + b2
 
 
-@xfer.jax_jit(functools.partial(jax.jit, static_argnums=2), site="tests/packs/jax/jax_model.py:<module>:jax.jit#2", decorator=True)
+@xfer.jax_jit(functools.partial(jax.jit, static_argnums=2), site=":<module>:jax.jit#2", decorator=True)
 def loss(params, batch, scale):
     x, y = batch
     return scale * jnp.mean((predict(params, x) - y) ** 2)
@@ -32,11 +32,11 @@ def run(params, batches, device=None):
     """Upload the weights once; per batch: one upload, one predict launch, one
     implicit download of the predicted classes; the loss of the last batch
     read once at the end."""
-    params = xfer.jax_device_put(params, site="tests/packs/jax/jax_model.py:run:jax.device_put")
+    params = xfer.jax_device_put(params, site=":run:jax.device_put")
     classes = []
     for x, y in batches:
-        x = xfer.jax_device_put(x, device, site="tests/packs/jax/jax_model.py:run:jax.device_put#2")
+        x = xfer.jax_device_put(x, device, site=":run:jax.device_put#2")
         logits = predict(params, x)
-        classes.append(xfer.jax_np_asarray(jnp.argmax(logits, -1), site="tests/packs/jax/jax_model.py:run:numpy.asarray"))
-    last = xfer.jax_device_get(loss(params, (x, y), 2), site="tests/packs/jax/jax_model.py:run:jax.device_get")
+        classes.append(xfer.jax_np_asarray(jnp.argmax(logits, -1), site=":run:numpy.asarray"))
+    last = xfer.jax_device_get(loss(params, (x, y), 2), site=":run:jax.device_get")
     return classes, last

@@ -110,7 +110,8 @@ def test_site_names_in_the_model_are_the_names_the_finder_gives_the_unwrapped_ca
     from xferaudit.static.finder import find_in_source
 
     wrapped = MODEL.read_text()
-    written = re.findall(r'site="([^"]+)"', wrapped)
+    # the model holds short literals (":f:label"): their full names put the file's path first
+    written = [REL + n for n in re.findall(r'site="([^"]+)"', wrapped)]
     original = {"jax_device_put": "jax.device_put({})", "jax_device_get": "jax.device_get({})",
                 "jax_np_asarray": "np.asarray({})", "jax_jit": "{}"}
     unwrapped = re.sub(r'xfer\.(jax_\w+)\((.*), site="[^"]+"(?:, decorator=True)?\)',

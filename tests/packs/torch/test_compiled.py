@@ -15,10 +15,9 @@ testing = pytest.importorskip("torch._dynamo.testing")
 
 import xferaudit.runtime as xfer  # noqa: E402
 from xferaudit.testing import NAME as DEVTYPE  # noqa: E402
-from xferaudit.testing import simulated_device  # noqa: E402
 
 # A device on a CPU-only machine (meta holds no data: moving there crosses nothing).
-DEV = simulated_device()
+DEV = None  # the simulated device, set by tests/conftest.py before each test runs (not at import)
 
 
 @pytest.fixture(autouse=True)

@@ -13,10 +13,9 @@ np = pytest.importorskip("numpy")
 
 import xferaudit.runtime as xfer  # noqa: E402
 from xferaudit.testing import NAME as DEVTYPE  # noqa: E402
-from xferaudit.testing import simulated_device  # noqa: E402
 
 # A device on a CPU-only machine (meta holds no data: moving there crosses nothing).
-DEV = simulated_device()
+DEV = None  # the simulated device, set by tests/conftest.py before each test runs (not at import)
 from xferaudit.packs.torch import runtime as _wrappers  # noqa: E402
 from xferaudit.runtime.recorder import STATE  # noqa: E402
 
@@ -227,6 +226,7 @@ def test_down_directions_with_fake_device(fake_cuda):
     assert r["stay"].direction == "none"
     assert (r["d2d"].direction, r["d2d"].bytes) == ("d2d", 64)
     tot = xfer.snapshot().totals()
+    assert tot["down"].pop("seconds") > 0 and tot["d2d"].pop("seconds") > 0
     assert tot["down"] == {"crossings": 3, "copies": 3, "bytes": 136, "pageable": 0}
     assert tot["d2d"] == {"crossings": 1, "copies": 1, "bytes": 64, "pageable": 0}
 
@@ -247,8 +247,11 @@ def test_mixed_directions_at_one_site(fake_cuda):
             xfer.to(t, "cpu", site="s")
     r = rows()["s"]
     assert r.calls == 3 and r.crossings == 2 and r.direction == "down"
+    seconds = {d: c.pop("seconds") for d, c in r.by_direction.items()}
     assert r.by_direction == {"none": {"calls": 1, "bytes": 0, "copies": 0, "pageable": 0},
                               "down": {"calls": 2, "bytes": 16, "copies": 2, "pageable": 0}}
+    assert seconds["none"] > 0 and seconds["down"] > 0
+    assert r.seconds == pytest.approx(seconds["none"] + seconds["down"])
 
 
 # --- modules and containers ---------------------------------------------------------

@@ -6,4 +6,4 @@ xfer = "a transfer"
 
 
 def xfer_(x):
-    return xfer2.cpu(x, site="train.py:xfer_:x.cpu")
+    return xfer2.cpu(x, site=":xfer_:x.cpu")

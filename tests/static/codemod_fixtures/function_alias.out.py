@@ -3,7 +3,7 @@ import xferaudit.runtime as xfer
 
 
 def load(d, dev, m):
-    return xfer.tensor(d, device=dev, site="train.py:load:torch.tensor"), xfer.graph(
+    return xfer.tensor(d, device=dev, site=":load:torch.tensor"), xfer.graph(
         T.compile(m),
-        site="train.py:load:torch.compile",
+        site=":load:torch.compile",
     )

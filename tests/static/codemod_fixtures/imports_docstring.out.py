@@ -16,4 +16,4 @@ import xferaudit.runtime as xfer
 
 
 def f(x):
-    return xfer.cpu(x, site="train.py:f:x.cpu")
+    return xfer.cpu(x, site=":f:x.cpu")

@@ -4,4 +4,4 @@
 
 import torch
 import xferaudit.runtime as xfer
-x = xfer.cuda(torch.ones(1), site="train.py:<module>:torch.ones(1).cuda")
+x = xfer.cuda(torch.ones(1), site=":<module>:torch.ones(1).cuda")

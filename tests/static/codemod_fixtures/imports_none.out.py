@@ -1,3 +1,3 @@
 import xferaudit.runtime as xfer
 def f(x):
-    return xfer.item(x, site="train.py:f:x.item")
+    return xfer.item(x, site=":f:x.item")

@@ -6,18 +6,18 @@ import xferaudit.runtime as xfer
 
 def train_step(model, opt, batch, dev):
     x, y = batch
-    x = xfer.to(x, dev, non_blocking=True, site="train.py:train_step:x.to")
-    y = xfer.to(y, dev, site="train.py:train_step:y.to")
+    x = xfer.to(x, dev, non_blocking=True, site=":train_step:x.to")
+    y = xfer.to(y, dev, site=":train_step:y.to")
     loss = torch.nn.functional.mse_loss(model(x), y)
     opt.zero_grad()
     loss.backward()
     opt.step()
-    return xfer.item(loss, site="train.py:train_step:loss.item")
+    return xfer.item(loss, site=":train_step:loss.item")
 
 
 def evaluate(model, x, dev):
     preds = xfer.cpu(
-        model(xfer.to(x, dev, site="train.py:evaluate:x.to")).argmax(-1),
-        site="train.py:evaluate:model(x.to(dev)).argmax(-1).cpu",
+        model(xfer.to(x, dev, site=":evaluate:x.to")).argmax(-1),
+        site=":evaluate:model(x.to(dev)).argmax(-1).cpu",
     )
-    return xfer.tolist(preds, site="train.py:evaluate:preds.tolist")
+    return xfer.tolist(preds, site=":evaluate:preds.tolist")

@@ -12,7 +12,7 @@ class Module(torch.nn.Module):
     def cpu(self):
         return xfer.cuda(
             super(),
-            site="train.py:Module.cpu:super().cuda",
+            site=":Module.cpu:super().cuda",
         )  # another method: wrapped
 
 

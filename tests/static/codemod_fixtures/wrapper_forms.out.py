@@ -7,16 +7,13 @@ def train_step(model, opt, x, dev, g, d):
     loss = model(x).mean()
     loss.backward()
     opt.step()
-    y = xfer.to(x, dev, non_blocking=True, site="train.py:train_step:x.to")
-    compiled = xfer.graph(
-        torch.compile(model),
-        site="train.py:train_step:torch.compile",
-    )
-    xfer.replay(g, site="train.py:train_step:g.replay")
-    t = xfer.tensor(d, device=dev, site="train.py:train_step:torch.tensor")
-    return xfer.item(loss, site="train.py:train_step:loss.item"), y, compiled, t
+    y = xfer.to(x, dev, non_blocking=True, site=":train_step:x.to")
+    compiled = xfer.graph(torch.compile(model), site=":train_step:torch.compile")
+    xfer.replay(g, site=":train_step:g.replay")
+    t = xfer.tensor(d, device=dev, site=":train_step:torch.tensor")
+    return xfer.item(loss, site=":train_step:loss.item"), y, compiled, t
 
 
-@xfer.graph(torch.compile(mode="x"), site="train.py:<module>:torch.compile", decorator=True)
+@xfer.graph(torch.compile(mode="x"), site=":<module>:torch.compile", decorator=True)
 def fused(a, b):
     return a * b

@@ -30,7 +30,7 @@ from typing import Any, Optional
 from ...runtime._lazy import library
 from ...runtime.crossing import direction as _crossing
 from ...runtime.recorder import STATE as _S
-from ...runtime.recorder import call_inside, record
+from ...runtime.recorder import record, timed_call
 
 
 class CupyMissingError(ImportError):
@@ -41,6 +41,14 @@ def _cupy() -> Any:
     return library("cupy", CupyMissingError,
                    "CuPy is not installed (see https://docs.cupy.dev/en/stable/install.html)",
                    probe="asarray")
+
+
+def _on_gpu(x: Any) -> bool:
+    """`x` is a CuPy array, CuPy being imported already (a module of that name
+    without ``ndarray``, such as a folder ``cupy/`` imported as a namespace
+    package, is not CuPy)."""
+    ndarray = getattr(sys.modules.get("cupy"), "ndarray", None)
+    return ndarray is not None and isinstance(x, ndarray)
 
 
 def _device_id(cp: Any, a: Any) -> Optional[int]:
@@ -62,14 +70,14 @@ def _make(name: str, a: Any, args: tuple, kwargs: dict, site: Optional[str]) -> 
     if not _S.active:
         return fn(a, *args, **kwargs)
     src = _device_id(cp, a) if _S.on else None
-    out = call_inside(fn, (a, *args), kwargs)
+    out, ns = timed_call(site, fn, (a, *args), kwargs)
     if _S.on:
         if src == -1 or (src is not None and (not isinstance(out, cp.ndarray)
                                               or int(out.device.id) == src)):
             d = "none"  # returned as it was (or of a device we cannot name)
         else:
             d = _crossing("cpu" if src is None else "cuda", "cuda")
-        record(site, "cupy_" + name, d, 0 if d == "none" else int(out.nbytes))
+        record(site, "cupy_" + name, d, 0 if d == "none" else int(out.nbytes), 1, 0, ns)
     return out
 
 
@@ -84,11 +92,10 @@ def cupy_array(obj: Any, *args: Any, site: Optional[str] = None, **kwargs: Any) 
 
 
 def _read(x: Any, fn: Any, args: tuple, kwargs: dict, site: Optional[str], key: str) -> Any:
-    cp = sys.modules.get("cupy")
-    on_device = _S.on and cp is not None and isinstance(x, cp.ndarray)
-    out = call_inside(fn, args, kwargs)
+    on_device = _S.on and _on_gpu(x)
+    out, ns = timed_call(site, fn, args, kwargs)
     if _S.on:
-        record(site, key, "down" if on_device else "none", int(x.nbytes) if on_device else 0)
+        record(site, key, "down" if on_device else "none", int(x.nbytes) if on_device else 0, 1, 0, ns)
     return out
 
 
@@ -116,11 +123,11 @@ def cupy_set(x: Any, arr: Any, *args: Any, site: Optional[str] = None, **kwargs:
     CuPy array (``ndarray.set`` copies host data into it)."""
     if not _S.active:
         return x.set(arr, *args, **kwargs)
-    cp = sys.modules.get("cupy")
-    on_device = _S.on and cp is not None and isinstance(x, cp.ndarray)
-    out = call_inside(x.set, (arr, *args), kwargs)
+    on_device = _S.on and _on_gpu(x)
+    out, ns = timed_call(site, x.set, (arr, *args), kwargs)
     if _S.on:
-        record(site, "cupy_set", "up" if on_device else "none", int(x.nbytes) if on_device else 0)
+        record(site, "cupy_set", "up" if on_device else "none", int(x.nbytes) if on_device else 0,
+               1, 0, ns)
     return out
 
 

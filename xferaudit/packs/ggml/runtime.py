@@ -35,7 +35,7 @@ from typing import Any, Callable, Optional
 
 from ...runtime._lazy import library
 from ...runtime.recorder import STATE as _S
-from ...runtime.recorder import call_inside, record, record_launch
+from ...runtime.recorder import record, record_launch, timed_call
 
 
 class GgmlMissingError(ImportError):
@@ -57,12 +57,12 @@ def _transfer(name: str, direction: str, size_at: int, copies_at: Optional[int])
         fn = getattr(_ggml(), name)
         if not _S.active:
             return fn(*args)
-        out = call_inside(fn, args, {})
+        out, ns = timed_call(site, fn, args, {})
         if _S.on:
             n = _int(args[size_at]) if len(args) > size_at else 0
             if copies_at is not None and len(args) > copies_at:
                 n *= _int(args[copies_at])
-            record(site, name, direction, n)
+            record(site, name, direction, n, 1, 0, ns)
         return out
 
     what = "size * n_copies" if copies_at is not None else "size"

@@ -40,7 +40,8 @@ from ...runtime._lazy import library
 from ...runtime.crossing import direction as _crossing
 from ...runtime.crossing import largest
 from ...runtime.recorder import STATE as _S
-from ...runtime.recorder import call_inside, record, record_launch
+from ...runtime.recorder import call_inside, record, record_launch, timed_call
+from ...runtime.sitenames import named
 
 
 class JaxMissingError(ImportError):
@@ -96,11 +97,11 @@ def jax_device_put(x: Any, *args: Any, site: Optional[str] = None, **kwargs: Any
         return call_inside(jax.device_put, (x, *args), kwargs)
     leaves = jax.tree_util.tree_leaves(x)
     before = [_place(jax, leaf) for leaf in leaves]
-    out = call_inside(jax.device_put, (x, *args), kwargs)
+    out, ns = timed_call(site, jax.device_put, (x, *args), kwargs)
     device = args[0] if args else kwargs.get("device")
     d, n = _moves(jax, before, jax.tree_util.tree_leaves(out))
     # A call without a device records the row's no_device kind ("up").
-    record(site, "jax_device_put:" if device is None else "jax_device_put", d, n)
+    record(site, "jax_device_put:" if device is None else "jax_device_put", d, n, 1, 0, ns)
     return out
 
 
@@ -112,9 +113,9 @@ def jax_device_get(x: Any, *args: Any, site: Optional[str] = None, **kwargs: Any
     if not _S.on:
         return call_inside(jax.device_get, (x, *args), kwargs)
     on_device = [leaf for leaf in jax.tree_util.tree_leaves(x) if _place(jax, leaf) is not None]
-    out = call_inside(jax.device_get, (x, *args), kwargs)
+    out, ns = timed_call(site, jax.device_get, (x, *args), kwargs)
     n = sum(_nbytes(leaf) for leaf in on_device)
-    record(site, "jax_device_get", "down" if on_device else "none", n)
+    record(site, "jax_device_get", "down" if on_device else "none", n, 1, 0, ns)
     return out
 
 
@@ -129,8 +130,9 @@ def _np_read(name: str, a: Any, args: tuple, kwargs: dict, site: Optional[str]) 
         return call_inside(fn, (a, *args), kwargs)
     jax = sys.modules.get("jax")  # no jax imported: `a` cannot be a jax Array
     on_device = jax is not None and _place(jax, a) is not None
-    out = call_inside(fn, (a, *args), kwargs)
-    record(site, "jax_np_" + name, "down" if on_device else "none", _nbytes(a) if on_device else 0)
+    out, ns = timed_call(site, fn, (a, *args), kwargs)
+    record(site, "jax_np_" + name, "down" if on_device else "none", _nbytes(a) if on_device else 0,
+           1, 0, ns)
     return out
 
 
@@ -232,6 +234,7 @@ def jax_jit(obj: Any, site: Optional[str] = None, decorator: bool = False) -> An
     ``functools.partial(jax.jit, ...)``), the result is a decorator that applies
     `obj` and counts launches of what it returns.
     """
+    site = named(site)  # a short literal takes the file of the code that made the launcher
     if decorator or not hasattr(obj, "lower"):
         def apply(fn: Any) -> Launched:
             return Launched(obj(fn), site)

@@ -35,6 +35,7 @@ import weakref
 from typing import Any, Optional
 
 from ...runtime.recorder import record_launch
+from ...runtime.sitenames import named
 
 # module -> (site, hook handles): a module wrapped twice keeps one set of hooks.
 _hooked: "weakref.WeakKeyDictionary[Any, Any]" = weakref.WeakKeyDictionary()
@@ -147,6 +148,7 @@ def _wrap_callable(fn: Any, site: Optional[str]) -> Any:
 
 def graph(obj: Any, *, site: Optional[str] = None, decorator: bool = False) -> Any:
     """Count launches of what ``torch.compile`` / ``make_graphed_callables`` returned."""
+    site = named(site)  # a short literal takes the file of the code that made the graph
     if decorator:
         inner = obj
 
@@ -160,6 +162,8 @@ def graph(obj: Any, *, site: Optional[str] = None, decorator: bool = False) -> A
         return apply
     if isinstance(obj, tuple):
         return tuple(graph(o, site=f"{site}[{i}]") for i, o in enumerate(obj))
+    if getattr(obj, "__xferaudit_auto__", False):
+        obj = obj.__wrapped__  # counted by `xferaudit run` at its line: the program's own site replaces it
     torch = sys.modules.get("torch")
     if torch is not None and isinstance(obj, torch.nn.Module):
         return _hook_module(obj, site)
@@ -220,14 +224,19 @@ def cuda_graph_nodes(g: Any) -> Optional[int]:
     return int(n.value) if rc == 0 else None
 
 
+def graph_nodes(g: Any) -> Optional[int]:
+    """The node count of CUDA graph `g` (:func:`cuda_graph_nodes`), looked up once per graph."""
+    try:
+        return _node_cache[g]
+    except KeyError:
+        nodes = _node_cache[g] = cuda_graph_nodes(g) if hasattr(g, "raw_cuda_graph") else None
+        return nodes
+    except TypeError:  # not weak-referenceable
+        return cuda_graph_nodes(g) if hasattr(g, "raw_cuda_graph") else None
+
+
 def replay(g: Any, *args: Any, site: Optional[str] = None, **kwargs: Any) -> Any:
     """``g.replay()``, counted as one launch at `site` (always, counting on or off)."""
     out = g.replay(*args, **kwargs)
-    try:
-        nodes = _node_cache[g]
-    except KeyError:
-        nodes = _node_cache[g] = cuda_graph_nodes(g) if hasattr(g, "raw_cuda_graph") else None
-    except TypeError:  # not weak-referenceable
-        nodes = cuda_graph_nodes(g) if hasattr(g, "raw_cuda_graph") else None
-    record_launch(site, nodes)
+    record_launch(site, graph_nodes(g))
     return out

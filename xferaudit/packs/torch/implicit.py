@@ -40,31 +40,49 @@ import operator
 from typing import Any, Optional
 
 from ...runtime.recorder import STATE as _S
-from ...runtime.recorder import call_inside, record
+from ...runtime.recorder import record, timed_call
+from ...runtime.sitenames import named
 from . import runtime as _w
+
+_ns = _w._ns
+_EMPTY = _w._EMPTY
 
 
 def _tensor(x: Any) -> bool:
+    if isinstance(x, _w._TENSOR):
+        return True
     t = _w._torch if _w._torch is not None else _w._init()
     return t is not None and isinstance(x, _w._Tensor)
 
 
-def _count(x: Any, site: Optional[str], key: str) -> None:
+def _count(x: Any, site: Optional[str], key: str, ns: int) -> None:
     """One read of `x` at `site` by the wrapper `key` (its kind: the wrap
-    grammar's, xferaudit.wrapform.IMPLICIT, through runtime.kinds)."""
-    if not _S._on:
-        return
+    grammar's, xferaudit.wrapform.IMPLICIT, through runtime.kinds), which
+    spent `ns` in the bare conversion."""
     if _tensor(x) and not x.is_cpu:
-        record(site, key, "down", x.element_size() * x.numel())
+        record(site, key, "down", _w._nbytes(x), 1, 0, ns)
     else:
-        record(site, key, "none", 0)
+        record(site, key, "none", 0, 1, 0, ns)
 
 
 def _convert(fn: Any, x: Any, site: Optional[str], key: str) -> Any:
     if not _S.active:
         return fn(x)
-    out = call_inside(fn, (x,), {})
-    _count(x, site, key)
+    if _S.plain and isinstance(x, _w._TENSOR):
+        # Counting alone, a tensor: the bare conversion timed here and the
+        # record made inline (the cheapest counted path there is). A
+        # conversion reads one element (the bare call raised otherwise).
+        t0 = _ns()
+        out = fn(x)
+        ns = _ns() - t0
+        if x.is_cpu:
+            record(site, key, "none", 0, 1, 0, ns)
+        else:
+            record(site, key, "down", x.element_size(), 1, 0, ns)
+        return out
+    out, ns = timed_call(site, fn, (x,), _EMPTY)
+    if _S._on:
+        _count(x, site, key, ns)
     return out
 
 
@@ -105,8 +123,9 @@ class _Read:
     def _do(self, fn: Any, *args: Any) -> Any:
         if not _S.active:
             return fn(self._value, *args)
-        out = call_inside(fn, (self._value,) + args, {})
-        _count(self._value, self._site, "read")
+        out, ns = timed_call(self._site, fn, (self._value,) + args, _EMPTY)
+        if _S._on:
+            _count(self._value, self._site, "read", ns)
         return out
 
     def _print(self, fn: Any, *args: Any) -> Any:
@@ -116,11 +135,11 @@ class _Read:
             return self._do(fn, *args)
         from ...runtime.guard import count_reads
 
-        out, copies, nbytes = call_inside(count_reads, (fn, x) + args, {})
+        (out, copies, nbytes), ns = timed_call(self._site, count_reads, (fn, x) + args, _EMPTY)
         if copies is None:  # (this torch cannot count inside its printer)
-            _count(x, self._site, "read")
+            _count(x, self._site, "read", ns)
         else:
-            record(self._site, "read", "down" if copies else "none", nbytes, copies)
+            record(self._site, "read", "down" if copies else "none", nbytes, copies, 0, ns)
         return out
 
     def __str__(self) -> str:
@@ -160,7 +179,8 @@ def read(x: Any, site: Optional[str] = None) -> Any:
     A value that is no tensor is returned as it is."""
     if not _tensor(x):
         return x
-    return _Read(x, site)
+    # formatted later (a logging handler may do it): a short literal takes this caller's file now
+    return _Read(x, named(site) if _S.active else site)
 
 
 def save(fn: Any, obj: Any, /, *args: Any, site: Optional[str] = None, **kwargs: Any) -> Any:
@@ -168,10 +188,10 @@ def save(fn: Any, obj: Any, /, *args: Any, site: Optional[str] = None, **kwargs:
     the device storages it saved (shared storages once)."""
     if not _S.active:
         return fn(obj, *args, **kwargs)
-    out = call_inside(fn, (obj,) + args, kwargs)
+    out, ns = timed_call(site, fn, (obj,) + args, kwargs)
     if _S._on:
         n = _w._storage_bytes_off_host(obj) if _w._Tensor is not None else 0
-        record(site, "save", "down" if n else "none", n)
+        record(site, "save", "down" if n else "none", n, 1, 0, ns)
     return out
 
 

@@ -7,10 +7,15 @@ errors included (same type, same message). The rewrite must never change
 behaviour, only count it.
 
 Cost. With counting and the guard off, a wrapper reads one flag
-(``STATE.active``) and calls straight through. With counting on it also marks
-the thread as "inside a wrapper" (so the guard does not count the same crossing
-twice), compares the devices before and after, and adds one record under a
-lock. ``bench/runtime_overhead.py`` measures both.
+(``STATE.active``) and calls straight through. With counting on it reads the
+clock before and after the bare call (the row's host time), decides direction
+and bytes from the tensors' flags (``is_cpu``, ``is_meta``: no
+``torch.device`` object is built unless two devices must be compared) and adds
+one record under a lock. Under the guard or with ranges on it also marks the
+thread as "inside a wrapper" (so the guard does not count the same crossing
+twice) and opens the ranges (``recorder.timed_call``).
+``bench/runtime_overhead.py`` measures each path, on host tensors and on the
+simulated device (and on CUDA where there is one).
 
 Direction is what actually happened, from the devices of input and output,
 decided by :mod:`xferaudit.runtime.crossing`: ``up`` host -> device, ``down``
@@ -40,13 +45,17 @@ from __future__ import annotations
 
 import sys
 import threading
+import time
+from types import ModuleType
 from collections.abc import Mapping
 from typing import Any, Optional
 
 from ...runtime.crossing import HOST, NO_DATA, largest
 from ...runtime.crossing import direction as _crossing
+from ...runtime.guard_ops import on_device as _off_host
 from ...runtime.recorder import STATE as _S
-from ...runtime.recorder import call_inside, record
+from ...runtime.recorder import new_lock_after_fork, record, timed_call
+from ...runtime.sitenames import is_short, traced_name
 from .graphs import cuda_graph_nodes, graph, replay
 
 __all__ = [
@@ -66,6 +75,10 @@ _META_ONLY = NO_DATA == frozenset({"meta"})  # then Tensor.is_meta answers, chea
 # Filled by _init() once torch is importable and imported.
 _torch: Any = None
 _Tensor: Any = None
+#: ``isinstance(x, _TENSOR)``: torch.Tensor once bound, else () (never true),
+#: so a fast path tests a tensor with one call whether torch is bound or not.
+_TENSOR: Any = ()
+_ns = time.perf_counter_ns  # the recorder's clock (recorder.timed_call reads the same)
 _Module: Any = None
 _compiling: Any = None
 _traced_record: Any = None
@@ -81,6 +94,7 @@ def _need_torch() -> Any:
 
 
 _init_lock = threading.Lock()
+new_lock_after_fork(sys.modules[__name__], "_init_lock")
 
 
 def _init(import_it: bool = False) -> Any:
@@ -92,7 +106,7 @@ def _init(import_it: bool = False) -> Any:
 
 
 def _init_locked(import_it: bool) -> Any:
-    global _torch, _Tensor, _Module, _compiling, _traced_record
+    global _torch, _Tensor, _TENSOR, _Module, _compiling, _traced_record
     if _torch is not None:
         return _torch
     t = sys.modules.get("torch")
@@ -110,6 +124,7 @@ def _init_locked(import_it: bool) -> Any:
     _Module = t.nn.Module
     _compiling = _compile_test(t)
     _traced_record = _make_traced_record(t)
+    _TENSOR = t.Tensor
     _torch = t
     return t
 
@@ -202,6 +217,7 @@ def _make_traced_record(t: Any) -> Any:
 
 
 def _nbytes(t: Any) -> int:
+    # (not t.nbytes: it refuses sparse tensors and symbolic shapes under compile)
     return t.numel() * t.element_size()
 
 
@@ -213,31 +229,46 @@ def _dir(src: Any, dst: Any, copy: bool = False) -> str:
     return _crossing(src.type, dst.type, same, copy=copy)
 
 
+def _tdir(src: Any, dst: Any, copy: bool = False) -> str:
+    """Direction from tensor `src`'s device to tensor `dst`'s.
+
+    The host cases by flags first (``is_cpu``, ``is_meta``: cheaper than
+    building two torch.device objects, whose ``.type`` alone costs more than
+    the rest of a record); the same answers as runtime.crossing (tests hold
+    them equal). Two devices are compared as devices.
+    """
+    if _META_ONLY:
+        if src.is_cpu:
+            return "none" if dst.is_cpu or dst.is_meta else "up"
+        if dst.is_cpu:
+            return "none" if src.is_meta else "down"
+    return _dir(src.device, dst.device, copy)
+
+
 def _moved(x: Any, out: Any) -> tuple:
-    """Direction and bytes of a tensor -> tensor call such as ``x.to(...)``."""
+    """Direction and bytes of a tensor -> tensor call such as ``x.to(...)``
+    (the host cases inline, as :func:`_tdir` decides them: one call less on
+    the commonest path)."""
     if out is x or not isinstance(out, _Tensor):
         return "none", 0
-    # The host cases first, by flags (cheaper than building two torch.device
-    # objects); the same answers as runtime.crossing (tests hold them equal).
-    if x.is_cpu:
-        if out.is_cpu or (_META_ONLY and out.is_meta):
-            return "none", 0
-        if _META_ONLY:
+    if _META_ONLY:
+        if x.is_cpu:
+            if out.is_cpu or out.is_meta:
+                return "none", 0
             return "up", out.numel() * out.element_size()
-    elif out.is_cpu and _META_ONLY:
-        if x.is_meta:
-            return "none", 0
-        return "down", out.numel() * out.element_size()
+        if out.is_cpu:
+            if x.is_meta:
+                return "none", 0
+            return "down", out.numel() * out.element_size()
     d = _dir(x.device, out.device)
     return d, (0 if d == "none" else _nbytes(out))
 
 
 def _read_back(x: Any, out: Any) -> tuple:
     """Direction and bytes of a read to the host (``item``, ``tolist``, ``numpy``)."""
-    if not isinstance(x, _Tensor):
+    if not isinstance(x, _Tensor) or not _off_host(x):
         return "none", 0
-    d = _crossing(x.device.type, HOST)
-    return d, (0 if d == "none" else _nbytes(x))
+    return "down", _nbytes(x)
 
 
 def _copied(pair: tuple, out: Any) -> tuple:
@@ -247,7 +278,7 @@ def _copied(pair: tuple, out: Any) -> tuple:
     dst, src = pair
     if not (isinstance(dst, _Tensor) and isinstance(src, _Tensor)):
         return "none", 0
-    d = _dir(src.device, dst.device, copy=True)
+    d = _tdir(src, dst, copy=True)
     return d, (0 if d == "none" else _nbytes(dst))
 
 
@@ -368,27 +399,33 @@ def _counted(site: Optional[str], key: str, fn: Any, args: tuple, kwargs: dict,
     """``fn(*args, **kwargs)`` counted at `site` under the row `key`.
 
     ``measure(subject, out)`` gives (direction, bytes) of one copy. Under
-    compile tracing the record is the traced operator; under the guard the
-    call is marked as the wrapper's own (not an unwrapped crossing); otherwise
-    the plain call. A ``non_blocking=True`` up/down copy also notes whether its
-    host side was pageable.
+    compile tracing the record is the traced operator; while counting alone
+    (``STATE.plain``) the bare call is timed here; otherwise
+    ``recorder.timed_call`` marks it as the wrapper's own for the guard (not
+    an unwrapped crossing), opens the ranges and times it. A
+    ``non_blocking=True`` up/down copy also notes whether its host side was
+    pageable.
     """
     if _compiling():
         out = fn(*args, **kwargs)
         if _S._on:
             d, n = measure(subject, out)
-            _traced_record(site, key, d, n)
+            # the graph runs where no frame says which file the site is in: name it now
+            _traced_record(traced_name(site) if is_short(site) else site, key, d, n)
         return out
-    if _S._guard:
-        out = call_inside(fn, args, kwargs)
-    else:
+    if _S.plain:
+        t0 = _ns()
         out = fn(*args, **kwargs)
-    if _S._on:
-        d, n = measure(subject, out)
-        if kwargs and kwargs.get("non_blocking") and (d == "up" or d == "down"):
-            record(site, key, d, n, 1, _pageable(d, subject, out))
-        else:
-            record(site, key, d, n)
+        ns = _ns() - t0
+    else:
+        out, ns = timed_call(site, fn, args, kwargs)
+        if not _S._on:
+            return out
+    d, n = measure(subject, out)
+    if kwargs and kwargs.get("non_blocking") and (d == "up" or d == "down"):
+        record(site, key, d, n, 1, _pageable(d, subject, out), ns)
+    else:
+        record(site, key, d, n, 1, 0, ns)
     return out
 
 
@@ -400,7 +437,7 @@ def _counted_other(site: Optional[str], key: str, fn: Any, args: tuple, kwargs: 
     called unbound) is measured by the tensors passed and returned."""
     on = _S._on
     before = _devices(subject) if on and _Tensor is not None else None
-    out = call_inside(fn, args, kwargs)
+    out, ns = timed_call(site, fn, args, kwargs)
     if on and _S._on:
         if before is None:
             d, n, c = "none", 0, 0
@@ -408,7 +445,7 @@ def _counted_other(site: Optional[str], key: str, fn: Any, args: tuple, kwargs: 
             d, n, c = _compare(before, subject if (out is subject or out is None) else out)
         else:
             d, n, c = _passed(args, kwargs, out)
-        record(site, key, d, n, c)
+        record(site, key, d, n, c, 0, ns)
     return out
 
 
@@ -439,13 +476,17 @@ def cpu(x: Any, pos: Any = _NO, /, site: Optional[str] = None, **kwargs: Any) ->
         if pos is _NO:
             return x.cpu(**kwargs) if kwargs else x.cpu()
         return x.cpu(pos, **kwargs)
+    if pos is _NO and not kwargs and _S.plain and isinstance(x, _TENSOR) and not _compiling():
+        t0 = _ns()  # the common case, as item's: no skeleton to go through
+        out = x.cpu()
+        ns = _ns() - t0
+        if out is x:
+            record(site, "cpu", "none", 0, 1, 0, ns)
+        else:
+            d, n = _moved(x, out)
+            record(site, "cpu", d, n, 1, 0, ns)
+        return out
     if _Tensor is not None and isinstance(x, _Tensor):
-        if pos is _NO and not kwargs and not _S._guard and not _compiling():
-            out = x.cpu()  # the common case, as item's: no skeleton to go through
-            if _S._on:
-                d, n = _moved(x, out)
-                record(site, "cpu", d, n)
-            return out
         return _counted(site, "cpu", x.cpu, () if pos is _NO else (pos,), kwargs, _moved, x)
     return _move(x, "cpu", () if pos is _NO else (pos,), kwargs, site, "cpu")
 
@@ -485,21 +526,33 @@ def _qualname(fn: Any) -> str:
 def call(fn: Any, /, *args: Any, site: Optional[str] = None, **kwargs: Any) -> Any:
     """``fn(*args, **kwargs)`` for a function row without a wrapper of its own
     (``send_to_device(batch, dev)``): the first argument is taken as what moves,
-    and the result as where it went; the kind is the row's."""
+    and the result as where it went; the kind is the row's.
+
+    `fn` may also be a bound method, ``xfer.call(x.to, next(it), site=...)``:
+    ``wrap`` writes that form where the arguments may have side effects, so
+    that ``x.to`` is looked up before they are evaluated, as in ``x.to(next(it))``.
+    It is counted as the method's own wrapper counts it (``xfer.to(x, ...)``)."""
     if not _S.active:
         return fn(*args, **kwargs)
     if _torch is None:
         _init()
+    recv = getattr(fn, "__self__", None)
+    if recv is not None and not isinstance(recv, (ModuleType, type)):
+        name = getattr(fn, "__name__", "")
+        own = _BOUND.get(name)
+        if own is not None:
+            return own(recv, *args, site=site, **kwargs)
+        return _counted_other(site, "method:" + name, fn, args, kwargs, recv)
     on = _S._on
     subject = args[0] if args else None
     before = _devices(subject) if (on and args and _Tensor is not None) else None
-    out = call_inside(fn, args, kwargs)
+    out, ns = timed_call(site, fn, args, kwargs)
     if on and _S._on:
         if before is None:
             d, n, c = "none", 0, 0
         else:
             d, n, c = _compare(before, subject if out is None else out)
-        record(site, "call:" + _qualname(fn), d, n, c)
+        record(site, "call:" + _qualname(fn), d, n, c, 0, ns)
     return out
 
 
@@ -523,15 +576,15 @@ def item(x: Any, *args: Any, site: Optional[str] = None) -> Any:
     """
     if not _S.active:
         return type(x).item(x, *args) if args else x.item()
-    if args or _S._guard or _Tensor is None or not isinstance(x, _Tensor) or _compiling():
+    if args or not _S.plain or not isinstance(x, _TENSOR) or _compiling():
         return _read(x, "item", args, _EMPTY, site)
+    t0 = _ns()
     out = x.item()
-    if _S._on:
-        if x.is_cpu:
-            record(site, "item", "none", 0)
-        else:
-            d, n = _read_back(x, out)
-            record(site, "item", d, x.element_size() if n else 0)
+    ns = _ns() - t0
+    if x.is_cpu:
+        record(site, "item", "none", 0, 1, 0, ns)
+    else:  # (a meta tensor has no item: the bare call raised)
+        record(site, "item", "down", x.element_size(), 1, 0, ns)
     return out
 
 
@@ -621,8 +674,13 @@ def load(*args: Any, site: Optional[str] = None, **kwargs: Any) -> Any:
     t = _torch if _torch is not None else _need_torch()
     if not _S.active:
         return t.load(*args, **kwargs)
-    out = call_inside(t.load, args, kwargs)
+    out, ns = timed_call(site, t.load, args, kwargs)
     if _S._on:
         d, n = _loaded(None, out)
-        record(site, "load", d, n)
+        record(site, "load", d, n, 1, 0, ns)
     return out
+
+
+#: The methods with a wrapper of their own, for ``call`` of a bound method.
+_BOUND = {"cpu": cpu, "cuda": cuda, "to": to, "item": item, "tolist": tolist, "numpy": numpy,
+          "copy_": copy_}

@@ -14,7 +14,7 @@ from __future__ import annotations
 from typing import Any, Optional
 
 from ...runtime.recorder import STATE as _S
-from ...runtime.recorder import call_inside, record
+from ...runtime.recorder import record, timed_call
 from . import runtime as _w
 
 
@@ -23,15 +23,15 @@ def _upload(recv: Any, meth: str, data: Any, args: tuple, kwargs: dict, site: Op
     if not _S.active:
         return fn(*args, **kwargs) if data is _w._NO else fn(data, *args, **kwargs)
     a = args if data is _w._NO else (data,) + args
-    out = call_inside(fn, a, kwargs)
+    out, ns = timed_call(site, fn, a, kwargs)
     if _S._on:
         t = _w._torch if _w._torch is not None else _w._init()
         src_dev = getattr(data, "device", None) if data is not _w._NO else getattr(recv, "device", None)
         off = t is not None and isinstance(out, _w._Tensor) and not out.is_cpu
         if off and (src_dev is None or src_dev.type == "cpu"):
-            record(site, meth, "up", _w._nbytes(out))
+            record(site, meth, "up", _w._nbytes(out), 1, 0, ns)
         else:
-            record(site, meth, "none", 0)
+            record(site, meth, "none", 0, 1, 0, ns)
     return out
 
 
@@ -55,9 +55,9 @@ def compile(module: Any, *args: Any, site: Optional[str] = None, **kwargs: Any) 
     """``module.compile(...)`` (``nn.Module.compile``): where the module's graph is made."""
     if not _S.active:
         return module.compile(*args, **kwargs)
-    out = call_inside(module.compile, args, kwargs)
+    out, ns = timed_call(site, module.compile, args, kwargs)
     if _S._on:
-        record(site, "compile", "none", 0)
+        record(site, "compile", "none", 0, 1, 0, ns)
     return out
 
 

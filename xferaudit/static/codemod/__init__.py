@@ -81,7 +81,7 @@ from __future__ import annotations
 import ast
 import copy
 from collections import Counter
-from typing import Iterable, Optional
+from typing import Callable, Iterable, Optional
 
 import re
 
@@ -89,7 +89,8 @@ import libcst as cst
 from libcst.metadata import MetadataWrapper, PositionProvider
 
 from ...rules import RuleTable
-from ...wrapform import ALIAS, wrapper_infos
+from ...wrapform import ALIAS, site_literal, wrapper_infos
+from ..evidence import category_of, wrap_outcome
 from ..finder import analyse
 from ..site import Site
 from ..source import char_col, collector_paused, decode_source
@@ -161,14 +162,20 @@ def _reproduces(module: cst.Module, data: bytes) -> None:
         raise CodemodError("libcst does not reproduce this file byte for byte; left as it is")
 
 
-def _eligible(sites: Iterable[Site], codes_ok) -> tuple[list[Site], int, int]:
+def _eligible(sites: Iterable[Site], codes_ok, hot: Optional[dict] = None,
+              site_ok=None) -> tuple[list[Site], int, int]:
+    """The sites to wrap; with `hot` (``wrap --from``: line -> the categories a
+    run saw crossing there), only those on such lines, of such a category;
+    with `site_ok`, only the sites it accepts."""
     out, suppressed, not_selected = [], 0, 0
     for s in sites:
         if s.wrapped:
             continue
+        if hot is not None and category_of(s) not in hot.get(s.line, ()):
+            continue
         if s.suppressed:
             suppressed += 1
-        elif not codes_ok(s.rule):
+        elif not codes_ok(s.rule) or (site_ok is not None and not site_ok(s)):
             not_selected += 1
         else:
             out.append(s)
@@ -182,11 +189,20 @@ def wrap_source(
     relpath: Optional[str] = None,
     codes_ok=None,
     style: Optional[CodeStyle] = None,
+    evidence=None,
+    site_ok: Optional[Callable[[Site], bool]] = None,
 ) -> CodemodResult:
     """Wrap every eligible unwrapped site of one file's bytes.
 
+    With `evidence` (``wrap --from``: the file's :class:`~..evidence.FileEvidence`),
+    only the sites on the lines a recorded run saw crossing, in the categories
+    its ops can come from, with values the file does not place taken for device
+    tensors there; each evidenced line without such a site, and each stale one,
+    is reported in ``skipped`` with the reason.
+
     `codes_ok(code) -> bool` filters sites by rule code (``--select`` and the
-    config's select/ignore/per-file-ignores); suppressed sites are never wrapped
+    config's select/ignore/per-file-ignores), `site_ok(site) -> bool` by site
+    (``check``'s fixes wrap one site at a time); suppressed sites are never wrapped
     (wrapping them would leave their suppression unused). `style` (the
     project's line length and import sorting, :func:`code_style`) decides
     where the runtime import goes and which long lines are broken. Raises
@@ -198,18 +214,25 @@ def wrap_source(
     style = style or DEFAULT_STYLE
     res = CodemodResult(path=path)
     text = _decode(data, path)
-    found, ctx = analyse(text, path, rules, relpath if relpath is not None else path)
+    hot = evidence.hot if evidence is not None else None
+    found, ctx = analyse(text, path, rules, relpath if relpath is not None else path, hot)
     if found.error or ctx is None:
         raise CodemodError(f"cannot parse: {found.error} (line {found.error_line})")
-    sites, res.suppressed, res.not_selected = _eligible(found.sites, codes_ok or (lambda code: True))
+    sites, res.suppressed, res.not_selected = _eligible(found.sites, codes_ok or (lambda code: True), hot,
+                                                        site_ok)
     # implicit sites (float(t), if t:, print(t)...) are expressions: codemod/implicit.py
     implicit = [s for s in sites if s.implicit]
     sites = [s for s in sites if not s.implicit]
-    if not sites and not implicit:
-        return res
-    lines = [s.line for s in sites] + [ln for s in implicit for ln in range(s.line, s.end_line + 1)]
-    job = _WrapJob(text, ctx, found, sites, implicit, lines, rules, style)
-    return _through_skeleton(res, data, ctx.tree, lines, job.run)
+    if sites or implicit:
+        lines = [s.line for s in sites] + [ln for s in implicit for ln in range(s.line, s.end_line + 1)]
+        job = _WrapJob(text, ctx, found, sites, implicit, lines, rules, style,
+                       relpath if relpath is not None else path)
+        res = _through_skeleton(res, data, ctx.tree, lines, job.run)
+    if evidence is not None:
+        res.evidence, left = wrap_outcome(evidence, found.sites, res.wrapped_sites)
+        res.skipped.extend(Skipped(ln, col, "", label, reason) for ln, col, label, reason in left)
+        res.skipped.sort(key=lambda k: (k.line, k.column))
+    return res
 
 
 def _through_skeleton(res: CodemodResult, data: bytes, tree, lines: list[int], run) -> CodemodResult:
@@ -242,10 +265,11 @@ class _WrapJob:
     """The rewrite of one analysed file, run over the text libcst parses (the
     file, or its skeleton: same lines and columns for every site)."""
 
-    def __init__(self, text, ctx, found, sites, implicit, lines, rules, style) -> None:
+    def __init__(self, text, ctx, found, sites, implicit, lines, rules, style, relpath) -> None:
         self.text, self.ctx, self.found, self.sites, self.implicit = text, ctx, found, sites, implicit
         self.lines = lines  # the lines holding a site (an implicit one's every line)
         self.rules, self.style = rules, style
+        self.relpath = relpath  # the file's name in site names
 
     def run(self, res: CodemodResult, data: bytes, parsed_text: Optional[str], tree) -> CodemodResult:
         text, ctx, found, sites, implicit = self.text, self.ctx, self.found, self.sites, self.implicit
@@ -278,7 +302,7 @@ class _WrapJob:
             at = existing if have_import else index
             first_line = tops[at] if at < len(tops) else _count_lines(parsed_text) + 1
             tr = _WrapTransformer(keyed, rules, shapes, alias, module.encoding, first_line, taken,
-                                  layout.positions(), layout, names, imp)
+                                  layout.positions(), layout, names, imp, self.relpath)
             new_module = module.visit(tr)
             if len(tr.done) < len(keyed) or (imp is not None and imp.missed()):
                 tr = None  # a site the skeleton did not place: redo with whole-module positions
@@ -291,7 +315,7 @@ class _WrapJob:
             elif index > 0:
                 first_line = positions[module.body[index - 1]].end.line + 1
             tr = _WrapTransformer(keyed, rules, shapes, alias, module.encoding, first_line, taken, positions, None,
-                                  names, imp)
+                                  names, imp, self.relpath)
             new_module = module.visit(tr)
         for s, reason in tr.skipped:
             res.skipped.append(Skipped(s.line, s.column, s.rule, s.label or s.call, reason))
@@ -316,7 +340,7 @@ class _WrapJob:
             new_module = insert_import(new_module, alias, import_index(new_module), style)[0]
         new = _output(new_module, module, data, layout)
         if _has_long_line(new, alias, style.line_length, module.encoding):
-            made = {s.site for s in tr.wrapped}
+            made = {site_literal(s.site, self.relpath) for s in tr.wrapped}  # the literals written
 
             def is_new(call: cst.Call) -> bool:
                 w = _wrapper_name(call, alias, shapes)
@@ -340,6 +364,7 @@ class _WrapJob:
                 new = _output(new_module, module, data, layout)
         res.new = new
         res.wrapped = Counter(s.kind for s in tr.wrapped)
+        res.wrapped_sites = list(tr.wrapped)
         res.generic = tr.generic
         return res
 

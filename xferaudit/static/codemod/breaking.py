@@ -9,11 +9,11 @@ breaks, and keeps broken), its arguments go
 one per line, indented four spaces more than the statement, with a magic
 trailing comma::
 
-    y = xfer.cpu(x, site="pkg/train.py:Trainer.step:loss")     # too long
+    y = xfer.cpu(x, site=":Trainer.step:loss")     # too long
 
     y = xfer.cpu(
         x,
-        site="pkg/train.py:Trainer.step:loss",
+        site=":Trainer.step:loss",
     )
 
 This is a fixed point of ``black`` and ``ruff format`` (the trailing comma
@@ -37,7 +37,7 @@ it back)::
     t = torch.tensor(            t = xfer.tensor(
         data,                        data,
         device=dev,        ->        device=dev,
-    )                                site="pkg/a.py:f:torch.tensor"
+    )                                site=":f:torch.tensor"
                                  )
 """
 

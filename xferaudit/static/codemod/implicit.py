@@ -73,7 +73,7 @@ def _dotted(node: cst.BaseExpression) -> Optional[str]:
 
 def reason(site) -> Optional[str]:
     """Why an implicit site has no wrapped form (None: it has one)."""
-    return _NO_FORM.get(site.op)
+    return site.no_wrap or _NO_FORM.get(site.op)
 
 
 def wrap_expr(node: cst.BaseExpression, wrapper: str, alias: str, lit: str) -> cst.Call:
@@ -140,7 +140,6 @@ class ImplicitWrap:
             else:
                 self.spans[(s.line, s.column - 1, s.end_line, s.end_column - 1)] = s
         self.done: set = set()
-        self.no_wrap: set = set()  # ids of f-string fields written `{x=}` (their text is printed)
 
     @property
     def lines(self) -> list:
@@ -148,10 +147,6 @@ class ImplicitWrap:
 
     def missed(self) -> list:
         return [s for s in self.sites if id(s) not in self.done]
-
-    def visit(self, node: cst.CSTNode) -> None:
-        if isinstance(node, cst.FormattedStringExpression) and node.equal is not None:
-            self.no_wrap.add(id(node.expression))
 
     def leave(self, original: cst.CSTNode, updated: cst.CSTNode, positions,
               literal: Callable) -> cst.CSTNode:
@@ -173,14 +168,11 @@ class ImplicitWrap:
         why, lit = literal(site)
         new = None
         if why is None:
-            if id(original) in self.no_wrap:
-                why = "a self-documenting f-string field `{x=}` prints its own text: wrapping would change it"
-            else:
-                new = self._form(site, original, updated, lit)
-                if new is None:
-                    why = "no wrapped form for this layout (keywords, several arguments or a trailing comma)"
-                elif _code(_unwrap_all(new, self.alias, self.unwrap)) != _code(updated):
-                    why, new = "unwrap would not restore this expression byte for byte", None
+            new = self._form(site, original, updated, lit)
+            if new is None:
+                why = "no wrapped form for this layout (keywords, several arguments or a trailing comma)"
+            elif _code(_unwrap_all(new, self.alias, self.unwrap)) != _code(updated):
+                why, new = "unwrap would not restore this expression byte for byte", None
         if why is not None:
             self.skipped.append((site, why))
             return updated

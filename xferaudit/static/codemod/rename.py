@@ -1,11 +1,15 @@
-"""``wrap --rename-sites``: wrapped calls whose site name was made in another
-file (before a move or rename) get the name they would have here.
+"""``wrap --rename-sites``: full site literals become the short form, whose
+path the runtime and the finder take from the file itself.
 
-Only the path part of the name changes (``old/a.py:f:x.cpu`` in ``new/b.py``
-becomes ``new/b.py:f:x.cpu``), in the literal's own quotes; nothing else in
-the file moves. Renaming is reversible the same way it was done: move the file
-back and run it again. A new name another wrapped call of the file already
-uses gets ``#2``, ``#3``... as ``wrap`` names repeats.
+A literal naming this file (``a.py:f:x.cpu`` in ``a.py``) becomes ``:f:x.cpu``:
+its full name is the same, so reports, budgets and baselines keyed by it still
+match. A literal made in another file (``old/a.py:f:x.cpu`` in ``new/b.py``,
+after a move or rename: ``XFA302``) becomes ``:f:x.cpu`` too, now named
+``new/b.py:f:x.cpu``, as the file's other sites are. In a notebook, whose cells
+run with no file path, the full literal is renamed instead. Only the literal
+changes, in its own quotes; nothing else in the file moves. A new name another
+wrapped call of the file already uses gets ``#2``, ``#3``... as ``wrap`` names
+repeats. Names chosen by hand (not ``path:qualname:label``) are left alone.
 """
 
 from __future__ import annotations
@@ -17,6 +21,7 @@ import libcst as cst
 
 from ...rules import RuleTable
 from ..finder import analyse
+from ...wrapform import site_literal
 from ..naming import renamed_site
 from .nodes import string_literal
 from .results import CodemodError
@@ -51,7 +56,9 @@ class _Renamer(cst.CSTTransformer):
 
 
 def stale_names(sites, relpath: str) -> dict[str, str]:
-    """{old name: new name} for the wrapped sites of one file named in another."""
+    """{full literal: the literal it becomes} for the wrapped sites of one file
+    (a short literal's full name starts with `relpath`, so it is never a key
+    that matches: it is left as it is)."""
     taken = {s.site for s in sites if s.site}
     out: dict[str, str] = {}
     for s in sites:
@@ -59,13 +66,15 @@ def stale_names(sites, relpath: str) -> dict[str, str]:
             continue
         new = renamed_site(s.site, relpath)
         if new is None:
+            if site_literal(s.site, relpath) != s.site:
+                out[s.site] = site_literal(s.site, relpath)  # same name, short literal
             continue
         base, n = new, 1
         while new in taken:
             n += 1
             new = f"{base}#{n}"
         taken.add(new)
-        out[s.site] = new
+        out[s.site] = site_literal(new, relpath)
     return out
 
 

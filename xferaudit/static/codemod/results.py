@@ -35,6 +35,9 @@ class CodemodResult:
     suppressed: int = 0  # unwrapped sites carrying a suppression comment (left alone)
     not_selected: int = 0  # unwrapped sites outside --select / the config's codes
     generic: int = 0  # function-row sites wrapped as xfer.call(callee, ...) (callee kept as written)
+    wrapped_sites: list = field(default_factory=list)  # the finder's Site of each call wrapped
+    #: ``wrap --from``: the file's evidenced lines by outcome (wrapped, already, left, stale)
+    evidence: dict = field(default_factory=dict)
 
     @property
     def changed(self) -> bool:

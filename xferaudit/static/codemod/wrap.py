@@ -13,7 +13,9 @@ from ..site import Site
 from .implicit import ImplicitWrap
 from .imports import spell
 from .layout import _Layout
-from .nodes import _called_name, _code, _encodable, site_arg, string_literal
+from ...wrapform import site_literal
+from ..unwrappable import SELF_DOCUMENTING
+from .nodes import _called_name, _code, _encodable, string_literal
 from .shapes import _Shapes
 
 
@@ -25,8 +27,9 @@ class _WrapTransformer(cst.CSTTransformer):
     def __init__(self, sites: dict[tuple[int, int], Site], rules: RuleTable, shapes: _Shapes,
                  alias: str, encoding: str, first_line: int, taken: Iterable[str],
                  positions, layout: Optional[_Layout], names: dict[tuple[int, int], str],
-                 implicit: Optional[ImplicitWrap] = None) -> None:
+                 implicit: Optional[ImplicitWrap] = None, relpath: str = "") -> None:
         super().__init__()
+        self.relpath = relpath  # the file's name: a site of this file gets a short literal (wrapform.site_literal)
         self.positions = positions
         self.layout = layout
         self.sites = sites
@@ -48,6 +51,7 @@ class _WrapTransformer(cst.CSTTransformer):
         self.wrapped: list[Site] = []
         self.skipped: list[tuple[Site, str]] = []
         self.generic = 0
+        self.self_documenting = 0  # > 0 inside an f-string field written `{expr=}`
 
     # pruning: statements with no site line are not descended into
     def _span(self, node: cst.CSTNode) -> Optional[tuple[int, int]]:
@@ -73,8 +77,8 @@ class _WrapTransformer(cst.CSTTransformer):
                     return False
         if id(node) in self.bodies:
             self.deferred += 1
-        if self.implicit is not None:
-            self.implicit.visit(node)
+        if isinstance(node, cst.FormattedStringExpression) and node.equal is not None:
+            self.self_documenting += 1  # `{expr=}` prints expr's text: nothing in it is rewritten
         return super().on_visit(node)
 
     def on_leave(self, original_node, updated_node):
@@ -83,6 +87,8 @@ class _WrapTransformer(cst.CSTTransformer):
         if id(original_node) in self.bodies:
             self.deferred -= 1
         out = super().on_leave(original_node, updated_node)
+        if isinstance(original_node, cst.FormattedStringExpression) and original_node.equal is not None:
+            self.self_documenting -= 1
         if self.implicit is not None:  # implicit sites are expressions, matched by their span
             out = self.implicit.leave(original_node, out, self.positions, self._literal)
         return out
@@ -125,7 +131,9 @@ class _WrapTransformer(cst.CSTTransformer):
         new = None
         if reason is None:
             wrapper = rule.wrapper
-            if site.op == "unbound":  # `torch.Tensor.cpu(x)` -> xfer.call(torch.Tensor.cpu, x, site=...)
+            # `torch.Tensor.cpu(x)` -> xfer.call(torch.Tensor.cpu, x, site=...); `x.to(next(it))` ->
+            # xfer.call(x.to, next(it), site=...): x.to is looked up before next(it) runs, as in the bare call
+            if site.op in ("unbound", "bound"):
                 rule, wrapper = dataclasses.replace(rule, wrap="function", wrapper="call"), "call"
             if rule.wrap == "function" and wrapper != "call" and not self._respellable(rule, updated):
                 wrapper = "call"  # keep the callee as written: xfer.call(T.tensor, ...)
@@ -167,8 +175,8 @@ class _WrapTransformer(cst.CSTTransformer):
             return "it runs at import time above the runtime import (`import xferaudit.runtime as ...`)", None
         if rule.wrap != "result" and not isinstance(call, cst.Call):
             return "not a call", None
-        if isinstance(call, cst.Call) and site_arg(call) is not None:
-            return "the call already passes a `site=` keyword", None
+        if site.no_wrap:  # the finder's reason (static/unwrappable.py)
+            return site.no_wrap, None
         if rule.wrap == "receiver":
             attr = orig.func
             if not isinstance(attr, cst.Attribute) or attr.lpar:
@@ -193,6 +201,8 @@ class _WrapTransformer(cst.CSTTransformer):
         """(reason or None, the `site=` string literal) for a site at this point of the walk."""
         if site.line < self.first_line and not self.deferred:
             return "it runs at import time above the runtime import (`import xferaudit.runtime as ...`)", None
+        if self.self_documenting:
+            return SELF_DOCUMENTING, None
         quote = '"'
         name = site.site or ""
         if self.fquotes:
@@ -201,7 +211,7 @@ class _WrapTransformer(cst.CSTTransformer):
                 return "inside nested f-strings that use both quote characters (no quote left for `site=`)", None
             quote = free[0]
             name = self._fstring_name(name, set(self.fquotes) | {quote})
-        return None, string_literal(name, quote, self.encoding)
+        return None, string_literal(site_literal(name, self.relpath), quote, self.encoding)
 
     def _fstring_name(self, name: str, quotes: set) -> str:
         """Before Python 3.12 an f-string's replacement field cannot hold a

@@ -12,95 +12,42 @@ log = logging.getLogger("xferaudit.test")
 
 
 def step(model, x, y, dev, names, save=True):
-    model = xfer.to(
-        model,
-        dev,
-        site="tests/packs/torch/implicit_step/step_wrapped.py:step:model.to",
-    )
-    x, y = xfer.to(
-        x,
-        dev,
-        site="tests/packs/torch/implicit_step/step_wrapped.py:step:x.to",
-    ), xfer.to(
-        y,
-        dev,
-        site="tests/packs/torch/implicit_step/step_wrapped.py:step:y.to",
-    )
+    model = xfer.to(model, dev, site=":step:model.to")
+    x, y = xfer.to(x, dev, site=":step:x.to"), xfer.to(y, dev, site=":step:y.to")
     loss = torch.nn.functional.mse_loss(model(x), y)
-    total = xfer.float(
+    total = xfer.float(loss, site=":step:float(loss)") + xfer.int(
         loss,
-        site="tests/packs/torch/implicit_step/step_wrapped.py:step:float(loss)",
-    ) + xfer.int(
-        loss,
-        site="tests/packs/torch/implicit_step/step_wrapped.py:step:int(loss)",
+        site=":step:int(loss)",
     ) + xfer.complex(
         loss,
-        site="tests/packs/torch/implicit_step/step_wrapped.py:step:complex(loss)",
+        site=":step:complex(loss)",
     ).real
-    flag = bool(xfer.bool(
-        loss,
-        site="tests/packs/torch/implicit_step/step_wrapped.py:step:bool(loss)",
-    ))
-    if xfer.bool(
-        loss > 100,
-        site="tests/packs/torch/implicit_step/step_wrapped.py:step:truth(loss>100)",
-    ):
+    flag = bool(xfer.bool(loss, site=":step:bool(loss)"))
+    if xfer.bool(loss > 100, site=":step:truth(loss>100)"):
         total += 1
-    while not xfer.bool(
-        loss.isfinite(),
-        site="tests/packs/torch/implicit_step/step_wrapped.py:step:truth(loss.isfinite())",
-    ):
+    while not xfer.bool(loss.isfinite(), site=":step:truth(loss.isfinite())"):
         break
-    assert xfer.bool(
-        loss >= 0,
-        site="tests/packs/torch/implicit_step/step_wrapped.py:step:truth(loss>=0)",
-    )
+    assert xfer.bool(loss >= 0, site=":step:truth(loss>=0)")
     k = (loss * 0).long()
-    for _ in range(xfer.index(
-        k,
-        site="tests/packs/torch/implicit_step/step_wrapped.py:step:conversion(k)",
-    )):
+    for _ in range(xfer.index(k, site=":step:conversion(k)")):
         pass
     names = list(names)
-    first = names[xfer.index(
-        k,
-        site="tests/packs/torch/implicit_step/step_wrapped.py:step:conversion(k)#2",
-    )]
-    part = names[:xfer.index(
-        k,
-        site="tests/packs/torch/implicit_step/step_wrapped.py:step:conversion(k)#3",
-    )]
-    text = str(xfer.read(
+    first = names[xfer.index(k, site=":step:conversion(k)#2")]
+    part = names[:xfer.index(k, site=":step:conversion(k)#3")]
+    text = str(xfer.read(loss, site=":step:format(loss)")) + repr(xfer.read(
         loss,
-        site="tests/packs/torch/implicit_step/step_wrapped.py:step:format(loss)",
-    )) + repr(xfer.read(
+        site=":step:format(loss)#2",
+    )) + f"{xfer.read(loss, site=':step:format(loss)#3'):.3f}" + "%s" % xfer.read(
         loss,
-        site="tests/packs/torch/implicit_step/step_wrapped.py:step:format(loss)#2",
-    )) + f"{xfer.read(loss, site='tests/packs/torch/implicit_step/step_wrapped.py:step:format(loss)#3'):.3f}" + "%s" % xfer.read(
-        loss,
-        site="tests/packs/torch/implicit_step/step_wrapped.py:step:format(loss)#4",
+        site=":step:format(loss)#4",
     ) + "{}".format(xfer.read(
         loss,
-        site="tests/packs/torch/implicit_step/step_wrapped.py:step:format(loss)#5",
+        site=":step:format(loss)#5",
     ))
-    print(xfer.read(
-        loss,
-        site="tests/packs/torch/implicit_step/step_wrapped.py:step:format(loss)#6",
-    ))
-    log.info("loss %s", xfer.read(
-        loss,
-        site="tests/packs/torch/implicit_step/step_wrapped.py:step:format(loss)#7",
-    ))
-    isn = math.isnan(xfer.read(
-        loss,
-        site="tests/packs/torch/implicit_step/step_wrapped.py:step:math(loss)",
-    ))
+    print(xfer.read(loss, site=":step:format(loss)#6"))
+    log.info("loss %s", xfer.read(loss, site=":step:format(loss)#7"))
+    isn = math.isnan(xfer.read(loss, site=":step:math(loss)"))
     buf = io.BytesIO()
     if save:  # (the simulated device's tensors cannot be saved)
-        xfer.save(
-            torch.save,
-            loss,
-            buf,
-            site="tests/packs/torch/implicit_step/step_wrapped.py:step:torch.save(loss)",
-        )
+        xfer.save(torch.save, loss, buf, site=":step:torch.save(loss)")
     return total, flag, first, part, text, isn, len(buf.getvalue()) > 0

@@ -1,0 +1,116 @@
+"""`xferaudit wrap --from RUN.json`: exactly the lines a run saw crossing are
+wrapped, with plain wrap's forms, where the code shows no device; lines with no
+wrapped form and stale lines are reported with the reason."""
+
+from __future__ import annotations
+
+import pytest
+from evidence_util import TRAIN, entry_at, project, write_run
+
+from xferaudit.cli import main
+
+@pytest.fixture
+def proj(tmp_path, monkeypatch):
+    return project(tmp_path, monkeypatch)
+
+
+def _run(proj, *extra):
+    raw = [
+        entry_at(proj, "train.py", 'print(f"loss {loss}")', "Tensor.__format__", function="log"),
+        entry_at(proj, "train.py", "if loss > 10:", function="log"),
+        entry_at(proj, "train.py", "return float(loss)", function="log"),
+        *extra,
+    ]
+    return write_run(proj / "run.json", raw)
+
+
+def test_wrap_from_wraps_the_runs_lines_and_no_other(proj, capsys):
+    _run(proj)
+    assert main(["wrap", "--from", "run.json"]) == 0
+    text = (proj / "train.py").read_text()
+    assert "print(f\"loss {xfer.read(loss, site=':log:format(loss)')}\")" in text
+    assert 'if xfer.bool(loss > 10, site=":log:truth(loss>10)"):' in text
+    assert 'return xfer.float(loss, site=":log:float(loss)")' in text
+    assert "y = x.cpu()" in text  # a site plain wrap wraps, but the run never saw it
+    assert "import xferaudit.runtime as xfer" in text
+    err = capsys.readouterr().err
+    assert "3 lines the run saw crossing: 3 wrapped" in err
+
+
+def test_plain_wrap_leaves_the_parameters_alone(proj):
+    assert main(["wrap", "-q", "train.py"]) == 0
+    text = (proj / "train.py").read_text()
+    assert "float(loss)" in text and "xfer.float" not in text and "xfer.cpu(x" in text
+
+
+def test_lines_without_a_wrapped_form_are_left_with_the_reason(proj, capsys):
+    _run(proj,
+         entry_at(proj, "train.py", "n = x[mask]", "aten.index.Tensor", function="other"),
+         entry_at(proj, "train.py", "same = torch.equal(x, y)", "aten.equal", function="other"))
+    assert main(["wrap", "--from", "run.json"]) == 1
+    err = capsys.readouterr().err
+    index_line = TRAIN.splitlines().index("    n = x[mask]") + 1
+    equal_line = index_line + 1
+    assert f"train.py:{index_line}:5: left as it is: the run (run.json) saw `n = x[mask]` crossing outside " \
+           "every wrapper (aten.index.Tensor, down, once, 4 bytes); the crossing happens inside the indexing" in err
+    assert f"train.py:{equal_line}:5: left as it is:" in err and "no wrapper can count it" in err
+    assert "5 lines the run saw crossing: 3 wrapped, 2 left as they are" in err
+    assert "n = x[mask]" in (proj / "train.py").read_text()
+
+
+def test_a_stale_line_is_reported_and_the_rest_applied(proj, capsys):
+    _run(proj)
+    (proj / "train.py").write_text(TRAIN.replace("return float(loss)", "return float(loss.detach())"))
+    assert main(["wrap", "--from", "run.json"]) == 1
+    err = capsys.readouterr().err
+    assert "left as it is: stale evidence: the run (run.json) saw `return float(loss)` crossing" in err
+    assert "record a new run" in err and "1 stale" in err
+    assert "xfer.bool(loss > 10" in (proj / "train.py").read_text()
+
+
+def test_edits_above_keep_the_evidence_matched(proj):
+    _run(proj)
+    (proj / "train.py").write_text("import os\nimport sys\n\n" + TRAIN)
+    assert main(["wrap", "-q", "--from", "run.json"]) == 0
+    text = (proj / "train.py").read_text()
+    assert "xfer.float(loss" in text and "xfer.read(loss" in text and "xfer.bool(loss > 10" in text
+
+
+def test_a_second_apply_finds_every_line_already_wrapped(proj, capsys):
+    _run(proj)
+    assert main(["wrap", "-q", "--from", "run.json"]) == 0
+    before = (proj / "train.py").read_text()
+    assert main(["wrap", "--from", "run.json"]) == 0
+    assert (proj / "train.py").read_text() == before
+    assert "3 lines the run saw crossing: 3 already wrapped" in capsys.readouterr().err
+
+
+def test_diff_shows_the_change_and_writes_nothing(proj, capsys):
+    _run(proj)
+    assert main(["wrap", "--diff", "--from", "run.json"]) == 1
+    out = capsys.readouterr().out
+    assert "+    return xfer.float(loss," in out
+    assert (proj / "train.py").read_text() == TRAIN
+
+
+def test_a_path_narrows_the_files(proj, capsys):
+    _run(proj)
+    (proj / "other.py").write_text("x = 1\n")
+    assert main(["wrap", "-q", "--from", "run.json", "other.py"]) == 0
+    assert (proj / "train.py").read_text() == TRAIN
+
+
+@pytest.mark.parametrize("argv,says", [
+    (["wrap"], "name the files or folders to wrap"),
+    (["wrap", "--from", "none.json"], "no such run file"),
+])
+def test_usage_errors_are_one_line_and_exit_2(proj, capsys, argv, says):
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert says in err and err.count("\n") == 1
+
+
+def test_a_report_that_is_no_run_file_is_refused(proj, capsys):
+    (proj / "r.json").write_text('{"format": "xferaudit.report", "rows": [], "meta": {}}')
+    assert main(["wrap", "--from", "r.json"]) == 2
+    assert "not a run file" in capsys.readouterr().err

@@ -1,0 +1,95 @@
+"""``xferaudit run [-o RUN.json] SCRIPT [ARGS...]`` / ``xferaudit run [-o RUN.json] -m MODULE [ARGS...]``.
+
+Runs an unmodified program in this process, as ``python SCRIPT ARGS`` would,
+with counting and the guard on for the whole run
+(:mod:`xferaudit.runtime.runner`): every crossing, wrapped or not, is
+attributed to the user's line. At the end the report is printed to stderr and
+the run file written (default ``xferaudit-run.json``; under ``torchrun`` one
+per rank, the rank in its name).
+
+Everything after SCRIPT (or after ``-m MODULE``) is the program's, options
+included. The exit code is the program's own; 2 when the program cannot be
+started (no such file or module, a folder for the run file that does not
+exist) or when it exited 0 but the run file could not be written.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import sys
+
+from . import EXIT_ERROR, Command, UserError
+
+
+class RunCommand(Command):
+    NAME = "run"
+    DESCRIPTION = ("Run an unmodified program (SCRIPT or -m MODULE) with counting and the guard on; "
+                   "print the report and write the run file.")
+
+    def add_arguments(self, parser: argparse.ArgumentParser) -> None:
+        parser.usage = ("xferaudit run [-h] [-o RUN.json] [-q] [--guard-mode {auto,lite,full}]\n"
+                        "                     [--ranges] (SCRIPT [ARGS...] | -m MODULE [ARGS...])")
+        parser.add_argument("-o", "--output", metavar="RUN.json", default=None,
+                            help="the run file (default xferaudit-run.json; under torchrun the rank "
+                                 "goes into the name: xferaudit-run.rank0.json)")
+        parser.add_argument("-q", "--quiet", action="store_true",
+                            help="do not print the report (the run file is still written)")
+        parser.add_argument("--guard-mode", choices=("auto", "lite", "full"), default=None,
+                            help="the guard's mode (default: $XFERAUDIT_GUARD_MODE, else auto: "
+                                 "lite on a CUDA machine, full elsewhere)")
+        parser.add_argument("--ranges", action="store_true",
+                            help="run each wrapped call inside a torch.profiler and an NVTX range "
+                                 "named by its site (as XFERAUDIT_RANGES=1 does)")
+        parser.add_argument("-m", dest="module", nargs=argparse.REMAINDER, metavar="MODULE ...",
+                            help="run a module as `python -m MODULE ARGS` would")
+        parser.add_argument("program", nargs=argparse.REMAINDER, metavar="SCRIPT [ARGS...]",
+                            help="the script and its arguments, as `python SCRIPT ARGS`")
+
+    def run(self, args: argparse.Namespace) -> int:
+        from ..runtime.runner import DEFAULT_OUTPUT, RunError, output_path, run_module, run_path
+
+        module = args.module
+        if module is not None and args.program:
+            raise UserError("give a SCRIPT or -m MODULE, not both")
+        if module is not None and not module:
+            raise UserError("-m needs a MODULE")
+        if module is None and not args.program:
+            raise UserError("name the program to run: xferaudit run SCRIPT [ARGS...] "
+                            "or xferaudit run -m MODULE [ARGS...]")
+        output = args.output if args.output is not None else DEFAULT_OUTPUT
+        folder = output_path(output).parent
+        if not folder.is_dir():
+            raise UserError(f"{output}: directory {folder} does not exist")
+        if not os.access(folder, os.W_OK | os.X_OK):
+            raise UserError(f"{output}: directory {folder} is not writable")
+        from ..runtime.ranges import ENV
+
+        before = os.environ.get(ENV)
+        if args.ranges:  # read when the run starts counting (and by the program's own xfer.count)
+            os.environ[ENV] = "1"
+        try:
+            if module is not None:
+                res = run_module(module[0], module[1:], output, args.quiet, args.guard_mode)
+            else:
+                res = run_path(args.program[0], args.program[1:], output, args.quiet, args.guard_mode)
+        except RunError as e:
+            raise UserError(str(e)) from None
+        finally:
+            if args.ranges:
+                if before is None:
+                    os.environ.pop(ENV, None)
+                else:
+                    os.environ[ENV] = before
+        if res.error and res.exit_code == 0:
+            return EXIT_ERROR  # (the message is printed: the run file is what was asked for)
+        if res.interrupted:  # end as Python ends on Ctrl-C: killed by SIGINT
+            sys.stdout.flush()
+            sys.stderr.flush()
+            signal.signal(signal.SIGINT, signal.SIG_DFL)
+            os.kill(os.getpid(), signal.SIGINT)
+        return res.exit_code
+
+
+COMMAND = RunCommand

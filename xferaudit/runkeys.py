@@ -1,0 +1,67 @@
+"""How a run file names a source line, so the static half finds it again.
+
+A line seen crossing at run time is written to the run file (``xferaudit
+run``) under a key that survives edits elsewhere in the file: its path
+relative to the project root, the qualified name of the function around it,
+and its source text with whitespace normalised; the line number is kept only
+as a hint. The runtime writes these keys and the static half reads them back,
+so both take them from this module (plain functions: no torch, no libcst).
+"""
+
+from __future__ import annotations
+
+import os
+
+__all__ = ["MODULE_FUNCTION", "function_name", "normalise_text", "relative_path"]
+
+#: The function name of a line at a module's top level.
+MODULE_FUNCTION = "<module>"
+
+
+#: Code objects Python makes for parts of a function that are not functions the
+#: user wrote (comprehensions are inlined from Python 3.12 on, lambdas and
+#: generator expressions are not): a line in one belongs to the function around it.
+_INNER = ("<listcomp>", "<dictcomp>", "<setcomp>", "<genexpr>", "<lambda>")
+
+
+def function_name(qualname: str) -> str:
+    """The qualified name of the function a line belongs to, from the
+    ``__qualname__`` (``co_qualname``) of the code running it: a comprehension,
+    generator expression or lambda is part of the function around it.
+
+    ``"Trainer.step.<locals>.<listcomp>"`` -> ``"Trainer.step"``;
+    ``"<genexpr>"`` (at top level) -> ``"<module>"``; ``"f.<locals>.inner"``
+    stays (a nested function is a function of its own).
+    """
+    parts = qualname.split(".")
+    while parts and parts[-1] in _INNER:
+        parts.pop()
+        if parts and parts[-1] == "<locals>":
+            parts.pop()
+    return ".".join(parts) or MODULE_FUNCTION
+
+
+def normalise_text(line: str) -> str:
+    """`line` stripped, every run of whitespace inside it made one space.
+
+    ``"  loss_val  =\\tfloat(loss)\\n"`` -> ``"loss_val = float(loss)"``: a
+    re-indented or re-spaced line keeps its key; any other change of its text
+    does not.
+    """
+    return " ".join(line.split())
+
+
+def relative_path(path: str, root: str) -> str:
+    """`path` relative to the folder `root`, with forward slashes; a path
+    outside `root` stays absolute; `root` itself is ``"."``.
+
+    Both are made absolute first (relative to the working directory);
+    symbolic links are left as they are.
+    """
+    ap = os.path.abspath(path)
+    top = os.path.abspath(root)
+    if ap == top:
+        return "."
+    prefix = top if top.endswith(os.sep) else top + os.sep
+    rel = ap[len(prefix):] if ap.startswith(prefix) else ap
+    return rel.replace(os.sep, "/") if os.sep != "/" else rel
