@@ -55,13 +55,17 @@ def _tally(n: int, rank: int = 0) -> None:
 
     sites = recorder.STATE.sites
     sites.clear()
+    cells = issubclass(recorder.SiteTally, dict)  # direction -> [calls, ns, bytes, copies, pageable]
     for i in range(n):
         site = f"pkg/mod{i % 1000}.py:Trainer.step_{i // 1000}:batch{i}.to"
         calls = 3 + (i % (rank + 7) == 0)
         t = recorder.SiteTally(site, "move")
-        t.calls = t.crossings = t.copies = calls
-        t.bytes = 4096 * calls
-        t.by_direction = {"up": [calls, 4096 * calls, calls, 0]}
+        if cells:
+            t["up"] = [calls, 1234 * calls + i % 997, 4096 * calls, calls, 0]
+        else:  # (a checkout from before host time: counts as attributes)
+            t.calls = t.crossings = t.copies = calls
+            t.bytes = 4096 * calls
+            t.by_direction = {"up": [calls, 4096 * calls, calls, 0]}
         sites[site] = t
 
 
