@@ -252,11 +252,32 @@ def test_a_row_line_is_what_encoding_to_dict_gives_and_a_new_row_field_is_never_
     from xferaudit.runtime import _report
     from xferaudit.runtime.report_json import encode
 
-    rows = [Row("t.py:\x1b\u00e9\udcff\"x\\", "up", "up,down", 3, 2, 10, {"up": {"calls": 2, "bytes": 10},
-                                                                       "none": {"calls": 1, "bytes": 0}}),
-            Row(None, "up", "up", 1, 1, 4, {}), Row("a", "up", "up", True, 1, 4, {})]
+    assert _report._DIRECT  # the direct line is in use for rows of the usual shape
+    cell = {"calls": 2, "bytes": 10, "copies": 2, "pageable": 1, "seconds": 0.1 + 0.2}
+    rows = [Row("t.py:\x1b\u00e9\udcff\"x\\", "up", "up,down", 3, 2, 10, {"up": dict(cell), "none": dict(
+                cell, calls=1, bytes=0, copies=0, pageable=0)}, seconds=1 / 3),
+            Row(None, "up", "up", 1, 1, 4, {}), Row("a", "up", "up", True, 1, 4, {}),
+            Row("b", "up", "up", 1, 1, 4, {"up": {"bytes": 4, "calls": 1}})]  # cells in another order
     for r in rows:
-        assert _report.row_line(r) == encode(r.to_dict())
-    # Row.to_dict gives a key more (a field added to rows): the line holds it
+        assert json.loads(_report.row_line(r)) == json.loads(encode(r.to_dict())) == r.to_dict()
+    assert _report._row_line_direct(rows[0]) is not None and _report._row_line_direct(rows[1]) is None
+    assert '"seconds": 0.333333333' in _report.row_line(rows[0])
+    # Row.to_dict gives a key more (a field added to rows): the direct line is not used
     monkeypatch.setattr(Row, "to_dict", lambda self: dict(vars(self), extra=1.5))
+    assert not _report._direct_is_exact()
+    monkeypatch.setattr(_report, "_DIRECT", False)
     assert json.loads(_report.row_line(rows[0]))["extra"] == 1.5
+
+
+def test_the_totals_a_save_sums_on_the_way_are_the_reports_totals():
+    """Rows of the usual shape are summed as their lines are made, the others
+    apart: the file's totals are Report.totals() either way."""
+    cell = {"calls": 2, "bytes": 10, "copies": 2, "pageable": 1, "seconds": 0.1 + 0.2}
+    rows = [Row(f"s{i}", "up", "up", 2, 2, 10, {"up": dict(cell, seconds=cell["seconds"] * i)}, 2, 1,
+                cell["seconds"] * i) for i in range(50)]
+    rows += [Row("odd", "up", "up,d2d", 3, 3, 7, {"d2d": {"bytes": 3, "calls": 1}, "up": {"calls": 2, "bytes": 4}}),
+             Row("none", "up", "none", 4, 0, 0, {"none": dict(cell, calls=4, bytes=0, copies=0, pageable=0)},
+                 seconds=1e-7)]
+    rep = Report(rows, [], [], {})
+    assert json.loads("".join(rep.json_chunks()))["totals"] == rep.totals()
+    assert rep.totals()["up"]["crossings"] == 102 and rep.totals()["d2d"]["bytes"] == 3

@@ -23,8 +23,8 @@ from array import array
 from typing import IO, Any, Iterator, Optional
 
 from ._report import (
-    ReportError, Row, add_to_totals, empty_totals, launch_order, rounded_totals, row_from_dict, row_line,
-    row_order, twice, unwrapped_order,
+    ReportError, Row, add_row, launch_order, new_sums, row_from_dict, row_line, row_order, totals_of, twice,
+    unwrapped_order,
 )
 
 #: Spilled rows are written in pieces of this many lines.
@@ -160,7 +160,7 @@ class Merger:
         """A rank starts (`name`: what errors call it)."""
         self.cells.append(_cells(len(self.totals)))
         self._name, self._rows, self._lines, self._n = name, [], [], 0
-        self._totals = empty_totals()
+        self._sums = new_sums()
         self._prev, self._sorted = None, True
         if self.spill is not None:
             self._start = self.spill.seek(0, os.SEEK_END)
@@ -188,7 +188,7 @@ class Merger:
         if self.spill is None:
             self._rows.append(row)
             return
-        add_to_totals(self._totals, row)
+        add_row(self._sums, row)
         key = row_order(row)
         if self._prev is not None and key < self._prev:
             self._sorted = False
@@ -208,16 +208,16 @@ class Merger:
         """The rank is over: its meta (with its rank id, if known) and its small parts."""
         rows: Any = self._rows
         if self.spill is not None:
-            rounded_totals(self._totals)
+            totals = totals_of(self._sums)
             self._flush(to_disk=True)
-            rows = SpilledRows(self.spill, self._start, self.spill.tell(), self._n, self._name, self._totals)
+            rows = SpilledRows(self.spill, self._start, self.spill.tell(), self._n, self._name, totals)
             if not self._sorted:  # not in the report's order: sorted, as a load sorts them
                 ordered = sorted(rows, key=row_order)
                 self._start = self.spill.seek(0, os.SEEK_END)
                 self._lines = [row_line(r) for r in ordered]
                 self._flush(to_disk=True)
                 rows = SpilledRows(self.spill, self._start, self.spill.tell(), self._n, self._name,
-                                   self._totals)
+                                   totals)
         self.ranks.append({"name": self._name, "meta": meta, "rows": rows, "timeline": timeline,
                            "launches": sorted(launches, key=launch_order),
                            "unwrapped": sorted(unwrapped, key=unwrapped_order)})
