@@ -66,7 +66,7 @@ class MergeCommand(Command):
             if args.format == "json":
                 sys.stdout.writelines(merged.json_chunks())
             else:
-                sys.stdout.write(printable_report(merged).format())
+                sys.stdout.writelines(printable_report(merged).format_lines())
                 if args.output is not None:
                     sys.stdout.write(f"wrote {args.output}\n")
         return EXIT_OK

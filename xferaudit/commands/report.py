@@ -69,7 +69,7 @@ class ReportCommand(Command):
         if args.format == "json":
             sys.stdout.writelines(rep.json_chunks(top=args.top))  # a row a line, as it goes
         else:
-            sys.stdout.write(printable_report(rep).format(top=args.top))
+            sys.stdout.writelines(printable_report(rep).format_lines(top=args.top))
         return EXIT_OK
 
     @staticmethod

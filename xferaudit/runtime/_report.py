@@ -516,6 +516,11 @@ class Report:
                              f"{ms(u.seconds):>10}  {u.op:<28} {u.path}:{u.line}{via}{called}{pg}")
         return "\n".join(lines) + "\n"
 
+    def format_lines(self, top: Optional[int] = None) -> Iterator[str]:
+        """The table in pieces (:meth:`format` joined); a merged report's come
+        as they are made."""
+        yield self.format(top)
+
     def _steps_line(self, steps: int, whole: float) -> str:
         """``steps: 3 counted, 2.410 ms each; wrapped calls 0.350 ms of it (14.5%)``."""
         text = f"steps: {steps} counted"

@@ -264,22 +264,26 @@ class RankedReport(Report):
 
     # --- text ----------------------------------------------------------------
     def format(self, top: Optional[int] = None) -> str:
-        # The table above ends in one newline: joined to the lines below with
-        # another, a blank line between (and no copy of a million-row table).
-        lines = [super().format(top)]
+        return "".join(self.format_lines(top))
+
+    def format_lines(self, top: Optional[int] = None) -> Iterator[str]:
+        """The table in pieces, each made as it is asked for: the totals'
+        table, a blank line, then each line of the per-rank table (a million
+        rows are printed without the whole text in memory twice)."""
+        yield super().format(top)
+        yield "\n"
         ids = self.rank_ids()
-        lines.append(f"ranks: {len(ids)} of world size {self.world_size}"
-                     + (f" (missing: {_ranges_text(self.meta['missing_rank_ranges'])})"
-                        if self.meta.get("missing_rank_ranges") else ""))
+        missing = self.meta.get("missing_rank_ranges")
+        yield (f"ranks: {len(ids)} of world size {self.world_size}"
+               + (f" (missing: {_ranges_text(missing)})" if missing else "") + "\n")
         if self.meta.get("note"):
-            lines.append(f"note: {self.meta['note']}")
+            yield f"note: {self.meta['note']}\n"
         if self.rows and len(ids) > 1:
-            lines.append("per rank: crossings at each site; "
-                         "* = above the median of the ranks there")
+            yield "per rank: crossings at each site; * = above the median of the ranks there\n"
             wide = len(ids) <= MAX_RANK_COLUMNS
             head = [f"{'rank ' + str(r):>8}" for r in ids] if wide else [
                 f"{'min':>8}", f"{'max':>8}", f"{'above':>12}"]
-            lines.append(" ".join(head + [f"{'median':>8}"]) + "  site")
+            yield " ".join(head + [f"{'median':>8}"]) + "  site\n"
             for i, row in enumerate(self.rows[:top]):
                 counts = self.cells.crossings_at(i)
                 med, flagged = _flag(counts)
@@ -290,19 +294,16 @@ class RankedReport(Report):
                     above = ",".join(map(str, flagged)) or "-"
                     cols = [f"{min(counts.values()):>8}", f"{max(counts.values()):>8}",
                             f"{above:>12}"]
-                lines.append(" ".join(cols + [f"{_num(med)!s:>8}"]) + f"  {row.site}")
+                yield " ".join(cols + [f"{_num(med)!s:>8}"]) + f"  {row.site}\n"
         outl = self.outliers()
         if outl:
-            lines.append("ranks above the median of the ranks at a site (a rank that never "
-                         "reached it counts 0):")
+            yield "ranks above the median of the ranks at a site (a rank that never reached it counts 0):\n"
             for o in outl:
                 what = "unwrapped " if o.get("unwrapped") else ""
-                lines.append(f"  rank {o['rank']}: {o['crossings']} {what}crossings at "
-                             f"{o['site']} (median {o['median']})")
+                yield (f"  rank {o['rank']}: {o['crossings']} {what}crossings at "
+                       f"{o['site']} (median {o['median']})\n")
         elif len(ids) > 1:
-            lines.append("no rank crosses more than the median of the ranks at any site")
-        lines.append("")
-        return "\n".join(lines)
+            yield "no rank crosses more than the median of the ranks at any site\n"
 
     __str__ = format
 
