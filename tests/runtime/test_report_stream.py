@@ -249,7 +249,7 @@ def test_an_in_memory_merge_refuses_a_site_twice_in_one_report():
 
 
 def test_a_row_line_is_what_encoding_to_dict_gives_and_a_new_row_field_is_never_left_out(monkeypatch):
-    from xferaudit.runtime import _report
+    from xferaudit.runtime import report_rows as _report
     from xferaudit.runtime.report_json import encode
 
     assert _report._DIRECT  # the direct line is in use for rows of the usual shape
