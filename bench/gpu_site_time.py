@@ -126,7 +126,7 @@ def profiled_program(dev: torch.device, steps: int, guard: bool) -> tuple:
     """(report, chrome trace) of `steps` steps of gpu_copies.py's program, counted
     with ranges on under torch.profiler (and the guard counting, if `guard`)."""
     from gpu_copies import profile_program
-    from gpu_truth import chrome_trace
+    from trace_counts import chrome_trace
 
     mode = ("lite" if dev.type == "cuda" else "full") if guard else None
     rep, prof = profile_program(dev, steps, mode, ranges=True)
