@@ -38,7 +38,7 @@ from xferaudit.runtime.guard import resolve_mode  # noqa: E402
 
 def memcpys(prof) -> dict:
     """direction -> [count, bytes] of the profile's gpu_memcpy events (and the pageable ones)."""
-    from gpu_truth import chrome_trace, memcpy_events
+    from trace_counts import chrome_trace, memcpy_events
 
     return memcpy_events(chrome_trace(prof))
 

@@ -78,7 +78,7 @@ def record(folder: Path, mode: str = "auto", profile: bool = False, runs: int = 
         data = xfer.snapshot().to_dict()
         xfer.reset()
         if prof is not None:
-            from gpu_truth import chrome_trace, memcpy_events
+            from trace_counts import chrome_trace, memcpy_events
 
             data["memcpys"] = memcpy_events(chrome_trace(prof))
         return data

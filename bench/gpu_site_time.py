@@ -185,7 +185,7 @@ def profiled_program(dev: torch.device, steps: int, guard: bool, with_stack: boo
     with ranges on under torch.profiler (and the guard counting, if `guard`; the
     profiler's Python tracer, if `with_stack`)."""
     from gpu_copies import profile_program
-    from gpu_truth import chrome_trace
+    from trace_counts import chrome_trace
 
     mode = ("lite" if dev.type == "cuda" else "full") if guard else None
     rep, prof = profile_program(dev, steps, mode, ranges=True, with_stack=with_stack)

@@ -41,7 +41,7 @@ def _rank_main(rank: int, world: int, init: str, steps: int, warmup: int, tmp: s
 
     import gpt_train as W
     import xferaudit.runtime as xfer
-    from gpu_truth import chrome_trace, memcpy_events, xfer_directions
+    from trace_counts import chrome_trace, memcpy_events, xfer_directions
 
     torch.cuda.set_device(rank)
     dev = torch.device("cuda", rank)

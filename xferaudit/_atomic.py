@@ -38,7 +38,7 @@ import re
 import stat
 import sys
 import tempfile
-from typing import Union
+from typing import Iterable, Union
 
 
 def _umask() -> int:
@@ -81,7 +81,7 @@ def _names_a_descriptor(path: str) -> bool:
     return False
 
 
-def _write_through(path: str, data: bytes) -> None:
+def _write_through(path: str, data: Iterable[bytes]) -> None:
     """Write into an existing stream in place: no create, no truncate, no rename."""
     for stream in (sys.stdout, sys.stderr):  # what was printed first stays first
         try:
@@ -90,7 +90,8 @@ def _write_through(path: str, data: bytes) -> None:
             pass
     fd = os.open(path, os.O_WRONLY | os.O_APPEND | getattr(os, "O_NOCTTY", 0))
     with os.fdopen(fd, "wb") as f:
-        f.write(data)
+        for piece in data:
+            f.write(piece)
 
 
 def _keep_owner(tmp: str, st: os.stat_result) -> None:
@@ -123,9 +124,11 @@ def _keep_xattrs(real: str, tmp: str) -> None:
             continue
 
 
-def atomic_write(path: Union[str, "os.PathLike[str]"], data: Union[bytes, str], encoding: str = "utf-8",
-                 *, hard_links: str = "split", special: str = "write") -> None:
-    """Replace (or create) `path` with `data` atomically.
+def atomic_write(path: Union[str, "os.PathLike[str]"], data: Union[bytes, str, Iterable[Union[bytes, str]]],
+                 encoding: str = "utf-8", *, hard_links: str = "split", special: str = "write") -> None:
+    """Replace (or create) `path` with `data` atomically (`data` may also be
+    an iterable of pieces, written as they come: a large report is never
+    whole in memory).
 
     A symlink is written through to its target; an existing file keeps its
     mode, and its owner and group where the process may set them; a new one
@@ -141,6 +144,8 @@ def atomic_write(path: Union[str, "os.PathLike[str]"], data: Union[bytes, str], 
         raise ValueError(f"special must be 'write' or 'refuse', not {special!r}")
     if isinstance(data, str):
         data = data.encode(encoding)
+    pieces = (data,) if isinstance(data, bytes) else (
+        p.encode(encoding) if isinstance(p, str) else p for p in data)
     name = os.fspath(path)
     try:
         target = os.stat(name)  # through every link, a descriptor's included
@@ -154,7 +159,7 @@ def atomic_write(path: Union[str, "os.PathLike[str]"], data: Union[bytes, str], 
         if special == "refuse" or not streams:
             raise NotARegularFile(errno.EINVAL, f"is {_kind(target.st_mode)}: not written, "
                                   "since a rename would replace it; give a regular file", name)
-        _write_through(name, data)
+        _write_through(name, pieces)
         return
     real = os.path.realpath(name)
     try:
@@ -170,7 +175,8 @@ def atomic_write(path: Union[str, "os.PathLike[str]"], data: Union[bytes, str], 
     fd, tmp = tempfile.mkstemp(prefix="." + os.path.basename(real) + ".", suffix=".xferaudit-tmp", dir=folder)
     try:
         with os.fdopen(fd, "wb") as f:
-            f.write(data)
+            for piece in pieces:
+                f.write(piece)
             f.flush()
             os.fsync(f.fileno())
         if st is not None and hasattr(os, "chown"):

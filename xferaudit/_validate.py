@@ -25,7 +25,8 @@ MAX_DEPTH = 64
 Err = Callable[[str], Exception]
 
 
-def _reject_constant(name: str) -> Any:
+def reject_constant(name: str) -> Any:
+    """``parse_constant`` of a JSON decoder: NaN and Infinity are not numbers here."""
     raise ValueError(f"{name} is not a number")
 
 
@@ -33,7 +34,7 @@ def parse_json(text: str, where: str, error: Err) -> Any:
     """``json.loads`` whose every failure is `error` naming `where` (nesting too
     deep, an integer of too many digits, NaN/Infinity, a syntax error)."""
     try:
-        data = json.loads(text, parse_constant=_reject_constant)
+        data = json.loads(text, parse_constant=reject_constant)
     except json.JSONDecodeError as e:
         raise error(f"{where}: not JSON: {e.msg} at line {e.lineno}") from None
     except RecursionError:
@@ -65,9 +66,12 @@ def parse_toml(text: str, where: str, error: Err, what: str = "cannot parse") ->
     return data
 
 
-def check_depth(data: Any, where: str, error: Err, limit: int = MAX_DEPTH) -> None:
-    """No list or object nested deeper than `limit` (checked without recursion)."""
-    stack = [(data, 0)]
+def check_depth(data: Any, where: str, error: Err, limit: int = MAX_DEPTH, depth: int = 0) -> None:
+    """No list or object nested deeper than `limit` (checked without recursion);
+    `depth`: how deep `data` itself sits in its document."""
+    if not isinstance(data, (list, dict)):
+        return
+    stack = [(data, depth)]
     while stack:
         v, d = stack.pop()
         if isinstance(v, (list, dict)):
@@ -137,72 +141,94 @@ def check_report(data: Any, where: str, error: Err) -> None:
 def _check_one(data: dict, where: str, error: Err) -> None:
     meta = data.get("meta")
     if isinstance(meta, dict):
-        for k in ("rank", "world_size", "steps"):
-            if meta.get(k) is not None:
-                count(meta[k], f"{where}: meta", k, error)
-        if meta.get("steps_seconds") is not None:
-            number(meta["steps_seconds"], f"{where}: meta: 'steps_seconds'", error, "number of seconds")
+        check_meta(meta, where, error)
     rows = data.get("rows")
     for i, r in enumerate(rows if isinstance(rows, list) else ()):
-        if not isinstance(r, dict):
-            continue
-        w = f"{where}: rows[{i}]"
-        _counts(r, ("calls", "crossings", "bytes"), w, error)
-        if "seconds" in r:
-            number(r["seconds"], f"{w}: 'seconds'", error, "number of seconds")
-        calls, crossings = r.get("calls"), r.get("crossings")
-        if isinstance(calls, int) and isinstance(crossings, int) and crossings > calls:
-            raise error(f"{w}: crossings ({crossings}) cannot exceed calls ({calls}): "
-                        "a crossing is a call that moved data")
-        by = r.get("by_direction")
-        if by is None:
-            continue
-        if not isinstance(by, dict):
-            raise error(f"{w}: by_direction must be an object of direction -> "
-                        "{\"calls\": n, \"bytes\": n}, not " + _short(by))
-        for d, v in by.items():
-            if not isinstance(v, dict):
-                raise error(f"{w}: by_direction[{d!r}] must be an object {{\"calls\": n, \"bytes\": n}}, "
-                            f"not {_short(v)}")
-            _counts(v, ("calls", "bytes"), f"{w}: by_direction[{d!r}]", error)
-            if "seconds" in v:
-                number(v["seconds"], f"{w}: by_direction[{d!r}]: 'seconds'", error, "number of seconds")
-            n = v.get("calls", 0)
-            if isinstance(calls, int) and n > calls:
-                raise error(f"{w}: by_direction[{d!r}]: calls ({n}) cannot exceed the row's calls ({calls})")
+        check_row(r, f"{where}: rows[{i}]", error)
     for key, kinds in (("launches", (list, dict)), ("unwrapped", (list,))):
         if data.get(key) is not None and not isinstance(data[key], kinds):
             raise error(f"{where}: {key!r} must be a list, not {_short(data[key])}")
     launches = data.get("launches")
     items = launches.values() if isinstance(launches, dict) else launches if isinstance(launches, list) else ()
     for i, x in enumerate(items):
-        w = f"{where}: launches[{i}]"
-        if isinstance(x, dict):
-            _counts(x, ("launches",), w, error)
-            if x.get("nodes") is not None:
-                count(x["nodes"], w, "nodes", error)
-        else:
-            count(x, w, "launches", error)
+        check_launch(x, f"{where}: launches[{i}]", error)
     unwrapped = data.get("unwrapped")
     for i, u in enumerate(unwrapped if isinstance(unwrapped, list) else ()):
-        if isinstance(u, dict):
-            w = f"{where}: unwrapped[{i}]"
-            _counts(u, ("line", "count", "bytes", "copies", "pageable"), w, error)
-            if "seconds" in u:
-                number(u["seconds"], f"{w}: seconds", error, "number of seconds")
-            for name, chain in _chains(u):
-                for j, f in enumerate(chain if isinstance(chain, list) else ()):
-                    if isinstance(f, dict) and "line" in f:
-                        count(f["line"], f"{w}: {name}[{j}]", "line", error)
-    tl = data.get("timeline")
-    if isinstance(tl, dict):
-        if "t0_ns" in tl:
-            count(tl["t0_ns"], f"{where}: timeline", "t0_ns", error)
-        events = tl.get("events")
-        for i, e in enumerate(events if isinstance(events, list) else ()):
-            if isinstance(e, list) and len(e) == 5:
-                count(e[0], f"{where}: timeline.events[{i}]", "time_ns", error)
-                count(e[4], f"{where}: timeline.events[{i}]", "n", error)
+        check_unwrapped(u, f"{where}: unwrapped[{i}]", error)
+    check_timeline(data.get("timeline"), where, error)
+
+
+# One check per part of a report, so a reader that streams a file checks each
+# row as it comes, exactly as check_report checks the whole document.
+
+def check_meta(meta: dict, where: str, error: Err) -> None:
+    for k in ("rank", "world_size", "steps"):
+        if meta.get(k) is not None:
+            count(meta[k], f"{where}: meta", k, error)
+    if meta.get("steps_seconds") is not None:
+        number(meta["steps_seconds"], f"{where}: meta: 'steps_seconds'", error, "number of seconds")
+
+
+def _seconds_ok(v: Any) -> bool:
+    return v is None or (type(v) in (int, float) and 0 <= v <= MAX_COUNT)  # (NaN fails both)
+
+
+def check_row(r: Any, w: str, error: Err) -> None:
+    """One row's counts (`w` names it: ``file: rows[3]``)."""
+    if not isinstance(r, dict):
+        return
+    calls, crossings, nbytes, by = r.get("calls"), r.get("crossings"), r.get("bytes"), r.get("by_direction")
+    if (type(calls) is int and type(crossings) is int and type(nbytes) is int and type(by) is dict
+            and 0 <= crossings <= calls <= MAX_COUNT and 0 <= nbytes <= MAX_COUNT
+            and _seconds_ok(r.get("seconds"))
+            and all(type(v) is dict and type(v.get("calls", 0)) is int and type(v.get("bytes", 0)) is int
+                    and 0 <= v.get("calls", 0) <= calls and 0 <= v.get("bytes", 0) <= MAX_COUNT
+                    and _seconds_ok(v.get("seconds")) for v in by.values())):
+        return  # a row as save() writes it, good: checked in one go (the rest words each fault)
+    _counts(r, ("calls", "crossings", "bytes"), w, error)
+    if "seconds" in r:
+        number(r["seconds"], f"{w}: 'seconds'", error, "number of seconds")
+    calls, crossings = r.get("calls"), r.get("crossings")
+    if isinstance(calls, int) and isinstance(crossings, int) and crossings > calls:
+        raise error(f"{w}: crossings ({crossings}) cannot exceed calls ({calls}): "
+                    "a crossing is a call that moved data")
+    by = r.get("by_direction")
+    if by is None:
+        return
+    if not isinstance(by, dict):
+        raise error(f"{w}: by_direction must be an object of direction -> "
+                    "{\"calls\": n, \"bytes\": n}, not " + _short(by))
+    for d, v in by.items():
+        if not isinstance(v, dict):
+            raise error(f"{w}: by_direction[{d!r}] must be an object {{\"calls\": n, \"bytes\": n}}, "
+                        f"not {_short(v)}")
+        _counts(v, ("calls", "bytes"), f"{w}: by_direction[{d!r}]", error)
+        if "seconds" in v:
+            number(v["seconds"], f"{w}: by_direction[{d!r}]: 'seconds'", error, "number of seconds")
+        n = v.get("calls", 0)
+        if isinstance(calls, int) and n > calls:
+            raise error(f"{w}: by_direction[{d!r}]: calls ({n}) cannot exceed the row's calls ({calls})")
+
+
+def check_launch(x: Any, w: str, error: Err) -> None:
+    if isinstance(x, dict):
+        _counts(x, ("launches",), w, error)
+        if x.get("nodes") is not None:
+            count(x["nodes"], w, "nodes", error)
+    else:
+        count(x, w, "launches", error)
+
+
+def check_unwrapped(u: Any, w: str, error: Err) -> None:
+    if not isinstance(u, dict):
+        return
+    _counts(u, ("line", "count", "bytes", "copies", "pageable"), w, error)
+    if "seconds" in u:
+        number(u["seconds"], f"{w}: seconds", error, "number of seconds")
+    for name, chain in _chains(u):
+        for j, f in enumerate(chain if isinstance(chain, list) else ()):
+            if isinstance(f, dict) and "line" in f:
+                count(f["line"], f"{w}: {name}[{j}]", "line", error)
 
 
 def _chains(u: dict) -> list:
@@ -212,6 +238,18 @@ def _chains(u: dict) -> list:
     if isinstance(chains, list):
         out += [(f"chains[{k}]", c) for k, c in enumerate(chains)]
     return out
+
+
+def check_timeline(tl: Any, where: str, error: Err) -> None:
+    if not isinstance(tl, dict):
+        return
+    if "t0_ns" in tl:
+        count(tl["t0_ns"], f"{where}: timeline", "t0_ns", error)
+    events = tl.get("events")
+    for i, e in enumerate(events if isinstance(events, list) else ()):
+        if isinstance(e, list) and len(e) == 5:
+            count(e[0], f"{where}: timeline.events[{i}]", "time_ns", error)
+            count(e[4], f"{where}: timeline.events[{i}]", "n", error)
 
 
 def steps_of(raw: Any, where: str, error: Err) -> Optional[int]:

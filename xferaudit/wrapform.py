@@ -49,10 +49,25 @@ pre-commit hook may import it).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Mapping, Optional, Sequence
+from typing import Mapping, Optional, Protocol, Sequence
 
-if TYPE_CHECKING:  # pragma: no cover
-    from .rules import Rule, RuleTable
+
+# What the grammar reads of a row and of a table (xferaudit.rules' Rule and
+# RuleTable): described here, not imported, since the rule table is built on
+# this module's names (STYLES, DEFAULT_WRAPPER) and the graph reads one way.
+class Row(Protocol):
+    wrap: str
+    wrapper: str
+    target: str
+
+    @property
+    def method(self) -> str: ...
+
+
+class Table(Protocol):
+    methods: Mapping[str, tuple]
+    wrappers: Mapping[str, tuple]
+
 
 #: The module the wrappers live in, and the name `wrap` binds it to.
 RUNTIME_MODULE = "xferaudit.runtime"
@@ -126,7 +141,7 @@ def form(style: str, wrapper: str) -> Form:
     return next(f for f in FORMS if f.style == style and f.wrapper is None)
 
 
-def form_of(rule: "Rule", wrapper: Optional[str] = None) -> Form:
+def form_of(rule: Row, wrapper: Optional[str] = None) -> Form:
     """The shape `rule`'s calls take under `wrapper` (default: the row's own)."""
     return form(rule.wrap, wrapper or rule.wrapper)
 
@@ -149,7 +164,7 @@ class WrapperInfo:
     def generic(self) -> bool:
         return self.form.generic
 
-    def method_rule(self, name: Optional[str], table: "RuleTable") -> Optional["Rule"]:
+    def method_rule(self, name: Optional[str], table: Table) -> Optional[Row]:
         """The row a receiver-style wrapper call stands for (`name`: the method
         named by a generic call's literal)."""
         if self.generic:
@@ -161,7 +176,7 @@ class WrapperInfo:
 _INFOS: dict[int, tuple] = {}  # id(table) -> (table, infos): one computation per table
 
 
-def wrapper_infos(rules: "RuleTable") -> dict[str, WrapperInfo]:
+def wrapper_infos(rules: Table) -> dict[str, WrapperInfo]:
     """Every wrapper name a wrapped call of this table may use, with its shape
     (computed once per table; do not modify the answer)."""
     hit = _INFOS.get(id(rules))
@@ -174,7 +189,7 @@ def wrapper_infos(rules: "RuleTable") -> dict[str, WrapperInfo]:
     return out
 
 
-def _wrapper_infos(rules: "RuleTable") -> dict[str, WrapperInfo]:
+def _wrapper_infos(rules: Table) -> dict[str, WrapperInfo]:
     out: dict[str, WrapperInfo] = {}
     for name, rows in rules.wrappers.items():
         styles = {r.wrap for r in rows}

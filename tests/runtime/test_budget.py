@@ -303,3 +303,109 @@ def test_step_outside_counting_is_ignored_and_count_resets_steps():
         assert xfer.snapshot().meta["steps"] == 1
     with xfer.counting():
         assert "steps" not in xfer.snapshot().meta
+
+
+# --- exact fractions: a budget frozen from a run passes that same run --------------------
+@pytest.mark.parametrize("steps", [3, 7, 11])
+@pytest.mark.parametrize("slack", [[], ["--slack", "10%"], ["--slack", "0.1"]])
+@pytest.mark.parametrize("suffix", [".toml", ".json"])
+def test_a_budget_frozen_from_a_run_passes_that_run_for_awkward_step_counts(dev, tmp_path, steps, slack,
+                                                                             suffix):
+    def the_run():  # steps+1 scalar reads over `steps` steps: (steps+1)/steps per step
+        for i in range(steps):
+            step(dev, torch.ones(4), extra_item=(i == 0))
+
+    recorder.reset()
+    with xfer.counting():
+        the_run()
+        rep = xfer.snapshot()
+    run_file = tmp_path / "run.json"
+    rep.save(run_file)
+    out = tmp_path / ("budget" + suffix)
+    assert main(["budget", "--from", str(run_file), "-o", str(out), "--steps", str(steps), *slack]) == 0
+    with expect(out, steps=steps):  # the same run, checked against what it froze
+        the_run()
+    if not slack:  # exact: one crossing more than the run made is over
+        with pytest.raises(BudgetExceeded, match="loss.item"), expect(out, steps=steps):
+            the_run()
+            step(dev, torch.ones(4), extra_item=True)
+
+
+def test_a_budget_is_written_as_exact_fractions_where_a_decimal_would_round(dev, tmp_path, capsys):
+    run = _saved_run(dev, tmp_path, steps=3)
+    assert main(["budget", "--from", str(run), "--steps", "3"]) == 0
+    text = capsys.readouterr().out
+    assert '"t.py:step:loss.item" = "4/3"' in text and '"t.py:step:x.to" = 1\n' in text
+    assert load_budget(_write(tmp_path / "b.toml", text)).crossings["t.py:step:loss.item"] == \
+        __import__("fractions").Fraction(4, 3)
+    assert main(["budget", "--from", str(run), "--steps", "3", "--slack", "50%"]) == 0
+    assert '"t.py:step:loss.item" = 2\n' in capsys.readouterr().out  # 4/3 * 3/2, whole
+
+
+def test_budget_values_may_be_fractions_and_bad_ones_are_named(tmp_path):
+    b = load_budget({"a": "1/3", "b": {"crossings": "2/7", "copies": "5/7"}, "c": "4"})
+    assert float(b.crossings["a"]) == pytest.approx(1 / 3) and float(b.copies["b"]) == pytest.approx(5 / 7)
+    assert b.crossings["c"] == 4
+    for bad in ("1/0", "-1/3", "x", "1/3/4", "1.5/2", ""):
+        with pytest.raises(BudgetError, match="'a'"):
+            load_budget({"a": bad})
+
+
+def test_a_decimal_budget_is_compared_as_written(dev):
+    # 7 crossings in 10 steps against 0.7: the float 0.7 is a hair under 7/10
+    with expect({"t.py:step:x.to": 0.7}, steps=10, guard=None):
+        for _ in range(7):
+            xfer.to(torch.ones(2), dev, site="t.py:step:x.to")
+    with pytest.raises(BudgetExceeded), expect({"t.py:step:x.to": 0.7}, steps=10, guard=None):
+        for _ in range(8):
+            xfer.to(torch.ones(2), dev, site="t.py:step:x.to")
+
+
+def _write(path, text):
+    path.write_text(text)
+    return path
+
+
+# --- site names TOML cannot hold, and the empty name ------------------------------------
+NOT_UTF8 = "pkg/tr\udcffain.py:step:x.to"  # a file name whose bytes are not UTF-8, as Python reads it
+
+
+def _run_at(dev, tmp_path, site):
+    def the_run():
+        for _ in range(3):
+            xfer.to(torch.ones(2), dev, site=site)
+    recorder.reset()
+    with xfer.counting():
+        the_run()
+        p = tmp_path / "run.json"
+        xfer.snapshot().save(p)
+    return p, the_run
+
+
+def test_a_site_name_toml_cannot_hold_is_refused_for_toml_and_kept_in_json(dev, tmp_path, capsys):
+    run, the_run = _run_at(dev, tmp_path, NOT_UTF8)
+    toml = tmp_path / "b.toml"
+    for argv in (["-o", str(toml)], []):
+        assert main(["budget", "--from", str(run), *argv]) == 2
+        err = capsys.readouterr().err
+        assert "TOML cannot hold" in err and "-o budget.json" in err and "tr\\udcffain.py" in err
+    assert not toml.exists()
+    js = tmp_path / "b.json"
+    assert main(["budget", "--from", str(run), "-o", str(js), "--steps", "3"]) == 0
+    assert load_budget(js).crossings == {NOT_UTF8: 1}
+    with expect(js, steps=3, guard=None):
+        the_run()
+
+
+def test_the_empty_site_name_is_a_name_budgets_write_and_read(dev, tmp_path, capsys):
+    run, the_run = _run_at(dev, tmp_path, "")
+    assert [r.site for r in xfer.Report.load(run).rows] == [""]
+    out = tmp_path / "b.toml"
+    assert main(["budget", "--from", str(run), "-o", str(out), "--steps", "3"]) == 0
+    assert '"" = 1' in out.read_text()
+    assert load_budget(out).crossings == {"": 1}
+    with expect(out, steps=3, guard=None):
+        the_run()
+    with pytest.raises(BudgetExceeded, match="over budget"), expect(out, steps=3, guard=None):
+        the_run()
+        the_run()

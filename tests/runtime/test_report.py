@@ -172,3 +172,45 @@ def test_diff_command(tmp_path, capsys):
     s1 = next(s for s in d["sites"] if s["site"] == "s1")
     assert s1["delta"] == {"calls": 1, "crossings": 1, "copies": 1, "bytes": 1_000_000, "seconds": 0.0}
     assert main(["diff", str(a), str(tmp_path / "none.json")]) == 2
+
+
+# --- duplicate site rows: every command reads a report through one loader, which refuses them
+def _with_duplicate(tmp_path, where="rows"):
+    row = {"site": "t.py:step:x.to", "kind": "up", "direction": "up", "calls": 2, "crossings": 2,
+           "bytes": 8, "by_direction": {"up": {"calls": 2, "bytes": 8}}}
+    data = {"format": "xferaudit.report", "version": 1, "meta": {"steps": 1}, "rows": [row],
+            "launches": [{"site": "t.py:<module>:torch.compile", "launches": 1}]}
+    if where == "rows":
+        data["rows"] = [row, dict(row, calls=1, crossings=1, bytes=4,
+                                  by_direction={"up": {"calls": 1, "bytes": 4}})]
+    else:
+        data["launches"] = data["launches"] * 2
+    p = tmp_path / f"dup_{where}.json"
+    p.write_text(json.dumps(data))
+    good = tmp_path / "good.json"
+    good.write_text(json.dumps(dict(data, rows=[row], launches=data["launches"][:1])))
+    return p, good
+
+
+@pytest.mark.parametrize("where, site", [("rows", "t.py:step:x.to"), ("launches", "t.py:<module>:torch.compile")])
+def test_duplicate_site_rows_are_refused_by_every_command_naming_the_site(tmp_path, capsys, where, site):
+    dup, good = _with_duplicate(tmp_path, where)
+    with pytest.raises(ReportError, match="twice"):
+        Report.load(dup)
+    for argv in (["report", str(dup)], ["budget", "--from", str(dup)], ["diff", str(good), str(dup)],
+                 ["diff", str(dup), str(good)], ["merge", str(dup), "-o", str(tmp_path / "m.json")]):
+        assert main(argv) == 2, argv
+        err = capsys.readouterr().err
+        assert site in err and "twice" in err and str(dup) in err, (argv, err)
+    assert not (tmp_path / "m.json").exists()
+
+
+def test_duplicate_site_rows_in_one_rank_of_a_merged_report_are_refused(tmp_path, capsys):
+    dup, _ = _with_duplicate(tmp_path)
+    data = json.loads(dup.read_text())
+    merged = {"format": "xferaudit.report", "rows": [], "world_size": 1,
+              "ranks": [dict(data, rank=0)]}
+    p = tmp_path / "merged.json"
+    p.write_text(json.dumps(merged))
+    assert main(["report", str(p)]) == 2
+    assert "ranks[0]" in capsys.readouterr().err

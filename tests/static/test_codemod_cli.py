@@ -69,7 +69,8 @@ def test_wrap_writes_and_summarises(project, capsys):
     assert "2 files changed; 3 calls unwrapped" in err
 
 
-def test_diff_writes_nothing(project, capsys):
+def test_diff_writes_nothing(project, capsys, monkeypatch):
+    monkeypatch.chdir(project)  # (the diff names files from the working directory)
     code, out, err = run("wrap", "--diff", str(project / "train.py"), capsys=capsys)
     assert code == 1
     assert (project / "train.py").read_bytes() == TRAIN
@@ -79,8 +80,9 @@ def test_diff_writes_nothing(project, capsys):
     assert "would change" in err
 
 
-def test_check_for_pre_commit(project, capsys):
-    code, _, err = run("wrap", "--check", str(project), capsys=capsys)
+def test_check_for_pre_commit(project, capsys, monkeypatch):
+    monkeypatch.chdir(project)
+    code, _, err = run("wrap", "--check", ".", capsys=capsys)
     assert code == 1 and "would wrap train.py" in err
     assert (project / "train.py").read_bytes() == TRAIN
     assert run("wrap", str(project), capsys=capsys)[0] == 0

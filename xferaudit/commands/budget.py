@@ -16,31 +16,27 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import sys
+from fractions import Fraction
 from pathlib import Path
 
 from .._atomic import atomic_write
+from .._validate import MAX_COUNT
 from . import EXIT_OK, Command, UserError
 
 
 def _slack(text: str) -> tuple:
-    """'10%' -> (0.10, 0); '0.5' -> (0, 0.5)."""
+    """'10%' -> (1/10, 0); '0.5' -> (0, 1/2): exact fractions."""
     t = text.strip()
     try:
-        if t.endswith("%"):
-            v = float(t[:-1])
-            if not math.isfinite(v) or v < 0:
-                raise ValueError
-            return v / 100.0, 0.0
-        v = float(t)
-        if not math.isfinite(v) or v < 0:
+        v = Fraction(t[:-1] if t.endswith("%") else t)
+        if not 0 <= v <= MAX_COUNT:
             raise ValueError
-        return 0.0, v
-    except ValueError:
+    except (ValueError, ZeroDivisionError):
         raise argparse.ArgumentTypeError(
             f"--slack {text!r}: give a percentage (10%) or a number of crossings per step (0.5), >= 0"
         ) from None
+    return (v / 100, Fraction(0)) if t.endswith("%") else (Fraction(0), v)
 
 
 def _steps(text: str) -> int:
@@ -53,13 +49,26 @@ def _steps(text: str) -> int:
     return n
 
 
-def _fmt(x: float) -> str:
-    x = round(x, 6)
-    return str(int(x)) if float(x).is_integer() else repr(x)
+def _fmt(x) -> str:
+    """An allowance as TOML, exactly (see :func:`~xferaudit.runtime.budget.written`)."""
+    from ..runtime.budget import written
+
+    v = written(x)
+    return json.dumps(v) if isinstance(v, str) else repr(v)
 
 
 def _toml_key(s: str) -> str:
     return json.dumps(s, ensure_ascii=True)  # a TOML basic string, same escapes
+
+
+def _toml_can_hold(sites: list) -> None:
+    """TOML strings hold Unicode scalar values only: a site name with a lone
+    surrogate (Python's reading of a file name whose bytes are not UTF-8) has
+    no TOML spelling, while JSON keeps it (``\\udcff``) and reads it back."""
+    for s in sites:
+        if any("\ud800" <= ch <= "\udfff" for ch in s):
+            raise UserError(f"site {_toml_key(s)} holds a character TOML cannot hold (from a file "
+                            "name that is not UTF-8?): write the budget as JSON (-o budget.json)")
 
 
 class BudgetCommand(Command):
@@ -73,34 +82,32 @@ class BudgetCommand(Command):
                             help="write here (.toml, or .json by suffix); default: stdout")
         parser.add_argument("--steps", type=_steps, default=None, metavar="N",
                             help="steps the run measured (default: the report's 'steps', else 1)")
-        parser.add_argument("--slack", type=_slack, default=(0.0, 0.0), metavar="PCT%|N",
+        parser.add_argument("--slack", type=_slack, default=(Fraction(0), Fraction(0)), metavar="PCT%|N",
                             help="headroom per site: '10%%' of its count or N crossings per step")
 
     def run(self, args: argparse.Namespace) -> int:
         from ..runtime._report import Report, ReportError
+        from ..runtime.budget import written
 
-        from .._validate import parse_json, steps_of
+        from .._validate import steps_of
 
         src = Path(args.source)
         try:
-            rep = Report.load(src)
-            raw = parse_json(src.read_text(encoding="utf-8"), str(src), ReportError)
-            declared = steps_of(raw, str(src), ReportError)
+            rep = Report.load(src)  # (a top-level "steps" is read into its meta)
+            declared = steps_of({"meta": rep.meta}, str(src), ReportError)
         except ReportError as e:
             raise UserError(str(e)) from None
-        except OSError as e:
-            raise UserError(f"{src}: cannot read: {e.strerror or e}") from None
         steps = args.steps if args.steps is not None else declared or 1
         pct, absolute = args.slack
 
-        def allowance(total: int) -> float:
-            per = total / steps
-            return per * (1 + pct) + absolute if total else absolute
+        def allowance(total: int) -> Fraction:  # exact: the run it came from passes
+            return Fraction(total, steps) * (1 + pct) + absolute if total else absolute
 
-        crossings = {r.site: allowance(r.crossings) for r in rep.rows if r.site}
+        # Every row, the empty name too: `site=""` is a name the runtime records.
+        crossings = {r.site: allowance(r.crossings) for r in rep.rows}
         # Copies beside crossings where a call makes several (a module move).
-        copies = {r.site: allowance(r.copies) for r in rep.rows if r.site and r.copies != r.crossings}
-        launches = {x.site: allowance(x.launches) for x in rep.launches if x.site}
+        copies = {r.site: allowance(r.copies) for r in rep.rows if r.copies != r.crossings}
+        launches = {x.site: allowance(x.launches) for x in rep.launches}
         both = sorted(set(crossings) & set(launches))
         if both:
             raise UserError(f"{src}: site(s) both transfer and launch rows: {', '.join(both)}")
@@ -110,12 +117,13 @@ class BudgetCommand(Command):
 
         out = args.output
         if out is not None and Path(out).suffix.lower() == ".json":
-            data = {s: ({"crossings": n, "copies": copies[s]} if s in copies else n)
-                    for s, n in crossings.items()}
-            data.update({s: {"launches": n} for s, n in launches.items()})
+            data = {s: ({"crossings": written(n), "copies": written(copies[s])} if s in copies
+                        else written(n)) for s, n in crossings.items()}
+            data.update({s: {"launches": written(n)} for s, n in launches.items()})
             text = json.dumps({"budget": data}, indent=2, sort_keys=True) + "\n"
         else:
-            slack = f"{pct * 100:g}%" if pct else _fmt(absolute)
+            _toml_can_hold(list(crossings) + list(launches))
+            slack = f"{float(pct * 100):g}%" if pct else _fmt(absolute)
             lines = [
                 "# xferaudit budget: expected crossings per site per step (launches for graph sites).",
                 f"# From {src.name}: {steps} step(s), slack {slack}. Checked by xfer.expect(<this file>)",

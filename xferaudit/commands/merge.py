@@ -13,6 +13,10 @@ different world sizes, some with a rank and some without), or a count in one is
 impossible (negative, over 2**63-1, more crossings than calls). On error
 nothing is written.
 
+The files are read a row at a time: memory holds one total per distinct site
+and each rank's counts per site in flat arrays, while each rank's rows wait
+in a temporary file (in ``$TMPDIR``) until the merged file is written.
+
 Missing ranks are bounded by the input, not by the world size it declares: the
 merged ``meta`` has ``missing_rank_count``, ``missing_rank_ranges`` (``[first,
 last]`` pairs) and ``missing_ranks`` (the first 1,000 of them one by one).
@@ -21,7 +25,6 @@ last]`` pairs) and ``missing_ranks`` (the first 1,000 of them one by one).
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 
@@ -44,17 +47,11 @@ class MergeCommand(Command):
                             help="print nothing (with -o: only write the file)")
 
     def run(self, args: argparse.Namespace) -> int:
-        from ..runtime._report import Report, ReportError
-        from ..runtime.distributed import merge
+        from ..runtime._report import ReportError
+        from ..runtime.distributed import merge_files
 
-        reports = []
-        for f in args.files:
-            try:
-                reports.append(Report.load(f))
-            except ReportError as e:
-                raise UserError(str(e)) from None
-        try:
-            merged = merge(reports, list(args.files))
+        try:  # streamed: a row at a time, whatever the files' size
+            merged = merge_files(args.files)
         except ReportError as e:
             raise UserError(str(e)) from None
         if args.output is not None:
@@ -67,9 +64,9 @@ class MergeCommand(Command):
                 raise UserError(f"{out}: cannot write: {e.strerror or e}") from None
         if not args.quiet:
             if args.format == "json":
-                sys.stdout.write(json.dumps(merged.to_dict(), indent=2) + "\n")
+                sys.stdout.writelines(merged.json_chunks())
             else:
-                sys.stdout.write(printable_report(merged).format())
+                sys.stdout.writelines(printable_report(merged).format_lines())
                 if args.output is not None:
                     sys.stdout.write(f"wrote {args.output}\n")
         return EXIT_OK

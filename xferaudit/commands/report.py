@@ -16,7 +16,6 @@ says how many sites are not shown. Names from the file are printed with control 
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 
 from ..runtime.printable import printable_report
@@ -68,9 +67,9 @@ class ReportCommand(Command):
         else:
             self._pictures(rep, args)
         if args.format == "json":
-            sys.stdout.write(json.dumps(rep.to_dict(top=args.top), indent=2) + "\n")
+            sys.stdout.writelines(rep.json_chunks(top=args.top))  # a row a line, as it goes
         else:
-            sys.stdout.write(printable_report(rep).format(top=args.top))
+            sys.stdout.writelines(printable_report(rep).format_lines(top=args.top))
         return EXIT_OK
 
     @staticmethod

@@ -20,16 +20,21 @@ bytes and seconds to the nanosecond.
 
 from __future__ import annotations
 
-import json
-import math
 import os
 import sys
 from dataclasses import asdict, dataclass, field
+from itertools import islice
 from pathlib import Path
-from typing import IO, Any, ClassVar, Iterable, Optional, Union
+from typing import IO, Any, Callable, ClassVar, Iterable, Iterator, Optional, Union
 
+from .._gc import collector_paused
 from .._units import human_bytes, ms, share, signed_bytes, signed_ms
-from .rows import DIRECTIONS, Launch, Row, Unwrapped
+from .report_json import Items, chunks, plain, read_pairs
+from .report_rows import (
+    ReportError, _field, _lines_summing, _once, add_cells, launch_order, new_sums, row_from_dict, row_line,
+    row_order, totals_of, unwrapped_order,
+)
+from .rows import Launch, Row, Unwrapped
 
 __all__ = ["FORMAT", "SORTS", "Launch", "Report", "ReportError", "Row", "Unwrapped", "diff",
            "format_diff"]
@@ -42,38 +47,13 @@ NORMAL = (
 )
 
 
-class ReportError(ValueError):
-    """A file is not a saved report; the message says what is wrong."""
-
-
 #: Row orders of :meth:`Report.sorted` (``xferaudit report --sort``): the
 #: first key, then the others as ties are broken.
 SORTS = {
-    "crossings": lambda r: (-r.crossings, -r.bytes, -r.calls, r.site or ""),
+    "crossings": row_order,
     "bytes": lambda r: (-r.bytes, -r.crossings, -r.calls, r.site or ""),
     "time": lambda r: (-r.seconds, -r.crossings, -r.bytes, r.site or ""),
 }
-
-
-def _field(obj: Any, key: str, typ: Any, where: str, default: Any = ...) -> Any:
-    if key not in obj:
-        if default is not ...:
-            return default
-        raise ReportError(f"{where}: missing key {key!r}")
-    v = obj[key]
-    if typ is int and (isinstance(v, bool) or not isinstance(v, int)):
-        raise ReportError(f"{where}: {key!r} must be an integer, not {v!r}")
-    if typ is str and not isinstance(v, str):
-        raise ReportError(f"{where}: {key!r} must be a string, not {v!r}")
-    return v
-
-
-def _seconds_field(obj: dict, where: str) -> float:
-    """A row's ``seconds`` (0.0 when absent: reports written before time was measured)."""
-    v = obj.get("seconds", 0.0)
-    if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v < 0:
-        raise ReportError(f"{where}: 'seconds' must be a number >= 0, not {v!r}")
-    return float(v)
 
 
 def _check_timeline(tl: Any, where: str) -> Optional[dict]:
@@ -148,7 +128,7 @@ class Report:
     @classmethod
     def from_state(cls, state: Any) -> "Report":
         """A snapshot of the live tally (taken under its lock)."""
-        with state.lock:
+        with state.lock, collector_paused():
             rows = [t.snapshot() for t in state.sites.values()]
             launches = [t.snapshot() for t in state.launches.values()]
             unwrapped = [t.snapshot() for t in state.unwrapped.values()]
@@ -165,11 +145,11 @@ class Report:
         (the default), bytes or time; the unwrapped entries by count, or by
         time when `by` is time."""
         self.rows.sort(key=SORTS[by])
-        self.launches.sort(key=lambda x: (-x.launches, x.site or ""))
+        self.launches.sort(key=launch_order)
         if by == "time":
             self.unwrapped.sort(key=lambda u: (-u.seconds, -u.count, -u.bytes, u.path, u.line))
         else:
-            self.unwrapped.sort(key=lambda u: (-u.count, -u.bytes, u.path, u.line))
+            self.unwrapped.sort(key=unwrapped_order)
         return self
 
     # --- figures --------------------------------------------------------------
@@ -178,27 +158,13 @@ class Report:
         direction, and for all directions together (``copies`` per direction
         is what a profiler counts as memcpys of that kind; ``seconds`` of
         ``all`` includes the calls that crossed nothing)."""
-        out = {d: {"crossings": 0, "copies": 0, "bytes": 0, "pageable": 0, "seconds": 0.0}
-               for d in DIRECTIONS if d != "none"}
+        known = getattr(self.rows, "totals", None)  # a merged rank's rows, kept on disk, know theirs
+        if known is not None:
+            return known
+        sums = new_sums()
         for r in self.rows:
-            for d, v in r.by_direction.items():
-                if d in out:
-                    o = out[d]
-                    o["crossings"] += v["calls"]
-                    o["copies"] += v.get("copies", v["calls"])
-                    o["bytes"] += v["bytes"]
-                    o["pageable"] += v.get("pageable", 0)
-                    o["seconds"] += v.get("seconds", 0.0)
-        out["all"] = {
-            "crossings": sum(r.crossings for r in self.rows),
-            "copies": sum(r.copies for r in self.rows),
-            "bytes": sum(r.bytes for r in self.rows),
-            "pageable": sum(r.pageable for r in self.rows),
-            "seconds": sum(r.seconds for r in self.rows),
-        }
-        for t in out.values():
-            t["seconds"] = round(t["seconds"], 9)
-        return out
+            add_cells(sums, r)
+        return totals_of(sums, list(self.rows))
 
     def timed(self) -> bool:
         """Whether the rows carry host time (reports written before it was
@@ -214,97 +180,68 @@ class Report:
         return {x.site: x.launches for x in self.launches}
 
     # --- JSON -----------------------------------------------------------------
+    def fields(self, top: Optional[int] = None) -> Iterator[tuple[str, Any]]:
+        """The JSON form as ``(key, value)`` pairs, big arrays given item by item
+        (:mod:`.report_json`): what :meth:`to_dict` holds and :meth:`save` writes."""
+        yield "format", FORMAT
+        yield "version", VERSION
+        yield "meta", dict(self.meta)
+        rows = self.rows
+        if top is None and hasattr(rows, "json_lines"):  # a merged rank's rows, kept on disk
+            yield "rows", Items(rows.json_lines(), encoded=True)
+            yield "totals", self.totals()
+        elif top is None:  # the rows and their totals in one pass (written before the totals)
+            sums = new_sums()
+            yield "rows", Items(_lines_summing(rows, sums), encoded=True)
+            yield "totals", totals_of(sums)
+        else:
+            yield "rows", Items(map(row_line, islice(rows, top)), encoded=True)
+            yield "totals", self.totals()
+        yield "launches", Items(asdict(x) for x in self.launches)
+        yield "unwrapped", Items(u.to_dict() for u in self.unwrapped)
+        if top is not None:
+            yield "rows_hidden", max(len(rows) - top, 0)
+        if self.timeline is not None:
+            yield "timeline", self.timeline
+
     def to_dict(self, top: Optional[int] = None) -> dict:
         """The JSON form; with `top`, only the first `top` rows, ``rows_hidden``
         saying how many were left out, and the totals still the whole run's."""
-        out = {
-            "format": FORMAT,
-            "version": VERSION,
-            "meta": dict(self.meta),
-            "rows": [r.to_dict() for r in self.rows[:top]],
-            "totals": self.totals(),
-            "launches": [asdict(x) for x in self.launches],
-            "unwrapped": [u.to_dict() for u in self.unwrapped],
-        }
-        if top is not None:
-            out["rows_hidden"] = len(self.rows[top:])
-        if self.timeline is not None:
-            out["timeline"] = self.timeline
-        return out
+        return plain(self.fields(top))
+
+    def json_chunks(self, top: Optional[int] = None) -> Iterator[str]:
+        """The JSON text, piece by piece: each key on a line, each row on a line."""
+        yield from chunks(self.fields(top))
+        yield "\n"
 
     def save(self, path: Union[str, "os.PathLike[str]"]) -> Path:
-        """Write the JSON form; atomic (a temporary file renamed into place)."""
+        """Write the JSON form; atomic (a temporary file renamed into place),
+        streamed (a row at a time, never the whole text in memory)."""
         p = Path(path)
-        text = json.dumps(self.to_dict(), indent=2, sort_keys=False) + "\n"
         from .._atomic import atomic_write
 
-        atomic_write(p, text)
+        with collector_paused():
+            atomic_write(p, self.json_chunks())
         return p
 
     @classmethod
     def from_dict(cls, data: Any, where: str = "report") -> "Report":
-        if not isinstance(data, dict) or "rows" not in data:
-            raise ReportError(f"{where}: not an xferaudit report (no \"rows\")")
-        if data.get("format", FORMAT) != FORMAT:
-            raise ReportError(f"{where}: format is {data.get('format')!r}, not {FORMAT!r}")
-        if not isinstance(data["rows"], list):
-            raise ReportError(f"{where}: \"rows\" must be a list")
-        rows = []
-        for i, r in enumerate(data["rows"]):
-            w = f"{where}: rows[{i}]"
-            if not isinstance(r, dict):
-                raise ReportError(f"{w}: must be an object")
-            site = _field(r, "site", str, w)
-            calls = _field(r, "calls", int, w)
-            crossings = _field(r, "crossings", int, w)
-            nbytes = _field(r, "bytes", int, w)
-            direction = _field(r, "direction", str, w)
-            by = r.get("by_direction")
-            if not isinstance(by, dict):
-                # A hand-written or older row: one direction, all its crossings.
-                by = {direction: {"calls": crossings, "bytes": nbytes}} if crossings else {}
-            copies = _field(r, "copies", int, w, None)  # absent: one per crossing
-            pageable = _field(r, "pageable", int, w, 0)
-            seconds = _seconds_field(r, w)
-            rows.append(Row(site, _field(r, "kind", str, w, "move"), direction,
-                            calls, crossings, nbytes, by, copies, pageable, seconds))
-        launches = []
-        raw_l = data.get("launches", [])
-        if isinstance(raw_l, dict):  # {site: count} is accepted too
-            raw_l = [{"site": k, "launches": v} for k, v in raw_l.items()]
-        for i, x in enumerate(raw_l or []):
-            w = f"{where}: launches[{i}]"
-            if not isinstance(x, dict):
-                raise ReportError(f"{w}: must be an object")
-            nodes = x.get("nodes")
-            if nodes is not None and (isinstance(nodes, bool) or not isinstance(nodes, int)):
-                raise ReportError(f"{w}: 'nodes' must be an integer or null")
-            launches.append(Launch(_field(x, "site", str, w), _field(x, "launches", int, w), nodes))
-        unwrapped = [_unwrapped_of(u, f"{where}: unwrapped[{i}]")
-                     for i, u in enumerate(data.get("unwrapped", []) or [])]
-        meta = data.get("meta") if isinstance(data.get("meta"), dict) else {}
-        timeline = _check_timeline(data.get("timeline"), where)
-        if cls is Report:
-            for key, shape in Report.shapes.items():
-                if key in data:  # e.g. a multi-rank report (xferaudit merge)
-                    return shape.from_dict(data, where)
-        return cls(rows, launches, unwrapped, dict(meta), timeline).sorted()
+        """A report from its JSON form (read by the same reader as :meth:`load`)."""
+        pairs = iter(data.items()) if isinstance(data, dict) else iter(())
+        return read_report(pairs, where, spill=False, skip_rows=False)
 
     @classmethod
     def load(cls, path: Union[str, "os.PathLike[str]"]) -> "Report":
-        """Read a report saved with :meth:`save`; ReportError if it is not one."""
-        p = Path(path)
-        try:
-            text = p.read_text(encoding="utf-8")
-        except FileNotFoundError:
-            raise ReportError(f"{p}: no such file") from None
-        except (OSError, UnicodeDecodeError) as e:
-            raise ReportError(f"{p}: cannot read: {e}") from None
-        from .._validate import check_report, parse_json  # counts in range, or exit 2
+        """Read a report saved with :meth:`save`; ReportError if it is not one.
 
-        data = parse_json(text, str(p), ReportError)
-        check_report(data, str(p), ReportError)
-        return cls.from_dict(data, str(p))
+        The file is streamed (:mod:`.report_json`): memory holds the report's
+        rows, never the file's text or its whole JSON; a multi-rank file keeps
+        each rank's rows in a temporary file. Every reader of reports (report,
+        budget, diff, merge) comes through here."""
+        try:
+            return read_file(path)
+        except Reshape:  # it said "several ranks" before its rows, then had none
+            return read_file(path, skip_rows=False)
 
     # --- text -----------------------------------------------------------------
     def format(self, top: Optional[int] = None) -> str:
@@ -375,6 +312,11 @@ class Report:
                              f"{ms(u.seconds):>10}  {u.op:<28} {u.path}:{u.line}{via}{called}{pg}")
         return "\n".join(lines) + "\n"
 
+    def format_lines(self, top: Optional[int] = None) -> Iterator[str]:
+        """The table in pieces (:meth:`format` joined); a merged report's come
+        as they are made."""
+        yield self.format(top)
+
     def _steps_line(self, steps: int, whole: float) -> str:
         """``steps: 3 counted, 2.410 ms each; wrapped calls 0.350 ms of it (14.5%)``."""
         text = f"steps: {steps} counted"
@@ -393,6 +335,173 @@ class Report:
 
     def print(self, file: Optional[IO[str]] = None) -> None:
         (file if file is not None else sys.stdout).write(str(self))
+
+
+# --- reading: one reader for files and dicts ----------------------------------------
+
+#: The arrays a saved report's reader takes an element at a time.
+STREAMED = ("rows", "launches", "unwrapped", "ranks")
+
+
+class Reshape(Exception):
+    """A file turned out to be of the other shape than its reading assumed:
+    ``ranked`` says which it is, for the next reading."""
+
+    def __init__(self, ranked: bool) -> None:
+        super().__init__("ranked" if ranked else "plain")
+        self.ranked = ranked
+
+
+def _array(value: Any, where: str, key: str) -> Iterable:
+    if isinstance(value, list) or (value is not None and hasattr(value, "__next__")):
+        return value
+    raise ReportError(f"{where}: \"{key}\" must be a list")
+
+
+def read_parts(pairs: Iterable[tuple[str, Any]], where: str, on_row: Optional[Callable[[Row], None]],
+               top: bool = False) -> dict:
+    """Read one report object's pairs in the order they come, checking each part
+    as it comes (:mod:`xferaudit._validate`): each row goes to `on_row` (None:
+    checked and dropped); the rest comes back in a dict ("launches",
+    "unwrapped", "meta", "timeline", and any other key as it was; "rows" says
+    whether there were rows). `top`: the document's own object (its
+    ``world_size`` and ``steps`` are checked too)."""
+    from .. import _validate as v
+
+    out: dict = {}
+    for key, value in pairs:
+        if key == "rows":
+            out["rows"] = True
+            seen: dict = {}
+            for i, r in enumerate(_array(value, where, "rows")):
+                w = f"{where}: rows[{i}]"
+                v.check_row(r, w, ReportError)
+                row = row_from_dict(r, w)
+                _once(seen, row.site, i, where, "rows")
+                if on_row is not None:
+                    on_row(row)
+        elif key == "launches":
+            if value is not None and not isinstance(value, dict):
+                value = _array(value, where, "launches")
+            elif value is not None:  # {site: count} is accepted too
+                value = [{"site": k, "launches": n} for k, n in value.items()]
+            launches, seen = [], {}
+            for i, x in enumerate(value or ()):
+                w = f"{where}: launches[{i}]"
+                v.check_launch(x, w, ReportError)
+                if not isinstance(x, dict):
+                    raise ReportError(f"{w}: must be an object")
+                nodes = x.get("nodes")
+                if nodes is not None and (isinstance(nodes, bool) or not isinstance(nodes, int)):
+                    raise ReportError(f"{w}: 'nodes' must be an integer or null")
+                _once(seen, _field(x, "site", str, w), i, where, "launches")
+                launches.append(Launch(x["site"], _field(x, "launches", int, w), nodes))
+            out["launches"] = launches
+        elif key == "unwrapped":
+            unwrapped = []
+            for i, u in enumerate(_array(value, where, "unwrapped") if value is not None else ()):
+                w = f"{where}: unwrapped[{i}]"
+                v.check_unwrapped(u, w, ReportError)
+                unwrapped.append(_unwrapped_of(u, w))
+            out["unwrapped"] = unwrapped
+        elif key == "meta":
+            if isinstance(value, dict):
+                v.check_meta(value, where, ReportError)
+            out["meta"] = value
+        elif key == "timeline":
+            v.check_timeline(value, where, ReportError)
+            out["timeline"] = _check_timeline(value, where)
+        else:
+            if top and key in ("world_size", "steps") and value is not None:
+                v.count(value, where, key, ReportError)
+            out[key] = value
+    if "rows" not in out:
+        raise ReportError(f"{where}: not an xferaudit report (no \"rows\")")
+    if out.get("format", FORMAT) != FORMAT:
+        raise ReportError(f"{where}: format is {out.get('format')!r}, not {FORMAT!r}")
+    return out
+
+
+def read_report(pairs: Iterator[tuple[str, Any]], where: str, spill: bool,
+                skip_rows: Optional[bool] = None, into: Any = None) -> Optional["Report"]:
+    """The one reader of saved reports, for a file's pairs (streamed, see
+    :meth:`Report.load`) and a dict's items (:meth:`Report.from_dict`) alike.
+
+    A report holding another shape's key (``ranks``: a merged report, see
+    distributed.py) is read by that shape: its per-rank reports go through
+    :func:`read_parts` one by one into a merger (each rank's rows kept on disk
+    when `spill`). Its own top-level rows are totals derived from the ranks:
+    checked, and not kept once the file said what it is (``world_size`` before
+    its rows; `skip_rows`: True it is known to be merged, False known not).
+
+    `into`: a merger (distributed.py) to feed instead of building a report: a
+    plain report becomes one rank of it, a merged one gives it its ranks;
+    returns None. A file that turns out the other shape than read so far
+    raises :class:`Reshape`, to be read again.
+    """
+    rows: list = []
+    shape: Any = None
+    merger = into
+    marked = False
+    dropped = 0
+    begun = False
+
+    def keep(row: Row) -> None:
+        nonlocal dropped, begun
+        if skip_rows if skip_rows is not None else marked:
+            dropped += 1
+        elif into is not None:
+            if not begun:
+                into.begin(where)
+                begun = True
+            into.add_row(row)
+        else:
+            rows.append(row)
+
+    def parts_in_order() -> Iterator[tuple[str, Any]]:
+        nonlocal shape, marked, merger
+        for key, value in pairs:
+            if key == "world_size":
+                marked = True
+            handler = Report.shapes.get(key)
+            if handler is None:
+                yield key, value
+                continue
+            if begun:
+                raise Reshape(ranked=True)  # its rows went in as a rank's
+            shape = handler
+            merger = merger if merger is not None else handler.merger(spill)
+            handler.read_ranks(_array(value, where, key), where, merger)
+
+    parts = read_parts(parts_in_order(), where, keep, top=True)
+    if shape is not None:
+        return shape.finish(merger, parts, where, own=into is None)
+    if dropped:
+        raise Reshape(ranked=False)
+    meta = dict(parts["meta"]) if isinstance(parts.get("meta"), dict) else {}
+    if parts.get("steps") is not None:  # the run's steps, at the top level of hand-made files
+        meta.setdefault("steps", parts["steps"])
+    launches, unwrapped = parts.get("launches", []), parts.get("unwrapped", [])
+    if into is not None:
+        if not begun:
+            into.begin(where)
+        into.end(meta, launches, unwrapped, parts.get("timeline"))
+        return None
+    return Report(rows, launches, unwrapped, meta, parts.get("timeline")).sorted()
+
+
+def read_file(path: Union[str, "os.PathLike[str]"], skip_rows: Optional[bool] = None,
+              into: Any = None) -> Optional["Report"]:
+    """:func:`read_report` of a saved file, streamed (:mod:`.report_json`)."""
+    p = Path(path)
+    try:
+        with open(p, encoding="utf-8") as f, collector_paused():
+            pairs = read_pairs(f, str(p), ReportError, STREAMED, ("ranks",))
+            return read_report(pairs, str(p), True, skip_rows, into)
+    except FileNotFoundError:
+        raise ReportError(f"{p}: no such file") from None
+    except OSError as e:
+        raise ReportError(f"{p}: cannot read: {e}") from None
 
 
 # --- diff ----------------------------------------------------------------------

@@ -22,8 +22,11 @@ when:
   names. ``expect`` enters ``guard("count")`` for the block unless a guard is
   already active (``guard=None`` to not), so these are seen.
 
-A budget is ``{site: n}``: n crossings per step (an int or a float: 0.1 is one
-crossing every ten steps). ``{site: {launches = n}}`` budgets the launches of a
+A budget is ``{site: n}``: n crossings per step (an int, a decimal, or a
+fraction written as a string: 0.1 is one crossing every ten steps, ``"1/3"``
+one every three). Comparisons are exact: a measured 7 crossings in 10 steps
+is within 0.7 (the decimal as written, not the float a hair under it), and 1
+in 3 steps is within ``"1/3"``. ``{site: {launches = n}}`` budgets the launches of a
 graph site (a compiled callable or a replayed CUDA graph) per step instead;
 ``{crossings = n}`` is the long form of a plain number; it may also hold
 ``copies = n`` (copies on the wire per step: a module move is one crossing
@@ -54,8 +57,10 @@ fail by chance.
 from __future__ import annotations
 
 import os
+import re
 import sys
 from dataclasses import dataclass, field
+from fractions import Fraction
 from pathlib import Path
 from typing import IO, Any, Mapping, Optional, Union
 
@@ -137,17 +142,58 @@ class Budget:
         return len(self.crossings) + len(self.launches)
 
     def to_dict(self) -> dict:
+        """The budget as JSON/TOML values (a fraction as its ``"a/b"`` string)."""
         out: dict = {}
         for site, n in self.crossings.items():
-            extra = {k: d[site] for k, d in (("copies", self.copies), ("pageable", self.pageable))
+            extra = {k: written(d[site]) for k, d in (("copies", self.copies), ("pageable", self.pageable))
                      if site in d}
-            out[site] = dict(crossings=n, **extra) if extra else n
-        out.update({s: {"launches": n} for s, n in self.launches.items()})
+            out[site] = dict(crossings=written(n), **extra) if extra else written(n)
+        out.update({s: {"launches": written(n)} for s, n in self.launches.items()})
         return out
 
 
-def _value(v: Any, where: str) -> float:
+def written(v: Any) -> Any:
+    """A per-step allowance as a budget file holds it, exactly: an int when
+    whole, a decimal when one of at most 6 places is exact (``1.25``), else
+    the fraction as a string (``"1/3"``), which :func:`load_budget` reads back."""
+    q = exact(v)
+    if q.denominator == 1:
+        return q.numerator
+    if 10**6 % q.denominator == 0 and exact(float(q)) == q:
+        return float(q)
+    return f"{q.numerator}/{q.denominator}"
+
+
+_FRACTION = re.compile(r"\s*(\d{1,19})\s*(?:/\s*(\d{1,19})\s*)?")
+
+
+def _value(v: Any, where: str) -> Any:
+    """A per-step allowance: an int, a float, or a ``"a/b"`` string (a Fraction)."""
+    if isinstance(v, str):
+        m = _FRACTION.fullmatch(v)
+        den = int(m.group(2) or 1) if m else 0
+        if not den:
+            raise BudgetError(f"{where}: must be a number of crossings per step >= 0 or a fraction "
+                              f"like \"1/3\", not {v!r}")
+        v = Fraction(int(m.group(1)), den)
+        v = v.numerator if v.denominator == 1 else v
+    if isinstance(v, Fraction):
+        _validate.number(float(v), where, BudgetError, "number of crossings per step")
+        return v
     return _validate.number(v, where, BudgetError, "number of crossings per step")
+
+
+def exact(v: Any) -> Fraction:
+    """A number as the exact value it was written as: a float by its shortest
+    decimal (``0.7`` is 7/10, not the binary float a hair under it)."""
+    if isinstance(v, float):
+        return Fraction(repr(v))
+    return Fraction(v)
+
+
+def _over(total: Any, steps: Fraction, allowed: Any) -> bool:
+    """`total` over `steps` steps is more than `allowed` per step, exactly."""
+    return exact(total) > exact(allowed) * steps
 
 
 def budget_from_mapping(data: Mapping[str, Any], where: str = "budget") -> Budget:
@@ -159,8 +205,8 @@ def budget_from_mapping(data: Mapping[str, Any], where: str = "budget") -> Budge
     pageable: dict = {}
     for site, v in data.items():
         w = f"{where}: {site!r}"
-        if not isinstance(site, str) or not site:
-            raise BudgetError(f"{where}: site names must be non-empty strings, not {site!r}")
+        if not isinstance(site, str):  # "" is a name (the runtime records `site=""` as one)
+            raise BudgetError(f"{where}: site names must be strings, not {site!r}")
         if isinstance(v, Mapping):
             unknown = set(v) - {"crossings", "launches", "copies", "pageable"}
             if unknown or not v or ("launches" in v and len(v) != 1) or (
@@ -249,7 +295,8 @@ def check(budget: Budget, sites: Mapping[str, Any], launches: Mapping[str, float
     pageable[, ns]); `pageable_allowed`: pageable copies allowed per step over all
     sites (None: not checked beyond the sites' own ``pageable``)."""
     problems = []
-    steps = max(steps, 1e-12)
+    exact_steps = exact(steps) if steps > 0 else Fraction(1, 10**12)
+    steps = float(exact_steps)
     total_pageable = 0
     for site, v in sorted(sites.items()):
         n, copies, pageable = v[:3] if isinstance(v, tuple) else (v, 0, 0)
@@ -258,21 +305,22 @@ def check(budget: Budget, sites: Mapping[str, Any], launches: Mapping[str, float
             continue
         per = n / steps
         if site in budget.crossings:
-            if per > budget.crossings[site] + 1e-9:
-                problems.append(Problem("over", site, per, budget.crossings[site]))
-            if site in budget.copies and copies / steps > budget.copies[site] + 1e-9:
-                problems.append(Problem("over", site, copies / steps, budget.copies[site], "copies"))
-            if site in budget.pageable and pageable / steps > budget.pageable[site] + 1e-9:
-                problems.append(Problem("pageable", site, pageable / steps, budget.pageable[site]))
+            allowed = budget.crossings[site]
+            if _over(n, exact_steps, allowed):
+                problems.append(Problem("over", site, per, float(allowed)))
+            if site in budget.copies and _over(copies, exact_steps, budget.copies[site]):
+                problems.append(Problem("over", site, copies / steps, float(budget.copies[site]), "copies"))
+            if site in budget.pageable and _over(pageable, exact_steps, budget.pageable[site]):
+                problems.append(Problem("pageable", site, pageable / steps, float(budget.pageable[site])))
         elif site not in budget.launches:
             problems.append(Problem("unexpected", site, per, None))
-    if pageable_allowed is not None and total_pageable / steps > pageable_allowed + 1e-9:
+    if pageable_allowed is not None and _over(total_pageable, exact_steps, pageable_allowed):
         problems.append(Problem("pageable", "all sites", total_pageable / steps, pageable_allowed))
     for site, n in sorted(launches.items()):
-        if site in budget.launches and n / steps > budget.launches[site] + 1e-9:
-            problems.append(Problem("over", site, n / steps, budget.launches[site], "launches"))
+        if site in budget.launches and _over(n, exact_steps, budget.launches[site]):
+            problems.append(Problem("over", site, n / steps, float(budget.launches[site]), "launches"))
     total = sum(c for c, _ in unwrapped.values() if c > 0)
-    if total / steps > unwrapped_allowed + 1e-9:
+    if _over(total, exact_steps, unwrapped_allowed):
         for key, (c, op) in sorted(unwrapped.items(), key=lambda kv: (str(kv[0][0]), kv[0][1])):
             if c > 0:
                 problems.append(Problem("unwrapped", f"{key[0]}:{key[1]}", c / steps, None,

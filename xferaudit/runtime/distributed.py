@@ -42,9 +42,16 @@ import dataclasses
 import statistics
 import sys
 from dataclasses import dataclass, field
-from typing import Any, Optional, Sequence
+from typing import Any, Iterator, Optional, Sequence
 
-from ._report import Launch, Report, ReportError, Row, Unwrapped
+from .._validate import count
+from ._report import (
+    SORTS, Launch, Report, ReportError, Reshape, Unwrapped, launch_order, read_file, read_parts,
+    unwrapped_order,
+)
+from .merging import Merger, RankCells
+from .._gc import collector_paused
+from .report_json import Fields, Items, Pairs, encode
 
 OUTLIER_RULE = (
     "a rank is flagged at a site when its crossings there exceed the median of all ranks' "
@@ -106,13 +113,29 @@ class RankedReport(Report):
     """A report of several ranks: totals in ``rows`` plus each rank's own report.
 
     ``ranks`` holds one :class:`Report` per rank present (``meta["rank"]`` set),
-    sorted by rank; ``world_size`` is the size of the job (ranks may be
-    missing from a merge: ``meta["missing_ranks"]``). Per-rank counts and the
-    outliers are derived from ``ranks`` (:meth:`per_rank`, :meth:`outliers`).
+    sorted by rank (a rank read from a file keeps its rows in a temporary file
+    until they are written again: :class:`~.merging.SpilledRows`);
+    ``world_size`` is the size of the job (ranks may be missing from a merge:
+    ``meta["missing_ranks"]``). ``cells`` holds each rank's calls, crossings
+    and bytes at each row, by the row's position (:class:`~.merging.RankCells`);
+    per-rank counts and the outliers are derived from them.
     """
 
     ranks: list = field(default_factory=list)  # list[Report]
     world_size: int = 1
+    cells: Optional[RankCells] = None
+
+    def __post_init__(self) -> None:
+        if self.cells is None:
+            self.cells = RankCells.of(self.rows, self.ranks)
+
+    def sorted(self, by: str = "crossings") -> "RankedReport":
+        key = SORTS[by]
+        order = sorted(range(len(self.rows)), key=lambda i: key(self.rows[i]))
+        self.rows = [self.rows[i] for i in order]
+        self.cells.reorder(order)  # (the cells follow their rows)
+        super().sorted(by)
+        return self
 
     # --- derived figures -----------------------------------------------------
     def rank_ids(self) -> list:
@@ -121,17 +144,10 @@ class RankedReport(Report):
     def per_rank(self) -> dict:
         """``{site: {rank: {"calls", "crossings", "bytes", "seconds"}}}``, 0s for
         ranks never there (``seconds``: the rank's host time in the site's calls)."""
-        out: dict = {}
-        zero = {"calls": 0, "crossings": 0, "bytes": 0, "seconds": 0.0}
-        for row in self.rows:
-            out[row.site] = {r: dict(zero) for r in self.rank_ids()}
-        for rep in self.ranks:
-            rk = rep.meta["rank"]
-            for row in rep.rows:
-                out.setdefault(row.site, {r: dict(zero) for r in self.rank_ids()})[rk] = {
-                    "calls": row.calls, "crossings": row.crossings, "bytes": row.bytes,
-                    "seconds": row.seconds}
-        return out
+        ids = self.cells.ranks
+        return {row.site: {rk: {"calls": c, "crossings": x, "bytes": b, "seconds": t}
+                           for rk, (c, x, b, t) in zip(ids, self.cells.at(i))}
+                for i, row in enumerate(self.rows)}
 
     def per_rank_unwrapped(self) -> dict:
         """``{(path, line, op, direction): {rank: {"count", "bytes"}}}``."""
@@ -153,14 +169,17 @@ class RankedReport(Report):
                 out.setdefault(x.site, {r: 0 for r in ids})[rep.meta["rank"]] = x.launches
         return out
 
+    def _row_outliers(self) -> Iterator[dict]:
+        for i, row in enumerate(self.rows):
+            counts = self.cells.crossings_at(i)
+            med, flagged = _flag(counts)
+            for r in flagged:
+                yield {"site": row.site, "rank": r, "crossings": counts[r], "median": _num(med)}
+
     def outliers(self) -> list:
         """Flagged (site, rank) pairs, by :data:`OUTLIER_RULE`: dicts with keys
         site, rank, crossings, median (and "unwrapped": True for the guard's lines)."""
-        found = []
-        for site, cells in self.per_rank().items():
-            med, flagged = _flag({r: c["crossings"] for r, c in cells.items()})
-            found += [{"site": site, "rank": r, "crossings": cells[r]["crossings"],
-                       "median": _num(med)} for r in flagged]
+        found = list(self._row_outliers())
         for key, cells in self.per_rank_unwrapped().items():
             med, flagged = _flag({r: c["count"] for r, c in cells.items()})
             found += [{"site": _uw_name(key), "rank": r, "crossings": cells[r]["count"],
@@ -168,73 +187,105 @@ class RankedReport(Report):
         return found
 
     # --- JSON ----------------------------------------------------------------
-    def to_dict(self, top: Optional[int] = None) -> dict:
-        d = super().to_dict(top)
-        per = self.per_rank()
-        for row in d["rows"]:
-            cells = per.get(row["site"], {})
-            med, flagged = _flag({r: c["crossings"] for r, c in cells.items()})
-            row["per_rank"] = {str(r): c for r, c in cells.items()}
-            row["median_crossings"] = _num(med)
-            row["outlier_ranks"] = flagged
-        per_u = self.per_rank_unwrapped()
-        for u in d["unwrapped"]:
-            cells = per_u.get((u["path"], u["line"], u["op"], u["direction"]), {})
-            med, flagged = _flag({r: c["count"] for r, c in cells.items()})
-            u["per_rank"] = {str(r): c for r, c in cells.items()}
-            u["median_count"] = _num(med)
-            u["outlier_ranks"] = flagged
-        per_l = self.per_rank_launches()
-        for x in d["launches"]:
-            x["per_rank"] = {str(r): n for r, n in per_l.get(x["site"], {}).items()}
-        d["world_size"] = self.world_size
-        d["outlier_rule"] = OUTLIER_RULE
-        d["outliers"] = self.outliers()
-        d["ranks"] = [dict(rep.to_dict(), rank=rep.meta["rank"]) for rep in self.ranks]
-        return d
+    def fields(self, top: Optional[int] = None) -> Iterator[tuple[str, Any]]:
+        # world_size first: a reader streaming the file knows it holds ranks before its rows.
+        yield "world_size", self.world_size
+        for key, value in super().fields(top):
+            if key == "rows":  # each row's line, its per-rank cells added before its "}"
+                value = Items((line[:-1] + ", " + encode(self._rank_cells(i))[1:]
+                               for i, line in enumerate(value.items)), encoded=True)
+            elif key == "launches":
+                per_l = self.per_rank_launches()
+                value = Items(dict(x, per_rank={str(r): n for r, n in per_l.get(x["site"], {}).items()})
+                              for x in value.items)
+            elif key == "unwrapped":
+                per_u = self.per_rank_unwrapped()
+                value = Items(self._ranked_unwrapped(u, per_u) for u in value.items)
+            yield key, value
+        yield "outlier_rule", OUTLIER_RULE
+        yield "outliers", self.outliers()
+        yield "ranks", Items((Fields(_with_rank(rep)) for rep in self.ranks), objects=True)
 
-    @classmethod
-    def from_dict(cls, data: Any, where: str = "report") -> "RankedReport":
-        """Rebuilt from the saved "ranks" (the totals are derived from them again)."""
-        if not isinstance(data, dict) or not isinstance(data.get("ranks"), list):
-            raise ReportError(f"{where}: \"ranks\" must be a list of per-rank reports")
-        reps = []
-        for i, entry in enumerate(data["ranks"]):
+    def _rank_cells(self, i: int) -> dict:
+        """What a merged file's row `i` holds beyond a row: its ranks' counts, their median, the outliers."""
+        ids = self.cells.ranks
+        cells = self.cells.at(i)
+        med, flagged = _flag({r: x for r, (_, x, _, _) in zip(ids, cells)})
+        return {"per_rank": {str(r): {"calls": c, "crossings": x, "bytes": b, "seconds": t}
+                             for r, (c, x, b, t) in zip(ids, cells)},
+                "median_crossings": _num(med), "outlier_ranks": flagged}
+
+    @staticmethod
+    def _ranked_unwrapped(u: dict, per_u: dict) -> dict:
+        cells = per_u.get((u["path"], u["line"], u["op"], u["direction"]), {})
+        med, flagged = _flag({r: c["count"] for r, c in cells.items()})
+        u["per_rank"] = {str(r): c for r, c in cells.items()}
+        u["median_count"] = _num(med)
+        u["outlier_ranks"] = flagged
+        return u
+
+    # --- reading (the shape Report's reader hands "ranks" to) ---------------
+    @staticmethod
+    def merger(spill: bool) -> Merger:
+        return Merger(spill)
+
+    @staticmethod
+    def read_ranks(items: Any, where: str, merger: Merger) -> None:
+        """Each saved rank into `merger`, read as any report is (its rows one by one)."""
+        for i, entry in enumerate(items):
             w = f"{where}: ranks[{i}]"
-            if not isinstance(entry, dict):
+            pairs = entry.items() if isinstance(entry, dict) else entry if isinstance(entry, Pairs) else None
+            if pairs is None:
                 raise ReportError(f"{w}: must be an object")
-            rep = Report.from_dict({k: v for k, v in entry.items() if k != "ranks"}, w)
-            rk = entry.get("rank", rep.meta.get("rank"))
+            merger.begin(w)
+            parts = read_parts(((k, v) for k, v in pairs if k != "ranks"), w, merger.add_row)
+            meta = dict(parts["meta"]) if isinstance(parts.get("meta"), dict) else {}
+            rk = parts["rank"] if "rank" in parts else meta.get("rank")
+            if "rank" in parts:
+                count(rk, w, "rank", ReportError)
             if isinstance(rk, bool) or not isinstance(rk, int) or rk < 0:
                 raise ReportError(f"{w}: \"rank\" must be an integer >= 0, not {rk!r}")
-            rep.meta["rank"] = rk
-            reps.append(rep)
-        ws = data.get("world_size")
+            meta["rank"] = rk
+            merger.end(meta, parts.get("launches", []), parts.get("unwrapped", []), parts.get("timeline"))
+
+    @staticmethod
+    def finish(merger: Merger, parts: dict, where: str, own: bool) -> Optional["RankedReport"]:
+        """The merged report read (`own`), or, merging it with others, what it
+        says of the job (its world size) noted in `merger`."""
+        ws = parts.get("world_size")
         if ws is not None and (isinstance(ws, bool) or not isinstance(ws, int) or ws < 1):
             raise ReportError(f"{where}: \"world_size\" must be an integer >= 1, not {ws!r}")
-        meta = data.get("meta") if isinstance(data.get("meta"), dict) else {}
-        return merge(reps, [where] * len(reps), world_size=ws, note=meta.get("note"))
+        if ws is not None:
+            merger.sizes.append((ws, where))
+        if not own:
+            return None
+        meta = parts.get("meta") if isinstance(parts.get("meta"), dict) else {}
+        return merged(merger, note=meta.get("note"))
 
     # --- text ----------------------------------------------------------------
     def format(self, top: Optional[int] = None) -> str:
-        lines = [super().format(top).rstrip("\n"), ""]
+        return "".join(self.format_lines(top))
+
+    def format_lines(self, top: Optional[int] = None) -> Iterator[str]:
+        """The table in pieces, each made as it is asked for: the totals'
+        table, a blank line, then each line of the per-rank table (a million
+        rows are printed without the whole text in memory twice)."""
+        yield super().format(top)
+        yield "\n"
         ids = self.rank_ids()
-        lines.append(f"ranks: {len(ids)} of world size {self.world_size}"
-                     + (f" (missing: {_ranges_text(self.meta['missing_rank_ranges'])})"
-                        if self.meta.get("missing_rank_ranges") else ""))
+        missing = self.meta.get("missing_rank_ranges")
+        yield (f"ranks: {len(ids)} of world size {self.world_size}"
+               + (f" (missing: {_ranges_text(missing)})" if missing else "") + "\n")
         if self.meta.get("note"):
-            lines.append(f"note: {self.meta['note']}")
-        per = self.per_rank()
+            yield f"note: {self.meta['note']}\n"
         if self.rows and len(ids) > 1:
-            lines.append("per rank: crossings at each site; "
-                         "* = above the median of the ranks there")
+            yield "per rank: crossings at each site; * = above the median of the ranks there\n"
             wide = len(ids) <= MAX_RANK_COLUMNS
             head = [f"{'rank ' + str(r):>8}" for r in ids] if wide else [
                 f"{'min':>8}", f"{'max':>8}", f"{'above':>12}"]
-            lines.append(" ".join(head + [f"{'median':>8}"]) + "  site")
-            for row in self.rows[:top]:
-                cells = per.get(row.site, {})
-                counts = {r: cells[r]["crossings"] for r in ids if r in cells}
+            yield " ".join(head + [f"{'median':>8}"]) + "  site\n"
+            for i, row in enumerate(self.rows[:top]):
+                counts = self.cells.crossings_at(i)
                 med, flagged = _flag(counts)
                 if wide:
                     cols = [f"{str(counts.get(r, 0)) + ('*' if r in flagged else ''):>8}"
@@ -243,24 +294,27 @@ class RankedReport(Report):
                     above = ",".join(map(str, flagged)) or "-"
                     cols = [f"{min(counts.values()):>8}", f"{max(counts.values()):>8}",
                             f"{above:>12}"]
-                lines.append(" ".join(cols + [f"{_num(med)!s:>8}"]) + f"  {row.site}")
+                yield " ".join(cols + [f"{_num(med)!s:>8}"]) + f"  {row.site}\n"
         outl = self.outliers()
         if outl:
-            lines.append("ranks above the median of the ranks at a site (a rank that never "
-                         "reached it counts 0):")
+            yield "ranks above the median of the ranks at a site (a rank that never reached it counts 0):\n"
             for o in outl:
                 what = "unwrapped " if o.get("unwrapped") else ""
-                lines.append(f"  rank {o['rank']}: {o['crossings']} {what}crossings at "
-                             f"{o['site']} (median {o['median']})")
+                yield (f"  rank {o['rank']}: {o['crossings']} {what}crossings at "
+                       f"{o['site']} (median {o['median']})\n")
         elif len(ids) > 1:
-            lines.append("no rank crosses more than the median of the ranks at any site")
-        return "\n".join(lines) + "\n"
+            yield "no rank crosses more than the median of the ranks at any site\n"
 
     __str__ = format
 
 
-def _rank_of(rep: Report) -> Optional[int]:
-    rk = rep.meta.get("rank")
+def _with_rank(rep: Report) -> Iterator[tuple[str, Any]]:
+    yield from rep.fields()
+    yield "rank", rep.meta["rank"]
+
+
+def _rank_of(meta: dict) -> Optional[int]:
+    rk = meta.get("rank")
     if rk is None:
         return None
     if isinstance(rk, bool) or not isinstance(rk, int) or rk < 0:
@@ -308,47 +362,79 @@ def merge(
     Ranks come from each report's ``meta["rank"]``; when no report records one
     they are numbered in the order given (and a note says so). Raises
     :class:`ReportError` (naming the file, from `names`) on two reports of one
-    rank, disagreeing world sizes, a rank outside the world size, or a mix of
-    reports with and without a rank.
+    rank, disagreeing world sizes, a rank outside the world size, a mix of
+    reports with and without a rank, or a site twice in one report.
     """
     names = list(names) if names is not None else [f"report {i}" for i in range(len(reports))]
-    flat: list = []  # (name, Report)
+    merger = Merger(spill=False)
     for name, rep in zip(names, reports):
-        if isinstance(rep, RankedReport):
-            flat += [(name, r) for r in rep.ranks]
-        else:
-            flat.append((name, rep))
-    if not flat:
+        for r in rep.ranks if isinstance(rep, RankedReport) else [rep]:
+            merger.begin(name)
+            for row in r.rows:
+                merger.add_row(row)
+            merger.end(dict(r.meta), list(r.launches), list(r.unwrapped), r.timeline)
+    return merged(merger, world_size, note)
+
+
+def merge_files(paths: Sequence[Any], world_size: Optional[int] = None,
+                note: Optional[str] = None) -> RankedReport:
+    """:func:`merge` of saved reports, streamed: each file is read a row at a
+    time into one :class:`~.merging.Merger`, which keeps per-site totals and
+    flat per-rank counts, and each rank's rows in a temporary file; memory
+    grows with the distinct sites, not with ranks x sites."""
+    shapes: dict = {}  # file -> True (merged) / False (one rank), where a first reading guessed wrong
+    with collector_paused():
+        return _merge_files(paths, shapes, world_size, note)
+
+
+def _merge_files(paths: Sequence[Any], shapes: dict, world_size: Optional[int], note: Optional[str]) -> RankedReport:
+    while True:
+        merger = Merger(spill=True)
+        try:
+            for p in paths:
+                current = p
+                read_file(p, skip_rows=shapes.get(p), into=merger)
+        except Reshape as e:
+            shapes[current] = e.ranked  # read them all again, knowing
+            continue
+        return merged(merger, world_size, note)
+
+
+def merged(merger: Merger, world_size: Optional[int] = None, note: Optional[str] = None) -> RankedReport:
+    """The :class:`RankedReport` of every rank given to `merger`: the ranks
+    numbered and checked against each other, then ordered."""
+    parts = merger.ranks
+    if not parts:
         raise ReportError("nothing to merge: no report given")
     notes = [note] if note else []
     ranked = []
-    for name, rep in flat:
+    for p in parts:
         try:
-            ranked.append(_rank_of(rep))
+            ranked.append(_rank_of(p["meta"]))
         except ReportError as e:
-            raise ReportError(f"{name}: {e}") from None
+            raise ReportError(f"{p['name']}: {e}") from None
     if all(r is None for r in ranked):
-        ranked = list(range(len(flat)))
-        if len(flat) > 1:
+        ranked = list(range(len(parts)))
+        if len(parts) > 1:
             notes.append("no rank recorded in the reports: numbered in the order given")
     elif any(r is None for r in ranked):
-        bad = next(n for (n, _), r in zip(flat, ranked) if r is None)
+        bad = next(p["name"] for p, r in zip(parts, ranked) if r is None)
         raise ReportError(f"{bad}: no rank recorded (meta.rank), but other reports have one; "
                           "save each rank's report while torch.distributed is initialized")
     seen: dict = {}
-    for (name, _), rk in zip(flat, ranked):
+    for p, rk in zip(parts, ranked):
         if rk in seen:
-            raise ReportError(f"{name}: rank {rk} is also in {seen[rk]}")
-        seen[rk] = name
-    sizes = {}
-    for name, rep in flat:
-        ws = rep.meta.get("world_size")
+            raise ReportError(f"{p['name']}: rank {rk} is also in {seen[rk]}")
+        seen[rk] = p["name"]
+    sizes: dict = {}
+    for p in parts:
+        ws = p["meta"].get("world_size")
         if ws is not None:
             if isinstance(ws, bool) or not isinstance(ws, int) or ws < 1:
-                raise ReportError(f"{name}: meta.world_size must be an integer >= 1, not {ws!r}")
-            sizes.setdefault(ws, name)
-    if world_size is not None:
-        sizes.setdefault(world_size, names[0] if names else "report")
+                raise ReportError(f"{p['name']}: meta.world_size must be an integer >= 1, not {ws!r}")
+            sizes.setdefault(ws, p["name"])
+    for ws, name in merger.sizes + ([(world_size, parts[0]["name"])] if world_size is not None else []):
+        sizes.setdefault(ws, name)
     if len(sizes) > 1:
         (a, na), (b, nb) = list(sizes.items())[:2]
         raise ReportError(f"world sizes differ: {a} in {na}, {b} in {nb}")
@@ -356,20 +442,13 @@ def merge(
     if max(ranked) >= ws:
         raise ReportError(f"{seen[max(ranked)]}: rank {max(ranked)} is outside world size {ws}")
 
-    per_rank = []
-    for (_, rep), rk in sorted(zip(flat, ranked), key=lambda p: p[1]):
-        # A copy whose meta records the rank (the given report is left unchanged).
-        meta = dict(rep.meta, rank=rk)
-        per_rank.append(Report(list(rep.rows), list(rep.launches), list(rep.unwrapped),
-                               meta, rep.timeline))
-
-    rows: dict = {}
-    for rep in per_rank:
-        for r in rep.rows:
-            t = rows.get(r.site)
-            if t is None:
-                t = rows[r.site] = Row(r.site, r.kind, "none", 0, 0, 0, {})
-            t.add(r)
+    order = sorted(range(len(parts)), key=lambda k: ranked[k])
+    for k in order:  # a copy whose meta records the rank (the given report is left unchanged)
+        parts[k]["meta"] = dict(parts[k]["meta"], rank=ranked[k])
+    rows, cells = merger.finish(order)
+    merger.release()
+    per_rank = [Report(p["rows"], p["launches"], p["unwrapped"], p["meta"], p["timeline"])
+                for p in (parts[k] for k in order)]
     launches: dict = {}
     for rep in per_rank:
         for x in rep.launches:
@@ -394,27 +473,28 @@ def merge(
         "ranks_present": present,
     }
     meta.update(_missing(present, ws))
-    meta.update(_run_kind(flat))
+    meta.update(_run_kind([(p["name"], p["meta"]) for p in parts]))
     if notes:
         meta["note"] = "; ".join(notes)
-    return RankedReport(list(rows.values()), list(launches.values()), list(unwrapped.values()),
-                        meta, None, per_rank, ws).sorted()
+    return RankedReport(rows, sorted(launches.values(), key=launch_order),
+                        sorted(unwrapped.values(), key=unwrapped_order), meta, None,
+                        ranks=per_rank, world_size=ws, cells=cells)
 
 
-def _run_kind(flat: list) -> dict:
-    """``{"kind": "run", "root": ...}`` when every report is a run file of one
-    project root (their paths are relative to it), else {}; ReportError when
-    run files are mixed with other reports or with another root's."""
-    runs = [(name, rep) for name, rep in flat if rep.meta.get("kind") == "run"]
+def _run_kind(metas: list) -> dict:
+    """``{"kind": "run", "root": ...}`` when every report (``(name, meta)``) is a
+    run file of one project root (their paths are relative to it), else {};
+    ReportError when run files are mixed with other reports or with another root's."""
+    runs = [(name, meta) for name, meta in metas if meta.get("kind") == "run"]
     if not runs:
         return {}
-    if len(runs) != len(flat):
-        other = next(name for name, rep in flat if rep.meta.get("kind") != "run")
+    if len(runs) != len(metas):
+        other = next(name for name, meta in metas if meta.get("kind") != "run")
         raise ReportError(f"{other}: not a run file, but {runs[0][0]} is (meta.kind \"run\"): "
                           "merge run files with run files")
     roots = {}
-    for name, rep in runs:
-        roots.setdefault(rep.meta.get("root"), name)
+    for name, meta in runs:
+        roots.setdefault(meta.get("root"), name)
     if len(roots) > 1:
         (ra, na), (rb, nb) = list(roots.items())[:2]
         raise ReportError(f"run files of different project roots ({ra} in {na}, {rb} in {nb}): "

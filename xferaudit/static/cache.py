@@ -46,7 +46,8 @@ from .. import __version__
 from .._atomic import atomic_write
 from ..config import Config
 from .codes import CODES, IMPLICIT_OP_CODES
-from .finder import FileResult, Site
+from .finder import FileResult
+from .site import Site
 
 FORMAT = 1
 KEEP_FILES = 4  # findings files of other keys kept (older tool versions, other configs)

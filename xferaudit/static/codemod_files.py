@@ -32,6 +32,7 @@ from . import progress as _progress
 from . import notebook
 from .codemod import CodemodError, CodemodResult, code_style, unwrap_source, wrap_source
 from .codemod.rename import rename_sites_source
+from .scan import display_path
 
 #: Below this many files the run stays in one process (a pool costs ~0.2 s to start).
 PARALLEL_MIN_FILES = 16
@@ -43,7 +44,7 @@ EXIT_INTERRUPTED = 130  # 128 + SIGINT, as a shell reports Ctrl-C
 @dataclass
 class FileOutcome:
     path: str  # as given / walked
-    rel: str  # relative to the project root, for messages and diffs
+    rel: str  # relative to the project root (site names, per-file ignores)
     result: Optional[CodemodResult] = None
     error: Optional[str] = None  # why the file was skipped
     old: Optional[bytes] = None  # original bytes, when a diff is wanted
@@ -195,9 +196,33 @@ def _text(data: bytes) -> str:
     return data.decode(enc)
 
 
+def git_top(cwd: str) -> Optional[str]:
+    """The top of the git work tree holding `cwd` (where ``.git`` is), or None."""
+    d = os.path.abspath(cwd)
+    while True:
+        if os.path.exists(os.path.join(d, ".git")):
+            return d
+        up = os.path.dirname(d)
+        if up == d:
+            return None
+        d = up
+
+
+def diff_name(path: str, cwd: str, top: Optional[str]) -> str:
+    """A file's name in a diff, as ``git diff`` names it: relative to the top of
+    the git work tree (so ``git apply`` takes the diff from any folder of it),
+    else relative to the working directory (where ``git apply`` and ``patch
+    -p1`` outside a repository look)."""
+    ap = os.path.abspath(path)
+    if top is not None and ap.startswith(top.rstrip(os.sep) + os.sep):
+        return display_path(ap, top)
+    return display_path(ap, cwd)
+
+
 def unified_diff(old: bytes, new: bytes, rel: str) -> str:
-    """A unified diff of two versions of a file, git-style names, lines split on
-    Python's own newlines (so form feeds and the like stay inside their line)."""
+    """A unified diff of two versions of a file, git-style names (`rel`: see
+    :func:`diff_name`), lines split on Python's own newlines (so form feeds and
+    the like stay inside their line)."""
     a = _LINES.findall(_text(old))
     b = _LINES.findall(_text(new))
     out = []
@@ -289,18 +314,22 @@ def run_codemod(
     progress = Progress(len(paths), err, enabled=not quiet, label=f"xferaudit {mode}")
     messages: list[str] = []
     written: list[str] = []
+    # Files are named as `check` names them: relative to the working directory.
+    cwd = os.getcwd()
+    top = git_top(cwd) if diff else None
     o = None
     ctrl_c = KeptInterrupt()
     try:
         for o in _outcomes(list(paths), mode, cfg, tuple(select), diff, jobs, rename_sites, evidence):
             ctrl_c.check()  # one swallowed by a finalizer: this file is not written
+            shown = display_path(o.path, cwd)
             r = o.result
             progress.step(sites=(sum(r.wrapped.values()) + sum(r.unwrapped.values())) if r is not None else 0)
             if on_outcome is not None:
                 on_outcome(o)
             res = o.result
             if o.error is None and res is not None:
-                messages.extend(skipped_messages(res, o.rel))
+                messages.extend(skipped_messages(res, shown))
                 summary.left += len(res.skipped) if mode == "wrap" else 0
                 summary.suppressed += res.suppressed
                 summary.evidence.update(res.evidence)
@@ -311,21 +340,22 @@ def run_codemod(
                         summary.changed += 1
                         summary.written += 0 if dry else 1
                         if not dry:
-                            written.append(o.rel)
+                            written.append(shown)
                         summary.kinds.update(res.wrapped)
                         summary.restored += sum(res.unwrapped.values())
                         if diff:
-                            out.write(unified_diff(o.old, res.new, o.rel))
+                            out.write(unified_diff(o.old, res.new, diff_name(o.path, cwd, top)))
                         elif check and not quiet:
-                            messages.append(f"would {'wrap' if mode == 'wrap' else 'unwrap'} {printable(o.rel)}")
+                            messages.append(f"would {'wrap' if mode == 'wrap' else 'unwrap'} {printable(shown)}")
             if o.error is not None:
                 summary.skipped[_skip_class(o.error)] += 1
-                messages.append(f"{printable_path(o.rel)}: skipped: {printable(o.error)}")
+                messages.append(f"{printable_path(shown)}: skipped: {printable(o.error)}")
         ctrl_c.check()
     except KeyboardInterrupt:
         progress.close()
-        if o is not None and (not written or written[-1] != o.rel) and _was_written(o, dry):
-            written.append(o.rel)  # interrupted between its rename and the bookkeeping
+        last = display_path(o.path, cwd) if o is not None else None
+        if o is not None and (not written or written[-1] != last) and _was_written(o, dry):
+            written.append(last)  # interrupted between its rename and the bookkeeping
         err.write(interrupted_message(mode, written) + "\n")
         return EXIT_INTERRUPTED
     finally:
@@ -379,13 +409,14 @@ def run_stdin(src, dst, filename: str, mode: str, cfg: Config, *, select: Sequen
     err = err or sys.stderr
     data = src.read()
     out = rewrite_source(data, filename, mode, cfg, select=select, rename_sites=rename_sites)
-    rel = out.rel
+    cwd = os.getcwd()
+    rel = display_path(filename, cwd)  # named as every command names a file
     summary = Summary(mode=mode, files=1)
     res = out.result
     new = res.new if res is not None and res.changed else data
     if diff:
         if new != data:
-            dst.write(unified_diff(data, new, rel).encode("utf-8"))
+            dst.write(unified_diff(data, new, diff_name(filename, cwd, git_top(cwd))).encode("utf-8"))
     elif not check:
         dst.write(new)
     dst.flush()

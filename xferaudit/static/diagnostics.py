@@ -28,7 +28,7 @@ import os
 import re
 from collections import Counter
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Iterable, Optional
+from typing import Any, Iterable, Optional
 
 from .. import __version__
 from .._text import printable, printable_path
@@ -39,14 +39,11 @@ from ..wrapform import suggestion as wf_suggestion
 from .codes import CODES
 from .evidence import Stale, check_findings, stale_message, static_function
 from .values.findings import message as implicit_message
-from .finder import Site
 from .naming import renamed_site, short_receiver
 from .notebook import display_position, is_notebook, read as read_notebook
+from .site import Site
 from .source import decode_source, split_lines
 from .scan import Scan, display_path
-
-if TYPE_CHECKING:  # pragma: no cover
-    from .fixes import Fix
 
 
 @dataclass
@@ -61,7 +58,9 @@ class Diagnostic:
     message: str
     function: str = "<module>"
     suppressed: Optional[str] = None  # how: "noqa", "baseline"; None: reported
-    fix: Optional["Fix"] = None  # the edits `wrap` makes for it (set by fixes.attach, where a format carries it)
+    # A fixes.Fix: the edits `wrap` makes for it (set by fixes.attach, where a format carries
+    # it). Not imported here: fixes reads findings, and the import graph reads one way.
+    fix: Optional[Any] = None
 
     @property
     def fatal(self) -> bool:

@@ -15,6 +15,7 @@ The static front end, one module per job::
     wrapped.py    wrapper calls read back as sites (through xferaudit.wrapform)
     suppress.py   ``# noqa`` / ``# xferaudit: ignore`` comments
     naming.py     site names
+    site.py       the Site record itself (every part names it without importing this module)
     finder.py     this module: the visitor, :func:`analyse`, :func:`find_in_source`
 
 and, plugged in through :data:`ANALYSES` (below), the value layer, a package
@@ -55,7 +56,7 @@ import ast
 import bisect
 import copy
 import sys
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Callable, Optional
 
 from ..rules import KIND_CODES, Rule, RuleTable, table as default_table
@@ -65,6 +66,7 @@ from .codes import IMPLICIT_CODES, IMPLICIT_OP_CODES
 from .naming import LABEL_LIMIT, name_sites, short_label, short_receiver
 from .prefilter import candidate_lines, imported_modules
 from .resolver import COMPOUND_BODIES, Resolver, arg_names, target_names
+from .site import Site
 from .source import Source, decode_source, parse, split_lines
 from .suppress import bare_own, file_suppressions, parse_suppressions
 from .unwrappable import arguments_may_have_effects, mark as mark_unwrappable
@@ -72,42 +74,6 @@ from .wrapped import Unwrapper, read_wrapped
 
 _RUNTIME_DOT = RUNTIME_MODULE + "."
 
-
-
-@dataclass
-class Site:
-    """One site: a call that moves data between host and device, or makes/launches a graph."""
-
-    path: str
-    line: int
-    column: int
-    end_line: int
-    end_column: int
-    kind: str
-    rule: str  # the XFA code reported for it when unwrapped
-    call: str  # the call's source text
-    wrapped: bool
-    site: Optional[str]  # the wrapper's site name, or the name `wrap` would give it
-    suppressed: bool = False
-    rule_id: str = ""  # row of the table, e.g. "torch.to"
-    function: str = "<module>"  # enclosing qualified name
-    decorator: bool = False  # the call is a decorator (`@torch.compile(...)`)
-    label: str = ""  # receiver text and method (`loss.item`), or the function's name
-    byte_col: int = 0  # 0-based UTF-8 column of the called name (ast's), for the codemod
-    implicit: bool = False  # a crossing with no transfer call of its own (the value layer's)
-    # an implicit site's category (conversion, truth, format...); "unbound" for Tensor.m(x);
-    # "bound" for x.m(args) whose arguments may have side effects (wrapped as xfer.call(x.m, args))
-    op: str = ""
-    no_wrap: str = ""  # why no wrapped form can keep this code as it is (static/unwrappable.py); "" if one can
-
-    def to_json(self) -> dict:
-        d = asdict(self)
-        del d["byte_col"], d["label"]
-        if not self.implicit:
-            del d["implicit"], d["op"]
-        if not self.no_wrap:
-            del d["no_wrap"]
-        return d
 
 
 @dataclass

@@ -53,7 +53,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from ..config import Config
     from ..rules import RuleTable
     from .diagnostics import Diagnostic
-    from .finder import Site
+    from .site import Site
 
 SAFE, UNSAFE, DISPLAY = "safe", "unsafe", "display"
 

@@ -10,10 +10,8 @@ import ast
 import copy
 import keyword
 import re
-from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:  # pragma: no cover
-    from .finder import Site
+from .site import Site
 
 _WS = re.compile(r"\s+")
 LABEL_LIMIT = 40
@@ -111,7 +109,7 @@ def compact_label(text: str) -> str:
     return out
 
 
-def name_sites(sites: list["Site"], relpath: str) -> None:
+def name_sites(sites: list[Site], relpath: str) -> None:
     """Give each unwrapped site the name `xferaudit wrap` would write.
 
     ``relpath:qualname:receiver.method``, with ``#2``, ``#3`` for repeats; names

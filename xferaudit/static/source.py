@@ -10,13 +10,12 @@ offsets; :func:`char_col` converts).
 from __future__ import annotations
 
 import ast
-import contextlib
-import gc
 import io
 import re
 import tokenize
 import warnings
-from typing import Iterator
+
+from .._gc import collector_paused  # (its callers import it from here too)
 
 _LINE_END = re.compile(r"(?<=\n)|(?<=\r)(?!\n)")
 
@@ -64,19 +63,6 @@ def parse(text: str, path: str = "<string>") -> ast.Module:
     with collector_paused(), warnings.catch_warnings():
         warnings.simplefilter("ignore")
         return ast.parse(text, filename=path)
-
-
-@contextlib.contextmanager
-def collector_paused() -> Iterator[None]:
-    """Pause the cycle collector for a burst of allocations that make no cyclic
-    garbage (a parse): nothing is lost, the next collection after it runs as usual."""
-    was = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was:
-            gc.enable()
 
 
 class Source:

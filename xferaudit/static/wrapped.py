@@ -2,7 +2,7 @@
 
 Both readers go through the wrap grammar (:mod:`xferaudit.wrapform`), so they
 read exactly the shapes the codemod writes: :func:`read_wrapped` turns a
-wrapper call into a wrapped :class:`~.finder.Site` (its row, its kind, its
+wrapper call into a wrapped :class:`~.site.Site` (its row, its kind, its
 name); :class:`Unwrapper` rewrites wrapper calls back into bare calls on a
 copy of a receiver, so a site keeps its name whether the calls inside its
 receiver were wrapped first or not.
@@ -11,18 +11,36 @@ receiver were wrapped first or not.
 from __future__ import annotations
 
 import ast
-from typing import TYPE_CHECKING
+from typing import Optional, Protocol
 
-from ..wrapform import IMPLICIT, INNER, METHOD, RUNTIME_MODULE, SITE, VALUE, full_site, split
-from .classify import const_str, fallback_kind
+from ..rules import Rule, RuleTable
+from ..wrapform import IMPLICIT, INNER, METHOD, RUNTIME_MODULE, SITE, VALUE, WrapperInfo, full_site, split
+from .classify import Classifier, const_str, fallback_kind
 
-if TYPE_CHECKING:  # pragma: no cover
-    from .finder import _FileFinder
+
+class _FileFinder(Protocol):
+    """What these readers use of the finder's pass over a file (its
+    ``_FileFinder``), described rather than imported: the finder imports this
+    module, and the import graph reads one way."""
+
+    rules: RuleTable
+    infos: dict[str, WrapperInfo]
+    cls: Classifier
+    decorators: set[int]  # ids of calls that are decorators
+    covered: set[int]  # ids of calls a result wrapper's site stands for
+
+    def qualname(self, node: ast.AST) -> Optional[str]: ...
+
+    def _add(self, call: ast.Call, func: ast.AST, rule: Rule, kind: str, wrapped: bool,
+             site: Optional[str], decorator: Optional[bool] = None) -> None: ...
+
+    def add_implicit(self, node: ast.AST, at: ast.AST, op: str, label: str,
+                     wrapped_as: Optional[str] = None) -> None: ...
 
 _RUNTIME_DOT = RUNTIME_MODULE + "."
 
 
-def read_wrapped(f: "_FileFinder", node: ast.Call, wrapper: str) -> None:
+def read_wrapped(f: _FileFinder, node: ast.Call, wrapper: str) -> None:
     """A call of the runtime's wrapper `wrapper` with ``site=``: a wrapped site.
 
     ``xfer.cpu(x, site=...)`` names its row by the wrapper; the generic
@@ -77,7 +95,7 @@ def read_wrapped(f: "_FileFinder", node: ast.Call, wrapper: str) -> None:
     f._add(node, node.func, rule, kind or fallback_kind(rule), wrapped=True, site=site)
 
 
-def _read_result(f: "_FileFinder", node: ast.Call, info, inner, site) -> None:
+def _read_result(f: _FileFinder, node: ast.Call, info, inner, site) -> None:
     """The site of a result wrapper is its inner call (or the bare decorator)."""
     decorator = id(node) in f.decorators
     target = inner.func if isinstance(inner, ast.Call) else inner
@@ -97,7 +115,7 @@ def _read_result(f: "_FileFinder", node: ast.Call, info, inner, site) -> None:
 class Unwrapper(ast.NodeTransformer):
     """Rewrites `xfer.m(recv, a, site=...)` back to `recv.m(a)` (on a copy), for names."""
 
-    def __init__(self, finder: "_FileFinder") -> None:
+    def __init__(self, finder: _FileFinder) -> None:
         self.f = finder
 
     def visit_Call(self, node: ast.Call) -> ast.AST:

@@ -91,7 +91,8 @@ from libcst.metadata import MetadataWrapper, PositionProvider
 from ...rules import RuleTable
 from ...wrapform import ALIAS, site_literal, wrapper_infos
 from ..evidence import category_of, wrap_outcome
-from ..finder import Site, analyse
+from ..finder import analyse
+from ..site import Site
 from ..source import char_col, collector_paused, decode_source
 from .imports import (
     _alias_import, choose_alias, import_bindings, import_index,

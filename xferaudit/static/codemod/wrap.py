@@ -9,7 +9,7 @@ from typing import Iterable, Optional
 import libcst as cst
 
 from ...rules import Rule, RuleTable
-from ..finder import Site
+from ..site import Site
 from .implicit import ImplicitWrap
 from .imports import spell
 from .layout import _Layout

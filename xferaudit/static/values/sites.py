@@ -29,7 +29,8 @@ from ...config import path_matches
 from ...rules import KIND_CODES
 from .. import finder as _finder
 from ..classify import Classifier
-from ..finder import FileContext, Site, implicit_site
+from ..finder import FileContext, implicit_site
+from ..site import Site
 from . import findings as _findings
 from . import implicit as _implicit
 

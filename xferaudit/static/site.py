@@ -1,0 +1,48 @@
+"""A site: one call that moves data between host and device, or makes or
+launches a graph, as the finder reports it.
+
+A module of its own so that every part of the static half can name the type
+(the finder makes sites, naming names them, check and the codemod read them)
+without importing the finder.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from typing import Optional
+
+
+@dataclass
+class Site:
+    """One site: a call that moves data between host and device, or makes/launches a graph."""
+
+    path: str
+    line: int
+    column: int
+    end_line: int
+    end_column: int
+    kind: str
+    rule: str  # the XFA code reported for it when unwrapped
+    call: str  # the call's source text
+    wrapped: bool
+    site: Optional[str]  # the wrapper's site name, or the name `wrap` would give it
+    suppressed: bool = False
+    rule_id: str = ""  # row of the table, e.g. "torch.to"
+    function: str = "<module>"  # enclosing qualified name
+    decorator: bool = False  # the call is a decorator (`@torch.compile(...)`)
+    label: str = ""  # receiver text and method (`loss.item`), or the function's name
+    byte_col: int = 0  # 0-based UTF-8 column of the called name (ast's), for the codemod
+    implicit: bool = False  # a crossing with no transfer call of its own (the value layer's)
+    # an implicit site's category (conversion, truth, format...); "unbound" for Tensor.m(x);
+    # "bound" for x.m(args) whose arguments may have side effects (wrapped as xfer.call(x.m, args))
+    op: str = ""
+    no_wrap: str = ""  # why no wrapped form can keep this code as it is (static/unwrappable.py); "" if one can
+
+    def to_json(self) -> dict:
+        d = asdict(self)
+        del d["byte_col"], d["label"]
+        if not self.implicit:
+            del d["implicit"], d["op"]
+        if not self.no_wrap:
+            del d["no_wrap"]
+        return d
