@@ -343,3 +343,40 @@ def test_events_recorded_without_the_lock_add_up_through_folds_and_snapshots(mon
     assert seen[2][0][4:7] == (78, 78, 60 * 4 + 18 * 8)
     (t,) = recorder.STATE.unwrapped.values()
     assert t.ns / 1e9 == u.seconds > 0 and xfer.snapshot().unwrapped == [u]  # folding changes nothing
+
+
+def test_reads_made_while_torch_compiles_are_not_events(monkeypatch):
+    from types import SimpleNamespace
+
+    from xferaudit.runtime import guard_hooks
+
+    t = torch.tensor(2.0).to(DEV)
+    monkeypatch.setattr(torch.compiler, "_is_compiling_flag", True)  # (as in a compile session)
+    assert torch.compiler.is_compiling()
+    with guard("raise", mode="lite"):
+        assert float(t) == 2.0 and t.item() == 2.0 and bool(t)
+    assert events() == []
+    # a torch whose is_compiling is not that flag: the function is asked
+    asked = SimpleNamespace(compiler=SimpleNamespace(is_compiling=lambda: True, _is_compiling_flag=False))
+    assert guard_hooks.compile_flag(asked)._is_compiling_flag is True
+    assert guard_hooks.compile_flag(torch) is torch.compiler
+
+
+def test_scalar_reads_follow_the_levels_of_nested_guards_and_modes():
+    t = torch.tensor(2.0).to(DEV)
+    with guard("raise", mode="lite"):
+        with guard("count", mode="lite"):
+            float(t)
+            with guard("down:off", mode="lite"):
+                float(t)  # off: nothing
+            float(t)
+        with pytest.raises(UnexpectedTransfer):
+            float(t)  # the outer level again
+        with guard("count", mode="full"):  # the full mode sees it; the hooks step aside
+            float(t)
+            t.item()
+        with pytest.raises(UnexpectedTransfer):
+            t.item()
+    float(t)  # no guard
+    got = events()
+    assert [(e[2], e[4]) for e in got] == [("aten._local_scalar_dense", 1)] * 4  # four lines, once each

@@ -138,7 +138,10 @@ from .._text import printable
 from . import frames as _frames
 from . import guard_hooks as _guard_hooks
 from . import guard_ops
+from . import guard_print as _guard_print
+from . import guard_state as _guard_state
 from . import recorder as _recorder
+from .guard_print import count_reads  # noqa: F401 - the implicit wrappers' (xfer.read)
 
 ENV = "XFERAUDIT_GUARD"
 LEVELS = ("off", "count", "log", "raise")
@@ -241,18 +244,8 @@ LIBRARY_ENV, USER_ENV = _frames.LIBRARY_ENV, _frames.USER_ENV
 
 # --- thread state ---------------------------------------------------------------
 
-class _Local(threading.local):
-    def __init__(self) -> None:
-        self.stack: list = []  # level dicts; [-1] is in force
-        self.mode: Any = None  # the dispatch mode pushed on this thread (outermost guard)
-        self.quiet = 0  # > 0 while a print is being handled: its inner reads are not new events
-        self.print_acc: Any = None  # [copies, bytes] of the print being handled, counted inside
-        self.hooked = 0  # > 0 inside a hooked call, or while the full mode is pushed here
-        self.pushed: list = []  # per active guard on this thread: (pushed the full mode, is lite)
-        self.lite_mode: Any = None  # the mode a hooked call runs under (the cheap layer)
-
-
-_tls = _Local()
+_tls = _guard_state.tls
+_sync = _guard_state.sync
 _seen: set = set()  # (path, line, op) already logged
 _active = 0  # guards active, all threads
 _lite = 0  # of them, those in the cheap mode (its hooks are on while any is)
@@ -431,162 +424,6 @@ def _mode_class(ops: guard_ops.Ops) -> Any:
     return GuardDispatchMode
 
 
-_PRINTERS = {"__repr__": "print/repr/str", "__format__": "format"}
-
-
-def _print_counter_class() -> Any:
-    """A dispatch mode that adds up the crossings a print makes inside
-    (``torch._tensor_str`` runs with the guard's mode switched off; this one is
-    pushed back inside it, see :func:`_counting_disable`)."""
-    from torch.utils._python_dispatch import TorchDispatchMode
-
-    class PrintCounter(TorchDispatchMode):
-        ops: Any = None
-
-        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-            if kwargs is None:
-                kwargs = {}
-            acc = _tls.print_acc
-            if acc is not None:
-                ev = guard_ops.classify(self.ops, func, args, kwargs)
-                if ev is not None and ev[0] != "d2d":  # (a copy on the device is no read)
-                    acc[0] += ev[3] if len(ev) > 3 else 1
-                    acc[1] += ev[1]
-            return func(*args, **kwargs)
-
-    return PrintCounter
-
-
-def _counting_disable(original: Any, counter_cls: Any) -> Any:
-    """``_disable_current_modes`` as the printer calls it, which also counts the
-    printer's own crossings while a print is handled on this thread."""
-    import contextlib
-
-    @contextlib.contextmanager
-    def disable_current_modes():
-        with original() as old:
-            if _tls.print_acc is None:
-                yield old
-            else:
-                _tls.hooked += 1  # (the counter sees the printer's reads: the hooks step aside)
-                try:
-                    with counter_cls():
-                        yield old
-                finally:
-                    _tls.hooked -= 1
-
-    disable_current_modes._xferaudit_counting = True  # type: ignore[attr-defined]
-    return disable_current_modes
-
-
-def _printer(orig: Any, name: str, what: str, compiling: Any, counts_inside: bool) -> Any:
-    """``Tensor.<name>`` hooked: a print of a device tensor is one event, with
-    the copies and bytes the printer really made (counted inside it, where this
-    torch lets us: ``counts_inside``; else one copy of the whole tensor)."""
-    import functools
-
-    op = f"Tensor.{name}"
-    words = what + " of a {} tensor"
-    on_device, nbytes = guard_ops.on_device, guard_ops.nbytes
-
-    @functools.wraps(orig)
-    def hooked(self: Any, *args: Any, **kwargs: Any) -> Any:
-        __tracebackhide__ = True
-        if (not _tls.stack or _tls.quiet or _tls.print_acc is not None or compiling()
-                or not on_device(self)):
-            return orig(self, *args, **kwargs)  # (print_acc: a wrapper is counting this print)
-        detail = (words, self)
-        if not counts_inside or _tls.stack[-1]["down"] == "raise" or _recorder.in_wrapper():
-            _event(_tls.stack, op, "down", nbytes(self), detail)  # (raises before it prints)
-            acc = None
-        else:
-            acc = [0, 0]
-        _tls.quiet += 1  # the reads the printer makes are part of this one event
-        prev, _tls.print_acc = _tls.print_acc, acc
-        t0 = perf_counter_ns()
-        try:
-            out = orig(self, *args, **kwargs)
-        finally:
-            _tls.quiet -= 1
-            _tls.print_acc = prev
-        if acc is not None:
-            _event(_tls.stack, op, "down", acc[1], detail, copies=acc[0], ns=perf_counter_ns() - t0)
-        return out
-
-    hooked.__xferaudit_original__ = orig  # type: ignore[attr-defined]
-    return hooked
-
-
-_read_counter: Any = None
-
-
-def count_reads(fn: Any, *args: Any) -> tuple:
-    """``(fn(*args), copies, bytes, ns)``: run a print, format or conversion of
-    a tensor, adding up the device-to-host copies it really makes (a print of
-    a 0-dim float32 on CUDA is 8 copies, 17 bytes), inside torch's printer
-    too; `ns`, the host time of ``fn(*args)`` itself (the counter's setting up
-    and taking down left out).
-
-    For the implicit ``xfer.read`` wrapper, so a wrapped ``print(t)`` counts
-    what the profiler sees. ``copies`` is None where this torch gives the
-    printer no mode switch to count inside (the caller then counts one copy).
-    """
-    global _read_counter
-    torch = sys.modules.get("torch")
-    pd = getattr(getattr(torch, "utils", None), "_python_dispatch", None)
-    disable = getattr(pd, "_disable_current_modes", None)
-    if disable is None:
-        t0 = perf_counter_ns()
-        out = fn(*args)
-        return out, None, None, perf_counter_ns() - t0
-    if _read_counter is None:
-        counter = _print_counter_class()
-        counter.ops = guard_ops.Ops(torch)
-        _read_counter = counter
-    acc = [0, 0]
-    prev, _tls.print_acc = _tls.print_acc, acc
-    patched_here = not getattr(disable, "_xferaudit_counting", False)
-    if patched_here:  # (an active guard has patched it already)
-        pd._disable_current_modes = _counting_disable(disable, _read_counter)
-    try:
-        with _read_counter():
-            t0 = perf_counter_ns()
-            out = fn(*args)
-            ns = perf_counter_ns() - t0
-    finally:
-        if patched_here:
-            pd._disable_current_modes = disable
-        _tls.print_acc = prev
-    return out, acc[0], acc[1], ns
-
-
-def _print_hooks(torch: Any, ops: guard_ops.Ops) -> Any:
-    """``install(on)``: put the print hooks on ``torch.Tensor`` (and the
-    printer's mode switch that lets them count inside) or take them off."""
-    Tensor = torch.Tensor
-    comp = getattr(torch, "compiler", None)
-    compiling = getattr(comp, "is_compiling", None) or (lambda: False)
-    pd = torch.utils._python_dispatch
-    disable = getattr(pd, "_disable_current_modes", None)
-    counts_inside = disable is not None  # (by feature: a torch without it prints as one copy)
-    patched = None
-    if counts_inside:
-        counter = _print_counter_class()
-        counter.ops = ops
-        patched = _counting_disable(disable, counter)
-    originals = {name: getattr(Tensor, name) for name in _PRINTERS}
-    hooks = {name: _printer(originals[name], name, what, compiling, counts_inside)
-             for name, what in _PRINTERS.items()}
-
-    def install(on: bool) -> None:
-        for name, fn in (hooks if on else originals).items():
-            setattr(Tensor, name, fn)
-        if counts_inside:
-            pd._disable_current_modes = patched if on else disable
-
-    return install
-
-
 def _enter_full(fn: Any, args: tuple, kwargs: dict) -> Any:
     """The cheap layer's way in: one hooked call that could cross runs under
     this thread's dispatch mode, so its events are the full mode's own."""
@@ -599,11 +436,13 @@ def _enter_full(fn: Any, args: tuple, kwargs: dict) -> Any:
         mode = _tls.lite_mode = _modes()[0]()
     mode.stack = stack
     _tls.hooked += 1
+    _sync()
     try:
         with mode:
             return fn(*args, **kwargs)
     finally:
         _tls.hooked -= 1
+        _sync()
 
 
 _SCALAR_OP = _guard_hooks.SCALAR_OP
@@ -651,7 +490,7 @@ def _build(torch: Any) -> Any:
     ops = guard_ops.Ops(torch)
     hooks = _guard_hooks.Hooks(torch, _enter_full, _tls, _read_scalar, _recorder.STATE.local,
                                  _recorder.record_at, _after_event)
-    print_install = _print_hooks(torch, ops)
+    print_install = _guard_print.print_hooks(torch, ops, _event)
 
     return _mode_class(ops), print_install, hooks.install
 
@@ -747,6 +586,7 @@ class guard:
             _tls.hooked += 1  # (the hooks step aside: the mode sees everything)
         _tls.pushed.append((push, not full))
         _tls.stack.append(self.levels)
+        _sync()
         return self
 
     def __exit__(self, *exc: Any) -> None:
@@ -758,6 +598,7 @@ class guard:
                 _tls.hooked -= 1
                 mode.__exit__(None, None, None)
         finally:
+            _sync()
             self._release(lite)
 
     @staticmethod

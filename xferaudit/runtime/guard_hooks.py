@@ -309,9 +309,35 @@ _NUMBER_TYPES = frozenset((int, float, complex, bool))
 SCALAR_OP = "aten._local_scalar_dense"
 
 
+def compile_flag(torch: Any) -> Any:
+    """What ``torch.compiler.is_compiling()`` answers, as an attribute read:
+    an object whose ``_is_compiling_flag`` is the answer. Where that function
+    returns the compile session's flag unless TorchScript is scripting (which
+    never runs a hook), the flag itself, read on ``torch.compiler`` (two
+    Python calls less on every scalar read of a device tensor); otherwise the
+    function, asked through a property."""
+    comp = getattr(torch, "compiler", None)
+    fn = getattr(comp, "is_compiling", None)
+    names = getattr(getattr(fn, "__code__", None), "co_names", ())
+    if hasattr(comp, "_is_compiling_flag") and "_is_compiling_flag" in names:
+        return comp
+    return _AskCompiling(fn or (lambda: False))
+
+
+class _AskCompiling:
+    __slots__ = ("fn",)
+
+    def __init__(self, fn: Callable) -> None:
+        self.fn = fn
+
+    @property
+    def _is_compiling_flag(self) -> bool:
+        return bool(self.fn())
+
+
 def scalar_hook(orig: Callable, enter: Callable, read: Callable, tls: Any, compiling: Callable,
                 depth: Any = None, record_at: Optional[Callable] = None,
-                after: Optional[Callable] = None, unary: bool = False) -> Callable:
+                after: Optional[Callable] = None, flag: Any = None) -> Callable:
     """:func:`hook` for a scalar read (:data:`SCALAR_FAST`), which could cross
     when its tensor is not on the host. A read of one device element is one
     ``aten._local_scalar_dense``: the event the dispatch mode would record
@@ -331,64 +357,54 @@ def scalar_hook(orig: Callable, enter: Callable, read: Callable, tls: Any, compi
     `depth` (``recorder.STATE.local``): its ``depth`` > 0 inside a counting
     wrapper, whose own read this is: nothing to record and nothing to flag
     (a scalar read is never a pageable copy), so the original runs at once.
-    A host tensor costs one attribute read.
+    A host tensor costs one attribute read. `flag`: :func:`compile_flag`'s
+    (else `compiling` is asked). `tls.down` (:mod:`.guard_state`): the "down"
+    level in force, None where the hook steps aside.
 
-    `unary`: the hook takes the tensor alone, as the interpreter calls the
-    conversion slots (``float(t)``, ``if t:``); no arguments are packed.
-    (Called directly with others, it raises TypeError, as the original does,
-    in Python's words.) Otherwise ``t.item()``, called with no argument, takes
-    the same path; any other form of the call goes to `read`.
+    The hook takes the tensor and, where given, further positional arguments
+    (which go to `read`, as the mode would take them): as the interpreter
+    calls the conversion slots (``float(t)``, ``if t:``) and as ``t.item()``
+    is called, nothing is packed. (Called with keywords or no tensor, it
+    raises TypeError, as the original does, in Python's words.)
     """
     getframe = sys._getframe
     clock = time.perf_counter_ns
     if depth is None:
         depth = _NOT_WRAPPED
+    if flag is None:
+        flag = _AskCompiling(compiling)
     fast = record_at is not None and after is not None
 
-    def one(self: Any, *, _up: int = 1) -> Any:
+    @functools.wraps(orig)
+    def hooked(self: Any, *args: Any) -> Any:
         __tracebackhide__ = True
+        if args:  # (a form the original refuses, or numpy-like arguments: as the mode would)
+            if compiling() or tls.hooked or depth.depth or not tls.stack:
+                return orig(self, *args)
+            return read(orig, (self,) + args, {}, getframe(1))
         try:
             host = self.is_cpu
         except Exception:  # (no tensor: `read` lets the original raise its own error)
             host = False
-        if host or compiling() or tls.hooked or depth.depth:
+        if host or flag._is_compiling_flag or depth.depth:
             return orig(self)
-        stack = tls.stack
-        if not stack:
+        level = tls.down  # (None: no guard on this thread, or inside a hooked call)
+        if level is None:
             return orig(self)
-        level = stack[-1]["down"]
         if fast and (level == "count" or level == "log") and not tls.quiet:
             t0 = clock()
             out = orig(self)
             ns = clock() - t0
-            f = getframe(_up)  # (the frame that made the read: the caller of the hook)
+            f = getframe(1)  # (the frame that made the read: the caller of the hook)
             n = self.element_size()
             at = record_at(f, SCALAR_OP, "down", n, ns)
             if at is None or level == "log":
                 after(at, level, (SCALAR_OP, "down", n, 1, (SCALAR_WORDS, self)), f, ns)
             return out
-        return read(orig, (self,), {}, getframe(_up))
-
-    if unary:
-        one = functools.wraps(orig)(one)
-        one.__xferaudit_original__ = orig  # type: ignore[attr-defined]
-        return one
-
-    @functools.wraps(orig)
-    def hooked(*args: Any, **kwargs: Any) -> Any:
-        __tracebackhide__ = True
-        if len(args) == 1 and not kwargs:
-            return one(args[0], _up=2)
-        if compiling() or tls.hooked or depth.depth or not tls.stack:
-            return orig(*args, **kwargs)
-        return read(orig, args, kwargs, getframe(1))
+        return read(orig, (self,), {}, getframe(1))
 
     hooked.__xferaudit_original__ = orig  # type: ignore[attr-defined]
     return hooked
-
-
-#: The conversion slots, which the interpreter calls with the tensor alone.
-UNARY_SLOTS = ("__float__", "__int__", "__bool__", "__complex__")
 
 
 #: The scalar reads recorded without the dispatch mode (``__index__`` is not one:
@@ -411,6 +427,7 @@ class Hooks:
                  after: Optional[Callable] = None) -> None:
         comp = getattr(torch, "compiler", None)
         compiling = getattr(comp, "is_compiling", None) or (lambda: False)
+        flag = compile_flag(torch)
         self.slots: list = []  # (owner, name, original or None when inherited, hooked)
         Tensor = torch.Tensor
         fast = read is not None and record_at is not None and after is not None
@@ -426,8 +443,7 @@ class Hooks:
             if orig is None:
                 continue
             own = orig if name in Tensor.__dict__ else None
-            hooked = (scalar_hook(orig, enter, read, tls, compiling, depth, record_at, after,
-                                  unary=name in UNARY_SLOTS)
+            hooked = (scalar_hook(orig, enter, read, tls, compiling, depth, record_at, after, flag)
                       if read is not None and name in SCALAR_FAST
                       else made(orig, name, pred))
             self.slots.append((Tensor, name, own, hooked))
@@ -456,5 +472,5 @@ class Hooks:
                 setattr(owner, name, own)
 
 
-__all__ = ["ORIGINALS", "SCALAR_FAST", "SCALAR_OP", "UNARY_SLOTS", "Hooks", "any_on_device", "function_predicates",
+__all__ = ["ORIGINALS", "SCALAR_FAST", "SCALAR_OP", "Hooks", "any_on_device", "compile_flag", "function_predicates",
            "hook", "index_hooks", "plain_index", "predicates", "scalar_hook", "single_events"]

@@ -395,10 +395,8 @@ def record_at(f: Any, op: str, direction: str, nbytes: int, ns: int = 0,
     e = _codes.get(id(code))
     if e is None or e[0] is not code:
         e = _frames.entry(code)
-    if e[1] != _USER:
-        return None
     i = f.f_lasti
-    hit = e[5].get(i)
+    hit = e[5].get(i)  # (kept for a user's code alone)
     if (hit is not None and hit[0] == _generation and hit[1] is op and hit[2] is direction
             and hit[3] == nbytes and hit[4] == copies and _timeline is None):
         t, pend = hit[5], hit[6]
@@ -411,6 +409,8 @@ def record_at(f: Any, op: str, direction: str, nbytes: int, ns: int = 0,
                 finally:
                     _release()
             return t
+    elif e[1] != _USER:
+        return None
     _acquire()
     try:
         t = _tally_at(e, f, i, op, direction, nbytes, copies)
