@@ -104,3 +104,22 @@ def test_a_call_caught_between_its_two_appends_is_counted_once_both_are_made(fol
     assert (row("t.py:f:half").calls, row("t.py:f:half").bytes) == (2, 8)
     sizes.append(4)  # ...and resumed
     assert (row("t.py:f:half").calls, row("t.py:f:half").bytes, row("t.py:f:half").seconds) == (3, 12, 9e-9)
+
+
+def test_one_short_literal_in_two_files_counts_each_files_site(fold_often, tmp_path):
+    import torch
+
+    src = "import xferaudit.runtime as xfer\ndef f(x):\n    return xfer.item(x, site=':f:x.item')\n"
+    fns = []
+    for name in ("one.py", "two.py"):
+        scope: dict = {}
+        exec(compile(src, str(tmp_path / name), "exec"), scope)  # (a file of its own: its own literal)
+        fns.append(scope["f"])
+    x = torch.tensor(1.0)
+    with xfer.counting():
+        for i in range(30):
+            fns[0](x)
+            if i % 3 == 0:
+                fns[1](x)
+    got = {r.site.rsplit("/", 1)[-1]: r.calls for r in xfer.snapshot().rows}
+    assert got == {"one.py:f:x.item": 30, "two.py:f:x.item": 10}

@@ -64,7 +64,7 @@ from . import frames as _frames
 from . import ranges as _ranges
 from . import tallies as _tallies
 from .kinds import KINDS
-from .sitenames import full_name
+from .sitenames import _BY_OBJECT, full_name
 from .tallies import LaunchTally, SiteTally, UnwrappedTally  # noqa: F401 - where they were
 
 
@@ -223,9 +223,11 @@ _acquire = STATE.lock.acquire
 _release = STATE.lock.release
 _sites = STATE.sites
 _unwrapped = STATE.unwrapped
-# site -> (direction, host times, bytes, tally): the pending lists record() appends
-# a site's next call to without the lock, if it takes that direction (see record()).
+# id(site object) -> (the object, direction, host times, bytes, tally): the pending
+# lists record() appends the next call with that site object to without the lock,
+# if it takes that direction (see record()); the object is kept, so its id is not reused.
 _pending: dict = {}
+_MAX_PENDING = 4096
 # The frames' cache of code objects (never rebound: cleared in place) and the
 # kind of the user's own code: record_at() places an event with one lookup.
 _codes = _frames.CODES
@@ -252,28 +254,31 @@ def record(site: str, key: str, direction: str, nbytes: int, copies: int = 1,
     site is first seen (see :mod:`xferaudit.runtime.kinds`). A short literal
     (``":f:x.cpu"``) is named after the caller's file (:mod:`.sitenames`).
 
-    Cost: a call of one copy, not pageable, in the direction the site's last
-    call took, is two appends to the site's pending lists for that direction
-    (:class:`.tallies.SiteTally`), without the lock; any other call takes the
-    lock, updates the cell and makes its own the site's pending lists. A reset
-    that lands between the bare call and the appends forgets the call, as one
-    that came just after the call would.
+    Cost: a call of one copy, not pageable, in the direction the last call
+    with the same `site` object took, is two appends to the site's pending
+    lists for that direction (:class:`.tallies.SiteTally`), without the lock,
+    and without naming a short literal again; any other call takes the lock,
+    updates the cell and makes its own the site's pending lists. A reset that
+    lands between the bare call and the appends forgets the call, as one that
+    came just after the call would.
     """
-    if site and site[0] == ":":
-        site = full_name(site)
-    hit = _pending.get(site)
-    if hit is not None and hit[0] is direction and copies == 1 and not pageable and _timeline is None:
-        times = hit[1]
+    hit = _pending.get(id(site))
+    if (hit is not None and hit[0] is site and hit[1] is direction and copies == 1 and not pageable
+            and _timeline is None):
+        times = hit[2]
         times.append(ns)
-        if hit[2] is not None:
-            hit[2].append(nbytes)
+        if hit[3] is not None:
+            hit[3].append(nbytes)
         if len(times) >= _FOLD_AT:  # (memory stays bounded between snapshots)
             _acquire()
             try:
-                hit[3].fold()
+                hit[4].fold()
             finally:
                 _release()
         return
+    literal = site
+    if site and site[0] == ":":
+        site = full_name(site)
     _acquire()
     try:
         t = _sites.get(site)
@@ -291,11 +296,15 @@ def record(site: str, key: str, direction: str, nbytes: int, copies: int = 1,
         if _timeline is not None:
             _timeline.seen += 1
             _timeline.events.append((time.time_ns(), "site", site, direction, nbytes))
-        elif copies == 1 and not pageable:  # the lists the site's next such calls append to
+        elif copies == 1 and not pageable and (literal is site or _BY_OBJECT):
+            # the lists the next such calls with this site object append to (a short literal
+            # names one file's site only where a literal is not shared between files)
             lists = t.pending.get(direction)
             if lists is None:
                 lists = t.pending[direction] = [[], None if direction == "none" else []]
-            _pending[site] = (direction, lists[0], lists[1], t)
+            if len(_pending) >= _MAX_PENDING:  # (site names made at run time: a new object each)
+                _pending.clear()
+            _pending[id(literal)] = (literal, direction, lists[0], lists[1], t)
     finally:
         _release()
 
