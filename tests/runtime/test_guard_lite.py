@@ -4,6 +4,7 @@ leaves torch as it found it, and how the default mode is chosen."""
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import sys
 import types
@@ -229,3 +230,26 @@ def test_numpy_and_type_of_a_device_tensor_cross_in_both_modes(dev):
     p = guard_hooks.predicates(torch)
     assert p["numpy"]((torch.ones(1).to(dev),), {}) and not p["numpy"]((torch.ones(1),), {})
     assert not p["type"]((torch.ones(1),), {})
+
+
+@pytest.mark.parametrize("read", [
+    lambda y: float(y.sum()), lambda y: torch.Tensor.item(y[0]), lambda y: y.mean().item(),
+    lambda y: 1.0 if y.sum() > 0 else 0.0,
+], ids=["float", "Tensor.item", "item", "if"])
+def test_scalar_reads_in_compiled_code_compile_the_graphs_they_compile_without_the_guard(read):
+    from torch._dynamo.utils import counters
+
+    def f(x):
+        return read(x * 2) + 1.0
+
+    seen = []
+    for guarded in (False, True):
+        torch._dynamo.reset()
+        counters.clear()
+        ctx = guard("count", mode="lite") if guarded else contextlib.nullcontext()
+        with ctx:
+            out = torch.compile(f, backend="eager")(torch.ones(4))
+        # (Dynamo steps into a hook, a Python function, and breaks at its read once more)
+        seen.append((out, counters["stats"]["unique_graphs"], dict(counters["recompiles"])))
+    assert seen[0] == seen[1]
+    assert events() == []

@@ -311,17 +311,27 @@ SCALAR_OP = "aten._local_scalar_dense"
 
 def compile_flag(torch: Any) -> Any:
     """What ``torch.compiler.is_compiling()`` answers, as an attribute read:
-    an object whose ``_is_compiling_flag`` is the answer. Where that function
-    returns the compile session's flag unless TorchScript is scripting (which
-    never runs a hook), the flag itself, read on ``torch.compiler`` (two
-    Python calls less on every scalar read of a device tensor); otherwise the
+    an object whose ``_is_compiling_flag`` is the answer in eager code, and
+    whose ``is_dynamo_compiling()`` Dynamo folds to True while it traces.
+    Where that function returns the compile session's flag unless TorchScript
+    is scripting (which never runs a hook), ``torch.compiler`` itself (one
+    Python call less on every scalar read; a torch whose session does not set
+    the flag while Dynamo traces still has the second); otherwise the
     function, asked through a property."""
     comp = getattr(torch, "compiler", None)
     fn = getattr(comp, "is_compiling", None)
-    names = getattr(getattr(fn, "__code__", None), "co_names", ())
-    if hasattr(comp, "_is_compiling_flag") and "_is_compiling_flag" in names:
+    names = set(getattr(getattr(fn, "__code__", None), "co_names", ()))
+    if hasattr(comp, "_is_compiling_flag") and "_is_compiling_flag" in names <= _FLAG_NAMES:
         return comp
     return _AskCompiling(fn or (lambda: False))
+
+
+#: All that ``torch.compiler.is_compiling`` may read to be the flag itself in eager code.
+_FLAG_NAMES = {"torch", "jit", "is_scripting", "_is_compiling_flag"}
+
+
+def _never() -> bool:
+    return False
 
 
 class _AskCompiling:
@@ -333,6 +343,10 @@ class _AskCompiling:
     @property
     def _is_compiling_flag(self) -> bool:
         return bool(self.fn())
+
+    @staticmethod
+    def is_dynamo_compiling() -> bool:
+        return False
 
 
 def scalar_hook(orig: Callable, enter: Callable, read: Callable, tls: Any, compiling: Callable,
@@ -373,6 +387,8 @@ def scalar_hook(orig: Callable, enter: Callable, read: Callable, tls: Any, compi
         depth = _NOT_WRAPPED
     if flag is None:
         flag = _AskCompiling(compiling)
+    dynamo = flag.is_dynamo_compiling if isinstance(flag, _AskCompiling) else (
+        getattr(flag, "is_dynamo_compiling", None) or _never)
     fast = record_at is not None and after is not None
 
     @functools.wraps(orig)
@@ -382,11 +398,13 @@ def scalar_hook(orig: Callable, enter: Callable, read: Callable, tls: Any, compi
             if compiling() or tls.hooked or depth.depth or not tls.stack:
                 return orig(self, *args)
             return read(orig, (self,) + args, {}, getframe(1))
+        if flag._is_compiling_flag or dynamo():  # (first: Dynamo, tracing this, folds the call)
+            return orig(self)
         try:
             host = self.is_cpu
         except Exception:  # (no tensor: `read` lets the original raise its own error)
             host = False
-        if host or flag._is_compiling_flag or depth.depth:
+        if host or depth.depth:
             return orig(self)
         level = tls.down  # (None: no guard on this thread, or inside a hooked call)
         if level is None:
