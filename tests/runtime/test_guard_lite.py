@@ -234,9 +234,10 @@ def test_numpy_and_type_of_a_device_tensor_cross_in_both_modes(dev):
 
 @pytest.mark.parametrize("read", [
     lambda y: float(y.sum()), lambda y: torch.Tensor.item(y[0]), lambda y: y.mean().item(),
-    lambda y: 1.0 if y.sum() > 0 else 0.0,
-], ids=["float", "Tensor.item", "item", "if"])
-def test_scalar_reads_in_compiled_code_compile_the_graphs_they_compile_without_the_guard(read):
+    lambda y: 1.0 if y.sum() > 0 else 0.0, lambda y: torch.nonzero(y).sum(), lambda y: torch.unique(y).sum(),
+    lambda y: y.to(torch.float64).sum(), lambda y: (y + torch.tensor([1.0, 2.0, 3.0, 4.0])).sum(),
+], ids=["float", "Tensor.item", "item", "if", "nonzero", "unique", "to", "tensor"])
+def test_hooked_calls_in_compiled_code_compile_the_graphs_they_compile_without_the_guard(read):
     from torch._dynamo.utils import counters
 
     def f(x):
@@ -249,7 +250,7 @@ def test_scalar_reads_in_compiled_code_compile_the_graphs_they_compile_without_t
         ctx = guard("count", mode="lite") if guarded else contextlib.nullcontext()
         with ctx:
             out = torch.compile(f, backend="eager")(torch.ones(4))
-        # (Dynamo steps into a hook, a Python function, and breaks at its read once more)
+        # (Dynamo steps into a hook, a Python function, and breaks at a read once more)
         seen.append((out, counters["stats"]["unique_graphs"], dict(counters["recompiles"])))
     assert seen[0] == seen[1]
     assert events() == []

@@ -209,7 +209,8 @@ _NOT_WRAPPED = _NotWrapped()
 
 def hook(orig: Callable, could_cross: Callable, enter: Callable, tls: Any,
          compiling: Callable, depth: Any = None, event_of: Optional[Callable] = None,
-         record_at: Optional[Callable] = None, after: Optional[Callable] = None) -> Callable:
+         record_at: Optional[Callable] = None, after: Optional[Callable] = None,
+         flag: Any = None) -> Callable:
     """``orig`` hooked: under the guard's mode when `could_cross`, else as is.
 
     `enter(fn, args, kwargs)` runs the call under this thread's dispatch mode.
@@ -229,26 +230,31 @@ def hook(orig: Callable, could_cross: Callable, enter: Callable, tls: Any,
     without entering the dispatch mode; any other form, level, or a print's
     read goes through `enter`.
 
-    Cost: the predicate is asked first, since most calls (an int index, a
-    dtype cast, a host tensor) cannot cross and it alone decides them; a
-    predicate that fails on arguments the original will refuse counts as
-    "could cross", so the original raises its own error under the mode.
+    Cost: after the compile check (first, so that Dynamo, tracing this,
+    folds it before anything is looked at; `flag`: :func:`compile_flag`'s),
+    the predicate is asked, since most calls (an int index, a dtype cast, a
+    host tensor) cannot cross and it alone decides them; a predicate that
+    fails on arguments the original will refuse counts as "could cross", so
+    the original raises its own error under the mode.
     """
     if depth is None:
         depth = _NOT_WRAPPED
     if record_at is None or after is None:
         event_of = None
+    flag, dynamo = _compile_check(flag, compiling)
     getframe = sys._getframe
     clock = time.perf_counter_ns
 
     @functools.wraps(orig)
     def hooked(*args: Any, **kwargs: Any) -> Any:
         __tracebackhide__ = True
+        if flag._is_compiling_flag or dynamo():
+            return orig(*args, **kwargs)
         try:
             cross = could_cross(args, kwargs)
         except Exception:
             cross = True
-        if not cross or compiling() or tls.hooked:
+        if not cross or tls.hooked:
             return orig(*args, **kwargs)
         stack = tls.stack
         if not stack or (depth.depth and stack[-1].get("pageable", "off") == "off"):
@@ -334,6 +340,15 @@ def _never() -> bool:
     return False
 
 
+def _compile_check(flag: Any, compiling: Callable) -> tuple:
+    """(`flag` or one asking `compiling`, the function Dynamo folds to True):
+    a hook's check, ``flag._is_compiling_flag or dynamo()``."""
+    if flag is None:
+        flag = _AskCompiling(compiling)
+    dynamo = getattr(flag, "is_dynamo_compiling", None) or _never
+    return flag, dynamo
+
+
 class _AskCompiling:
     __slots__ = ("fn",)
 
@@ -385,10 +400,7 @@ def scalar_hook(orig: Callable, enter: Callable, read: Callable, tls: Any, compi
     clock = time.perf_counter_ns
     if depth is None:
         depth = _NOT_WRAPPED
-    if flag is None:
-        flag = _AskCompiling(compiling)
-    dynamo = flag.is_dynamo_compiling if isinstance(flag, _AskCompiling) else (
-        getattr(flag, "is_dynamo_compiling", None) or _never)
+    flag, dynamo = _compile_check(flag, compiling)
     fast = record_at is not None and after is not None
 
     @functools.wraps(orig)
@@ -454,7 +466,8 @@ class Hooks:
         single = single_events() if fast else {}
 
         def made(orig: Callable, name: str, pred: Callable) -> Callable:
-            return hook(orig, pred, enter, tls, compiling, depth, single.get(name), record_at, after)
+            return hook(orig, pred, enter, tls, compiling, depth, single.get(name), record_at, after,
+                        flag)
 
         for name, pred in predicates(torch).items():
             orig = getattr(Tensor, name, None)
