@@ -215,9 +215,9 @@ def sites_and_memcpys(dev: torch.device, steps: int) -> dict:
             ok = abs(ours - call) <= max(RELATIVE * call, PER_CALL_US * r.calls)
         ok_all &= ok
         per_site.append({"site": site, "calls": r.calls, "xferaudit_us": ours, "profiler_call_us": call,
-                         "profiler_window_us": cell["window"], "profiler_ops_us": cell["ops"], "profiler_runtime_us": cell["runtime"],
-                         "profiler_range_us": cell["range"], "us_per_call_difference": per_call,
-                         "within": ok})
+                         "profiler_window_us": cell["window"], "profiler_ops_us": cell["ops"],
+                         "profiler_runtime_us": cell["runtime"], "profiler_range_us": cell["range"],
+                         "us_per_call_difference": per_call, "within": ok})
         ms = lambda v: f"{v / 1e3:.3f}" if v is not None else "-"  # noqa: E731
         off = f"{per_call:+.2f}" if per_call is not None else "-"
         print(f"   {site:<18} {r.calls:>6} {ms(ours):>13} {ms(call):>9} {ms(cell['window']):>10} "
@@ -254,7 +254,8 @@ def sites_and_memcpys(dev: torch.device, steps: int) -> dict:
     if not cuda:
         print("   (no CUDA: no memcpy in the trace; this part proves nothing here)")
     print("   " + ("AGREE" if agree else "DISAGREE"))
-    return {"sites": per_site, "within_target": ok_all, "own_inside_clock": inside, "memcpys": {str(k): v for k, v in placed.items()},
+    return {"sites": per_site, "within_target": ok_all, "own_inside_clock": inside,
+            "memcpys": {str(k): v for k, v in placed.items()},
             "copies": copies, "unwrapped_copies": unwrapped, "memcpys_agree": agree,
             "report_with_guard": rep.to_dict()}
 

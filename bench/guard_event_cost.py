@@ -16,16 +16,18 @@ lite guard on the CPU.
    ``item``, ``nonzero``, ``tolist``, ``cpu``), hooked calls that cannot cross
    (an int index, a dtype cast, a host scalar read), and wrapped calls (with
    counting on, on plain host tensors, as a CUDA tensor is a plain
-   ``torch.Tensor``: what the guard adds to the wrapper's own path; the hook
-   such a call passes costs a little more on a device tensor than here). The calls of ``bench/gpu_site_time.py``'s small step (24
-   wrapped calls, 21 int indexings, 5 scalar reads, a ``nonzero`` and a
-   ``tolist`` nobody wrapped) add up to the last line: what the lite guard
-   adds to one step, here.
+   ``torch.Tensor``: what the guard adds to the wrapper's own path). The
+   calls of ``bench/gpu_site_time.py``'s small step (24 wrapped calls, 21
+   int indexings, 5 scalar reads, a ``nonzero`` and a ``tolist`` nobody
+   wrapped) add up to the last line: what the lite guard adds to one step,
+   here. (Its unwrapped ``cpu()`` and ``tolist()`` record nothing on an
+   older checkout, where the dispatch mode sees host data; what they cost
+   there is the mode's entry alone.)
 
 Repeats are interleaved (the machine is shared and noisy) and medians quoted
 (section 2: the median of each repeat's difference).
 
-    python bench/guard_event_cost.py [--repeats 15] [--loop 2000]
+    python bench/guard_event_cost.py [--repeats 15] [--loop 2000] [--section 1|2]
 
 Written against the public API only (``xfer.guard``, ``xfer.count``,
 ``simulated_device``), so it runs on an older checkout too

@@ -386,8 +386,8 @@ def scalar_hook(orig: Callable, enter: Callable, read: Callable, tls: Any, compi
     `depth` (``recorder.STATE.local``): its ``depth`` > 0 inside a counting
     wrapper, whose own read this is: nothing to record and nothing to flag
     (a scalar read is never a pageable copy), so the original runs at once.
-    A host tensor costs one attribute read. `flag`: :func:`compile_flag`'s
-    (else `compiling` is asked). `tls.down` (:mod:`.guard_state`): the "down"
+    A host tensor costs the compile check and one attribute read. `flag`:
+    :func:`compile_flag`'s (else `compiling` is asked). `tls.down` (:mod:`.guard_state`): the "down"
     level in force, None where the hook steps aside.
 
     The hook takes the tensor and, where given, further positional arguments
