@@ -16,8 +16,12 @@ def pytest_runtest_setup(item):
     before its first test runs, not at import: collecting a module must not
     set it up, since torch then takes it for the process's accelerator and a
     backward over CUDA tensors fails inside torch (pytorch/pytorch#161129); a
-    GPU suite (``pytest -m gpu tests``) collects every module in one process."""
+    GPU suite (``pytest -m gpu tests``) collects every module in one process.
+    A GPU test in such a module does not set it up either (it runs before the
+    CUDA backward tests); one that needs it says ``simulated_beside_cuda``."""
     mod = getattr(item, "module", None)
+    if item.get_closest_marker("gpu") is not None and item.get_closest_marker("simulated_beside_cuda") is None:
+        return
     if mod is not None and "DEV" in vars(mod) and mod.DEV is None:
         from xferaudit.testing import simulated_device
 
