@@ -140,6 +140,18 @@ def test_a_module_scripted_through_a_variable(tmp_path):
     assert [s.label for s in skipped] == ["x.cpu"]
 
 
+@pytest.mark.parametrize("head, deco", [
+    ("from torch import jit as J", "@J.script"),
+    ("import torch.jit as J", "@J.script"),
+    ("from torch.jit import script", "@script"),
+    ("from torch import nn, jit", "@jit.script"),
+])
+def test_scripting_under_another_name_is_found(head, deco):
+    src = f"import torch\n{head}\n\n\n{deco}\ndef f(x):\n    return x.cpu()\n"
+    (site,) = unwrapped(src)
+    assert "TorchScript" in site.no_wrap
+
+
 # --- self-documenting f-strings ---------------------------------------------------------
 
 SELFDOC = textwrap.dedent('''\

@@ -39,6 +39,9 @@ _SCRIPT = frozenset({"torch.jit.script", "torch.jit.script_method", "torch.jit.e
 _PYTHON_ONLY = frozenset({"torch.jit.ignore", "torch.jit.unused"})
 _SCRIPT_MODULE = "torch.jit.ScriptModule"
 _SELF_DOC_HINT = re.compile(r"=\s*[}!:]")
+# a file that scripts names one of these (`torch.jit.script`, `jit.export`, `from torch.jit import
+# script`, `import torch.jit as J`, `from torch import jit as J`, a ScriptModule): the others skip scripted_defs' walks
+_SCRIPT_HINT = re.compile(r"\bjit\.(?:script|export|interface)|ScriptModule|torch\.jit\s+import|\bimport\b[^\n]*\bjit\b")
 _DEFS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
 
 Span = tuple  # (first line, first byte column, last line, end byte column)
@@ -186,7 +189,7 @@ def mark(sites: list, text: str, tree: ast.Module, lines: list[str], nodes: dict
         call = nodes.get(id(s), (None,))[0]
         if call is not None and passes_site(call):
             s.no_wrap = SITE_KEYWORD
-    if "jit" in text:
+    if "jit" in text and _SCRIPT_HINT.search(text):
         spans = [(n.lineno if not n.decorator_list else n.decorator_list[0].lineno, 0,
                   n.end_lineno, n.end_col_offset) for n in scripted_defs(tree, qualname)]
         if spans:
