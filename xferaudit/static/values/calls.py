@@ -267,6 +267,15 @@ def wrapper(ev, w: str, node: ast.Call) -> Val:
         return OTHER
     if w == "sync" and a:
         return ev.value(a[0])
+    if not a:
+        return UNKNOWN
+    kw = [k for k in node.keywords if k.arg != "site"]
+    if w == "call":  # xfer.call(x.to, dev, site=...): the bound method, called
+        return call(ev, ast.Call(func=a[0], args=a[1:], keywords=kw))
+    if w in TENSOR_METHOD_NAMES:  # xfer.copy_(x, src): the method on its receiver (a wrapped
+        # line reads as its bare form, so a second `wrap` finds what the first one left)
+        bare = ast.Call(func=ast.Attribute(value=a[0], attr=w, ctx=ast.Load()), args=a[1:], keywords=kw)
+        return method(ev, bare, bare.func)
     return UNKNOWN
 
 
