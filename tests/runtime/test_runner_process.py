@@ -64,7 +64,8 @@ def test_a_signal_ends_it_as_it_ends_python_and_the_file_is_written(tmp_path, si
         os.kill(os.getpid(), {int(sig)})
         time.sleep(30)
     """)
-    assert ours.returncode == plain.returncode == -int(sig)
+    assert ours.returncode == plain.returncode == -int(sig), (plain.returncode, plain.stderr[-2000:],
+                                                              ours.returncode, ours.stderr[-2000:])
     d = run_file(tmp_path)
     assert d["meta"]["exit_code"] == (143 if sig == signal.SIGTERM else 130)
     assert [u["path"] for u in d["unwrapped"]] == ["x.py"]
