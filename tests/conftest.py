@@ -6,9 +6,21 @@ Nothing here imports libcst: the GPU machine runs these tests without it.
 
 from __future__ import annotations
 
+import signal
+
 import pytest
 
 from xferaudit.runtime import recorder
+
+
+def pytest_configure(config):
+    """Ctrl-C as a terminal sends it, whatever started the tests: a shell
+    without job control starts a background job (``pytest &``, a CI script's
+    ``&``) with SIGINT ignored, which its children inherit through exec, so
+    the tests that send a program SIGINT would see it ignored (a program that
+    ignores SIGINT is right to go on; that is not what they test)."""
+    if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 def pytest_runtest_setup(item):
