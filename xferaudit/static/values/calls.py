@@ -269,14 +269,26 @@ def wrapper(ev, w: str, node: ast.Call) -> Val:
         return ev.value(a[0])
     if not a:
         return UNKNOWN
-    kw = [k for k in node.keywords if k.arg != "site"]
     if w == "call":  # xfer.call(x.to, dev, site=...): the bound method, called
-        return call(ev, ast.Call(func=a[0], args=a[1:], keywords=kw))
+        return call(ev, ast.Call(func=a[0], args=a[1:], keywords=[k for k in node.keywords if k.arg != "site"]))
     if w in TENSOR_METHOD_NAMES:  # xfer.copy_(x, src): the method on its receiver (a wrapped
         # line reads as its bare form, so a second `wrap` finds what the first one left)
-        bare = ast.Call(func=ast.Attribute(value=a[0], attr=w, ctx=ast.Load()), args=a[1:], keywords=kw)
+        bare = bare_method_call(node, w)
         return method(ev, bare, bare.func)
     return UNKNOWN
+
+
+def bare_method_call(node: ast.Call, name: str) -> ast.Call:
+    """``recv.name(*rest)``, the call a wrapper's ``xfer.name(recv, *rest, site=...)``
+    makes, placed where the wrapped call is (`node` has at least one argument)."""
+    func = node.func
+    bare = ast.Attribute(value=node.args[0], attr=name, ctx=ast.Load())
+    ast.copy_location(bare, func)
+    bare.end_lineno, bare.end_col_offset = func.end_lineno, func.end_col_offset
+    out = ast.Call(func=bare, args=node.args[1:], keywords=[k for k in node.keywords if k.arg != "site"])
+    ast.copy_location(out, node)
+    out.end_lineno, out.end_col_offset = node.end_lineno, node.end_col_offset
+    return out
 
 
 def method(ev, node: ast.Call, func: ast.Attribute) -> Val:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import ast
 from typing import Callable, Optional
 
+from .calls import bare_method_call
 from .expressions import Evaluator
 from .findings import CODES, Finding, Result
 from .kinds import GPU_FIRST, ON_DEVICE, OTHER, SELF, Val, is_dev
@@ -385,13 +386,8 @@ class Checker:
         if q is not None:
             if q in _WRAPPED_COPIES and args and _non_blocking(node):
                 # wrapping does not pin the host side: still a hazard, read as the bare call
-                bare = ast.Attribute(value=args[0], attr=q.rsplit(".", 1)[1], ctx=ast.Load())
-                ast.copy_location(bare, func)
-                bare.end_lineno, bare.end_col_offset = func.end_lineno, func.end_col_offset
-                call = ast.Call(func=bare, args=args[1:], keywords=[k for k in node.keywords if k.arg != "site"])
-                ast.copy_location(call, node)
-                call.end_lineno, call.end_col_offset = node.end_lineno, node.end_col_offset
-                self._hazard(call, bare)
+                call = bare_method_call(node, q.rsplit(".", 1)[1])
+                self._hazard(call, call.func)
                 return
             if q == "operator.index" and args and self.dev(args[0]):
                 self.add("XFA401", args[0], wrap="index")
