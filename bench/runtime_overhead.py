@@ -17,6 +17,8 @@
    ``xfer.float`` counting off / on / on with ranges, and the bare
    ``float(t)`` under ``guard("count", mode="lite")`` (an unwrapped event);
    the same for ``t.item()``; ``x.cpu()`` and ``h.to(dev)`` bare / off / on.
+   ``on py``: counting on through the Python wrapper behind the C counted path
+   (:mod:`xferaudit.runtime.fastpath`), where the C one is in use.
    Targets: on adds at most 0.5 us to ``float(t)``; an unwrapped event under
    the lite guard at most 5 us. ``--device fakegpu`` runs it on the
    simulated device (the device path of the wrappers on a CPU machine; its own
@@ -85,6 +87,11 @@ def ranges_on() -> None:
     xfer.count(True, ranges=True)
 
 
+try:  # the Python wrappers behind the C counted path (an older xferaudit has none)
+    from xferaudit.runtime.fastpath import PYTHON as PYTHON_TWINS
+except ImportError:
+    PYTHON_TWINS = {}
+
 #: Whether this xferaudit has ranges named by site (an older one, measured for
 #: before/after figures, has not).
 HAS_RANGES = "ranges" in inspect.signature(xfer.count).parameters
@@ -93,10 +100,10 @@ HAS_RANGES = "ranges" in inspect.signature(xfer.count).parameters
 def section_calls(number: int, repeats: int) -> None:
     x = torch.randn(16)
     s = torch.tensor(3.0)
-    g = {"x": x, "s": s, "xfer": xfer}
+    g = {"x": x, "s": s, "xfer": xfer, "PY": PYTHON_TWINS}
     print(f"1. per call on a host tensor, ns (median of {repeats} interleaved repeats x {number:,} calls)")
     print(f"   {'call':<22} {'bare':>8} {'off':>8} {'on':>8} {'+off':>8} {'+on':>8} {'+ranges':>8} "
-          f"{'on short':>9} {'+short':>7}")
+          f"{'on short':>9} {'+short':>7} {'+on py':>7}")
     for name, bare, wrapped in (
         ("x.cpu()", "x.cpu()", "xfer.cpu(x, site='b.py:f:x.cpu')"),
         ("s.item()", "s.item()", "xfer.item(s, site='b.py:f:s.item')"),
@@ -108,6 +115,8 @@ def section_calls(number: int, repeats: int) -> None:
             "off": (wrapped, g, off),
             "on": (wrapped, g, on),
             "short": (wrapped.replace("site='b.py:", "site=':"), g, on),
+            **({"on py": (wrapped.replace("xfer.item(", "PY['item']("), g, on)}
+               if "xfer.item(" in wrapped and "item" in PYTHON_TWINS else {}),
             **({"ranges": (wrapped, g, ranges_on)} if HAS_RANGES else {}),
         }, n, repeats)
         xfer.count(False)
@@ -115,7 +124,8 @@ def section_calls(number: int, repeats: int) -> None:
         print(f"   {name:<22} {r['bare']:>8.0f} {r['off']:>8.0f} {r['on']:>8.0f} "
               f"{r['off'] - r['bare']:>+8.0f} {r['on'] - r['bare']:>+8.0f} "
               + (f"{r['ranges'] - r['bare']:>+8.0f}" if HAS_RANGES else f"{'-':>8}")
-              + f" {r['short']:>9.0f} {r['short'] - r['on']:>+7.0f}")
+              + f" {r['short']:>9.0f} {r['short'] - r['on']:>+7.0f}"
+              + (f" {r['on py'] - r['bare']:>+7.0f}" if "on py" in r else f" {'-':>7}"))
 
 
 class _Guarded:
@@ -142,7 +152,7 @@ def cuda_calls(number: int = 2_000, repeats: int = 21, device: str = "cuda") -> 
     t = torch.tensor(1.5, device=dev)
     x = torch.ones(256, device=dev)
     h = torch.ones(256)
-    g = {"t": t, "x": x, "h": h, "dev": dev, "xfer": xfer}
+    g = {"t": t, "x": x, "h": h, "dev": dev, "xfer": xfer, "PY": PYTHON_TWINS}
     sync = torch.cuda.synchronize if dev.type == "cuda" else (lambda: None)
     counting = _counting_block
     calls = {
@@ -154,8 +164,8 @@ def cuda_calls(number: int = 2_000, repeats: int = 21, device: str = "cuda") -> 
     print(f"1c. per call on {dev.type} tensors, us, {'wall clock' if dev.type == 'cuda' else 'CPU time'} "
           f"(median of {repeats} interleaved "
           f"repeats x {number:,} calls)")
-    print(f"   {'call':<18} {'bare':>8} {'off':>8} {'on':>8} {'ranges':>8} {'guard':>8}   "
-          f"{'+on':>7} {'+guard':>7}")
+    print(f"   {'call':<18} {'bare':>8} {'off':>8} {'on':>8} {'ranges':>8} {'guard':>8} {'on py':>8}   "
+          f"{'+on':>7} {'+guard':>7} {'+on py':>7}")
     out = {}
     for name, (bare, wrapped, full) in calls.items():
         variants = {
@@ -167,6 +177,9 @@ def cuda_calls(number: int = 2_000, repeats: int = 21, device: str = "cuda") -> 
             if HAS_RANGES:
                 variants["ranges"] = (wrapped, lambda: counting(True))
             variants["lite guard"] = (bare, lambda: _Guarded("lite"))
+        key = wrapped[len("xfer."):wrapped.index("(")]
+        if key in PYTHON_TWINS:  # the Python wrapper behind the C counted path, side by side
+            variants["on py"] = (wrapped.replace(f"xfer.{key}(", f"PY['{key}']("), counting)
         # Wall time on CUDA (a read waits for the device); this thread's CPU
         # time on the simulated device, which never waits (and the machine is shared).
         clock = time.perf_counter if dev.type == "cuda" else CLOCK
@@ -188,7 +201,7 @@ def cuda_calls(number: int = 2_000, repeats: int = 21, device: str = "cuda") -> 
         cell = lambda k: f"{r[k]:>8.2f}" if k in r else f"{'-':>8}"  # noqa: E731
         plus = lambda k: f"{r[k] - r['bare']:>+7.2f}" if k in r else f"{'-':>7}"  # noqa: E731
         print(f"   {name:<18} {cell('bare')} {cell('off')} {cell('on')} {cell('ranges')} "
-              f"{cell('lite guard')}   {plus('on')} {plus('lite guard')}")
+              f"{cell('lite guard')} {cell('on py')}   {plus('on')} {plus('lite guard')} {plus('on py')}")
     return out
 
 

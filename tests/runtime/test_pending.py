@@ -123,3 +123,19 @@ def test_one_short_literal_in_two_files_counts_each_files_site(fold_often, tmp_p
                 fns[1](x)
     got = {r.site.rsplit("/", 1)[-1]: r.calls for r in xfer.snapshot().rows}
     assert got == {"one.py:f:x.item": 30, "two.py:f:x.item": 10}
+
+
+def test_a_name_built_at_run_time_finds_its_site_s_pending_lists():
+    """f"inf:stat{i}.item" is a new object each call: its lists are found by
+    the name, so every call after a site's first is appended without the lock,
+    and the pending table holds one entry per site, not per call."""
+    with xfer.counting():
+        for _ in range(50):
+            for i in range(3):
+                recorder.record(f"t.py:stat{i}.item", "item", "down", 4, ns=1)
+        keys = [k for k in recorder._pending if isinstance(k, str) and k.startswith("t.py:stat")]
+        assert sorted(keys) == ["t.py:stat0.item", "t.py:stat1.item", "t.py:stat2.item"]
+        t = recorder.STATE.sites["t.py:stat1.item"]
+        assert len(t.pending["down"][0]) == 49  # the first call made the lists; the rest went to them
+        rows = {r.site: (r.calls, r.bytes) for r in xfer.snapshot().rows}
+    assert rows == {f"t.py:stat{i}.item": (50, 200) for i in range(3)}

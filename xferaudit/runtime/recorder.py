@@ -60,6 +60,7 @@ import time
 from collections import deque
 from typing import Any, Callable, Optional
 
+from . import fastpath as _fastpath
 from . import frames as _frames
 from . import ranges as _ranges
 from . import tallies as _tallies
@@ -147,6 +148,7 @@ class _State:
         self.active = self._on or self._guard
         self.plain = self._on and not self._guard and not self._ranges
         self.unmarked = self._on and not self._ranges and not self._full
+        _fastpath.set_flags(self.active, self.plain and _timeline is None)  # (the C wrappers' switches)
 
     on = _Switch("Counting wrapped sites (``xfer.count(True)``).")
     guard = _Switch("The runtime guard is watching the dispatcher: wrappers mark their depth.")
@@ -162,6 +164,7 @@ class _State:
     def timeline(self, value: Optional["Timeline"]) -> None:
         global _timeline
         self._timeline = _timeline = value
+        self._derive()
 
 
 _timeline: Optional["Timeline"] = None  # STATE.timeline, as a global: record() reads it on every call
@@ -223,9 +226,12 @@ _acquire = STATE.lock.acquire
 _release = STATE.lock.release
 _sites = STATE.sites
 _unwrapped = STATE.unwrapped
-# id(site object) -> (the object, direction, host times, bytes, tally): the pending
-# lists record() appends the next call with that site object to without the lock,
-# if it takes that direction (see record()); the object is kept, so its id is not reused.
+# site -> (the site as given, direction, host times, bytes, tally): the pending lists
+# record() appends the next call of that site to without the lock, if it takes that
+# direction (see record()). Keyed by the name itself (so a name built at run time,
+# f"inf:stat{i}.item", finds its lists too), except a short literal (":f:x.cpu"),
+# which names a site of its caller's file and so is keyed by id(object): the object
+# is kept in the entry, so its id is not reused while the entry lives.
 _pending: dict = {}
 _MAX_PENDING = 4096
 # The frames' cache of code objects (never rebound: cleared in place) and the
@@ -255,16 +261,18 @@ def record(site: str, key: str, direction: str, nbytes: int, copies: int = 1,
     (``":f:x.cpu"``) is named after the caller's file (:mod:`.sitenames`).
 
     Cost: a call of one copy, not pageable, in the direction the last call
-    with the same `site` object took, is two appends to the site's pending
-    lists for that direction (:class:`.tallies.SiteTally`), without the lock,
-    and without naming a short literal again; any other call takes the lock,
+    of the same site took (the same object, for a short literal), is two
+    appends to the site's pending lists for that direction
+    (:class:`.tallies.SiteTally`), without the lock, and without naming a
+    short literal again; any other call takes the lock,
     updates the cell and makes its own the site's pending lists. A reset that
     lands between the bare call and the appends forgets the call, as one that
     came just after the call would.
     """
-    hit = _pending.get(id(site))
-    if (hit is not None and hit[0] is site and hit[1] is direction and copies == 1 and not pageable
-            and _timeline is None):
+    hit = _pending.get(site)
+    if hit is None and site and site[0] == ":":
+        hit = _pending.get(id(site))
+    if hit is not None and hit[1] is direction and copies == 1 and not pageable and _timeline is None:
         times = hit[2]
         times.append(ns)
         if hit[3] is not None:
@@ -304,7 +312,7 @@ def record(site: str, key: str, direction: str, nbytes: int, copies: int = 1,
                 lists = t.pending[direction] = [[], None if direction == "none" else []]
             if len(_pending) >= _MAX_PENDING:  # (site names made at run time: a new object each)
                 _pending.clear()
-            _pending[id(literal)] = (literal, direction, lists[0], lists[1], t)
+            _pending[site if literal is site else id(literal)] = (literal, direction, lists[0], lists[1], t)
     finally:
         _release()
 

@@ -39,7 +39,9 @@ import builtins
 import operator
 from typing import Any, Optional
 
+from ...runtime import fastpath as _fastpath
 from ...runtime.guard_hooks import ORIGINALS as _ORIGINALS
+from ...runtime import recorder as _recorder
 from ...runtime.recorder import STATE as _S
 from ...runtime.recorder import call_marked, record, timed_call
 from ...runtime.sitenames import named
@@ -220,3 +222,10 @@ def save(fn: Any, obj: Any, /, *args: Any, site: Optional[str] = None, **kwargs:
 
 
 __all__ = ["bool", "complex", "float", "index", "int", "read", "save"]
+
+
+# The C counted path (xferaudit.runtime.fastpath), where it was built: these
+# names (and runtime.item) become its functions, which hand every case but the
+# plainest to the Python functions above.
+_fastpath.install(_recorder, {"float": float, "int": int, "bool": bool, "index": index, "item": _w.item},
+                  globals(), vars(_w))

@@ -50,6 +50,7 @@ from types import FunctionType, ModuleType
 from collections.abc import Mapping
 from typing import Any, Optional
 
+from ...runtime import fastpath as _fastpath
 from ...runtime.crossing import HOST, NO_DATA, largest
 from ...runtime.crossing import direction as _crossing
 from ...runtime.guard_hooks import ORIGINALS as _ORIGINALS
@@ -136,6 +137,7 @@ def _init_locked(import_it: bool) -> Any:
     _compiling = _compile_test(t)
     _traced_record = _make_traced_record(t)
     _TENSOR = t.Tensor
+    _fastpath.bind_tensor(t.Tensor)
     _torch = t
     return t
 
