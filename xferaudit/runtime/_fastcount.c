@@ -68,20 +68,18 @@ now_ns(void)
 }
 
 /* The site's pending entry for `direction` (a new reference), or NULL: none
- * (no error set) or an error. Keyed by the name, or by id(object) for a short
- * literal (":f:x"), as recorder.record() looks it up. */
+ * (no error set) or an error. Found as recorder.record() finds it: by the
+ * site object's id, else (a full name made at run time) by the name. */
 static PyObject *
 find_pending(PyObject *site, PyObject *direction)
 {
-    PyObject *hit = PyDict_GetItemWithError(pending, site); /* borrowed */
-    if (hit == NULL && !PyErr_Occurred() && PyUnicode_GET_LENGTH(site) > 0
-        && PyUnicode_READ_CHAR(site, 0) == ':') {
-        PyObject *key = PyLong_FromVoidPtr(site);
-        if (key == NULL)
-            return NULL;
-        hit = PyDict_GetItemWithError(pending, key);
-        Py_DECREF(key);
-    }
+    PyObject *key = PyLong_FromVoidPtr(site);
+    if (key == NULL)
+        return NULL;
+    PyObject *hit = PyDict_GetItemWithError(pending, key); /* borrowed */
+    Py_DECREF(key);
+    if (hit == NULL && !PyErr_Occurred())
+        hit = PyDict_GetItemWithError(pending, site);
     if (hit == NULL)
         return NULL;
     if (!PyTuple_CheckExact(hit) || PyTuple_GET_SIZE(hit) != 5 || PyTuple_GET_ITEM(hit, 1) != direction

@@ -226,12 +226,12 @@ _acquire = STATE.lock.acquire
 _release = STATE.lock.release
 _sites = STATE.sites
 _unwrapped = STATE.unwrapped
-# site -> (the site as given, direction, host times, bytes, tally): the pending lists
-# record() appends the next call of that site to without the lock, if it takes that
-# direction (see record()). Keyed by the name itself (so a name built at run time,
-# f"inf:stat{i}.item", finds its lists too), except a short literal (":f:x.cpu"),
-# which names a site of its caller's file and so is keyed by id(object): the object
-# is kept in the entry, so its id is not reused while the entry lives.
+# id(site object) -> (the object, direction, host times, bytes, tally): the pending
+# lists record() appends the next call with that site object to without the lock,
+# if it takes that direction (see record()); the object is kept, so its id is not
+# reused. A full name is also a key (name -> the same entry), so a name built at run
+# time (f"inf:stat{i}.item", a new object each call) finds its lists too; a short
+# literal (":f:x.cpu") never is: it names a site of its caller's file.
 _pending: dict = {}
 _MAX_PENDING = 4096
 # The frames' cache of code objects (never rebound: cleared in place) and the
@@ -269,9 +269,9 @@ def record(site: str, key: str, direction: str, nbytes: int, copies: int = 1,
     lands between the bare call and the appends forgets the call, as one that
     came just after the call would.
     """
-    hit = _pending.get(site)
-    if hit is None and site and site[0] == ":":
-        hit = _pending.get(id(site))
+    hit = _pending.get(id(site))
+    if hit is None and site.__class__ is str:
+        hit = _pending.get(site)  # (a name made at run time: a new object, an equal name)
     if hit is not None and hit[1] is direction and copies == 1 and not pageable and _timeline is None:
         times = hit[2]
         times.append(ns)
@@ -312,7 +312,10 @@ def record(site: str, key: str, direction: str, nbytes: int, copies: int = 1,
                 lists = t.pending[direction] = [[], None if direction == "none" else []]
             if len(_pending) >= _MAX_PENDING:  # (site names made at run time: a new object each)
                 _pending.clear()
-            _pending[site if literal is site else id(literal)] = (literal, direction, lists[0], lists[1], t)
+            entry = (literal, direction, lists[0], lists[1], t)
+            _pending[id(literal)] = entry
+            if literal is site:  # (a full name: f"inf:stat{i}.item" finds it too; a short literal never)
+                _pending[site] = entry
     finally:
         _release()
 
