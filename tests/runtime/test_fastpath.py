@@ -5,6 +5,7 @@ recorder, and hands Dynamo the Python wrapper to trace."""
 
 from __future__ import annotations
 
+import contextlib
 import math
 import os
 import shutil
@@ -96,42 +97,23 @@ def _run(impl, cases):
     return outcomes, _rows()
 
 
+@contextlib.contextmanager
+def _counting(timeline: bool = False, guard: bool = False):
+    xfer.count(True, timeline=True if timeline else None)
+    try:
+        with xfer.guard("count", mode="lite") if guard else contextlib.nullcontext():
+            yield
+    finally:
+        xfer.count(False, timeline=False if timeline else None)
+
+
 STATES = {
-    "off": lambda: contextlib_nullcontext(),
-    "counting": lambda: xfer.counting(),
-    "counting+timeline": lambda: _with_timeline(),
-    "lite guard": lambda: _counting_and(xfer.guard("count", mode="lite")),
+    "off": contextlib.nullcontext,
+    "counting": _counting,
+    "counting+timeline": lambda: _counting(timeline=True),
+    "lite guard": lambda: _counting(guard=True),
     "guard only": lambda: xfer.guard("count", mode="lite"),
 }
-
-
-class contextlib_nullcontext:
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        return False
-
-
-class _with_timeline:
-    def __enter__(self):
-        xfer.count(True, timeline=True)
-
-    def __exit__(self, *exc):
-        xfer.count(False, timeline=False)
-
-
-class _counting_and:
-    def __init__(self, other):
-        self.other = other
-
-    def __enter__(self):
-        xfer.count(True)
-        self.other.__enter__()
-
-    def __exit__(self, *exc):
-        self.other.__exit__(*exc)
-        xfer.count(False)
 
 
 @native
@@ -157,9 +139,8 @@ def simulated_as_the_tensor():
     """The simulated device's tensors (a subclass, which the C path leaves to
     Python) taken as the exact tensor type, so the C path's device branch runs
     on a machine without a GPU."""
-    from xferaudit.testing import SimulatedTensor, simulated_device
-
     from xferaudit.packs.torch import runtime as torch_wrappers
+    from xferaudit.testing import SimulatedTensor, simulated_device
 
     dev = simulated_device()
     torch_wrappers._init()  # (binds torch.Tensor, which would undo what follows)
@@ -249,7 +230,7 @@ def test_a_row_holds_the_host_time_of_its_calls():
 
 
 @native
-def test_the_tensor_type_is_exact_before_torch_is_bound_and_after():
+def test_a_first_call_before_torch_is_bound_is_counted_through_python():
     """Until torch is bound the C path hands every call to Python (which binds it)."""
     code = textwrap.dedent("""
         import xferaudit.runtime as xfer

@@ -40,8 +40,8 @@ import operator
 from typing import Any, Optional
 
 from ...runtime import fastpath as _fastpath
-from ...runtime.guard_hooks import ORIGINALS as _ORIGINALS
 from ...runtime import recorder as _recorder
+from ...runtime.guard_hooks import ORIGINALS as _ORIGINALS
 from ...runtime.recorder import STATE as _S
 from ...runtime.recorder import call_marked, record, timed_call
 from ...runtime.sitenames import named
