@@ -165,14 +165,19 @@ def restore(pristine: Path, pkg: Path) -> None:
 
 # --- running ----------------------------------------------------------------------
 
-def run_pytest(name: str, args: argparse.Namespace, work: Path, root: Path) -> dict:
-    xml = work / f"{name}.xml"
-    log = work / f"{name}.log"
-    env = dict(os.environ)
-    env.setdefault("OMP_NUM_THREADS", "1")
+def _run_env(args: argparse.Namespace) -> dict:
+    """The variables the runs set (``--env``, and OMP_NUM_THREADS=1 unless given)."""
+    env = {"OMP_NUM_THREADS": "1"}
     for kv in args.env:
         k, _, v = kv.partition("=")
         env[k] = v
+    return env
+
+
+def run_pytest(name: str, args: argparse.Namespace, work: Path, root: Path) -> dict:
+    xml = work / f"{name}.xml"
+    log = work / f"{name}.log"
+    env = dict(os.environ, **_run_env(args))
     paths = [str(root)] + ([str(work)] if name == "counting" else [])
     env["PYTHONPATH"] = os.pathsep.join(paths + [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p])
     cmd = [args.python, "-m", "pytest", *args.tests, "-p", "no:cacheprovider", "-q", "-rA",
@@ -186,7 +191,8 @@ def run_pytest(name: str, args: argparse.Namespace, work: Path, root: Path) -> d
         rc = subprocess.run(cmd, cwd=root, env=env, stdout=f, stderr=subprocess.STDOUT).returncode
     wall = time.perf_counter() - t0
     meta = {"rc": rc, "wall_s": round(wall, 1),
-            "cmd": " ".join(shlex.quote(c) for c in ["python"] + cmd[1:]).replace(str(work), "$WORK")}
+            "cmd": " ".join([f"{k}={shlex.quote(v)}" for k, v in sorted(_run_env(args).items())]
+                            + [shlex.quote(c) for c in ["python"] + cmd[1:]]).replace(str(work), "$WORK")}
     (work / f"{name}.meta.json").write_text(json.dumps(meta))
     return meta
 
