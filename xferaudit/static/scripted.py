@@ -43,6 +43,7 @@ in a test marked to be skipped unconditionally (``@pytest.mark.skip``,
 from __future__ import annotations
 
 import ast
+import bisect
 import os
 import re
 from collections import defaultdict
@@ -53,8 +54,9 @@ from .unwrappable import _PYTHON_ONLY, _decorated, scripted_defs
 
 # a file that scripts (the calls, or decorators scripted_defs reads: `@torch.jit.script`, `@jit.export`,
 # a ScriptModule's `@script_method`...); the others are not parsed for roots
-_SCRIPTS = re.compile(r"\bjit\s*\.\s*script\b|\bscript\s*\(|ScriptModule")
-_DECORATES = re.compile(r"@[\w.\s]*\b(?:script|script_method|export|interface|script_if_tracing)\b|ScriptModule")
+_CALLS = re.compile(r"\bscript\s*\(")
+_DECORATES = re.compile(r"@[ \t]*(?:\w+[ \t]*\.[ \t]*)*(?:script|script_method|export|interface|script_if_tracing)\b"
+                        r"|ScriptModule")
 _DEF = re.compile(r"^[ \t]*(?:async[ \t]+)?(?:def|class)[ \t]+(\w+)", re.M)
 _FUNCS = (ast.FunctionDef, ast.AsyncFunctionDef)
 _BLOCKS = (ast.If, ast.Try, ast.With, ast.ExceptHandler) + ((ast.TryStar,) if hasattr(ast, "TryStar") else ())
@@ -150,10 +152,19 @@ class _Module:
                     out.add(("import", imp[0]))
         return out
 
-    def script_arguments(self) -> list:
-        """(line, refs) of each ``torch.jit.script(X)`` call that may run:
-        what X names, a name read through its assignments (in the function
-        holding the call where it assigns that name, else in the module)."""
+    def script_arguments(self, lines: list) -> list:
+        """(line, refs) of each ``torch.jit.script(X)`` call that may run (on
+        `lines`, where the text has ``script(``): what X names, a name read
+        through its assignments (in the function holding the call where it
+        assigns that name, else in the module). Only the functions holding
+        such a line are walked whole; other statements are skipped unless
+        they hold one."""
+        lines = sorted(set(lines))
+
+        def holds(node: ast.AST) -> bool:
+            i = bisect.bisect_left(lines, node.lineno)
+            return i < len(lines) and lines[i] <= (node.end_lineno or node.lineno)
+
         assigned: dict = defaultdict(lambda: defaultdict(list))  # scope -> name -> [value]
         calls: list = []  # (call, its scopes, innermost first)
         stack: list = [(self.tree, (0,), False)]
@@ -173,7 +184,10 @@ class _Module:
                 inner = (id(node), *scopes) if not isinstance(node, ast.ClassDef) else scopes
                 dead = dead or any((self.qualname(d.func if isinstance(d, ast.Call) else d) or "").endswith(_SKIPS)
                                    for d in node.decorator_list)
-            stack.extend((c, inner, dead) for c in ast.iter_child_nodes(node))
+            whole = len(inner) > 1  # inside a function holding such a line: every statement
+            stack.extend((c, inner, dead) for c in ast.iter_child_nodes(node)
+                         if whole or not isinstance(c, ast.stmt) or holds(c)
+                         or isinstance(c, (ast.Assign, ast.AnnAssign)) and node is self.tree)
         out = []
         for c, scopes in calls:
             refs: set = set()
@@ -228,7 +242,7 @@ class _Project:
     def __init__(self, files: Iterable[str], relpath: Callable[[str], str]) -> None:
         self.texts: dict = {}
         self.rels: dict = {}
-        self.defined: dict = defaultdict(list)  # name -> [path] of files defining it (by the regex)
+        self._defined: Optional[dict] = None
         self.modules: dict = {}  # dotted module name -> path
         for path in files:
             if not path.endswith(".py"):
@@ -242,13 +256,21 @@ class _Project:
             self.texts[ap] = text
             self.rels[ap] = rel = relpath(path)
             self.modules.setdefault(module_name(rel), ap)
-            for name in set(_DEF.findall(text)):
-                self.defined[name].append(ap)
         self.project = frozenset(m.split(".")[0] for m in self.modules)
         self.parsed: dict = {}
         self.out: dict = defaultdict(dict)
         self.done: set = set()
         self.todo: list = []  # (module, def node, origin, as a module class)
+
+    def defined(self, name: str) -> list:
+        """The files defining `name` at any depth, by a regex (made the first
+        time a name cannot be followed through the imports)."""
+        if self._defined is None:
+            self._defined = defaultdict(list)
+            for ap, text in self.texts.items():
+                for n in set(_DEF.findall(text)):
+                    self._defined[n].append(ap)
+        return self._defined.get(name, [])
 
     def module(self, ap: Optional[str]) -> Optional[_Module]:
         if ap is None:
@@ -302,7 +324,7 @@ class _Project:
                 found = self.resolve(name)
                 if found is None:  # not followed: every top-level def of that name
                     last = name.rsplit(".", 1)[-1]
-                    found = [(o, n) for ap in self.defined.get(last, ()) if (o := self.module(ap)) is not None
+                    found = [(o, n) for ap in self.defined(last) if (o := self.module(ap)) is not None
                              for n in o.top.get(last, ())]
             for mm, node in found:
                 if classes_only and not isinstance(node, ast.ClassDef):
@@ -346,16 +368,21 @@ class _Project:
 
     def run(self) -> dict:
         for ap, text in self.texts.items():
-            if "jit" not in text or not _SCRIPTS.search(text):
+            if "jit" not in text and "ScriptModule" not in text:
+                continue
+            calls = [text.count("\n", 0, c.start()) + 1 for c in _CALLS.finditer(text)]
+            decorates = _DECORATES.search(text) is not None
+            if not (calls or decorates):
                 continue
             m = self.module(ap)
             if m is None:
                 continue
-            if _DECORATES.search(text):
+            if decorates:
                 for node in scripted_defs(m.tree, m.qualname):
                     self.take(m, node, f"{m.rel}:{node.lineno}")
-            for line, refs in m.script_arguments():
-                self.follow(m, refs, f"{m.rel}:{line}")
+            if calls:
+                for line, refs in m.script_arguments(calls):
+                    self.follow(m, refs, f"{m.rel}:{line}")
         while self.todo:
             m, node, origin, module_class = self.todo.pop()
             if isinstance(node, ast.ClassDef):
