@@ -34,13 +34,10 @@ HOST = torch.device("cpu")
 #: wrapped as a truth test, the `xfer.read` stand-in handed to numpy/math/`.format`/`%`,
 #: a tensor dict key wrapped as an index. Each fix takes its contexts out.
 KNOWN = frozenset({
-    "and_return", "and_test", "and_value", "assert", "assert_msg", "async_if", "augassign_index",
-    "boolop_nested", "del", "del_dict", "dict_key_hit", "dict_key_missing", "dict_key_tensor", "elif",
-    "format_attr", "format_index", "genexp", "if", "if_attr_not", "ifexp", "index", "listcomp_if",
-    "match_guard", "math_hypot", "math_prod", "not_value", "np_dlpack", "np_round", "np_sin", "or_return",
-    "or_test", "or_value", "or_value_rebind", "percent_int", "percent_key", "percent_none", "range",
-    "range_many", "slice_custom", "slice_lower", "slice_step", "slice_tensor", "slice_upper", "starred",
-    "str_enc", "str_index", "tuple_index", "while", "while_not",
+    "and_return", "and_value", "boolop_nested", "del_dict", "dict_key_hit", "dict_key_missing",
+    "dict_key_tensor", "format_attr", "format_index", "math_prod", "np_dlpack", "np_round", "np_sin",
+    "or_return", "or_value", "or_value_rebind", "percent_key", "percent_none", "slice_custom", "slice_step",
+    "str_enc",
 })
 
 

@@ -49,6 +49,13 @@ def _code(node: cst.CSTNode) -> str:
     return _CODEGEN.code_for_node(node)
 
 
+def _bare_code(node: cst.CSTNode) -> str:
+    """The code of `node` without the parentheses around it (where its position is)."""
+    if getattr(node, "lpar", None):
+        node = node.with_changes(lpar=[], rpar=[])
+    return _code(node)
+
+
 def _site_kw(lit: str) -> cst.Arg:
     return _kw("site", cst.SimpleString(lit))
 
@@ -167,6 +174,9 @@ class ImplicitWrap:
         self.done.add(id(site))
         why, lit = literal(site)
         new = None
+        if why is None and site.call and _bare_code(original) != site.call:
+            # (a part of the value, `flag` of `ctx.flag`, is never wrapped for the whole)
+            why = "the expression at this position is not the whole value that crosses"
         if why is None:
             new = self._form(site, original, updated, lit)
             if new is None:

@@ -1,0 +1,128 @@
+"""What `wrap` writes is the bare expression: one test per way it was not.
+
+Each class of rewrite that changed a program's meaning has its test here: the
+wrapped form written (or the site left, with its reason), the program run bare
+and wrapped on the simulated device, and ``check``'s fix (``--format json``)
+being exactly what ``wrap`` writes.
+"""
+
+from __future__ import annotations
+
+import json
+import textwrap
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from xferaudit.cli import main  # noqa: E402
+from xferaudit.opforms import SITE_CATEGORIES  # noqa: E402
+from xferaudit.static.codemod import unwrap_source, wrap_source  # noqa: E402
+from xferaudit.static.evidence import FileEvidence  # noqa: E402
+from xferaudit.static.finder import find_in_source  # noqa: E402
+
+DEV = None  # the simulated device (conftest sets it up before the first test)
+
+
+def _src(text: str) -> bytes:
+    return textwrap.dedent(text).encode()
+
+
+def everywhere(data: bytes) -> FileEvidence:
+    """A run that saw every line cross, in every category (``wrap --from``)."""
+    n = data.count(b"\n") + 1
+    return FileEvidence(hot={ln: SITE_CATEGORIES for ln in range(1, n + 1)}, lines=n)
+
+
+def wrap(data: bytes, evidence=None):
+    res = wrap_source(data, "m.py", None, "m.py", evidence=evidence)
+    new = res.new if res.changed else data
+    back = unwrap_source(new, "m.py")
+    assert (back.new if back.changed else new) == data
+    assert sum(back.unwrapped.values()) == sum(res.wrapped.values())
+    return new.decode(), res
+
+
+def load(text: str) -> dict:
+    ns: dict = {"__name__": "m", "__file__": "m.py"}
+    exec(compile(text, "m.py", "exec"), ns)
+    return ns
+
+
+def run(text: str, fn: str, *args):
+    """What `fn(*args)` of the module `text` returns, or raises (type and message)."""
+    f = load(text)[fn]
+    try:
+        return ("value", f(*args))
+    except Exception as e:  # noqa: BLE001 - the exception is the outcome compared
+        return ("raised", type(e).__name__, str(e))
+
+
+def check_json(tmp_path, monkeypatch, capsys, data: bytes) -> list[dict]:
+    (tmp_path / "pyproject.toml").write_text("[tool.xferaudit]\n")
+    (tmp_path / "m.py").write_bytes(data)
+    monkeypatch.chdir(tmp_path)
+    main(["check", "--no-cache", "--format", "json", "m.py"])
+    return json.loads(capsys.readouterr()[0])
+
+
+# --- an attribute is wrapped whole ------------------------------------------------------------
+
+ATTRIBUTES = _src("""\
+    import math
+
+    import torch
+
+
+    class Box:
+        def step(self, t: torch.Tensor, ctx):
+            self.flag = t.sum() > 0
+            self.loss = t.sum()
+            out = []
+            if self.flag:
+                out.append(f"{self.loss:.2f}")
+            while not self.flag:
+                break
+            assert self.flag, "no"
+            out.append(math.isnan(self.loss))
+            out.append(list(range(ctx.n)))
+            out.append([1, 2, 3][:ctx.n])
+            if ctx.flag:
+                out.append(str(ctx.loss))
+            return out
+
+
+    def step(t, ctx):
+        return Box().step(t, ctx)
+    """)
+
+
+class Ctx:
+    def __init__(self, t) -> None:
+        self.flag, self.loss, self.n = t > 0, t * 2, (t * 0 + 2).long()
+
+
+def test_an_attribute_is_wrapped_whole_and_its_site_starts_where_it_starts():
+    new, res = wrap(ATTRIBUTES, everywhere(ATTRIBUTES))
+    assert "xfer.bool(self.flag, site=" in new and "while not xfer.bool(self.flag, site=" in new
+    assert "xfer.bool(ctx.flag, site=" in new and "range(xfer.index(ctx.n, site=" in new
+    assert "[:xfer.index(ctx.n, site=" in new
+    assert ".xfer." not in new  # never inside the attribute: `self.xfer.bool(flag, ...)`
+    sites = [s for s in find_in_source(ATTRIBUTES.decode(), "m.py", None, "m.py").sites if s.call == "self.flag"]
+    assert sites and all(s.column == ATTRIBUTES.decode().splitlines()[s.line - 1].index("self.flag") + 1
+                         for s in sites)
+    for v in (0.5, -0.5, float("nan")):
+        t = torch.tensor(v).to(DEV)
+        bare = run(ATTRIBUTES.decode(), "step", t, Ctx(t))
+        assert repr(run(new, "step", t, Ctx(t))) == repr(bare)
+
+
+def test_the_fix_for_an_attribute_is_what_wrap_writes(tmp_path, monkeypatch, capsys):
+    recs = check_json(tmp_path, monkeypatch, capsys, ATTRIBUTES)
+    fixes = [r for r in recs if r["fix"] and "self.flag" in r["message"]]
+    assert fixes
+    for r in fixes:
+        for e in r["fix"]["edits"]:
+            assert ".xfer." not in e["content"]
+        assert any("xfer.bool(self.flag, site=" in e["content"] for e in r["fix"]["edits"])
+
