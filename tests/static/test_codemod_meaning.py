@@ -126,3 +126,51 @@ def test_the_fix_for_an_attribute_is_what_wrap_writes(tmp_path, monkeypatch, cap
             assert ".xfer." not in e["content"]
         assert any("xfer.bool(self.flag, site=" in e["content"] for e in r["fix"]["edits"])
 
+
+# --- `and`/`or` as a value is no truth test -----------------------------------------------------
+
+BOOLOPS = _src("""\
+    import torch
+
+
+    def step(t: torch.Tensor, zero, lst):
+        y = t.sum()
+        threshold = y
+        threshold = threshold or zero
+        a = y and t
+        b = (y and t) or zero
+        c = -y or zero
+        d = lst[::y.long() or 1]
+        e = not y or zero
+        if y and t.any():
+            f = 1
+        else:
+            f = 0
+        return threshold, a, b, c, d, e, f
+
+
+    def last(t: torch.Tensor, x):
+        y = t.sum()
+        return y and x
+    """)
+
+
+def test_and_or_used_as_a_value_is_left_with_its_reason():
+    new, res = wrap(BOOLOPS)
+    left = {k.label: k.reason for k in res.skipped}
+    for label in ("truth(threshold)", "truth(y)", "truth(y.long())", "truth(-y)"):
+        assert "outside a condition" in left.get(label, ""), (label, left)
+    assert "or zero" in new and "xfer.bool(threshold" not in new and "xfer.bool(-y" not in new
+    assert "return y and x" in new
+    # a truth test stays one: `if y and t.any():`, and `not y` (a bool whatever `y` is)
+    assert "if xfer.bool(y, site=" in new and "e = not xfer.bool(y, site=" in new
+    for v in (0.3, 0.0, -2.0):
+        t = torch.tensor([v, v]).to(DEV)
+        for fn, args in (("step", (t, "zero", [1, 2, 3])), ("last", (t, "x"))):
+            assert repr(run(new, fn, *args)) == repr(run(BOOLOPS.decode(), fn, *args))
+
+
+def test_check_says_why_an_and_or_value_is_left_and_offers_no_fix(tmp_path, monkeypatch, capsys):
+    recs = check_json(tmp_path, monkeypatch, capsys, BOOLOPS)
+    value = [r for r in recs if "truth(threshold)" in r["message"] or "`threshold`" in r["message"]]
+    assert value and all(r["fix"] is None and "leaves it" in r["message"] for r in value)

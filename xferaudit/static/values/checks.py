@@ -338,13 +338,16 @@ class Checker:
                 self.scan(v, False)
 
     def _boolop(self, node: ast.BoolOp, boolctx: bool) -> None:
+        """`a and b`, `a or b`: tested for truth (`boolctx`), each operand is;
+        used as a value, an operand's value may be the result (`t = t or zero`),
+        so only a `not` in it is a truth test, an inner `and`/`or` is a value too."""
         vals = node.values
         for i, v in enumerate(vals):
             last = i == len(vals) - 1
             if last and not boolctx:
                 self.scan(v, False)
-            elif isinstance(v, (ast.BoolOp, ast.UnaryOp)):
-                self.scan(v, True)
+            elif isinstance(v, ast.BoolOp) or isinstance(v, ast.UnaryOp) and type(v.op) is ast.Not:
+                self.scan(v, boolctx)
             else:
                 if boolctx:
                     self.truth(v)
