@@ -34,8 +34,8 @@ HOST = torch.device("cpu")
 #: wrapped as a truth test, the `xfer.read` stand-in handed to numpy/math/`.format`/`%`,
 #: a tensor dict key wrapped as an index. Each fix takes its contexts out.
 KNOWN = frozenset({
-    "del_dict", "dict_key_hit", "dict_key_missing", "dict_key_tensor", "format_attr", "format_index",
-    "math_prod", "np_dlpack", "np_round", "np_sin", "percent_key", "percent_none", "slice_custom", "str_enc",
+    "format_attr", "format_index", "math_prod", "np_dlpack", "np_round", "np_sin", "percent_key",
+    "percent_none", "str_enc",
 })
 
 

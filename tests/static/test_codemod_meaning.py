@@ -174,3 +174,45 @@ def test_check_says_why_an_and_or_value_is_left_and_offers_no_fix(tmp_path, monk
     recs = check_json(tmp_path, monkeypatch, capsys, BOOLOPS)
     value = [r for r in recs if "truth(threshold)" in r["message"] or "`threshold`" in r["message"]]
     assert value and all(r["fix"] is None and "leaves it" in r["message"] for r in value)
+
+
+# --- a tensor used as a dict key is no index ---------------------------------------------------
+
+KEYS = _src("""\
+    import torch
+
+
+    def step(t: torch.Tensor, obj):
+        i = t.argmax()
+        names = {0: "a", 1: "b"}
+        cache = {i: "hit"}
+        seen = {}
+        seen[i] = 1
+        out = [cache[i], len(seen), list(range(4))[i], (10, 20, 30)[i], sorted([3, 1, 2])[:i]]
+        try:
+            out.append(names[i])
+        except KeyError as e:
+            out.append("missing")
+        out.append(obj[:i])
+        return out
+
+
+    class Probe:
+        def __getitem__(self, key):
+            return type(key.stop).__name__
+    """)
+
+
+def test_a_dict_key_is_no_site_and_an_unknown_base_is_left_with_its_reason():
+    new, res = wrap(KEYS)
+    assert "cache[i]" in new and "names[i]" in new and "seen[i] = 1" in new  # a dict hashes it: no site
+    assert "list(range(4))[xfer.index(i, site=" in new and "(10, 20, 30)[xfer.index(i, site=" in new
+    assert "sorted([3, 1, 2])[:xfer.index(i, site=" in new
+    assert "obj[:i]" in new  # a class of its own gets the slice as it is
+    assert any(k.label == "conversion(i)" and "`obj`" in k.reason for k in res.skipped), res.skipped
+    sites = [s for s in find_in_source(KEYS.decode(), "m.py", None, "m.py").sites if s.implicit]
+    assert not any(s.line in (7, 9) for s in sites)  # `cache = {i: ...}`, `seen[i] = 1`
+    for data in ([0.0, 3.0], [5.0, 1.0]):
+        t = torch.tensor(data).to(DEV)
+        probe = load(KEYS.decode())["Probe"]()
+        assert run(new, "step", t, probe) == run(KEYS.decode(), "step", t, probe)

@@ -53,6 +53,25 @@ def _unparse(node: ast.AST, limit: int = 40) -> str:
     return s if len(s) <= limit else s[: limit - 3] + "..."
 
 
+#: Why a subscript of a device value is left: the code does not show the base to be a sequence.
+_NOT_SHOWN = ("the code does not show `{}` to be a list or tuple, which reads the index through "
+              "__index__ (a dict hashes a tensor and reads nothing; numpy and other classes take it "
+              "as it is), so no wrapped form is proven to keep it")
+
+
+def _indexes_by_index(base: Val) -> bool:
+    """`base[t]` reads `t` through ``__index__`` and nothing else: a list (or
+    range) or a tuple made in the code, never a dict."""
+    return base.items is None and (base.kind == "pylist" or base.kind == "py" and base.parts is not None)
+
+
+def _slices_by_index(base: Val) -> bool:
+    """`base[a:b]` reads its bounds through ``__index__``: a list, a tuple, a
+    numpy array, a tensor or a module moved to the device (a dict, a module's
+    output or a class of its own gets the slice as it is)."""
+    return _indexes_by_index(base) or base.kind in ("numpy", "dev", "devx", "host", "tensor", "either")
+
+
 _RUNTIME = "xferaudit.runtime."
 _LEAVES = frozenset({ast.Name, ast.Constant})  # nothing in them to find (outside a truth test)
 _COMPREHENSIONS = (ast.ListComp, ast.SetComp, ast.GeneratorExp, ast.DictComp)
@@ -232,9 +251,13 @@ class Checker:
         parts = sl.elts if isinstance(sl, ast.Tuple) else [sl]
         for p in parts:
             if isinstance(p, ast.Slice):
+                # a bound is read through __index__ by a list, a tuple, numpy and a tensor;
+                # a class of its own gets the slice as it is (the tensor in it)
+                why = "" if _slices_by_index(base) or self._built_sequence(sub.value) else \
+                    _NOT_SHOWN.format(_unparse(sub.value, 30))
                 for b in (p.lower, p.upper, p.step):
                     if b is not None and self.dev(b):
-                        self.add("XFA401", b, wrap="index")
+                        self.add("XFA401", b, wrap="" if why else "index", why=why)
                 continue
             pv = self.value(p)
             if pv.kind == "dev" and pv.boolean:
@@ -245,12 +268,27 @@ class Checker:
                              "is read inside the indexing itself")
                 continue
             if base.kind not in ON_DEVICE and not self.assume(sub.value, base):
-                # seq[t] with seq a Python list or numpy array: t is read as an int.
-                if base.kind in _SEQUENCES and base.kind != "host" and (on_device(pv) or self.assume(p, pv)):
-                    self.add("XFA401", p, wrap="index")
+                # seq[t] with seq a Python list or tuple: t is read as an int. A dict
+                # hashes t (by identity: nothing is read); what the code does not show
+                # to be either (a Python value, a numpy array, which tries more than
+                # __index__) is left as it is.
+                if base.kind in _SEQUENCES and base.kind != "host" and base.items is None and (
+                        on_device(pv) or self.assume(p, pv)):
+                    if _indexes_by_index(base) or self._built_sequence(sub.value):
+                        self.add("XFA401", p, wrap="index")
+                    else:
+                        self.add("XFA401", p, why=_NOT_SHOWN.format(_unparse(sub.value, 30)))
                 continue
             if pv.kind in ("host", "numpy", "pylist") or isinstance(p, ast.List):
                 self.add("XFA406", sub, why="the index is uploaded inside the indexing itself")
+
+    def _built_sequence(self, node: ast.AST) -> bool:
+        """`node` is a list or tuple made by the builtin (``list(seq)``, ``sorted(x)``)."""
+        if type(node) is not ast.Call or type(node.func) is not ast.Name:
+            return False
+        f, ev = node.func.id, self.ev
+        return f in ("list", "tuple", "sorted") and f not in ev.env and f not in ev.local_names and \
+            ev.globals.get(f) is None and f not in ev.imports and ev.qual(node.func) is None
 
     # --- expressions ------------------------------------------------------------------------
     def truth(self, node: ast.AST) -> None:
