@@ -34,8 +34,6 @@ HOST = torch.device("cpu")
 #: wrapped as a truth test, the `xfer.read` stand-in handed to numpy/math/`.format`/`%`,
 #: a tensor dict key wrapped as an index. Each fix takes its contexts out.
 KNOWN = frozenset({
-    "format_attr", "format_index", "math_prod", "np_dlpack", "np_round", "np_sin", "percent_key",
-    "percent_none", "str_enc",
 })
 
 
@@ -73,7 +71,6 @@ def same_meaning(src: str, tv, uv, everywhere: bool) -> int:
     return n
 
 
-@pytest.mark.xfail(reason="the contexts in KNOWN change meaning when wrapped", strict=False)
 @settings(max_examples=350, deadline=None, derandomize=True, database=None,
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 @given(programs(), inputs, st.booleans())

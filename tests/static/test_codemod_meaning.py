@@ -216,3 +216,39 @@ def test_a_dict_key_is_no_site_and_an_unknown_base_is_left_with_its_reason():
         t = torch.tensor(data).to(DEV)
         probe = load(KEYS.decode())["Probe"]()
         assert run(new, "step", t, probe) == run(KEYS.decode(), "step", t, probe)
+
+
+# --- numpy, math and .format get the tensor itself ------------------------------------------------
+
+CONSUMERS = _src("""\
+    import logging
+    import math
+
+    import numpy as np
+    import torch
+
+    LOG = logging.getLogger("xferaudit.meaning")
+
+
+    def direct(t: torch.Tensor):
+        y = t * 1
+        a = np.sin(y)
+        b = math.isnan(y)
+        c = "{0.shape}".format(y)
+        d = f"{y:.2f}" + "%s" % y + "plain" % y
+        LOG.warning("%s", y)
+        return type(a).__name__, b, c, d
+    """)
+
+
+def test_numpy_math_and_format_calls_are_wrapped_whole_and_get_the_tensor():
+    new, res = wrap(CONSUMERS)
+    assert "xfer.reads(np.sin, y, site=" in new and "xfer.reads(math.isnan, y, site=" in new
+    assert 'xfer.reads("{0.shape}".format, y, site=' in new
+    assert 'LOG.warning("%s", y)' in new  # a logging call: left, with the reason
+    assert any("logging call" in k.reason for k in res.skipped), res.skipped
+    assert "xfer.read(" in new  # the f-string field and `%` keep the value read in place
+    host = torch.tensor([0.5, 2.0])
+    for t in (host, host.to(DEV), torch.tensor(0.25), torch.tensor(0.25).to(DEV)):
+        assert repr(run(new, "direct", t)) == repr(run(CONSUMERS.decode(), "direct", t))
+

@@ -57,7 +57,7 @@ def test_wrapped_forms():
         'if xfer.bool(loss > 100, site=":step:truth(loss>100)") and not xfer.bool(loss.isnan(), site=',
         "print(xfer.read(loss, site=", "f'{xfer.read(loss, site=\":step:format(loss)#2\"):.3f}'",
         'a, b = xfer.float(loss, site=":step:float(loss)"), bool(xfer.bool(loss, site=',
-        "c = list(seq)[xfer.index(loss.long(), site=", "d = math.isnan(xfer.read(loss, site=",
+        "c = list(seq)[xfer.index(loss.long(), site=", "d = xfer.reads(math.isnan, loss, site=",
         "e = f'{loss=}'", 'xfer.save(torch.save, loss, \'l.pt\', site=":step:torch.save(loss)")',
     ):
         assert want in out, want

@@ -116,10 +116,11 @@ def _position(source: Source, colmap, node: ast.AST, at: ast.AST,
 
 
 def implicit_site(path: str, source: Source, colmap, node: ast.AST, at: ast.AST, op: str, label: str,
-                  function: str, wrapped_as: Optional[str] = None, no_wrap: str = "") -> Site:
+                  function: str, wrapped_as: Optional[str] = None, no_wrap: str = "", wrapper: str = "") -> Site:
     """The :class:`Site` of an implicit crossing of category `op` (see
     ``static/codes.py``, ``IMPLICIT_CODES``): its rule is that category's code;
-    `no_wrap`, why no wrapped form keeps it as written ("" when one does)."""
+    `no_wrap`, why no wrapped form keeps it as written ("" when one does);
+    `wrapper`, the form that does (:attr:`Site.wrapper`)."""
     code = IMPLICIT_OP_CODES[op]
     # a site that is an expression of its own (`ctx.flag` read as a truth value)
     # starts where it starts: its span is the whole value that crosses
@@ -128,7 +129,7 @@ def implicit_site(path: str, source: Source, colmap, node: ast.AST, at: ast.AST,
                 kind=IMPLICIT_CODES[code][1], rule=code, call=source.segment(node),
                 wrapped=wrapped_as is not None, site=wrapped_as, rule_id="implicit." + op,
                 function=function or "<module>", label=label, byte_col=bcol, implicit=True, op=op,
-                no_wrap=no_wrap)
+                no_wrap=no_wrap, wrapper=wrapper)
 
 
 @dataclass

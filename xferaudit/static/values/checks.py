@@ -12,10 +12,11 @@ from __future__ import annotations
 import ast
 from typing import Callable, Optional
 
+from ..unwrappable import passes_site
 from .calls import bare_method_call
 from .expressions import Evaluator
 from .findings import CODES, Finding, Result
-from .kinds import GPU_FIRST, ON_DEVICE, OTHER, SELF, Val, is_dev
+from .kinds import A_LIST, GPU_FIRST, ON_DEVICE, OTHER, SELF, Val, is_dev
 from .vocabulary import MATCH, TRIES
 
 SELF_MODULE = Val("obj", qual="torch.nn.Module")  # `self` in a torch module
@@ -62,7 +63,8 @@ _NOT_SHOWN = ("the code does not show `{}` to be a list or tuple, which reads th
 def _indexes_by_index(base: Val) -> bool:
     """`base[t]` reads `t` through ``__index__`` and nothing else: a list (or
     range) or a tuple made in the code, never a dict."""
-    return base.items is None and (base.kind == "pylist" or base.kind == "py" and base.parts is not None)
+    return base.items is None and (base.kind == "pylist" or base.kind == "py" and (
+        base.parts is not None or base.qual == A_LIST.qual))
 
 
 def _slices_by_index(base: Val) -> bool:
@@ -421,7 +423,9 @@ class Checker:
                 for a in args:
                     if self.dev(a):
                         self.add("XFA401", a, wrap="index")
-            elif f in _FORMATTERS:
+            elif f in _FORMATTERS and (f == "print" or not node.keywords and 1 <= len(args) <= (
+                    2 if f == "format" else 1)):
+                # (the value alone: `str(t, "utf-8")` would name the stand-in's type in its error)
                 self.formatted(args[: (1 if f != "print" else None)])
             return
         if q is not None:
@@ -433,9 +437,8 @@ class Checker:
             if q == "operator.index" and args and self.dev(args[0]):
                 self.add("XFA401", args[0], wrap="index")
             elif q.startswith("math.") or q.startswith("numpy."):
-                for a in args:
-                    if not isinstance(a, ast.Starred) and self.dev(a):
-                        self.add("XFA404", a, wrap="read")
+                self._reads("XFA404", node, [a for a in args if not isinstance(a, ast.Starred)] +
+                            [k.value for k in node.keywords if k.arg is not None])
             elif q.startswith("logging."):
                 self._log_args(node)
             elif q == "torch.save" and args:
@@ -456,7 +459,9 @@ class Checker:
             self._log_args(node)
             return
         if m == "format" and _is_string(recv):
-            self.formatted(list(args) + [k.value for k in node.keywords])
+            if not any(type(a) is ast.Call and (self.ev.qual(a.func) or "").startswith(_RUNTIME) for a in args):
+                self._reads("XFA403", node, [a for a in args if not isinstance(a, ast.Starred)] +
+                            [k.value for k in node.keywords if k.arg is not None], shown)
             return
         if m in _COUNT_METHODS or m == "repeat_interleave":
             if self.dev(recv) and (m != "repeat_interleave" or _tensor_repeats(self.value, node, 0)):
@@ -466,8 +471,29 @@ class Checker:
         if m in ("to", "cuda", "copy_") and _non_blocking(node):
             self._hazard(node, func)
 
+    def _reads(self, code: str, node: ast.Call, values: list, test: Callable[[Val], bool] = None) -> None:
+        """A call that reads the device values it is given (numpy, `math`,
+        `str.format`): one finding, the call itself, wrapped around the call
+        (`xfer.reads(np.sin, t, site=...)`: the callee gets the value itself)."""
+        if not any(self.dev(a, test) for a in values):
+            return
+        why = ""
+        if passes_site(node) or any(k.arg is None for k in node.keywords):
+            why = "the call passes `**` or a `site` keyword of its own, which the wrapper's `site=` could meet"
+        self.add(code, node, node.func, wrap="" if why else "reads", why=why)
+
     def _log_args(self, node: ast.Call) -> None:
-        self.formatted(node.args)
+        """A logging call: the arguments go to handlers the code does not show,
+        which may keep or inspect them (not only format them), and a wrapper
+        around the call would be the caller logging records: left, with why."""
+        if any(type(a) is ast.Call and (self.ev.qual(a.func) or "").startswith(_RUNTIME) for a in node.args):
+            return
+        for a in node.args:
+            if not isinstance(a, ast.Starred) and self.dev(a, shown):
+                self.add("XFA403", a, why="a logging call hands its arguments to handlers the code does not "
+                         "show (they may keep or inspect them) and names its caller: no wrapped form is proven "
+                         "to keep it; format the value in the call (an f-string) to count it there")
+                return
 
     def formatted(self, values: list) -> None:
         """The values one formatting construct shows (a print, an f-string, a

@@ -64,7 +64,7 @@ def analyse(ctx: FileContext) -> list[Site]:
     except Exception:  # pragma: no cover - a value-layer bug must not stop the scan
         return []
     return [implicit_site(ctx.path, ctx.source, ctx.colmap, fd.node, fd.at, fd.op, fd.label, fd.function,
-                          no_wrap=fd.why) for fd in res.findings]
+                          no_wrap=fd.why, wrapper=fd.wrap) for fd in res.findings]
 
 
 def gpu_first(ctx: FileContext) -> bool:
