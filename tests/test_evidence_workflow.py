@@ -121,7 +121,7 @@ def test_run_apply_run_again_check(proj, capsys):
     assert "11 lines the run saw crossing: 9 wrapped, 2 left as they are" in err
     assert err.count("left as it is") == 2
     metrics = (proj / "metrics.py").read_text()
-    for form in ("xfer.read(loss, site=", "xfer.bool(loss > 100, site=", "math.isnan(xfer.read(loss, site=",
+    for form in ("xfer.read(loss, site=", "xfer.bool(loss > 100, site=", "xfer.reads(math.isnan, loss, site=",
                  "return xfer.float(loss, site="):
         assert form in metrics
     every = (proj / "every.py").read_text()

@@ -34,7 +34,7 @@ from .. import __version__
 from .._text import printable, printable_path
 from ..config import Config
 from ..rules import Rule, RuleTable
-from ..wrapform import CALLEE, INNER, METHOD, RECEIVER, VALUE, form, form_of
+from ..wrapform import CALLEE, IMPLICIT, INNER, METHOD, RECEIVER, VALUE, form, form_of
 from ..wrapform import suggestion as wf_suggestion
 from .codes import CODES
 from .evidence import Stale, check_findings, stale_message, static_function
@@ -171,13 +171,14 @@ def implicit_suggestion(s: Site) -> Optional[str]:
     for a category with no wrapped form (counts, uploads in indexing...)."""
     text = call_text(s)
     op = s.op
-    if op == "save":
+    wrapper = s.wrapper or {"conversion": "index", "truth": "bool", "format": "read", "math": "read",
+                            "save": "save"}.get(op)
+    if wrapper in ("save", "reads"):  # the call wrapped: xfer.reads(np.sin, t, site=...)
         i, j = text.find("("), text.rfind(")")
         if i < 0 or j < i:
-            return "xfer.save(..., site=...)"
-        return wf_suggestion(form("implicit", "save"), "save", {CALLEE: text[:i].strip()}, text[i + 1 : j])
-    wrapper = {"conversion": "index", "truth": "bool", "format": "read", "math": "read"}.get(op)
-    if wrapper is None:
+            return f"xfer.{wrapper}(..., site=...)"
+        return wf_suggestion(form("implicit", wrapper), wrapper, {CALLEE: text[:i].strip()}, text[i + 1 : j])
+    if wrapper is None or wrapper not in IMPLICIT and wrapper != "call":
         return None
     name = text.split("(", 1)[0].strip()
     if op == "conversion" and text.endswith(")") and name in _CONVERTERS + ("bool",):

@@ -37,10 +37,13 @@ class Site:
     # "bound" for x.m(args) whose arguments may have side effects (wrapped as xfer.call(x.m, args))
     op: str = ""
     no_wrap: str = ""  # why no wrapped form can keep this code as it is (static/unwrappable.py); "" if one can
+    # an implicit site's wrapper as the value layer chose it (the wrap grammar's implicit style:
+    # "bool", "index", "read", "reads", "save", or "call" for the builtin's own: float(t) -> xfer.float(t))
+    wrapper: str = ""
 
     def to_json(self) -> dict:
         d = asdict(self)
-        del d["byte_col"], d["label"]
+        del d["byte_col"], d["label"], d["wrapper"]
         if not self.implicit:
             del d["implicit"], d["op"]
         if not self.no_wrap:

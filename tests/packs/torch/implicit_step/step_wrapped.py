@@ -40,13 +40,14 @@ def step(model, x, y, dev, names, save=True):
     )) + f"{xfer.read(loss, site=':step:format(loss)#3'):.3f}" + "%s" % xfer.read(
         loss,
         site=":step:format(loss)#4",
-    ) + "{}".format(xfer.read(
+    ) + xfer.reads(
+        "{}".format,
         loss,
-        site=":step:format(loss)#5",
-    ))
-    print(xfer.read(loss, site=":step:format(loss)#6"))
-    log.info("loss %s", xfer.read(loss, site=":step:format(loss)#7"))
-    isn = math.isnan(xfer.read(loss, site=":step:math(loss)"))
+        site=":step:'{}'.format(loss)",
+    )
+    print(xfer.read(loss, site=":step:format(loss)#5"))
+    log.info(f"loss {xfer.read(loss, site=':step:format(loss)#6')}")  # (logging given the tensor itself is left)  # noqa: E501 (xferaudit)
+    isn = xfer.reads(math.isnan, loss, site=":step:math.isnan(loss)")
     buf = io.BytesIO()
     if save:  # (the simulated device's tensors cannot be saved)
         xfer.save(torch.save, loss, buf, site=":step:torch.save(loss)")

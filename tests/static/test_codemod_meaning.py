@@ -1,0 +1,254 @@
+"""What `wrap` writes is the bare expression: one test per way it was not.
+
+Each class of rewrite that changed a program's meaning has its test here: the
+wrapped form written (or the site left, with its reason), the program run bare
+and wrapped on the simulated device, and ``check``'s fix (``--format json``)
+being exactly what ``wrap`` writes.
+"""
+
+from __future__ import annotations
+
+import json
+import textwrap
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from xferaudit.cli import main  # noqa: E402
+from xferaudit.opforms import SITE_CATEGORIES  # noqa: E402
+from xferaudit.static.codemod import unwrap_source, wrap_source  # noqa: E402
+from xferaudit.static.evidence import FileEvidence  # noqa: E402
+from xferaudit.static.finder import find_in_source  # noqa: E402
+
+DEV = None  # the simulated device (conftest sets it up before the first test)
+
+
+def _src(text: str) -> bytes:
+    return textwrap.dedent(text).encode()
+
+
+def everywhere(data: bytes) -> FileEvidence:
+    """A run that saw every line cross, in every category (``wrap --from``)."""
+    n = data.count(b"\n") + 1
+    return FileEvidence(hot={ln: SITE_CATEGORIES for ln in range(1, n + 1)}, lines=n)
+
+
+def wrap(data: bytes, evidence=None):
+    res = wrap_source(data, "m.py", None, "m.py", evidence=evidence)
+    new = res.new if res.changed else data
+    back = unwrap_source(new, "m.py")
+    assert (back.new if back.changed else new) == data
+    assert sum(back.unwrapped.values()) == sum(res.wrapped.values())
+    return new.decode(), res
+
+
+def load(text: str) -> dict:
+    ns: dict = {"__name__": "m", "__file__": "m.py"}
+    exec(compile(text, "m.py", "exec"), ns)
+    return ns
+
+
+def run(text: str, fn: str, *args):
+    """What `fn(*args)` of the module `text` returns, or raises (type and message)."""
+    f = load(text)[fn]
+    try:
+        return ("value", f(*args))
+    except Exception as e:  # noqa: BLE001 - the exception is the outcome compared
+        return ("raised", type(e).__name__, str(e))
+
+
+def check_json(tmp_path, monkeypatch, capsys, data: bytes) -> list[dict]:
+    (tmp_path / "pyproject.toml").write_text("[tool.xferaudit]\n")
+    (tmp_path / "m.py").write_bytes(data)
+    monkeypatch.chdir(tmp_path)
+    main(["check", "--no-cache", "--format", "json", "m.py"])
+    return json.loads(capsys.readouterr()[0])
+
+
+# --- an attribute is wrapped whole ------------------------------------------------------------
+
+ATTRIBUTES = _src("""\
+    import math
+
+    import torch
+
+
+    class Box:
+        def step(self, t: torch.Tensor, ctx):
+            self.flag = t.sum() > 0
+            self.loss = t.sum()
+            out = []
+            if self.flag:
+                out.append(f"{self.loss:.2f}")
+            while not self.flag:
+                break
+            assert self.flag, "no"
+            out.append(math.isnan(self.loss))
+            out.append(list(range(ctx.n)))
+            out.append([1, 2, 3][:ctx.n])
+            if ctx.flag:
+                out.append(str(ctx.loss))
+            return out
+
+
+    def step(t, ctx):
+        return Box().step(t, ctx)
+    """)
+
+
+class Ctx:
+    def __init__(self, t) -> None:
+        self.flag, self.loss, self.n = t > 0, t * 2, (t * 0 + 2).long()
+
+
+def test_an_attribute_is_wrapped_whole_and_its_site_starts_where_it_starts():
+    new, res = wrap(ATTRIBUTES, everywhere(ATTRIBUTES))
+    assert "xfer.bool(self.flag, site=" in new and "while not xfer.bool(self.flag, site=" in new
+    assert "xfer.bool(ctx.flag, site=" in new and "range(xfer.index(ctx.n, site=" in new
+    assert "[:xfer.index(ctx.n, site=" in new
+    assert ".xfer." not in new  # never inside the attribute: `self.xfer.bool(flag, ...)`
+    sites = [s for s in find_in_source(ATTRIBUTES.decode(), "m.py", None, "m.py").sites if s.call == "self.flag"]
+    assert sites and all(s.column == ATTRIBUTES.decode().splitlines()[s.line - 1].index("self.flag") + 1
+                         for s in sites)
+    for v in (0.5, -0.5, float("nan")):
+        t = torch.tensor(v).to(DEV)
+        bare = run(ATTRIBUTES.decode(), "step", t, Ctx(t))
+        assert repr(run(new, "step", t, Ctx(t))) == repr(bare)
+
+
+def test_the_fix_for_an_attribute_is_what_wrap_writes(tmp_path, monkeypatch, capsys):
+    recs = check_json(tmp_path, monkeypatch, capsys, ATTRIBUTES)
+    fixes = [r for r in recs if r["fix"] and "self.flag" in r["message"]]
+    assert fixes
+    for r in fixes:
+        for e in r["fix"]["edits"]:
+            assert ".xfer." not in e["content"]
+        assert any("xfer.bool(self.flag, site=" in e["content"] for e in r["fix"]["edits"])
+
+
+# --- `and`/`or` as a value is no truth test -----------------------------------------------------
+
+BOOLOPS = _src("""\
+    import torch
+
+
+    def step(t: torch.Tensor, zero, lst):
+        y = t.sum()
+        threshold = y
+        threshold = threshold or zero
+        a = y and t
+        b = (y and t) or zero
+        c = -y or zero
+        d = lst[::y.long() or 1]
+        e = not y or zero
+        if y and t.any():
+            f = 1
+        else:
+            f = 0
+        return threshold, a, b, c, d, e, f
+
+
+    def last(t: torch.Tensor, x):
+        y = t.sum()
+        return y and x
+    """)
+
+
+def test_and_or_used_as_a_value_is_left_with_its_reason():
+    new, res = wrap(BOOLOPS)
+    left = {k.label: k.reason for k in res.skipped}
+    for label in ("truth(threshold)", "truth(y)", "truth(y.long())", "truth(-y)"):
+        assert "outside a condition" in left.get(label, ""), (label, left)
+    assert "or zero" in new and "xfer.bool(threshold" not in new and "xfer.bool(-y" not in new
+    assert "return y and x" in new
+    # a truth test stays one: `if y and t.any():`, and `not y` (a bool whatever `y` is)
+    assert "if xfer.bool(y, site=" in new and "e = not xfer.bool(y, site=" in new
+    for v in (0.3, 0.0, -2.0):
+        t = torch.tensor([v, v]).to(DEV)
+        for fn, args in (("step", (t, "zero", [1, 2, 3])), ("last", (t, "x"))):
+            assert repr(run(new, fn, *args)) == repr(run(BOOLOPS.decode(), fn, *args))
+
+
+def test_check_says_why_an_and_or_value_is_left_and_offers_no_fix(tmp_path, monkeypatch, capsys):
+    recs = check_json(tmp_path, monkeypatch, capsys, BOOLOPS)
+    value = [r for r in recs if "truth(threshold)" in r["message"] or "`threshold`" in r["message"]]
+    assert value and all(r["fix"] is None and "leaves it" in r["message"] for r in value)
+
+
+# --- a tensor used as a dict key is no index ---------------------------------------------------
+
+KEYS = _src("""\
+    import torch
+
+
+    def step(t: torch.Tensor, obj):
+        i = t.argmax()
+        names = {0: "a", 1: "b"}
+        cache = {i: "hit"}
+        seen = {}
+        seen[i] = 1
+        out = [cache[i], len(seen), list(range(4))[i], (10, 20, 30)[i], sorted([3, 1, 2])[:i]]
+        try:
+            out.append(names[i])
+        except KeyError as e:
+            out.append("missing")
+        out.append(obj[:i])
+        return out
+
+
+    class Probe:
+        def __getitem__(self, key):
+            return type(key.stop).__name__
+    """)
+
+
+def test_a_dict_key_is_no_site_and_an_unknown_base_is_left_with_its_reason():
+    new, res = wrap(KEYS)
+    assert "cache[i]" in new and "names[i]" in new and "seen[i] = 1" in new  # a dict hashes it: no site
+    assert "list(range(4))[xfer.index(i, site=" in new and "(10, 20, 30)[xfer.index(i, site=" in new
+    assert "sorted([3, 1, 2])[:xfer.index(i, site=" in new
+    assert "obj[:i]" in new  # a class of its own gets the slice as it is
+    assert any(k.label == "conversion(i)" and "`obj`" in k.reason for k in res.skipped), res.skipped
+    sites = [s for s in find_in_source(KEYS.decode(), "m.py", None, "m.py").sites if s.implicit]
+    assert not any(s.line in (7, 9) for s in sites)  # `cache = {i: ...}`, `seen[i] = 1`
+    for data in ([0.0, 3.0], [5.0, 1.0]):
+        t = torch.tensor(data).to(DEV)
+        probe = load(KEYS.decode())["Probe"]()
+        assert run(new, "step", t, probe) == run(KEYS.decode(), "step", t, probe)
+
+
+# --- numpy, math and .format get the tensor itself ------------------------------------------------
+
+CONSUMERS = _src("""\
+    import logging
+    import math
+
+    import numpy as np
+    import torch
+
+    LOG = logging.getLogger("xferaudit.meaning")
+
+
+    def direct(t: torch.Tensor):
+        y = t * 1
+        a = np.sin(y)
+        b = math.isnan(y)
+        c = "{0.shape}".format(y)
+        d = f"{y:.2f}" + "%s" % y + "plain" % y
+        LOG.warning("%s", y)
+        return type(a).__name__, b, c, d
+    """)
+
+
+def test_numpy_math_and_format_calls_are_wrapped_whole_and_get_the_tensor():
+    new, res = wrap(CONSUMERS)
+    assert "xfer.reads(np.sin, y, site=" in new and "xfer.reads(math.isnan, y, site=" in new
+    assert 'xfer.reads("{0.shape}".format, y, site=' in new
+    assert 'LOG.warning("%s", y)' in new  # a logging call: left, with the reason
+    assert any("logging call" in k.reason for k in res.skipped), res.skipped
+    assert "xfer.read(" in new  # the f-string field and `%` keep the value read in place
+    host = torch.tensor([0.5, 2.0])
+    for t in (host, host.to(DEV), torch.tensor(0.25), torch.tensor(0.25).to(DEV)):
+        assert repr(run(new, "direct", t)) == repr(run(CONSUMERS.decode(), "direct", t))
+
