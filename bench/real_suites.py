@@ -119,6 +119,16 @@ def _git_dir(src: Path) -> Optional[Path]:
     return None
 
 
+def _missing_blobs(gitdir: Path, rev: str) -> list:
+    """Paths of `rev` whose blobs the git directory does not hold."""
+    tree = _git(gitdir, "ls-tree", "-r", rev).splitlines()
+    blobs = [(ln.split()[2], ln.split("\t", 1)[1]) for ln in tree if ln.split()[1] == "blob"]
+    check = subprocess.run(["git", "--git-dir", str(gitdir), "cat-file", "--batch-check"],
+                           input="\n".join(b for b, _ in blobs) + "\n", capture_output=True, text=True).stdout
+    gone = {ln.split()[0] for ln in check.splitlines() if ln.endswith(" missing")}
+    return [p for b, p in blobs if b in gone]
+
+
 def prepare(src: Path, rev: str, work: Path) -> dict:
     """Copy (or extract) SOURCE into work/src; returns {commit, describe}."""
     dst = work / "src"
@@ -134,8 +144,10 @@ def prepare(src: Path, rev: str, work: Path) -> dict:
         return info  # reused (--keep): the runs read back below
     if gitdir is not None:
         dst.mkdir(parents=True)
-        archive = subprocess.run(["git", "--git-dir", str(gitdir), "archive", "--format=tar", rev],
-                                 check=True, capture_output=True).stdout
+        missing = _missing_blobs(gitdir, rev)  # a snapshot may lack its largest files
+        info["missing"] = missing
+        archive = subprocess.run(["git", "--git-dir", str(gitdir), "archive", "--format=tar", rev, "--", "."]
+                                 + [f":(exclude){p}" for p in missing], check=True, capture_output=True).stdout
         subprocess.run(["tar", "-x", "-C", str(dst)], input=archive, check=True)
     else:
         shutil.copytree(src, dst, ignore=shutil.ignore_patterns(*_SKIP_DIRS, ".git"))
@@ -278,6 +290,8 @@ def report(name: str, info: dict, outcomes: dict, metas: dict, wrap: Optional[di
     out.append(f"- version {info['version']}, commit {info['commit'] or '(not a git tree)'}"
                + (f" ({info['describe']})" if info.get("describe") else ""))
     out.append(f"- python: {info['python']}")
+    if info.get("missing"):
+        out.append(f"- not in the source snapshot (left out): {', '.join(info['missing'])}")
     for run in RUNS:
         if run in metas:
             out.append(f"- {run}: `{metas[run]['cmd']}` (exit {metas[run]['rc']}, {metas[run]['wall_s']} s)")
