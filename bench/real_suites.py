@@ -190,7 +190,8 @@ def run_pytest(name: str, args: argparse.Namespace, work: Path, root: Path) -> d
     xml = work / f"{name}.xml"
     log = work / f"{name}.log"
     env = dict(os.environ, **_run_env(args))
-    paths = [str(root)] + ([str(work)] if name == "counting" else [])
+    paths = [str(root)] + ([str(root / "src")] if (root / "src").is_dir() else []) \
+        + ([str(work)] if name == "counting" else [])
     env["PYTHONPATH"] = os.pathsep.join(paths + [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p])
     cmd = [args.python, "-m", "pytest", *args.tests, "-p", "no:cacheprovider", "-q", "-rA",
            f"--junitxml={xml}", *args.pytest_args]
@@ -263,10 +264,17 @@ def xferaudit(args: argparse.Namespace, verb: str, target: Path, root: Path, wor
 
 
 def version_of(args: argparse.Namespace, package: str, root: Path) -> str:
-    env = dict(os.environ, PYTHONPATH=str(root))
+    """The package's ``__version__``, else the version pyproject.toml states."""
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(root), str(root / "src")]))
     p = subprocess.run([args.python, "-c", f"import {package} as m; print(getattr(m, '__version__', '?'))"],
                        cwd=root, env=env, capture_output=True, text=True)
-    return p.stdout.strip().splitlines()[-1] if p.returncode == 0 and p.stdout.strip() else "? (import failed)"
+    v = p.stdout.strip().splitlines()[-1] if p.returncode == 0 and p.stdout.strip() else "?"
+    if v == "?" and (root / "pyproject.toml").is_file():
+        import tomllib
+
+        with open(root / "pyproject.toml", "rb") as f:
+            v = str(tomllib.load(f).get("project", {}).get("version", "?"))
+    return v
 
 
 def python_info(args: argparse.Namespace) -> str:
