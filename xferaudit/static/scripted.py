@@ -34,7 +34,8 @@ scripts them. One pass over the project's files, importing nothing:
    submodules); any other class, all its methods. ``@torch.jit.ignore`` and
    ``@torch.jit.unused`` methods run in Python and are left out.
 
-Not roots: ``torch.jit.trace`` (tracing runs the Python code, wrappers
+Not followed: torch's own modules (where torch itself is the tree), whose
+Python API TorchScript maps to builtins of its own. Not roots: ``torch.jit.trace`` (tracing runs the Python code, wrappers
 included, and records the tensor operations they make), and a scripting call
 in a test marked to be skipped unconditionally (``@pytest.mark.skip``,
 ``@unittest.skip``), which never runs.
@@ -57,7 +58,6 @@ from .unwrappable import _PYTHON_ONLY, _decorated, scripted_defs
 _CALLS = re.compile(r"\bscript\s*\(")
 _DECORATES = re.compile(r"@[ \t]*(?:\w+[ \t]*\.[ \t]*)*(?:script|script_method|export|interface|script_if_tracing)\b"
                         r"|ScriptModule")
-_DEF = re.compile(r"^[ \t]*(?:async[ \t]+)?(?:def|class)[ \t]+(\w+)", re.M)
 _FUNCS = (ast.FunctionDef, ast.AsyncFunctionDef)
 _BLOCKS = (ast.If, ast.Try, ast.With, ast.ExceptHandler) + ((ast.TryStar,) if hasattr(ast, "TryStar") else ())
 _SKIPS = ("pytest.mark.skip", "unittest.skip")
@@ -133,7 +133,7 @@ class _Module:
         reached through an import of the project."""
         out: set = set()
         inner: set = set()  # the `a.b` of `a.b.c`: a chain names its whole
-        for n in ast.walk(node):
+        for n in self._compiled(node):
             if isinstance(n, ast.Attribute):
                 if isinstance(n.value, ast.Attribute):
                     inner.add(id(n.value))
@@ -151,6 +151,22 @@ class _Module:
                 if imp is not None and imp[1]:
                     out.add(("import", imp[0]))
         return out
+
+    def _compiled(self, node: ast.AST):
+        """The nodes of `node` TorchScript compiles: all but the branch an
+        ``if torch.jit.is_scripting():`` (or ``if not ...``) keeps from it."""
+        stack = [node]
+        while stack:
+            n = stack.pop()
+            yield n
+            if isinstance(n, ast.If):
+                test, negated = n.test, False
+                if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+                    test, negated = test.operand, True
+                if isinstance(test, ast.Call) and (self.qualname(test.func) or "").endswith("jit.is_scripting"):
+                    stack.extend(n.orelse if negated else n.body)
+                    continue
+            stack.extend(ast.iter_child_nodes(n))
 
     def script_arguments(self, lines: list) -> list:
         """(line, refs) of each ``torch.jit.script(X)`` call that may run (on
@@ -242,7 +258,6 @@ class _Project:
     def __init__(self, files: Iterable[str], relpath: Callable[[str], str]) -> None:
         self.texts: dict = {}
         self.rels: dict = {}
-        self._defined: Optional[dict] = None
         self.modules: dict = {}  # dotted module name -> path
         for path in files:
             if not path.endswith(".py"):
@@ -256,21 +271,15 @@ class _Project:
             self.texts[ap] = text
             self.rels[ap] = rel = relpath(path)
             self.modules.setdefault(module_name(rel), ap)
-        self.project = frozenset(m.split(".")[0] for m in self.modules)
+        # (torch's own modules are not followed: TorchScript maps much of their Python API to
+        # builtins of its own, rpc_async, the functional ops..., and following them would leave most
+        # of torch unwrapped when torch itself is the tree: its in-file rules still apply)
+        self.project = frozenset(m.split(".")[0] for m in self.modules) - {"torch"}
         self.parsed: dict = {}
+        self._resolved: dict = {}
         self.out: dict = defaultdict(dict)
         self.done: set = set()
         self.todo: list = []  # (module, def node, origin, as a module class)
-
-    def defined(self, name: str) -> list:
-        """The files defining `name` at any depth, by a regex (made the first
-        time a name cannot be followed through the imports)."""
-        if self._defined is None:
-            self._defined = defaultdict(list)
-            for ap, text in self.texts.items():
-                for n in set(_DEF.findall(text)):
-                    self._defined[n].append(ap)
-        return self._defined.get(name, [])
 
     def module(self, ap: Optional[str]) -> Optional[_Module]:
         if ap is None:
@@ -285,8 +294,14 @@ class _Project:
     def resolve(self, target: str, depth: int = 0) -> Optional[list]:
         """The defs (module, node) the dotted `target` names, through modules,
         re-exports and star imports; None where it cannot be followed."""
-        if depth > 8:
-            return None
+        if target in self._resolved:
+            return self._resolved[target]
+        self._resolved[target] = None  # (a cycle of re-exports ends here)
+        got = self._resolve(target, depth) if depth <= 8 else None
+        self._resolved[target] = got
+        return got
+
+    def _resolve(self, target: str, depth: int) -> Optional[list]:
         parts = target.split(".")
         for i in range(len(parts) - 1, 0, -1):
             m = self.module(self.modules.get(".".join(parts[:i])))
@@ -321,11 +336,7 @@ class _Project:
             if how == "local":
                 found = [(m, n) for n in m.top.get(name, ())]
             else:
-                found = self.resolve(name)
-                if found is None:  # not followed: every top-level def of that name
-                    last = name.rsplit(".", 1)[-1]
-                    found = [(o, n) for ap in self.defined(last) if (o := self.module(ap)) is not None
-                             for n in o.top.get(last, ())]
+                found = self.resolve(name) or ()
             for mm, node in found:
                 if classes_only and not isinstance(node, ast.ClassDef):
                     continue
