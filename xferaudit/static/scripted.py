@@ -26,9 +26,10 @@ scripts them. One pass over the project's files, importing nothing:
    through the file's own defs, its imports from modules of the project, and
    attributes of such modules (``kornia.geometry.warp_affine``), re-exports
    (``from .adjust import invert`` in a package's ``__init__``) and star
-   imports included. A name that cannot be followed so is matched to every
-   top-level def of that name in the project (more left unwrapped, never a
-   wrapped form that breaks). A module class (one with ``forward``) brings
+   imports included; branches that ``if torch.jit.is_scripting():`` keeps
+   from TorchScript are not read. A name the imports do not lead to a def of
+   the project (a C function, a name a module makes at run time) is not
+   followed: a def reached only so is missed. A module class (one with ``forward``) brings
    ``forward``, its ``@torch.jit.export`` methods, the methods they call on
    ``self`` (its bases' too) and the classes its ``__init__`` makes (its
    submodules); any other class, all its methods. ``@torch.jit.ignore`` and
