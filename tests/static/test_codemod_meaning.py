@@ -17,7 +17,7 @@ torch = pytest.importorskip("torch")
 
 from xferaudit.cli import main  # noqa: E402
 from xferaudit.opforms import SITE_CATEGORIES  # noqa: E402
-from xferaudit.static.codemod import unwrap_source, wrap_source  # noqa: E402
+from xferaudit.static.codemod import CodemodError, unwrap_source, wrap_source  # noqa: E402
 from xferaudit.static.evidence import FileEvidence  # noqa: E402
 from xferaudit.static.finder import find_in_source  # noqa: E402
 
@@ -252,3 +252,68 @@ def test_numpy_math_and_format_calls_are_wrapped_whole_and_get_the_tensor():
     for t in (host, host.to(DEV), torch.tensor(0.25), torch.tensor(0.25).to(DEV)):
         assert repr(run(new, "direct", t)) == repr(run(CONSUMERS.decode(), "direct", t))
 
+
+
+# --- unwrap: a call it cannot restore is an error at its line ------------------------------------
+
+BROKEN = b'''import torch
+import xferaudit.runtime as xfer
+
+
+def f(ctx, x, flag):
+    a = xfer.cpu(x, site=":f:x.cpu")
+    if ctx.xfer.bool(flag, site=":f:truth(ctx.flag)"):
+        a = a + 1
+    b = xfer.item(x, site=":f:x.item", extra=3)
+    return a, b
+'''
+
+
+def test_unwrap_names_each_call_it_cannot_restore_and_writes_nothing(tmp_path, monkeypatch, capsys):
+    (tmp_path / "pyproject.toml").write_text("[tool.xferaudit]\n")
+    (tmp_path / "m.py").write_bytes(BROKEN)
+    good = BROKEN.replace(b"    if ctx.xfer.bool(flag, site=\":f:truth(ctx.flag)\"):\n        a = a + 1\n", b"") \
+        .replace(b", extra=3)", b")")
+    (tmp_path / "ok.py").write_bytes(good)
+    monkeypatch.chdir(tmp_path)
+    assert main(["unwrap", "m.py", "ok.py"]) == 2
+    err = capsys.readouterr().err
+    assert (tmp_path / "m.py").read_bytes() == BROKEN  # not half unwrapped
+    assert b"xfer" not in (tmp_path / "ok.py").read_bytes()  # the other file is unwrapped
+    assert "m.py:7:17: left as it is: unwrap cannot restore this wrapper call: the runtime's name is part" in err
+    assert "m.py:9:14: left as it is: unwrap cannot restore this wrapper call: it is not in a form" in err
+    assert "1 file skipped (1 cannot restore a wrapper call)" in err
+    res = unwrap_source(BROKEN, "m.py")
+    assert res.new is None and [(k.line, k.column) for k in res.skipped] == [(7, 17), (9, 14)]
+
+
+def test_unwrap_from_stdin_writes_the_bytes_back_unchanged_and_fails(tmp_path, monkeypatch, capsys):
+    import io
+    import sys
+
+    (tmp_path / "pyproject.toml").write_text("[tool.xferaudit]\n")
+    monkeypatch.chdir(tmp_path)
+    out = io.BytesIO()
+    monkeypatch.setattr(sys, "stdin", type("S", (), {"buffer": io.BytesIO(BROKEN)})())
+    monkeypatch.setattr(sys, "stdout", type("S", (), {"buffer": out, "flush": lambda self: None,
+                                                      "write": lambda self, s: None})())
+    assert main(["unwrap", "-", "--stdin-filename", "m.py"]) == 2
+    assert out.getvalue() == BROKEN
+    assert "m.py:7:17:" in capsys.readouterr().err
+
+
+def test_wrap_and_unwrap_count_the_same_calls_on_the_corpus():
+    from pathlib import Path
+
+    here = Path(__file__).resolve().parent
+    for path in sorted((here / "values_corpus").glob("*.py")) + sorted((here.parent / "corpus").glob("*.py")):
+        data = path.read_bytes()
+        try:
+            res = wrap_source(data, path.name)
+        except CodemodError:  # (a Python 2 file)
+            continue
+        if not res.changed:
+            continue
+        back = unwrap_source(res.new, path.name)
+        assert back.new == data and not back.skipped, path
+        assert sum(back.unwrapped.values()) == sum(res.wrapped.values()), path

@@ -108,7 +108,7 @@ from .style import DEFAULT_STYLE, CodeStyle, code_style
 from .results import CodemodError, CodemodResult, Skipped
 from .shapes import _Shapes
 from .skeleton import skeleton
-from .unwrap import _UnwrapTransformer
+from .unwrap import _UnwrapTransformer, shaped_calls, unrestorable
 from .wrap import _WrapTransformer
 
 
@@ -436,10 +436,21 @@ def unwrap_source(
     if found.error or ctx is None:
         raise CodemodError(f"cannot parse: {found.error} (line {found.error_line})")
     wrapped = [s for s in found.sites if s.wrapped]
-    if not wrapped:
+    prefixes = ctx.resolver.runtime_prefixes()
+    shaped = shaped_calls(ctx.tree, prefixes, wrapper_infos(rules)) if prefixes else []
+    if not wrapped and not shaped:
         return res
     job = _UnwrapJob(ctx, wrapped, rules, style)
-    return _through_skeleton(res, data, ctx.tree, [s.line for s in wrapped], job.run)
+    lines = sorted({s.line for s in wrapped} | {ln for n in shaped for ln in range(n.lineno, n.end_lineno + 1)})
+    out = _through_skeleton(res, data, ctx.tree, lines, job.run)
+    if out.skipped or sum(out.unwrapped.values()) != len(shaped):
+        # a wrapper call it cannot restore: an error at its line, and nothing written
+        # (a file half unwrapped would keep calls of a runtime whose import it lost)
+        failed = unrestorable(_parse(data, path), prefixes, _Shapes(rules, ctx.resolver.import_bindings))
+        if failed or out.skipped:
+            out.new, out.unwrapped = None, Counter()
+            out.skipped = [Skipped(ln, col, "", text, why) for ln, col, text, why in failed] or out.skipped
+    return out
 
 
 class _UnwrapJob:
@@ -467,7 +478,7 @@ class _UnwrapJob:
             mw = MetadataWrapper(module, unsafe_skip_copy=True)
             tr = _UnwrapTransformer(prefixes, shapes, mw.resolve(PositionProvider), keys)
             new_module = module.visit(tr)
-        for call, w in tr.failed:
+        for call, w in tr.failed:  # (named by line in unwrap_source)
             res.skipped.append(Skipped(0, 0, "", _code(call)[:60], f"`{w}(...)` is not in a form unwrap can restore"))
         if not tr.done:
             return res
