@@ -113,7 +113,7 @@ def test_run_apply_run_again_check(proj, capsys):
     assert main(["wrap", "-q", str(plain)]) == 1  # (the two lines no form keeps)
     capsys.readouterr()
     assert (plain / "metrics.py").read_text() == METRICS
-    assert "xfer.cpu(w, site=" in (plain / "every.py").read_text()
+    assert "_xfer.cpu(w, site=" in (plain / "every.py").read_text()
 
     # wrap --from: every wrappable line, the two without a form left and said why
     assert main(["wrap", "--from", "run.json"]) == 1
@@ -121,12 +121,12 @@ def test_run_apply_run_again_check(proj, capsys):
     assert "11 lines the run saw crossing: 9 wrapped, 2 left as they are" in err
     assert err.count("left as it is") == 2
     metrics = (proj / "metrics.py").read_text()
-    for form in ("xfer.read(loss, site=", "xfer.bool(loss > 100, site=", "xfer.reads(math.isnan, loss, site=",
-                 "return xfer.float(loss, site="):
+    for form in ("_xfer.read(loss, site=", "_xfer.bool(loss > 100, site=", "_xfer.reads(math.isnan, loss, site=",
+                 "return _xfer.float(loss, site="):
         assert form in metrics
     every = (proj / "every.py").read_text()
-    for form in ("xfer.to(torch.ones(4, 3), dev, site=", "xfer.tensor([0, 2], device=dev, site=",
-                 "xfer.cpu(w, site=", "xfer.item(loss, site=", "xfer.copy_(buf, w, site="):
+    for form in ("_xfer.to(torch.ones(4, 3), dev, site=", "_xfer.tensor([0, 2], device=dev, site=",
+                 "_xfer.cpu(w, site=", "_xfer.item(loss, site=", "_xfer.copy_(buf, w, site="):
         assert form in every
     assert "kept = w[mask]" in every and "rows = w[[0, 1]]" in every
 

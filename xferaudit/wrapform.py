@@ -71,9 +71,11 @@ class Table(Protocol):
     wrappers: Mapping[str, tuple]
 
 
-#: The module the wrappers live in, and the name `wrap` binds it to.
+#: The module the wrappers live in, and the name `wrap` binds it to: a private
+#: name, so a wrapped module gains no public name (``from module import *``
+#: takes every name without a leading underscore where there is no ``__all__``).
 RUNTIME_MODULE = "xferaudit.runtime"
-ALIAS = "xfer"
+ALIAS = "_xfer"
 # The comment wrap puts after a line it made too long and cannot break (a
 # wrapper call inside an f-string's braces, before Python 3.12); unwrap takes
 # it away with the call. Its own text, so a user's `# noqa: E501` is never taken.

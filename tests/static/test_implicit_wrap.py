@@ -54,11 +54,11 @@ def test_wrapped_forms():
     res = wrap_source(src, "train.py", style=WIDE)
     out = res.new.decode()
     for want in (
-        'if xfer.bool(loss > 100, site=":step:truth(loss>100)") and not xfer.bool(loss.isnan(), site=',
-        "print(xfer.read(loss, site=", "f'{xfer.read(loss, site=\":step:format(loss)#2\"):.3f}'",
-        'a, b = xfer.float(loss, site=":step:float(loss)"), bool(xfer.bool(loss, site=',
-        "c = list(seq)[xfer.index(loss.long(), site=", "d = xfer.reads(math.isnan, loss, site=",
-        "e = f'{loss=}'", 'xfer.save(torch.save, loss, \'l.pt\', site=":step:torch.save(loss)")',
+        'if _xfer.bool(loss > 100, site=":step:truth(loss>100)") and not _xfer.bool(loss.isnan(), site=',
+        "print(_xfer.read(loss, site=", "f'{_xfer.read(loss, site=\":step:format(loss)#2\"):.3f}'",
+        'a, b = _xfer.float(loss, site=":step:float(loss)"), bool(_xfer.bool(loss, site=',
+        "c = list(seq)[_xfer.index(loss.long(), site=", "d = _xfer.reads(math.isnan, loss, site=",
+        "e = f'{loss=}'", '_xfer.save(torch.save, loss, \'l.pt\', site=":step:torch.save(loss)")',
     ):
         assert want in out, want
     assert [k.reason for k in res.skipped if k.line == 10][0].startswith("a self-documenting f-string field")
