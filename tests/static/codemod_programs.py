@@ -43,6 +43,7 @@ N = ["u", "self.n", "obj.n", "(u + 1)", "note(u)", "u.sum()", "self.box.n"]
 CONTEXTS = {
     "if": "if {B}:\n    r = 1\nelse:\n    r = 2",
     "if_attr_not": "if not {B}:\n    r = 'no'\nelse:\n    r = 'yes'",
+    "if_multiline": "def inner():\n    if torch.logical_and(\n        {B},\n        {B},\n    ).any():\n        return 1\n    return 0\nr = inner()",
     "elif": "r = 0\nif r:\n    r = 9\nelif {B}:\n    r = 3",
     "while": "r = 0\nwhile {B}:\n    r += 1\n    break",
     "while_not": "r = 0\nwhile not {B}:\n    r += 1\n    break",

@@ -117,6 +117,25 @@ def test_an_attribute_is_wrapped_whole_and_its_site_starts_where_it_starts():
         assert repr(run(new, "step", t, Ctx(t))) == repr(bare)
 
 
+def test_a_site_over_several_lines_in_a_nested_block_is_wrapped():
+    src = _src("""\
+        import torch
+
+
+        def outer(t: torch.Tensor):
+            def inner(a, b):
+                if torch.logical_and(
+                    a, b
+                ).any() and not isinstance(a, int):
+                    return 1
+                return 0
+            return inner(t > 0, t < 1)
+        """)
+    new, res = wrap(src, everywhere(src))
+    assert not res.skipped, res.skipped
+    assert "if _xfer.bool(\n" in new or "if _xfer.bool(torch.logical_and(" in new
+
+
 def test_the_fix_for_an_attribute_is_what_wrap_writes(tmp_path, monkeypatch, capsys):
     recs = check_json(tmp_path, monkeypatch, capsys, ATTRIBUTES)
     fixes = [r for r in recs if r["fix"] and "self.flag" in r["message"]]
