@@ -41,7 +41,7 @@ sys.path.insert(0, str(HERE.parent))
 
 from xferaudit.config import path_matches  # noqa: E402
 
-LIBRARIES = ("transformers", "lightning", "timm", "diffusers", "accelerate", "whisper")
+LIBRARIES = ("transformers", "lightning", "timm", "diffusers", "accelerate", "whisper", "ultralytics", "detectron2")
 MODES = ("proven", "gpu-first")
 #: Test code (the test part of the default gpu-first-exclude): not sampled.
 TESTS = ("test", "tests", "testing", "test_*.py", "*_test.py", "conftest.py")

@@ -109,8 +109,15 @@ def call_value(ev, fv: Val, node: ast.Call) -> Val:
         # module is where its input is (functions of this file and imported
         # ones are known as such, and are not taken for modules)
         where = args_place(ev, node)
-        return DEVOUT if where == "dev" else TENSORS if where == "tensor" else UNKNOWN
+        return _OPAQUE_DEVOUT if where == "dev" else _OPAQUE_TENSORS if where == "tensor" else UNKNOWN
     return UNKNOWN
+
+
+#: What calling a value the file does not know gives, on device (or unplaced)
+#: tensors: a module's output, maybe; none of its attributes is a tensor by
+#: that alone (`ctx = make(x)` then `ctx.flag`), only a model output's fields.
+_OPAQUE_DEVOUT = Val("devout", opaque=True)
+_OPAQUE_TENSORS = Val("tensors", opaque=True)
 
 
 def args_place(ev, node: ast.Call, keywords: bool = True) -> str:

@@ -18,7 +18,7 @@ from .kinds import (
     TENSORISH, TENSORS, UNKNOWN, Val, combine, join,
 )
 from .placement import device_value
-from .vocabulary import TENSOR_OTHER_ATTRS, TENSOR_PY_ATTRS, TENSOR_SAME_ATTRS, import_val
+from .vocabulary import OUTPUT_FIELDS, TENSOR_OTHER_ATTRS, TENSOR_PY_ATTRS, TENSOR_SAME_ATTRS, import_val
 
 Resolver = Callable[[ast.AST], Optional[str]]
 
@@ -161,7 +161,7 @@ class Evaluator:
                 out = out if out == v else UNKNOWN
             return out
         if t is ast.IfExp:
-            return join(self.value(node.body), self.value(node.orelse))
+            return join(self.value(node.body), self.value(node.orelse), self.gpu_first)
         if t in _COMPREHENSIONS:
             # {k: v.to(dev) for k, v in batch.items()}: a container of device tensors
             saved = self.env
@@ -232,7 +232,9 @@ class Evaluator:
         if a == "module" and k in ("obj", "devmod", "devx"):
             return bv  # ddp_model.module: the module it wraps, where it is
         if k == "tensors":
-            return TENSOR if a not in TENSOR_PY_ATTRS else PY  # outputs.logits
+            if a in TENSOR_PY_ATTRS:
+                return PY
+            return TENSOR if not bv.opaque or a in OUTPUT_FIELDS else UNKNOWN  # outputs.logits
         if k in TENSORISH:
             if a in TENSOR_PY_ATTRS:
                 return PY
@@ -242,7 +244,7 @@ class Evaluator:
                 return OTHER
             if a in TENSOR_SAME_ATTRS:
                 return DEV if k in ("devx", "devout") else bv.with_bool(bv.boolean and a != "grad")
-            if k == "devout":
+            if k == "devout" and (not bv.opaque or a in OUTPUT_FIELDS):
                 return DEV  # outputs.logits, outputs.loss
             return UNKNOWN
         if k == "numpy":
@@ -296,7 +298,7 @@ class Evaluator:
         if v.parts:  # for a, t in (("q", q), ("k", k)): what the parts are, together
             out = v.parts[0]
             for p in v.parts[1:]:
-                out = join(out, p)
+                out = join(out, p, self.gpu_first)
             return out
         if k in ON_DEVICE:
             return DEV

@@ -12,13 +12,15 @@ import ast
 from typing import Callable, Optional
 
 from .expressions import Evaluator
-from .kinds import ANNOTATED, CLASS, DEVMOD, OBJ, OTHER, PY, UNKNOWN, Val, combine, join, \
+from .kinds import ANNOTATED, CLASS, DEVMOD, KEPT_BY_UNKNOWN, OBJ, OTHER, PY, UNKNOWN, Val, combine, join, \
     join_loop
 from .placement import device_value
 from .vocabulary import MATCH, MODULE_SAME_METHODS, TRIES, annot_kind, import_val
 
 Hook = Callable[[ast.AST, Evaluator], None]
 _RUNTIME = "xferaudit.runtime."
+#: A name bound on some paths only keeps these (the proven reading; gpu-first: KEPT_BY_UNKNOWN).
+_KEPT_UNBOUND = frozenset({"dev", "devmod"})
 
 
 def _target_ids(t: ast.AST, out: set) -> None:
@@ -114,20 +116,22 @@ class Walker:
                 keys.update(k for k, v in e.items() if first.get(k) is not v)
                 keys.update(k for k in first if k not in e)
         out = dict(first)
+        gpu_first = self.ev.gpu_first
+        kept = KEPT_BY_UNKNOWN if gpu_first else _KEPT_UNBOUND
         for k in keys:
             vals = [e.get(k) for e in envs]
             if any(v is None for v in vals):
                 got = [v for v in vals if v is not None]
                 v = got[0]
                 for w in got[1:]:
-                    v = join(v, w)
+                    v = join(v, w, gpu_first)
                 # bound on some paths only: keep it when it was a device value
-                out[k] = v if v.kind in ("dev", "devmod") else UNKNOWN
+                out[k] = v if v.kind in kept else UNKNOWN
                 continue
             v = vals[1] if loop else vals[0]
             for w in vals[2 if loop else 1:]:
-                v = join(v, w)
-            out[k] = join_loop(vals[0], v) if loop else v
+                v = join(v, w, gpu_first)
+            out[k] = join_loop(vals[0], v, gpu_first) if loop else v
         self.ev.env = out
 
     def bind(self, target: ast.AST, v: Val, value_node: Optional[ast.AST] = None) -> None:

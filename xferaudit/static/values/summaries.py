@@ -65,14 +65,14 @@ class Returns:
             return UNKNOWN  # recursion: what it returns is not known yet
         self.busy.add(key)
         try:
-            v = summary(self.walk(fn, ev, seeds))
+            v = summary(self.walk(fn, ev, seeds), ev.gpu_first)
         finally:
             self.busy.discard(key)
         self.done[key] = v
         return v
 
 
-def summary(returned: list) -> Val:
+def summary(returned: list, gpu_first: bool = False) -> Val:
     """The values of a function's returns joined (a tuple's position by
     position); a bare ``return`` or ``return None`` beside others is the
     caller's check, not a value it uses."""
@@ -81,7 +81,7 @@ def summary(returned: list) -> Val:
         return UNKNOWN
     out = vals[0]
     for v in vals[1:]:
-        out = join(out, v)
+        out = join(out, v, gpu_first)
     return out
 
 _LIGHTNING_STEPS = frozenset({"training_step", "validation_step", "test_step", "predict_step"})

@@ -31,6 +31,14 @@ TENSOR_METHODS = frozenset("""sum mean max min argmax argmin abs sqrt exp log fl
     type_as view_as reshape_as new_zeros new_ones new_empty new_full fill_ zero_ add_ mul_ sub_ div_
     copy_ where logical_and logical_or logical_not count_nonzero argwhere""".split())
 MODULE_OUT_METHODS = frozenset("forward generate".split())
+#: The fields of model outputs (transformers', diffusers', detection heads'): what an
+#: attribute of the output of a call the file does not know may be a tensor by
+#: (`unet(x, t).sample`), where any other attribute is no evidence (`make(x).flag`).
+OUTPUT_FIELDS = frozenset("""logits loss losses sample prev_sample pred_original_sample last_hidden_state
+    pooler_output hidden_states attentions cross_attentions encoder_last_hidden_state decoder_hidden_states
+    encoder_hidden_states past_key_values sequences scores image_embeds text_embeds embeddings latents
+    latent_dist images audio audio_values waveform waveforms spectrogram pred_boxes pred_logits pred_masks
+    boxes masks keypoints start_logits end_logits predicted_depth reconstruction mean std logvar""".split())
 MODULE_SAME_METHODS = frozenset("eval train half float double bfloat16 requires_grad_ share_memory".split())
 
 FACTORIES = frozenset("""tensor as_tensor asarray zeros ones empty full rand randn randint randperm arange
