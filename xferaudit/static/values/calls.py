@@ -158,7 +158,7 @@ def qualified(ev, q: str, node: ast.Call) -> Optional[Val]:
     """A call of an imported name `q` (None: not one the layer knows)."""
     if q.startswith("xferaudit.runtime."):
         return wrapper(ev, q[len("xferaudit.runtime."):], node)
-    if q.startswith(("numpy.", "np.")):
+    if q.startswith(("numpy.", "np.", "cv2.")):  # (OpenCV's functions give numpy arrays)
         return PY if q.rsplit(".", 1)[-1] in ("isscalar", "ndim", "shape", "size") else NUMPY
     if q.startswith("math."):
         return PY
@@ -324,7 +324,7 @@ def method(ev, node: ast.Call, func: ast.Attribute) -> Val:
         return object_method(ev, node, m)  # self.model.encode(x): a moved module's own method
     if k == "unknown":
         # what these return, whatever has them (tensors, arrays, framework tensors)
-        if m == "numpy":
+        if m == "numpy" or m == "astype":  # (only numpy and pandas have astype)
             return NUMPY
         if m in ("item", "tolist"):
             return PY

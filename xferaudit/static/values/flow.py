@@ -12,10 +12,11 @@ import ast
 from typing import Callable, Optional
 
 from .expressions import Evaluator
-from .kinds import ANNOTATED, CLASS, DEVMOD, KEPT_BY_UNKNOWN, OBJ, OTHER, PY, UNKNOWN, Val, combine, join, \
-    join_loop
+from .kinds import (
+    ANNOTATED, CLASS, DEVMOD, KEPT_BY_UNKNOWN, NUMPY, OBJ, OTHER, PY, PYLIST, UNKNOWN, Val, combine, join, join_loop,
+)
 from .placement import device_value
-from .vocabulary import MATCH, MODULE_SAME_METHODS, TRIES, annot_kind, import_val
+from .vocabulary import MATCH, MODULE_SAME_METHODS, NUMPY_CLASSES, PY_CLASSES, TRIES, annot_kind, import_val
 
 Hook = Callable[[ast.AST, Evaluator], None]
 _RUNTIME = "xferaudit.runtime."
@@ -223,7 +224,9 @@ class Walker:
             default = ev.default_device
             for item in st.items:
                 if item.optional_vars is not None:
-                    self.bind(item.optional_vars, UNKNOWN)
+                    # with np.load(f) as data: numpy's (its items are arrays); else unknown
+                    v = ev.value(item.context_expr)
+                    self.bind(item.optional_vars, NUMPY if v.kind == "numpy" else UNKNOWN)
                 c = item.context_expr
                 if isinstance(c, ast.Call) and c.args and ev.qual(c.func) == "torch.device":
                     d = device_value(ev, c.args[0])  # with torch.device("cuda"): factories there
@@ -297,7 +300,15 @@ class Walker:
             pass
         elif type(test.func) is ast.Name and test.func.id == "isinstance" and q is None and len(test.args) == 2:
             classes = test.args[1].elts if type(test.args[1]) is ast.Tuple else [test.args[1]]
-            if "torch.Tensor" not in [ev.qual(c) for c in classes]:
+            quals = [ev.qual(c) or (c.id if type(c) is ast.Name else "") for c in classes]
+            if "torch.Tensor" not in quals:
+                # where the test holds, `name` is of the classes named, when they say what it is
+                if all(c in NUMPY_CLASSES for c in quals):
+                    yes[name] = NUMPY  # isinstance(v, np.ndarray): v.item() is numpy's
+                elif all(c in PY_CLASSES for c in quals):
+                    yes[name] = PY
+                elif quals == ["list"]:
+                    yes[name] = PYLIST  # isinstance(idx, list): an index that uploads
                 return yes, no
         else:
             return yes, no

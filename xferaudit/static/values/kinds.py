@@ -108,7 +108,7 @@ FUNC = Val("other", qual=None)  # a function defined at the module's top level (
 
 #: What an annotation (:func:`.vocabulary.annot_kind`) makes a parameter or a name.
 ANNOTATED = {"tensor": TENSOR, "tensors": Val("tensors", container=True),
-             "dict": Val("tensors", items={}, container=True), "pylist": PYLIST}
+             "dict": Val("tensors", items={}, container=True), "pylist": PYLIST, "numpy": NUMPY}
 
 DEVICE_KINDS = frozenset({"dev", "devx", "devout", "devmod", "devstate"})
 TENSORISH = frozenset({"dev", "devx", "devout", "host", "tensor", "either"})

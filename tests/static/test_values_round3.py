@@ -1,0 +1,109 @@
+"""The value layer on what real code does: tensors known from their uses,
+state kept by this file's classes, merges, indices read back, and the false
+findings new users met (each a small source and the findings it must give)."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import textwrap
+
+import pytest
+
+from xferaudit.cli import main
+from xferaudit.rules import table
+from xferaudit.static.finder import find_in_source
+
+RULES = {m: dataclasses.replace(table(), implicit=m) for m in ("proven", "gpu-first")}
+
+
+def _sites(src: str, mode: str = "gpu-first"):
+    res = find_in_source(textwrap.dedent(src), "x.py", RULES[mode], "lib/x.py")
+    assert res.error is None, res.error
+    return res.sites
+
+
+def implicit(src: str, mode: str = "gpu-first") -> list:
+    """(line, code) of the implicit findings."""
+    return sorted((s.line, s.rule) for s in _sites(src, mode) if s.implicit)
+
+
+def explicit(src: str, mode: str = "gpu-first") -> list:
+    """(line, kind, call) of the explicit sites."""
+    return [(s.line, s.kind, s.call) for s in _sites(src, mode) if not s.implicit]
+
+
+# --- false findings ----------------------------------------------------------------------------
+
+
+def test_an_unknown_callables_result_and_its_attributes_are_no_tensors():
+    src = """\
+    def step(make, model, x, dev):
+        x = x.cuda(dev) * 2
+        ctx = make(x)
+        if ctx.flag:
+            pass
+        out = model(x)
+        if out.loss > 1:
+            pass
+    """
+    # make(x).flag is no tensor; a model output's field (out.loss) still is
+    assert implicit(src) == [(7, "XFA402")]
+
+
+def test_a_meters_median_is_no_tensor():
+    """detectron2's writer: a history buffer's median() and a float made of it."""
+    src = """\
+    import datetime
+    def eta(storage, max_iter, iteration):
+        eta_seconds = storage.history("time").median(1000) * (max_iter - iteration - 1)
+        text = "{}: {:.4g}".format("loss", storage.history("loss").median(20))
+        return str(datetime.timedelta(seconds=int(eta_seconds))), text
+    """
+    assert implicit(src) == []
+
+
+def test_item_and_tolist_of_numpy_values_are_no_sites():
+    """ultralytics: numpy values by isinstance, by annotation, by np.load, astype and cv2."""
+    src = """\
+    import cv2
+    import numpy as np
+    def sanitize(value):
+        if isinstance(value, np.generic):
+            return value.item()
+        if isinstance(value, np.ndarray):
+            return value.tolist()
+        return value.item()
+    def load(file):
+        with np.load(file, allow_pickle=False) as data:
+            embeddings, model = data["embeddings"], data["model"]
+        return str(model.item())
+    def plot(px: np.ndarray, boxes, mask):
+        contours = cv2.findContours(mask, cv2.RETR_EXTERNAL, cv2.CHAIN_APPROX_SIMPLE)[0]
+        return px.tolist(), boxes.astype(np.int64).tolist(), [c.ravel().tolist() for c in contours]
+    """
+    assert explicit(src) == [(8, "down", "value.item()")]  # nothing says what the last one is
+
+
+# --- merges ------------------------------------------------------------------------------------
+
+
+def test_only_host_evidence_cancels_a_device_value_where_paths_meet():
+    src = """\
+    import torch
+    def f(x, flag, helper):
+        best = None
+        for _ in range(3):
+            cand = torch.ones(3, device="cuda").sum()
+            if best is None or flag:
+                best = cand
+        if best > 0:
+            pass
+        y = helper(x) if flag else torch.zeros(2, device="cuda")
+        print(y)
+        z = torch.zeros(2) if flag else torch.zeros(2, device="cuda")
+        print(z)
+    """
+    # an unknown or None path cancels nothing in gpu-first; a host one does
+    assert implicit(src) == [(8, "XFA402"), (11, "XFA403")]
+    assert implicit(src, "proven") == []
