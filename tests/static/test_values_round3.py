@@ -107,3 +107,36 @@ def test_only_host_evidence_cancels_a_device_value_where_paths_meet():
     # an unknown or None path cancels nothing in gpu-first; a host one does
     assert implicit(src) == [(8, "XFA402"), (11, "XFA403")]
     assert implicit(src, "proven") == []
+
+
+def test_to_a_name_bound_to_a_literal_device_has_its_direction():
+    """detectron2's test_deformable: `device = torch.device("cuda")` above `.to(device)`."""
+    src = """\
+    import torch
+    def f(setup):
+        device = torch.device("cuda")
+        for k in [3, 5]:
+            inputs = torch.rand(3).to(device)
+        cpu = "cpu"
+        back = inputs.to(device=cpu)
+        either = "cuda" if torch.cuda.is_available() else "cpu"
+        dev = setup()
+        return inputs.to(either), back.to(dev)
+    """
+    assert explicit(src) == [(5, "up", "torch.rand(3).to(device)"), (7, "down", "inputs.to(device=cpu)"),
+                             (10, "move", "inputs.to(either)"), (10, "move", "back.to(dev)")]
+
+
+def test_check_evidence_says_a_lines_count_is_shared_by_its_sites(tmp_path, monkeypatch, capsys):
+    """A run counts a line: two `.to()` of one line, 445 each, make one entry of 890."""
+    from evidence_util import entry_at, project, write_run
+
+    project(tmp_path, monkeypatch)
+    (tmp_path / "move.py").write_text("def f(a, b, dev):\n    return a.to(dev), b.to(dev)\n")
+    write_run(tmp_path / "run.json", [entry_at(tmp_path, "move.py", "return a.to(dev), b.to(dev)", "aten._to_copy",
+                                               "up", function="f", count=890, nbytes=8)])
+    main(["check", "--no-cache", "--evidence", "run.json", "move.py"])
+    found = [ln for ln in capsys.readouterr().out.splitlines() if ln.startswith("move.py:2:")]
+    assert len(found) == 2
+    assert all("(aten._to_copy, up, 890 times, 8 bytes on this line, for its 2 sites together; run.json)" in ln
+               for ln in found)

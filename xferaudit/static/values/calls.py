@@ -197,6 +197,9 @@ def torch_function(ev, q: str, node: ast.Call) -> Optional[Val]:
     if last in HOST_CTORS:
         return HOST_PAGEABLE
     if q == "torch.device":
+        lit = literal_device(node.args[0]) if node.args else None
+        if lit is not None:  # torch.device("cuda"): a name bound to it says the direction of .to(name)
+            return _LITERAL_DEVICES[lit]
         return CPUDEV if node.args and device_value(ev, node.args[0]) == "cpu" else DEVICE
     if last in FACTORIES and q.count(".") == 1:
         return factory(ev, last, node)
@@ -214,6 +217,24 @@ def torch_function(ev, q: str, node: ast.Call) -> Optional[Val]:
     if last in TENSOR_BOOL_METHODS:
         return v.with_bool(True)
     return v
+
+
+_LITERAL_DEVICES = {"cpu": Val("cpudev", device="cpu"), "dev": Val("device", device="dev")}
+#: Device types that hold data on an accelerator, as a literal names them.
+_ACCELERATORS = frozenset({"cuda", "mps", "xpu", "hpu", "npu", "mtia", "privateuseone", "xla"})
+
+
+def literal_device(node: ast.AST) -> Optional[str]:
+    """"cpu" or "dev" for a literal device (``"cpu"``, ``"cuda:1"``, ``0``), else None."""
+    if type(node) is not ast.Constant:
+        return None
+    v = node.value
+    if type(v) is int:
+        return "dev"
+    if type(v) is str:
+        head = v.split(":", 1)[0].strip().lower()
+        return "cpu" if head == "cpu" else "dev" if head in _ACCELERATORS else None
+    return None
 
 
 def clipped_norm(ev, node: ast.Call) -> Val:

@@ -371,6 +371,8 @@ class Checker:
             if rv is SELF:
                 rv = SELF_MODULE if ev.self_module else OTHER  # self.compile(): nn.Module's only in a module
             self.res.receivers[id(node)] = rv
+            if func.attr == "to":
+                self._direction(node)
         q = ev.qual(func)
         if isinstance(func, ast.Name) and q is None and func.id not in ev.env and func.id not in ev.local_names:
             f = func.id
@@ -424,6 +426,19 @@ class Checker:
             return
         if m in ("to", "cuda", "copy_") and _non_blocking(node):
             self._hazard(node, func)
+
+    def _direction(self, node: ast.Call) -> None:
+        """`x.to(device)` with `device` a name this function binds to a literal
+        device (``torch.device("cuda")``, ``"cpu"``): the direction, for the explicit
+        rule to read (:attr:`.findings.Result.directions`)."""
+        dev = node.args[0] if node.args else None
+        kw = next((k.value for k in node.keywords if k.arg == "device"), None)
+        if dev is None or kw is not None and self.ev.device_value(dev) == "dtype":
+            dev = kw
+        if type(dev) is ast.Name and dev.id in self.ev.local_names:  # bound in this function
+            lit = self.ev.value(dev).device
+            if lit is not None:
+                self.res.directions[id(node)] = lit
 
     def _log_args(self, node: ast.Call) -> None:
         self.formatted(node.args)

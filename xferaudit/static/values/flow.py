@@ -11,6 +11,7 @@ from __future__ import annotations
 import ast
 from typing import Callable, Optional
 
+from .calls import literal_device
 from .expressions import Evaluator
 from .kinds import (
     ANNOTATED, CLASS, DEVMOD, KEPT_BY_UNKNOWN, NUMPY, OBJ, OTHER, PY, PYLIST, UNKNOWN, Val, combine, join, join_loop,
@@ -169,6 +170,10 @@ class Walker:
             self.hook(st, ev)
         if t is ast.Assign:
             v = ev.value(st.value)
+            if type(st.value) is ast.Constant and type(st.value.value) is str:
+                lit = literal_device(st.value)  # device = "cuda": what .to(device) names
+                if lit is not None:
+                    v = Val("py", device=lit)
             for tg in st.targets:
                 self.bind(tg, v, st.value)
         elif t is ast.AugAssign:

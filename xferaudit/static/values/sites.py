@@ -124,6 +124,11 @@ def _rejudge(ctx: FileContext, res, methods: list) -> None:
         if not _findings.row_allows(rule.id, node, res, local):
             drop.add(id(s))
             continue
+        lit = res.directions.get(id(node))
+        if lit is not None and rule.kind == "device" and s.kind == "move":
+            # device = torch.device("cuda") above: `.to(device)` goes up, not "either way"
+            kind = "down" if lit == "cpu" else "up"
+            s.kind, s.rule = kind, KIND_CODES[kind]
         if res.unbound(node, local):
             outer, fr.scope = fr.scope, scope
             try:

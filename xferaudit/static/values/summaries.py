@@ -76,7 +76,8 @@ def summary(returned: list, gpu_first: bool = False) -> Val:
     """The values of a function's returns joined (a tuple's position by
     position); a bare ``return`` or ``return None`` beside others is the
     caller's check, not a value it uses."""
-    vals = [v for v in returned if v is not None]
+    # (a literal device is read where it is written, not through a call: `dev = setup()` stays "either way")
+    vals = [v if v.device is None else Val(v.kind) for v in returned if v is not None]
     if not vals:
         return UNKNOWN
     out = vals[0]
