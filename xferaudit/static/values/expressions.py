@@ -46,6 +46,7 @@ class Evaluator:
         self.summaries = None
         self.returned: Optional[list] = None  # the values of the return statements walked (summaries)
         self.memo: dict = {}  # id(node) -> its value, for the statement being walked
+        self.param_uses: dict = {}  # parameter -> (line, use) that shows it is a tensor (.uses)
 
     # qualified names, through imports done in the function too
     def qual(self, node: ast.AST) -> Optional[str]:

@@ -16,8 +16,9 @@ from typing import Optional
 
 from .expressions import Evaluator, Resolver
 from .flow import Hook, Walker, bound_names
-from .kinds import ANNOTATED, FUNC, OTHER, SELF, UNKNOWN, Val, join
+from .kinds import ANNOTATED, FUNC, OTHER, SELF, TENSOR, UNKNOWN, Val, join
 from .summaries import Returns, call_seeds, framework, framework_seeds, is_module_class, summary
+from .uses import Uses
 from .vocabulary import annot_kind, import_val
 
 
@@ -66,7 +67,7 @@ def _params(fn, method: bool) -> dict:
 
 
 def analyse(tree: ast.Module, qualname: Resolver, hook: Optional[Hook] = None, gpu_first: bool = False,
-            default_device: str = "cpu", imports: Optional[dict] = None) -> None:
+            default_device: str = "cpu", imports: Optional[dict] = None, uses: Optional[Uses] = None) -> None:
     """Walk `tree`: module-level code, then every function, class and method,
     calling `hook` on each statement with the environment before it.
 
@@ -75,16 +76,19 @@ def analyse(tree: ast.Module, qualname: Resolver, hook: Optional[Hook] = None, g
     the values so). `default_device`: where factories without ``device=`` put
     their results ("cpu"; "unknown" when the file calls ``torch.set_default_device``).
     `imports`: :func:`module_imports` of the tree, when the caller has it.
+    `uses`: the file's tensor-only uses (:class:`.uses.Uses`): a parameter
+    they show is a tensor is one from the function's start.
     """
-    _Module(tree, qualname, hook, gpu_first, default_device, imports).run()
+    _Module(tree, qualname, hook, gpu_first, default_device, imports, uses).run()
 
 
 class _Module:
     """One walk of a module: what its functions and classes share."""
 
     def __init__(self, tree: ast.Module, qualname: Resolver, hook: Optional[Hook], gpu_first: bool,
-                 default_device: str, imports: Optional[dict] = None) -> None:
+                 default_device: str, imports: Optional[dict] = None, uses: Optional[Uses] = None) -> None:
         self.tree = tree
+        self.uses = uses
         self.qualname = qualname
         self.hook = hook
         self.gpu_first = gpu_first
@@ -184,6 +188,17 @@ class _Module:
             if isinstance(st, ast.ClassDef):
                 self.klass(st, f"{where}.{st.name}")
 
+    def _used(self, fn, params: dict) -> dict:
+        """The parameters of `fn` that its uses show are tensors (:mod:`.uses`):
+        name -> (line, the use)."""
+        if self.uses is None:
+            return {}
+        a = fn.args
+        defaults = {p.arg for p, d in zip(a.args[len(a.args) - len(a.defaults):], a.defaults)
+                    if type(d) is ast.Constant and d.value is not None}  # x=0: a number, whatever its uses
+        open_ = [p for p, v in params.items() if v is UNKNOWN and p not in defaults]
+        return self.uses.of(fn, open_) if open_ else {}
+
     def function(self, fn, attrs: dict, hook: Optional[Hook], method: bool, collect: bool = False,
                  outer: Optional[dict] = None, where: str = "<module>", calls: Optional[dict] = None,
                  seeds: Optional[dict] = None, methods: Optional[dict] = None,
@@ -199,9 +214,14 @@ class _Module:
         known = self.defs.get(id(fn))
         if known is None or known[2] != method:  # the same def is walked up to three times: read it once
             names = bound_names(fn.body) | {p.arg for p in fn.args.posonlyargs + fn.args.args + fn.args.kwonlyargs}
-            known = self.defs[id(fn)] = (names, _params(fn, method), method)
+            params = _params(fn, method)
+            used = self._used(fn, params)
+            known = self.defs[id(fn)] = (names, params, method, used)
         ev.local_names = known[0]
         ev.env.update(known[1])
+        if known[3]:  # parameters that the function's uses show are tensors
+            ev.env.update(dict.fromkeys(known[3], TENSOR))
+            ev.param_uses = known[3]
         if seeds:
             ev.env.update(seeds)
 
