@@ -140,3 +140,126 @@ def test_check_evidence_says_a_lines_count_is_shared_by_its_sites(tmp_path, monk
     assert len(found) == 2
     assert all("(aten._to_copy, up, 890 times, 8 bytes on this line, for its 2 sites together; run.json)" in ln
                for ln in found)
+
+
+# --- parameters known by their uses ---------------------------------------------------------------
+
+
+def test_a_parameter_is_a_tensor_by_a_tensor_only_use():
+    src = """\
+    import torch
+    import torch.nn.functional as F
+    def losses(gt_classes, scores, hist, logits):
+        if gt_classes.numel() == 0:
+            print(gt_classes)
+        best = scores.argmax(dim=1)
+        if scores.max() > 0.5:
+            pass
+        counts = torch.histc(hist, bins=10)
+        total = float(hist.sum())
+        probs = F.softmax(logits, -1)
+        assert logits.mean() > 0
+        return best, probs
+    """
+    assert implicit(src) == [(5, "XFA403"), (7, "XFA402"), (10, "XFA401"), (12, "XFA402")]
+    assert implicit(src, "proven") == []
+
+
+def test_uses_numpy_also_has_are_no_evidence_nor_is_a_use_after_a_rebinding_or_a_type_test():
+    src = """\
+    import numpy as np
+    import torch
+    def f(a, b, c, d, e=0):
+        i = a.argmax()
+        if a.max() > 0:
+            pass
+        b = np.asarray(b)
+        b.numel()
+        if isinstance(c, torch.Tensor):
+            c.detach()
+        if c.max() > 0:
+            pass
+        stats = [d.numel() for d in d]
+        print(d, e)
+        e.masked_fill(e > 0, 0)
+        return float(b.sum())
+    """
+    assert implicit(src) == []
+
+
+# --- indices, rebindings, narrowing, formatting -----------------------------------------------------
+
+
+def test_a_tensor_of_no_dimensions_as_an_index_is_read_back():
+    src = """\
+    import torch
+    def nms(dets: torch.Tensor, scores: torch.Tensor, thresh: float):
+        x1 = dets[:, 0]
+        order = scores.argsort(descending=True)
+        keep = []
+        while order.numel() > 0:
+            i = order[0]
+            keep.append(i)
+            xx1 = x1[order[1:]].clamp(min=x1[i])
+            inds = torch.where(xx1 <= thresh)[0]
+            order = order[inds + 1]
+        return keep
+    def gather(x: torch.Tensor, edge_index: torch.Tensor, t: torch.Tensor):
+        return x[edge_index[0]], x[t.argmax(dim=1)], x[t.argmax()], x[torch.argmax(t)]
+    """
+    # order[0] of a vector and argmax() without a dimension have none; edge_index[0] may be a row
+    assert implicit(src) == [(9, "XFA401"), (10, "XFA405"), (14, "XFA401"), (14, "XFA401")]
+
+
+def test_x_passed_through_an_unknown_function_stays_a_tensor():
+    src = """\
+    from torch import Tensor
+    def f(x: Tensor, h: Tensor, block, to_numpy, make):
+        x = checkpoint(block, x)
+        h = rearrange(h, "b c -> c b")
+        if x.any() or h.any():
+            pass
+        x = to_numpy(x)
+        print(x, make(h))
+    """
+    # to_numpy(x) converts, by its name; what make(h) gives is no tensor
+    assert implicit(src) == [(5, "XFA402"), (5, "XFA402")]
+    assert implicit(src, "proven") == []
+
+
+def test_isinstance_list_makes_an_index_that_uploads():
+    src = """\
+    import torch
+    def pick(t, v, w):
+        t = torch.zeros(3, device="cuda")
+        if isinstance(v, list):
+            return t[v]
+        if isinstance(w, (list, tuple)):
+            return t[w]
+        return t[v]
+    """
+    assert implicit(src) == [(5, "XFA406")]
+
+
+def test_a_concatenated_f_string_has_one_finding_per_line():
+    src = """\
+    from torch import Tensor
+    def log(x: Tensor, y: Tensor):
+        print(f"a {x} {y} "
+              f"b {y}")
+        s = f"a {x} " f"b {y}"
+    """
+    assert implicit(src) == [(3, "XFA403"), (4, "XFA403"), (5, "XFA403")]
+
+
+def test_lists_concatenated_as_an_index_upload():
+    src = """\
+    import torch
+    def f(t: torch.Tensor, n: int):
+        keep = [0, 1]
+        a = t[keep + [n]]
+        b = t[[i for i in range(n)] + [n]]
+        c = t[sorted(keep) + [n]]
+        return a, b, c, t[n]
+    """
+    assert implicit(src) == [(4, "XFA406"), (5, "XFA406"), (6, "XFA406")]

@@ -202,7 +202,8 @@ def torch_function(ev, q: str, node: ast.Call) -> Optional[Val]:
             return _LITERAL_DEVICES[lit]
         return CPUDEV if node.args and device_value(ev, node.args[0]) == "cpu" else DEVICE
     if last in FACTORIES and q.count(".") == 1:
-        return factory(ev, last, node)
+        v = factory(ev, last, node)
+        return v.with_dims(1) if last in _VECTORS else v  # torch.arange(n), torch.randperm(n)
     if q.startswith(TORCH_NOT_TENSOR_PREFIX) or last in TORCH_NOT_TENSOR:
         return OTHER
     if camel(last):
@@ -216,7 +217,7 @@ def torch_function(ev, q: str, node: ast.Call) -> Optional[Val]:
         return v
     if last in TENSOR_BOOL_METHODS:
         return v.with_bool(True)
-    return v
+    return shaped(v, last, node, 1) if q.count(".") == 1 else v
 
 
 _LITERAL_DEVICES = {"cpu": Val("cpudev", device="cpu"), "dev": Val("device", device="dev")}
@@ -355,7 +356,7 @@ def method(ev, node: ast.Call, func: ast.Attribute) -> Val:
             return TENSOR
         return object_method(ev, node, m)
     if k in TENSORISH:
-        return tensor_method(rv, m)
+        return shaped(tensor_method(rv, m), m, node, 0)
     if k in ("obj", "devmod"):
         if m in MODULE_SAME_METHODS:
             return rv
@@ -391,6 +392,32 @@ def object_method(ev, node: ast.Call, m: str) -> Val:
         return UNKNOWN
     where = args_place(ev, node)
     return DEVOUT if where == "dev" else TENSORS if where == "tensor" else UNKNOWN
+
+
+#: Reductions that, with no dimension given, make a tensor of no dimensions
+#: (`t.argmax()`: an index that indexing reads back).
+_REDUCTIONS = frozenset("argmax argmin sum max min prod count_nonzero amax amin".split())
+#: What makes a vector (one dimension): `order[0]` of one has none.
+_VECTORS = frozenset("argsort flatten ravel arange randperm".split())
+
+
+def shaped(v: Val, m: str, node: ast.Call, skip: int) -> Val:
+    """`v`, the tensor `m` gives (a method, or a torch function whose first
+    `skip` arguments are its input), with its dimensions where the call shows
+    them: a reduction with no dimension has none, `argsort`/`flatten`/
+    `view(-1)`/`arange` give a vector."""
+    if v.kind not in TENSORISH or v.boolean:
+        return v
+    if m in _REDUCTIONS:
+        if len(node.args) == skip and all(k.arg in ("dtype", "out") for k in node.keywords):
+            return v.with_dims(0)
+    elif m in _VECTORS:
+        if m != "flatten" or len(node.args) == skip and not node.keywords:
+            return v.with_dims(1)
+    elif m in ("view", "reshape") and len(node.args) == skip + 1 and type(node.args[skip]) is ast.UnaryOp and \
+            type(node.args[skip].operand) is ast.Constant and node.args[skip].operand.value == 1:
+        return v.with_dims(1)  # view(-1)
+    return v
 
 
 def tensor_method(rv: Val, m: str) -> Val:

@@ -34,8 +34,9 @@ def on_device(v: Val) -> bool:
 
 def shown(v: Val) -> bool:
     """Formatting a device value: a device tensor or a device module's output
-    (a value moved with .to(dev) may be a module, whose printing reads nothing)."""
-    return v.kind == "dev" or v.kind == "devout"
+    (a value moved with .to(dev) may be a module, whose printing reads nothing;
+    what a call of a value the file does not know gives may be anything)."""
+    return v.kind == "dev" or v.kind == "devout" and not v.opaque
 
 _CONVERSIONS = frozenset({"float", "int", "bool", "complex"})
 _FORMATTERS = frozenset({"str", "repr", "format", "print", "ascii"})
@@ -43,6 +44,8 @@ _LOG_METHODS = frozenset({"debug", "info", "warning", "warn", "error", "critical
 _COUNT_METHODS = frozenset({"nonzero", "unique", "unique_consecutive", "masked_select", "argwhere"})
 #: Bases a device value indexes as a Python int, or that a device mask cannot index.
 _SEQUENCES = frozenset({"py", "pylist", "numpy", "host"})
+#: Bases an index of no dimensions is read back for (every tensor and sequence; not a dict).
+_INDEXABLE = frozenset({"dev", "devx", "devout", "host", "tensor", "either", "pylist", "numpy"})
 
 
 def _unparse(node: ast.AST, limit: int = 40) -> str:
@@ -119,9 +122,10 @@ class Checker:
         if self.gpu_first:
             placed = GPU_FIRST.get(v.kind)
             if placed is not None:
-                if v.parts is None and v.items is None and not v.container:
-                    return placed.with_bool(v.boolean)
-                return Val(placed.kind, v.boolean, parts=v.parts, items=v.items, container=v.container)
+                if v.parts is None and v.items is None and not v.container and not v.opaque:
+                    return placed.with_bool(v.boolean).with_dims(v.dims)
+                return Val(placed.kind, v.boolean, parts=v.parts, items=v.items, container=v.container,
+                           dims=v.dims, opaque=v.opaque)
         return v
 
     def dev(self, node: ast.AST, test: Callable[[Val], bool] = None) -> bool:
@@ -237,6 +241,11 @@ class Checker:
                         self.add("XFA401", b, wrap="index")
                 continue
             pv = self.value(p)
+            if pv.dims == 0 and not pv.boolean and (on_device(pv) or self.assume(p, pv)) and \
+                    base.kind in _INDEXABLE:
+                # x1[i], i = order[0]: a tensor of no dimensions as an index is read back as an int
+                self.add("XFA401", p, wrap="index")
+                continue
             if pv.kind == "dev" and pv.boolean:
                 # x[m], boxes[m]: whatever is indexed, a device mask's count is read back
                 # (writing through it, t[m] = 0.0, is a masked fill: nothing is read)
@@ -249,7 +258,7 @@ class Checker:
                 if base.kind in _SEQUENCES and base.kind != "host" and (on_device(pv) or self.assume(p, pv)):
                     self.add("XFA401", p, wrap="index")
                 continue
-            if pv.kind in ("host", "numpy", "pylist") or isinstance(p, ast.List):
+            if pv.kind in ("host", "numpy", "pylist") or _list_display(p):
                 self.add("XFA406", sub, why="the index is uploaded inside the indexing itself")
 
     # --- expressions ------------------------------------------------------------------------
@@ -303,7 +312,17 @@ class Checker:
             self.scan(node.slice, False)
             return
         if t is ast.JoinedStr:
-            self.formatted([v.value for v in node.values if type(v) is ast.FormattedValue])
+            shown_ = [v.value for v in node.values if type(v) is ast.FormattedValue]
+            if shown_ and shown_[0].lineno != shown_[-1].lineno:
+                # f"a {x} "
+                # f"b {y}": one finding per physical line of an f-string made of several
+                lines: dict = {}
+                for v in shown_:
+                    lines.setdefault(v.lineno, []).append(v)
+                for group in lines.values():
+                    self.formatted(group)
+            else:
+                self.formatted(shown_)
             for v in node.values:
                 if type(v) is ast.FormattedValue:
                     self.scan(v.value, False)
@@ -503,6 +522,17 @@ class Checker:
             if dev is None or self.ev.device_value(dev) in ("cpu", "dtype"):
                 return  # non_blocking=True promises an upload: any target but the host
         self.add("XFA451", node, func, why="a hazard, not a site: pin the host side instead")
+
+
+def _list_display(node: ast.AST) -> bool:
+    """A Python list made here: a display, a comprehension, or lists concatenated
+    or repeated (``keep + [n]``, ``[0] * k``), whatever their items are."""
+    t = type(node)
+    if t is ast.List or t is ast.ListComp:
+        return True
+    if t is ast.BinOp and type(node.op) in (ast.Add, ast.Mult):
+        return _list_display(node.left) or type(node.op) is ast.Add and _list_display(node.right)
+    return False
 
 
 def _tensor_repeats(value: Callable[[ast.AST], Val], node: ast.Call, pos: int) -> bool:

@@ -137,6 +137,8 @@ class Evaluator:
                 return PY  # "%.3f" % t, "a" + s: a string
             a, b = self.value(left), self.value(node.right)
             v = combine(a, b)
+            if a.dims == 1 and b.kind == "py" and v.kind in TENSORISH:
+                v = v.with_dims(1)  # inds + 1: still a vector
             if type(node.op) in _BITWISE and (a.boolean or b.boolean) and v.kind in TENSORISH:
                 return v.with_bool(True)  # m1 & m2, m | (x > 0): still a mask
             return v
@@ -267,6 +269,9 @@ class Evaluator:
                 return bv.parts[i]  # a, b = f()[0], f()[1]: per position
         if bv.items and isinstance(node.slice, ast.Constant) and node.slice.value in bv.items:
             return bv.items[node.slice.value]  # a dict made here: the key's value
+        if bv.dims == 1 and k in TENSORISH:  # a vector: an item of it has no dimensions, a part is one
+            base = DEV if k in ("devout", "devx") else bv
+            return base.with_dims(_item_dims(self, node.slice))
         if k in ("dev", "devout", "devx"):
             return DEV if k != "dev" else bv
         if k in ("host", "numpy", "tensor", "either"):
@@ -310,6 +315,22 @@ class Evaluator:
         if k == "pylist":
             return PY
         return UNKNOWN
+
+
+def _item_dims(ev: Evaluator, sl: ast.AST):
+    """The dimensions of `vector[sl]`: none for an int (``order[0]``, ``order[j]``),
+    one for a slice, a mask or a vector of indices, else unknown."""
+    t = type(sl)
+    if t is ast.Slice:
+        return 1
+    if t is ast.Constant:
+        return 0 if type(sl.value) is int else None
+    if t is ast.UnaryOp and type(sl.operand) is ast.Constant:
+        return 0 if type(sl.operand.value) is int else None  # order[-1]
+    v = ev.value(sl)
+    if v.kind == "py":
+        return 0
+    return 1 if v.boolean or v.dims == 1 else None
 
 
 _BITWISE = (ast.BitAnd, ast.BitOr, ast.BitXor)

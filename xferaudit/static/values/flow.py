@@ -9,6 +9,7 @@ before it.
 from __future__ import annotations
 
 import ast
+import re
 from typing import Callable, Optional
 
 from .calls import literal_device
@@ -174,6 +175,9 @@ class Walker:
                 lit = literal_device(st.value)  # device = "cuda": what .to(device) names
                 if lit is not None:
                     v = Val("py", device=lit)
+            elif (v.kind == "unknown" or v.opaque) and ev.gpu_first and type(st.value) is ast.Call and \
+                    len(st.targets) == 1:
+                v = self._passed_through(st.targets[0], st.value, v)
             for tg in st.targets:
                 self.bind(tg, v, st.value)
         elif t is ast.AugAssign:
@@ -281,6 +285,22 @@ class Walker:
             for n in st.names:
                 ev.env[n] = UNKNOWN
 
+    def _passed_through(self, target: ast.AST, call: ast.Call, v: Val) -> Val:
+        """``x = f(x, ...)`` with `f` a function the file does not know and `x` a
+        tensor: `x` is taken to stay one, where it was (a transform handing
+        its input on: ``x = checkpoint(block, x)``, ``h = rearrange(h, ...)``),
+        unless `f`'s name says it converts (``to_numpy``, ``tolist``...)."""
+        if type(target) is not ast.Name or not any(type(a) is ast.Name and a.id == target.id for a in call.args):
+            return v
+        old = self.ev.env.get(target.id)
+        if old is None or old.kind not in ("dev", "tensor"):
+            return v
+        f = call.func
+        name = f.id if type(f) is ast.Name else f.attr if type(f) is ast.Attribute else ""
+        if not name or _converts(name):
+            return v
+        return Val(old.kind)
+
     def _narrowed(self, test: ast.AST) -> tuple[dict, dict]:
         """What an ``if`` test says of names in each branch: ``isinstance(x,
         Tensor)`` (or ``torch.is_tensor(x)``) makes `x` no tensor where it does
@@ -367,6 +387,19 @@ class Walker:
             if f == "enumerate" and it.args:
                 return UNKNOWN  # (index, item): unpacked below by position when possible
         return ev.iterated(ev.value(it))
+
+
+#: Words in the names of functions that convert what they are given, or read it
+#: (not a transform of a tensor): `to_numpy`, `tensor2img`, `get_size`...
+_CONVERT_WORDS = frozenset("""numpy np cpu list item items scalar float int str string text host python py json
+    pil image img array decode repr len shape size count num dict tuple bool save log print plot show write
+    is has get to as""".split())
+_CONVERT_ENDS = ("numpy", "list", "str", "array", "img", "image", "text", "json", "dict")
+
+
+def _converts(name: str) -> bool:
+    words = [w for w in re.split(r"[_\d]+", name.lower()) if w]
+    return not words or any(w in _CONVERT_WORDS or w.endswith(_CONVERT_ENDS) for w in words)
 
 
 def _ends(stmts: list) -> bool:
