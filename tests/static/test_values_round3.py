@@ -263,3 +263,32 @@ def test_lists_concatenated_as_an_index_upload():
         return a, b, c, t[n]
     """
     assert implicit(src) == [(4, "XFA406"), (5, "XFA406"), (6, "XFA406")]
+
+
+# --- explainable findings -------------------------------------------------------------------------------
+
+
+def test_each_implicit_finding_says_its_evidence(tmp_path, capsys):
+    p = tmp_path / "train.py"
+    p.write_text(textwrap.dedent("""\
+        import torch
+        def step(model, x, dev, scores):
+            model = model.to(dev)
+            out = model(x)
+            loss = out.sum()
+            if loss > 100:
+                pass
+            best = scores.argmax(dim=1)
+            print(scores)
+    """))
+    assert main(["sites", str(p), "--no-cache", "--format", "json"]) == 0
+    got = {r["line"]: r.get("evidence") for r in json.loads(capsys.readouterr().out)}
+    assert got[6] == ("loss: `out.sum()` (line 5), out: result of `model(x)` (line 4), "
+                      "model: moved to the device by `model.to(dev)` (line 3)")
+    assert got[9].startswith("scores: a parameter used as only a tensor is, `scores.argmax(dim=...)` (line 8); "
+                             "read gpu-first")
+    assert got[3] is None  # an explicit site: no evidence key
+    assert main(["sites", str(p), "--no-cache", "--explain"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    i = next(i for i, ln in enumerate(out) if ":6:8: down  XFA402" in ln)
+    assert out[i + 1] == "    evidence: " + got[6]

@@ -13,6 +13,7 @@ import ast
 from typing import Callable, Optional
 
 from .calls import bare_method_call
+from .explain import explain
 from .expressions import Evaluator
 from .findings import CODES, Finding, Result
 from .kinds import GPU_FIRST, ON_DEVICE, OTHER, SELF, Val, is_dev
@@ -109,8 +110,12 @@ class Checker:
         self.seen.add(key)
         if label is None:  # the call itself (float(x), t.nonzero()), or op(expression)
             label = _unparse(node) if at is not None else f"{CODES[code][0]}({_unparse(node, 34)})"
+        if self.hot and any(id(n) in self.assumed for n in ast.walk(node)):
+            evidence = "a recorded run saw this line crossing"
+        else:
+            evidence = explain(self.ev, node, self.gpu_first)
         self.res.findings.append(Finding(code, node, at or node, label, wrap, why,
-                                         self.ev.where))
+                                         self.ev.where, evidence))
 
     def value(self, node: ast.AST) -> Val:
         """The value of `node` as the implicit rules read it: the one place

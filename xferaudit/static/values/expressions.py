@@ -47,6 +47,8 @@ class Evaluator:
         self.returned: Optional[list] = None  # the values of the return statements walked (summaries)
         self.memo: dict = {}  # id(node) -> its value, for the statement being walked
         self.param_uses: dict = {}  # parameter -> (line, use) that shows it is a tensor (.uses)
+        self.origins: dict = {}  # name -> the node its last binding walked took its value from (.explain)
+        self.seeded: dict = {}  # parameter -> why the walk starts with it placed (callers, a framework)
 
     # qualified names, through imports done in the function too
     def qual(self, node: ast.AST) -> Optional[str]:

@@ -40,6 +40,7 @@ class Finding:
     wrap: str = ""
     why: str = ""
     function: str = "<module>"  # enclosing qualified name
+    evidence: str = ""  # why the value is taken for a device value (.explain)
 
     @property
     def op(self) -> str:

@@ -180,15 +180,18 @@ class Walker:
                 v = self._passed_through(st.targets[0], st.value, v)
             for tg in st.targets:
                 self.bind(tg, v, st.value)
+                _origins(ev.origins, tg, st.value)
         elif t is ast.AugAssign:
             tg = st.target
             if isinstance(tg, (ast.Name, ast.Attribute)):
                 old = ev.value(tg)
                 if old.kind != "unknown":  # `n += 1` keeps an unknown n unknown (and unbound)
                     self.bind(tg, combine(old, ev.value(st.value)))
+                    _origins(ev.origins, tg, st)
         elif t is ast.AnnAssign:
             if st.value is not None:
                 self.bind(st.target, ev.value(st.value), st.value)
+                _origins(ev.origins, st.target, st.value)
             else:
                 a = annot_kind(st.annotation)
                 if a is not None:
@@ -217,6 +220,7 @@ class Walker:
         elif t in (ast.For, ast.AsyncFor):
             before = dict(ev.env)
             self._bind_loop(st.target, st.iter)
+            _origins(ev.origins, st.target, st)
             self.body(st.body)
             after = ev.env
             ev.env = dict(after)
@@ -400,6 +404,14 @@ _CONVERT_ENDS = ("numpy", "list", "str", "array", "img", "image", "text", "json"
 def _converts(name: str) -> bool:
     words = [w for w in re.split(r"[_\d]+", name.lower()) if w]
     return not words or any(w in _CONVERT_WORDS or w.endswith(_CONVERT_ENDS) for w in words)
+
+
+def _origins(origins: dict, target: ast.AST, node: ast.AST) -> None:
+    """Where each name of `target` was last bound (its value's node, or the
+    loop or augmented assignment): what :mod:`.explain` reads back."""
+    for n in ast.walk(target) if type(target) is not ast.Name else (target,):
+        if type(n) is ast.Name:
+            origins[n.id] = node
 
 
 def _ends(stmts: list) -> bool:

@@ -63,8 +63,8 @@ def analyse(ctx: FileContext) -> list[Site]:
         raise
     except Exception:  # pragma: no cover - a value-layer bug must not stop the scan
         return []
-    return [implicit_site(ctx.path, ctx.source, ctx.colmap, fd.node, fd.at, fd.op, fd.label, fd.function)
-            for fd in res.findings]
+    return [implicit_site(ctx.path, ctx.source, ctx.colmap, fd.node, fd.at, fd.op, fd.label, fd.function,
+                          evidence=fd.evidence) for fd in res.findings]
 
 
 def gpu_first(ctx: FileContext) -> bool:

@@ -81,7 +81,7 @@ class Uses:
             ls = text.rfind("\n", 0, m.start()) + 1
             r = _DIM_CALL.search(text, ls, m.start())
             if r is not None:
-                found.append((r.start(), r.group(1), " ".join(text[r.start():m.end()].split()) + " ..."))
+                found.append((r.start(), r.group(1), " ".join(text[r.start():m.end()].split()) + "...)"))
         for alias, qual in imports.items():
             if qual.qual is None or not (qual.qual == "torch" or qual.qual.startswith("torch.")):
                 continue

@@ -139,7 +139,8 @@ class _Module:
                 continue
             seeds = call_seeds(fn, sites)
             if seeds:
-                self.function(fn, {}, self.hook, method=False, where=fn.name, seeds=seeds)
+                self.function(fn, {}, self.hook, method=False, where=fn.name, seeds=seeds,
+                              seeded=f"every call of {fn.name}() in this file passes a device value")
 
     def _report(self, fn) -> list:
         """The reporting walk of a module function, which gives what it returns
@@ -183,7 +184,8 @@ class _Module:
             self.module_classes.add(cls.name)
         for fn in methods:
             self.function(fn, attrs, self.hook, method=True, where=f"{where}.{fn.name}", calls=self.calls,
-                          seeds=framework_seeds(contract, fn), methods=by_name, module=module)
+                          seeds=framework_seeds(contract, fn), methods=by_name, module=module,
+                          seeded="the framework hands it over on the module's device")
         for st in cls.body:
             if isinstance(st, ast.ClassDef):
                 self.klass(st, f"{where}.{st.name}")
@@ -202,7 +204,7 @@ class _Module:
     def function(self, fn, attrs: dict, hook: Optional[Hook], method: bool, collect: bool = False,
                  outer: Optional[dict] = None, where: str = "<module>", calls: Optional[dict] = None,
                  seeds: Optional[dict] = None, methods: Optional[dict] = None,
-                 returned: Optional[list] = None, module: bool = False) -> dict:
+                 returned: Optional[list] = None, module: bool = False, seeded: str = "") -> dict:
         """Walk one def; the environment after it (with `collect`: only what it
         binds to ``self.*``). `returned` collects its return values."""
         ev = self.evaluator(self.globals if outer is None else {**self.globals, **outer}, attrs)
@@ -224,6 +226,8 @@ class _Module:
             ev.param_uses = known[3]
         if seeds:
             ev.env.update(seeds)
+            if seeded:
+                ev.seeded = dict.fromkeys(seeds, seeded)
 
         def nested(inner, outer_ev):
             if collect or hook is None:
