@@ -70,6 +70,8 @@ def call(ev, node: ast.Call) -> Val:
                 return call_value(ev, fv, node)
             if fv is OTHER and func.attr in ev.methods:
                 return ev.returns("self", func.attr, node)  # self.helper(x): what the method returns
+            if fv.kind == "pymod" and (fv.qual or "").startswith("torch."):
+                return torch_function(ev, fv.qual, node) or UNKNOWN  # self.monitor_op(a, b): torch.lt
             if fv.kind == "unknown":
                 return UNKNOWN  # self.prepare(x), bound in no method here: a base class's method
         return method(ev, node, func)

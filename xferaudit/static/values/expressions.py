@@ -227,6 +227,9 @@ class Evaluator:
             v = self.env.get(("self", node.attr))
             if v is not None:
                 return v
+            fn = self.methods.get(node.attr)
+            if fn is not None and _is_property(fn):
+                return self.returns("self", node.attr)  # what the property returns
             return self.class_attrs.get(node.attr, UNKNOWN)
         q = self.qual(node)
         if q is not None:
@@ -271,6 +274,8 @@ class Evaluator:
                 return bv.parts[i]  # a, b = f()[0], f()[1]: per position
         if bv.items and isinstance(node.slice, ast.Constant) and node.slice.value in bv.items:
             return bv.items[node.slice.value]  # a dict made here: the key's value
+        if bv.items and all(v.kind == "pymod" and (v.qual or "").startswith("torch.") for v in bv.items.values()):
+            return next(iter(bv.items.values()))  # {"min": torch.lt, "max": torch.gt}[mode]: a torch function
         if bv.dims == 1 and k in TENSORISH:  # a vector: an item of it has no dimensions, a part is one
             base = DEV if k in ("devout", "devx") else bv
             return base.with_dims(_item_dims(self, node.slice))
@@ -317,6 +322,15 @@ class Evaluator:
         if k == "pylist":
             return PY
         return UNKNOWN
+
+
+def _is_property(fn: ast.AST) -> bool:
+    """The method is a property (``@property``, ``@functools.cached_property``)."""
+    for d in fn.decorator_list:
+        name = d.id if type(d) is ast.Name else d.attr if type(d) is ast.Attribute else ""
+        if name in ("property", "cached_property"):
+            return True
+    return False
 
 
 def _item_dims(ev: Evaluator, sl: ast.AST):

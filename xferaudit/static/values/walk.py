@@ -170,6 +170,12 @@ class _Module:
         by_name = {fn.name: fn for fn in methods}
         # 1: what each `self.attr` is, from every method's assignments (joined)
         attrs: dict = {fn.name: OTHER for fn in methods}  # self.method(...) is no module call
+        body_ev = None
+        for st in cls.body:  # mode_dict = {"min": torch.lt, "max": torch.gt}: what self.mode_dict is
+            if type(st) is ast.Assign and len(st.targets) == 1 and type(st.targets[0]) is ast.Name:
+                body_ev = body_ev or self.evaluator(self.globals, {})
+                body_ev.memo.clear()
+                attrs[st.targets[0].id] = body_ev.value(st.value)
         for fn in methods:
             if not _stores_self(fn.body):
                 continue  # binds no attribute of the instance: nothing to learn
