@@ -292,3 +292,86 @@ def test_each_implicit_finding_says_its_evidence(tmp_path, capsys):
     out = capsys.readouterr().out.splitlines()
     i = next(i for i, ln in enumerate(out) if ":6:8: down  XFA402" in ln)
     assert out[i + 1] == "    evidence: " + got[6]
+
+
+# --- this file's classes: state across methods, properties, torch functions as values -------------
+
+
+METER = """\
+import torch
+
+
+class AverageMeter:
+    def __init__(self, name, fmt=":f"):
+        self.name = name
+        self.fmt = fmt
+        self.reset()
+
+    def reset(self):
+        self.val = 0
+        self.avg = 0
+        self.sum = 0
+        self.count = 0
+
+    def update(self, val, n=1):
+        self.val = val
+        self.sum += val * n
+        self.count += n
+        self.avg = self.sum / self.count
+
+    def __str__(self):
+        fmtstr = "{name} {val" + self.fmt + "} ({avg" + self.fmt + "})"
+        return fmtstr.format(**self.__dict__)
+
+
+def accuracy(output, target):
+    res = []
+    for k in (1, 5):
+        res.append(output.eq(target).float().sum(0, keepdim=True))
+    return res
+
+
+def validate(loader, model, dev):
+    losses = AverageMeter("Loss")
+    top1 = AverageMeter("Acc@1")
+    for images, target in loader:
+        output = model(images.to(dev))
+        acc1, acc5 = accuracy(output, target.to(dev))
+        losses.update(output.sum().item(), 4)
+        top1.update(acc1[0], 4)
+    print(f"loss {losses.avg:.3f}")
+    return top1.avg
+
+
+def main(loader, model, dev):
+    best = 0
+    acc1 = validate(loader, model, dev)
+    if acc1 > best:
+        print("best")
+"""
+
+
+def test_an_instance_keeps_what_its_methods_are_given():
+    # top1.update(device value): self.val/sum/avg are device values, formatted in
+    # __str__ and returned by validate(); losses.update(a Python float) is not
+    assert implicit(METER) == [(24, "XFA403"), (49, "XFA402")]
+    assert implicit(METER.replace("top1.update(acc1[0], 4)", "top1.update(float(acc1[0]), 4)")) == [(41, "XFA401")]
+
+
+def test_a_property_returning_a_torch_function_is_called_as_one():
+    src = """\
+    import torch
+    from torch import Tensor
+    class EarlyStopping:
+        mode_dict = {"min": torch.lt, "max": torch.gt}
+        def __init__(self, mode):
+            self.mode = mode
+        @property
+        def monitor_op(self):
+            return self.mode_dict[self.mode]
+        def check(self, current: Tensor, best: float):
+            if self.monitor_op(current, best):
+                return True
+            return False
+    """
+    assert implicit(src) == [(11, "XFA402")]

@@ -52,6 +52,10 @@ def call(ev, node: ast.Call) -> Val:
                 return out if out.kind in ("dev", "py") else UNKNOWN
             if not camel(fid):
                 return UNKNOWN  # another builtin (type, getattr, next...): never a module call
+        classes = ev.classes
+        if classes is not None and fid in classes and fid not in ev.env and fid not in ev.local_names and \
+                fid not in ev.imports:
+            return classes.instance(fid, node, ev)  # meter = AverageMeter(...): an instance of this file's class
         fv = ev.name(func)
         if fv is FUNC:
             if ev.calls is not None and not node.keywords and \
@@ -368,6 +372,10 @@ def method(ev, node: ast.Call, func: ast.Attribute) -> Val:
             return DEVOUT
         if rv is SELF:
             return UNKNOWN  # self.helper(x) of a base class: what it returns is not in this file
+        if rv.cls is not None and ev.classes is not None:
+            v = ev.classes.called(rv, m, node, ev)  # meter.update(x): recorded; what it returns
+            if v.kind != "unknown":
+                return v
         return object_method(ev, node, m)
     if k == "tensors":
         if m in ("get", "to_tuple", "values"):

@@ -440,8 +440,13 @@ class Checker:
         if m in _LOG_METHODS and _looks_like_logger(recv):
             self._log_args(node)
             return
-        if m == "format" and _is_string(recv):
-            self.formatted(list(args) + [k.value for k in node.keywords])
+        if m == "format" and (_is_string(recv) or type(recv) is ast.Name and self.ev.value(recv).kind == "py"):
+            # (of Python's values, only a str has .format: fmtstr = "{val" + fmt + "}")
+            self.formatted(list(args) + [k.value for k in node.keywords if k.arg is not None])
+            for k in node.keywords:
+                if k.arg is None and self.dev(k.value, shown):  # .format(**self.__dict__)
+                    self.add("XFA403", k.value, why="a mapping unpacked into the formatting: the values it "
+                             "formats are read inside it, so it has no wrapped form")
             return
         if m in _COUNT_METHODS or m == "repeat_interleave":
             if self.dev(recv) and (m != "repeat_interleave" or _tensor_repeats(self.value, node, 0)):

@@ -66,7 +66,7 @@ def _why(ev, node: ast.AST, out: list, seen: set, depth: int) -> None:
     elif t is ast.Attribute:
         base = node.value
         if type(base) is ast.Name and base.id == "self":
-            out.append(f"`self.{node.attr}`: set in the class to a device value")
+            out.append(f"`self.{node.attr}`: the class's methods set it to a device value (as this file calls them)")
             return
         _why(ev, base, out, seen, depth + 1)
     elif t in (ast.Subscript, ast.Starred):

@@ -17,6 +17,7 @@ from .kinds import (
     CPUDEV, DEV, DEVICE, DEVLIKE, DEVOUT, NUMPY, ON_DEVICE, OTHER, PY, PYLIST, SELF, TENSOR,
     TENSORISH, TENSORS, UNKNOWN, Val, combine, join,
 )
+from .classes import attributes, is_property
 from .placement import device_value
 from .vocabulary import OUTPUT_FIELDS, TENSOR_OTHER_ATTRS, TENSOR_PY_ATTRS, TENSOR_SAME_ATTRS, import_val
 
@@ -40,6 +41,7 @@ class Evaluator:
         self.gpu_first = False  # the reading: a tensor the file does not place is on the accelerator
         self.default_device = "cpu"  # where a factory without device= puts its result: "cpu", "dev", "unknown"
         self.methods: dict = {}  # name -> def of the methods of the class walked (self.m(...) has a summary)
+        self.classes = None  # this file's classes (.classes.Classes): their instances' attributes and methods
         self.self_module = False  # the class walked is a torch module (self.compile() is nn.Module's)
         #: ("", name) for a function of the module, ("self", name) for a method of
         #: the class: what it returns (:class:`.summaries.Returns`); unknown without
@@ -135,8 +137,8 @@ class Evaluator:
             return self._subscript(node)
         if t is ast.BinOp:
             left = node.left
-            if isinstance(left, ast.JoinedStr) or isinstance(left, ast.Constant) and isinstance(left.value, str):
-                return PY  # "%.3f" % t, "a" + s: a string
+            if _stringy(left) or type(node.op) is ast.Add and _stringy(node.right):
+                return PY  # "%.3f" % t, "a" + s, "{val" + fmt + "}": a string
             a, b = self.value(left), self.value(node.right)
             v = combine(a, b)
             if a.dims == 1 and b.kind == "py" and v.kind in TENSORISH:
@@ -228,8 +230,10 @@ class Evaluator:
             if v is not None:
                 return v
             fn = self.methods.get(node.attr)
-            if fn is not None and _is_property(fn):
+            if fn is not None and is_property(fn):
                 return self.returns("self", node.attr)  # what the property returns
+            if node.attr == "__dict__":  # fmtstr.format(**self.__dict__)
+                return attributes({**self.class_attrs, **{k[1]: v for k, v in self.env.items() if type(k) is tuple}})
             return self.class_attrs.get(node.attr, UNKNOWN)
         q = self.qual(node)
         if q is not None:
@@ -237,6 +241,8 @@ class Evaluator:
         bv = self.value(base)
         k = bv.kind
         a = node.attr
+        if bv.cls is not None and self.classes is not None:
+            return self.classes.attr(bv, a)  # top1.avg: what this file's class binds to it
         if a == "module" and k in ("obj", "devmod", "devx"):
             return bv  # ddp_model.module: the module it wraps, where it is
         if k == "tensors":
@@ -324,13 +330,13 @@ class Evaluator:
         return UNKNOWN
 
 
-def _is_property(fn: ast.AST) -> bool:
-    """The method is a property (``@property``, ``@functools.cached_property``)."""
-    for d in fn.decorator_list:
-        name = d.id if type(d) is ast.Name else d.attr if type(d) is ast.Attribute else ""
-        if name in ("property", "cached_property"):
-            return True
-    return False
+def _stringy(node: ast.AST) -> bool:
+    """A str literal, an f-string, or text concatenated or %-formatted from one."""
+    t = type(node)
+    if t is ast.JoinedStr or t is ast.Constant and type(node.value) is str:
+        return True
+    return t is ast.BinOp and type(node.op) in (ast.Add, ast.Mod) and (
+        _stringy(node.left) or type(node.op) is ast.Add and _stringy(node.right))
 
 
 def _item_dims(ev: Evaluator, sl: ast.AST):

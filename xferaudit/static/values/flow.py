@@ -188,6 +188,9 @@ class Walker:
                 if old.kind != "unknown":  # `n += 1` keeps an unknown n unknown (and unbound)
                     self.bind(tg, combine(old, ev.value(st.value)))
                     _origins(ev.origins, tg, st)
+                elif ev.value(st.value).kind == "dev":  # self.sum += val * n, val on the device: a device sum
+                    self.bind(tg, ev.value(st.value))
+                    _origins(ev.origins, tg, st)
         elif t is ast.AnnAssign:
             if st.value is not None:
                 self.bind(st.target, ev.value(st.value), st.value)
@@ -212,6 +215,8 @@ class Walker:
             elif isinstance(c, ast.NamedExpr) or (isinstance(c, ast.Call) and isinstance(c.func, ast.Name)
                                                  and ev.calls is not None):
                 ev.value(c)  # binds the walrus; records the call of a module function
+            elif type(c) is ast.Call and type(c.func) is ast.Attribute and type(c.func.value) is ast.Name:
+                self._called_on(c)
         elif t is ast.If:
             yes, no = self._narrowed(st.test)
             paths = [self._branch(st.body, yes), self._branch(st.orelse, no)]
@@ -288,6 +293,26 @@ class Walker:
         elif t in (ast.Global, ast.Nonlocal):
             for n in st.names:
                 ev.env[n] = UNKNOWN
+
+    def _called_on(self, c: ast.Call) -> None:
+        """`meter.update(x)` (an instance of this file's class), `res.append(x)`
+        (a list made here) as a statement: what the name holds after it."""
+        ev = self.ev
+        name = c.func.value.id
+        v = ev.env.get(name)
+        if v is None:
+            return
+        m = c.func.attr
+        if v.cls is not None and ev.classes is not None:
+            ev.value(c)  # (records the call for the class's attributes)
+            ev.env[name] = ev.classes.after_call(v, m, c, ev)
+        elif v.container and v.kind in ("py", "pylist") and v.items is None and m in ("append", "extend", "insert") \
+                and c.args:
+            a = ev.value(c.args[-1]).kind  # res.append(correct_k.mul_(100.0 / n)): a list of device values
+            if a in ("dev", "devout", "devx"):
+                ev.env[name] = Val("devout", container=True)
+            elif a in ("tensor", "tensors"):
+                ev.env[name] = Val("tensors", container=True)
 
     def _passed_through(self, target: ast.AST, call: ast.Call, v: Val) -> Val:
         """``x = f(x, ...)`` with `f` a function the file does not know and `x` a

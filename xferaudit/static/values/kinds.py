@@ -145,6 +145,8 @@ def join(a: Val, b: Val, gpu_first: bool = False) -> Val:
         other = b if ka == "unknown" else a
         if other.kind in KEPT_BY_UNKNOWN:
             return other
+    if ka == "obj" and kb == "obj" and a.cls is not None and b.cls is not None and a.cls[0] == b.cls[0]:
+        return Val("obj", cls=(a.cls[0], a.cls[1] | b.cls[1]))  # an instance of this file's class: all its calls
     if ka == kb:
         parts = None
         if a.parts is not None and b.parts is not None and len(a.parts) == len(b.parts):
@@ -171,6 +173,8 @@ def join_loop(before: Val, after: Val, gpu_first: bool = False) -> Val:
     loop is taken to run), else as :func:`join`."""
     if before.kind == "py" and after.kind == "dev":
         return after
+    if before.parts == () and before.container and after.container and after.kind in ("devout", "tensors"):
+        return after  # keep = [] then keep.append(t) in the loop: a list of tensors
     return join(before, after, gpu_first)
 
 

@@ -54,8 +54,9 @@ class Returns:
         seeds = None
         if args and any(a.kind in _PLACED for a in args):
             plain = self.of(scope, name, ev)
-            if plain.kind not in _OPEN:
+            if plain.kind not in _OPEN and plain.parts != ():
                 return plain  # what it returns does not wait on where its arguments are
+                # (a list made empty may be filled with what the arguments give: res.append(...))
             params = [p.arg for p in fn.args.posonlyargs + fn.args.args][1 if scope == "self" else 0:]
             seeds = {p: a for p, a in zip(params, args) if a.kind in _PLACED} or None
         key = (id(fn),) if seeds is None else (id(fn),) + tuple(sorted((p, v.kind) for p, v in seeds.items()))

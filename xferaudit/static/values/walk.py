@@ -14,6 +14,7 @@ from __future__ import annotations
 import ast
 from typing import Optional
 
+from .classes import Classes
 from .expressions import Evaluator, Resolver
 from .flow import Hook, Walker, bound_names
 from .kinds import ANNOTATED, FUNC, OTHER, SELF, TENSOR, UNKNOWN, Val, join
@@ -100,15 +101,29 @@ class _Module:
         self.defs: dict = {}  # id(def) -> (its local names, its parameters' values, walked as a method)
         self.module_classes: set = set()  # names of this file's classes that are torch modules
         self.reported: set = set()  # ids of the module functions walked reporting
+        self.plain: dict = {}  # id(class) -> what its own methods bind to self.* (phase 1 of klass)
+        self.classes = Classes(tree, self.plain_attrs, self._class_walk)
 
     def evaluator(self, globals_env: dict, attrs: dict) -> Evaluator:
         ev = Evaluator(self.qualname, self.imports, globals_env, attrs)
         ev.gpu_first = self.gpu_first
         ev.default_device = self.default_device
         ev.summaries = self.summaries
+        ev.classes = self.classes
         return ev
 
     def run(self) -> None:
+        self._round()
+        if self.classes.seen and self.classes.changed():
+            # calls of this file's classes' methods give their instances device
+            # values: walked again, every instance and class method knowing it
+            self.classes.next_round()
+            self.summaries.done.clear()
+            self.reported.clear()
+            self.calls.clear()
+            self._round()
+
+    def _round(self) -> None:
         tree = self.tree
         # Module-level code first: its names are the globals functions see.
         mod_ev = self.evaluator({}, {})
@@ -165,10 +180,44 @@ class _Module:
             self.function(fn, {}, None, method=False, returned=returned, seeds=seeds)
         return returned
 
+    def _class_walk(self, fn, attrs: dict, methods: dict, seeds: Optional[dict], collect: bool):
+        """A method of a class of this file, walked for :class:`.classes.Classes`:
+        what it binds to ``self.*`` (`collect`), else the values it returns."""
+        if collect:
+            return self.function(fn, attrs, None, method=True, collect=True, seeds=seeds, methods=methods)
+        returned: list = []
+        self.function(fn, attrs, None, method=True, methods=methods, returned=returned, seeds=seeds)
+        return returned
+
+    def plain_attrs(self, cls: ast.ClassDef) -> dict:
+        """What each `self.attr` of `cls` is, from its methods' assignments (joined)."""
+        attrs = self.plain.get(id(cls))
+        if attrs is None:
+            attrs = self.plain[id(cls)] = self._attrs(cls, cls.name)
+        return attrs
+
     def klass(self, cls: ast.ClassDef, where: str) -> None:
         methods = [s for s in cls.body if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef))]
         by_name = {fn.name: fn for fn in methods}
-        # 1: what each `self.attr` is, from every method's assignments (joined)
+        attrs = self.plain_attrs(cls) if where == cls.name else self._attrs(cls, where)
+        if cls.name in self.classes and where == cls.name:
+            attrs = self.classes.state(cls.name, frozenset())  # (the second round: as the file's calls leave them)
+        # 2: the methods again, reporting, with the attributes known
+        contract = framework(cls, self.qualname)
+        module = is_module_class(cls, self.qualname, self.module_classes)
+        if module:
+            self.module_classes.add(cls.name)
+        for fn in methods:
+            self.function(fn, attrs, self.hook, method=True, where=f"{where}.{fn.name}", calls=self.calls,
+                          seeds=framework_seeds(contract, fn), methods=by_name, module=module,
+                          seeded="the framework hands it over on the module's device")
+        for st in cls.body:
+            if isinstance(st, ast.ClassDef):
+                self.klass(st, f"{where}.{st.name}")
+
+    def _attrs(self, cls: ast.ClassDef, where: str) -> dict:
+        """Phase 1 of a class: what each `self.attr` is, from every method's assignments (joined)."""
+        methods = [s for s in cls.body if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef))]
         attrs: dict = {fn.name: OTHER for fn in methods}  # self.method(...) is no module call
         body_ev = None
         for st in cls.body:  # mode_dict = {"min": torch.lt, "max": torch.gt}: what self.mode_dict is
@@ -183,18 +232,7 @@ class _Module:
             for k, v in env.items():
                 if isinstance(k, tuple):
                     attrs[k[1]] = join(attrs[k[1]], v) if k[1] in attrs else v
-        # 2: the methods again, reporting, with the attributes known
-        contract = framework(cls, self.qualname)
-        module = is_module_class(cls, self.qualname, self.module_classes)
-        if module:
-            self.module_classes.add(cls.name)
-        for fn in methods:
-            self.function(fn, attrs, self.hook, method=True, where=f"{where}.{fn.name}", calls=self.calls,
-                          seeds=framework_seeds(contract, fn), methods=by_name, module=module,
-                          seeded="the framework hands it over on the module's device")
-        for st in cls.body:
-            if isinstance(st, ast.ClassDef):
-                self.klass(st, f"{where}.{st.name}")
+        return attrs
 
     def _used(self, fn, params: dict) -> dict:
         """The parameters of `fn` that its uses show are tensors (:mod:`.uses`):
