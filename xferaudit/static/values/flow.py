@@ -434,9 +434,14 @@ def _converts(name: str) -> bool:
 def _origins(origins: dict, target: ast.AST, node: ast.AST) -> None:
     """Where each name of `target` was last bound (its value's node, or the
     loop or augmented assignment): what :mod:`.explain` reads back."""
-    for n in ast.walk(target) if type(target) is not ast.Name else (target,):
-        if type(n) is ast.Name:
-            origins[n.id] = node
+    t = type(target)
+    if t is ast.Name:
+        origins[target.id] = node
+    elif t is ast.Tuple or t is ast.List:
+        for e in target.elts:
+            _origins(origins, e, node)
+    elif t is ast.Starred:
+        _origins(origins, target.value, node)
 
 
 def _ends(stmts: list) -> bool:

@@ -53,7 +53,10 @@ _TESTS = re.compile(r"\b(?:isinstance|is_tensor|hasattr|type|callable|getattr)\(
                     r"|\bfor\s+([^\n:]*?)\s+in\b|\blambda\b([^:\n]*):|\bdef\s+\w+\(([^)]*)\)")
 
 
-@functools.lru_cache(maxsize=64)
+_TORCH_MODULES = frozenset({"torch", "torch.nn", "torch.nn.functional", "torch.linalg", "torch.fft", "torch.special"})
+
+
+@functools.lru_cache(maxsize=256)
 def _torch_calls(alias: str) -> re.Pattern:
     """`alias.f(name` and `alias.ns.f(name`, for a name the file gives a torch module."""
     return re.compile(re.escape(alias) + r"((?:\s*\.\s*" + _NAME + r")*)\s*\(\s*(" + _NAME + r")\s*[,)]")
@@ -83,8 +86,8 @@ class Uses:
             if r is not None:
                 found.append((r.start(), r.group(1), " ".join(text[r.start():m.end()].split()) + "...)"))
         for alias, qual in imports.items():
-            if qual.qual is None or not (qual.qual == "torch" or qual.qual.startswith("torch.")):
-                continue
+            if qual.qual not in _TORCH_MODULES:
+                continue  # (a name of torch's module or namespaces: `torch`, `F`, `nn`; not each function imported)
             for m in _torch_calls(alias).finditer(text):
                 if _word_before(text, m.start()):
                     continue
