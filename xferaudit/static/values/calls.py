@@ -20,7 +20,7 @@ from .vocabulary import (
     FACTORIES, HOST_CTORS, MODULE_OUT_METHODS, MODULE_SAME_METHODS, MODULE_WRAPPER_CLASSES, MODULE_WRAPPERS,
     PY_BUILTINS, PY_RESULT_METHODS, SAME_BUILTINS, STDLIB_MODULES, TENSOR_BOOL_METHODS, TENSOR_METHODS,
     TENSOR_PY_METHODS, TENSOR_UNKNOWN_METHODS, TORCH_NOT_TENSOR, TORCH_NOT_TENSOR_PREFIX, TORCH_TENSOR_NAMESPACES,
-    camel, keyword,
+    camel, const_str, keyword,
 )
 
 #: Module-like values: an instance, a module on a device, one moved to a device.
@@ -274,6 +274,8 @@ def factory(ev, last: str, node: ast.Call) -> Val:
         if ev.default_device != "cpu":
             return DEV if ev.default_device == "dev" else TENSOR
         return HOST if pinned else HOST_PAGEABLE
+    if (const_str(dev) or "").split(":", 1)[0].strip().lower() == "meta":
+        return UNKNOWN  # a meta tensor holds no data: nothing of it crosses
     d = device_value(ev, dev)
     if d == "cpu":
         return HOST if pinned else HOST_PAGEABLE

@@ -21,7 +21,7 @@ from __future__ import annotations
 import ast
 from typing import Callable, Optional
 
-from .kinds import KEPT_BY_UNKNOWN, OTHER, UNKNOWN, Val, join
+from .kinds import KEPT_BY_NONE, OTHER, UNKNOWN, Val, join
 
 #: Argument kinds that seed a method's parameter.
 _SEEDING = frozenset({"dev", "devx", "devout", "devmod", "tensor", "tensors", "host"})
@@ -129,7 +129,7 @@ class Classes:
                     continue
                 env = self.walk(self.methods[name][m], plain, self.methods[name], seeds, True)
                 for k, v in env.items():
-                    if type(k) is tuple and v.kind in KEPT_BY_UNKNOWN:
+                    if type(k) is tuple and v.kind in KEPT_BY_NONE:
                         out[k[1]] = v  # (an attribute updated with a device value holds one after the call)
         finally:
             self.busy.discard(key)
@@ -141,7 +141,7 @@ class Classes:
         for name, calls in self.seen.items():
             plain = self.plain(self.defs[name])
             state = self.state(name, frozenset(calls))
-            if any(v.kind in KEPT_BY_UNKNOWN and plain.get(a) != v for a, v in state.items()):
+            if any(v.kind in KEPT_BY_NONE and plain.get(a) != v for a, v in state.items()):
                 return True
         return False
 

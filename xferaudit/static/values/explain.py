@@ -106,6 +106,8 @@ def _placed_child(ev, node: ast.AST) -> Optional[ast.AST]:
 def _name(ev, node: ast.Name, out: list, seen: set, depth: int) -> None:
     name = node.id
     origin = ev.origins.get(name)
+    if origin is not None and id(origin) in seen:
+        return  # `mask = mask.unsqueeze(0)`: said already
     if origin is not None:
         if type(origin) in (ast.For, ast.AsyncFor):
             out.append(f"{name}: an element of `{_text(origin.iter)}`{_line(origin)}")

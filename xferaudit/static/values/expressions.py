@@ -14,7 +14,7 @@ from typing import Callable, Optional
 
 from . import calls as _calls
 from .kinds import (
-    CPUDEV, DEV, DEVICE, DEVLIKE, DEVOUT, NUMPY, ON_DEVICE, OTHER, PY, PYLIST, SELF, TENSOR,
+    CPUDEV, DEV, DEVICE, DEVLIKE, DEVOUT, NONE, NUMPY, ON_DEVICE, OTHER, PY, PYLIST, SELF, TENSOR,
     TENSORISH, TENSORS, UNKNOWN, Val, combine, join,
 )
 from .classes import attributes, is_property
@@ -122,7 +122,7 @@ class Evaluator:
         if t is ast.Name:
             return self.name(node)
         if t is ast.Constant or t is ast.JoinedStr:
-            return PY if t is ast.JoinedStr or node.value is not None else UNKNOWN  # x = None: filled later
+            return PY if t is ast.JoinedStr or node.value is not None else NONE  # x = None: filled later
         v = self.memo.get(id(node))
         if v is None:
             v = self.memo[id(node)] = self._value(node, t)

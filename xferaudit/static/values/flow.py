@@ -15,14 +15,14 @@ from typing import Callable, Optional
 from .calls import literal_device
 from .expressions import Evaluator
 from .kinds import (
-    ANNOTATED, CLASS, DEVMOD, KEPT_BY_UNKNOWN, NUMPY, OBJ, OTHER, PY, PYLIST, UNKNOWN, Val, combine, join, join_loop,
+    ANNOTATED, CLASS, DEVMOD, KEPT_BY_NONE, NUMPY, OBJ, OTHER, PY, PYLIST, UNKNOWN, Val, combine, join, join_loop,
 )
 from .placement import device_value
 from .vocabulary import MATCH, MODULE_SAME_METHODS, NUMPY_CLASSES, PY_CLASSES, TRIES, annot_kind, import_val
 
 Hook = Callable[[ast.AST, Evaluator], None]
 _RUNTIME = "xferaudit.runtime."
-#: A name bound on some paths only keeps these (the proven reading; gpu-first: KEPT_BY_UNKNOWN).
+#: A name bound on some paths only keeps these (the proven reading; gpu-first: KEPT_BY_NONE).
 _KEPT_UNBOUND = frozenset({"dev", "devmod"})
 
 
@@ -120,7 +120,7 @@ class Walker:
                 keys.update(k for k in first if k not in e)
         out = dict(first)
         gpu_first = self.ev.gpu_first
-        kept = KEPT_BY_UNKNOWN if gpu_first else _KEPT_UNBOUND
+        kept = KEPT_BY_NONE if gpu_first else _KEPT_UNBOUND
         for k in keys:
             vals = [e.get(k) for e in envs]
             if any(v is None for v in vals):

@@ -102,6 +102,7 @@ DEVLIKE = Val("devlike")  # the device of a value the code does not place (`x.de
 DEVICE = Val("device")
 OTHER = Val("other")
 UNKNOWN = Val("unknown")
+NONE = Val("unknown")  # `x = None`: nothing yet (compared by identity)
 
 SELF = Val("obj", qual=None)  # the `self` parameter of a method (compared by identity)
 FUNC = Val("other", qual=None)  # a function defined at the module's top level (compared by identity)
@@ -125,9 +126,13 @@ def is_dev(v: Val) -> bool:
     return v.kind == "dev"
 
 
-#: What an unknown path (``x = None``, a value nothing places) leaves standing
-#: where paths meet, in the gpu-first reading: only host evidence cancels these.
-KEPT_BY_UNKNOWN = frozenset({"dev", "devx", "devout", "devmod", "tensor", "tensors"})
+#: What an unknown path leaves standing where paths meet, in the gpu-first
+#: reading: a value the code shows on a device (only host evidence cancels it)...
+KEPT_BY_UNKNOWN = frozenset({"dev", "devx", "devout", "devmod"})
+#: ...and what a path where the name is None or unbound leaves: any tensor too
+#: (`best = None` before the loop that sets it); an unknown value of another
+#: path may be numpy (`x.permute(...) if is_torch else x.transpose(...)`).
+KEPT_BY_NONE = KEPT_BY_UNKNOWN | {"tensor", "tensors"}
 
 
 def join(a: Val, b: Val, gpu_first: bool = False) -> Val:
@@ -142,8 +147,8 @@ def join(a: Val, b: Val, gpu_first: bool = False) -> Val:
         return a
     ka, kb = a.kind, b.kind
     if gpu_first and (ka == "unknown" or kb == "unknown"):
-        other = b if ka == "unknown" else a
-        if other.kind in KEPT_BY_UNKNOWN:
+        other, unknown = (b, a) if ka == "unknown" else (a, b)
+        if other.kind in (KEPT_BY_NONE if unknown is NONE else KEPT_BY_UNKNOWN):
             return other
     if ka == "obj" and kb == "obj" and a.cls is not None and b.cls is not None and a.cls[0] == b.cls[0]:
         return Val("obj", cls=(a.cls[0], a.cls[1] | b.cls[1]))  # an instance of this file's class: all its calls
