@@ -375,3 +375,46 @@ def test_a_property_returning_a_torch_function_is_called_as_one():
             return False
     """
     assert implicit(src) == [(11, "XFA402")]
+
+
+# --- precision: what judging real code turned up --------------------------------------------------------
+
+
+def test_what_judging_real_code_turned_up_is_no_finding():
+    src = """\
+    import numpy as np
+    import torch
+    from torch import Tensor
+    def panel(gt: Tensor, i: int):
+        g = gt[i]
+        return g.cpu().numpy() if isinstance(g, torch.Tensor) else np.asarray(g, np.float32)
+    def to_format(image):
+        is_torch = isinstance(image, torch.Tensor)
+        image = image.permute(2, 0, 1) if is_torch else image.transpose(2, 0, 1)
+        print(image)
+    class Lazy:
+        def __init__(self, metatensor):
+            self.metatensor = metatensor
+        def __repr__(self):
+            return f"Lazy({repr(self.metatensor)})"
+    def lazy(shape):
+        return Lazy(torch.empty(shape, device="meta"))
+    class Pi0Processor:
+        def __call__(self, pixel_values: Tensor, mask: Tensor):
+            padded = pixel_values.new_zeros(3)
+            padded[mask] = pixel_values
+            return padded
+    def crop(processor, image: Tensor):
+        out = processor(image)
+        for size in out["image_size"]:
+            image = image[:, : size[0]]
+        return out["logits"][: image.sum()]
+    """
+    # only the model output's field of what an unknown callable gives is a tensor
+    assert implicit(src) == [(27, "XFA401")]
+
+
+def test_data_folders_are_read_proven_by_default():
+    src = "from torch import Tensor\ndef sample(w: Tensor):\n    if w.sum() <= 0:\n        pass\n"
+    assert [s.line for s in find_in_source(src, "x.py", RULES["gpu-first"], "pkg/data/sampler.py").sites] == []
+    assert [s.line for s in find_in_source(src, "x.py", RULES["gpu-first"], "pkg/models/sampler.py").sites] == [3]

@@ -15,6 +15,7 @@ from typing import Callable, Optional
 from .calls import bare_method_call
 from .explain import explain
 from .expressions import Evaluator
+from .flow import narrowed
 from .findings import CODES, Finding, Result
 from .kinds import GPU_FIRST, ON_DEVICE, OTHER, SELF, Val, is_dev
 from .vocabulary import MATCH, TRIES
@@ -113,7 +114,7 @@ class Checker:
         if self.hot and any(id(n) in self.assumed for n in ast.walk(node)):
             evidence = "a recorded run saw this line crossing"
         else:
-            evidence = explain(self.ev, node, self.gpu_first)
+            evidence = explain(self.ev, node, self.gpu_first and self.ev.gpu_first)
         self.res.findings.append(Finding(code, node, at or node, label, wrap, why,
                                          self.ev.where, evidence))
 
@@ -124,7 +125,7 @@ class Checker:
         container or output of such tensors) is on the accelerator. (Run
         evidence changes what a value is taken for in :meth:`assume` alone.)"""
         v = self.ev.value(node)
-        if self.gpu_first:
+        if self.gpu_first and self.ev.gpu_first:  # (a processor class is read proven: .walk)
             placed = GPU_FIRST.get(v.kind)
             if placed is not None:
                 if v.parts is None and v.items is None and not v.container and not v.opaque:
@@ -344,8 +345,18 @@ class Checker:
             return
         if t is ast.IfExp:
             self.scan(node.test, True)
-            self.scan(node.body, boolctx)
-            self.scan(node.orelse, boolctx)
+            yes, no = narrowed(self.ev, node.test)  # g.cpu() if isinstance(g, Tensor) else np.asarray(g)
+            for part, env in ((node.body, yes), (node.orelse, no)):
+                if env:
+                    saved, self.ev.env = self.ev.env, {**self.ev.env, **env}
+                    self.ev.memo.clear()
+                    try:
+                        self.scan(part, boolctx)
+                    finally:
+                        self.ev.env = saved
+                        self.ev.memo.clear()
+                else:
+                    self.scan(part, boolctx)
             return
         if t in _COMPREHENSIONS:
             self.comprehension(node)

@@ -280,6 +280,9 @@ class Evaluator:
                 return bv.parts[i]  # a, b = f()[0], f()[1]: per position
         if bv.items and isinstance(node.slice, ast.Constant) and node.slice.value in bv.items:
             return bv.items[node.slice.value]  # a dict made here: the key's value
+        if bv.opaque and type(node.slice) is ast.Constant and type(node.slice.value) is str and \
+                node.slice.value not in OUTPUT_FIELDS:
+            return UNKNOWN  # processor_output["image_size"]: no model output field
         if bv.items and all(v.kind == "pymod" and (v.qual or "").startswith("torch.") for v in bv.items.values()):
             return next(iter(bv.items.values()))  # {"min": torch.lt, "max": torch.gt}[mode]: a torch function
         if bv.dims == 1 and k in TENSORISH:  # a vector: an item of it has no dimensions, a part is one

@@ -331,47 +331,7 @@ class Walker:
         return Val(old.kind)
 
     def _narrowed(self, test: ast.AST) -> tuple[dict, dict]:
-        """What an ``if`` test says of names in each branch: ``isinstance(x,
-        Tensor)`` (or ``torch.is_tensor(x)``) makes `x` no tensor where it does
-        not hold; ``not`` swaps, ``and`` adds up."""
-        yes: dict = {}
-        no: dict = {}
-        t = type(test)
-        if t is ast.UnaryOp and type(test.op) is ast.Not:
-            a, b = self._narrowed(test.operand)
-            return b, a
-        if t is ast.BoolOp and type(test.op) is ast.And:
-            for v in test.values:
-                a, _ = self._narrowed(v)
-                yes.update(a)
-            return yes, no
-        if t is not ast.Call or len(test.args) < 1 or type(test.args[0]) is not ast.Name:
-            return yes, no
-        ev = self.ev
-        q = ev.qual(test.func)
-        name = test.args[0].id
-        if q == "torch.is_tensor" and len(test.args) == 1:
-            pass
-        elif type(test.func) is ast.Name and test.func.id == "isinstance" and q is None and len(test.args) == 2:
-            classes = test.args[1].elts if type(test.args[1]) is ast.Tuple else [test.args[1]]
-            quals = [ev.qual(c) or (c.id if type(c) is ast.Name else "") for c in classes]
-            if "torch.Tensor" not in quals:
-                # where the test holds, `name` is of the classes named, when they say what it is
-                if all(c in NUMPY_CLASSES for c in quals):
-                    yes[name] = NUMPY  # isinstance(v, np.ndarray): v.item() is numpy's
-                elif all(c in PY_CLASSES for c in quals):
-                    yes[name] = PY
-                elif quals == ["list"]:
-                    yes[name] = PYLIST  # isinstance(idx, list): an index that uploads
-                return yes, no
-        else:
-            return yes, no
-        # Where the test holds, `name` is a tensor: nothing says where (a user's
-        # input checked before it is moved, often on the host), so it is left as
-        # it was. Where it fails, `name` is no tensor, whatever its annotation.
-        if ev.env.get(name, UNKNOWN).kind in ("tensor", "either", "tensors"):
-            no[name] = UNKNOWN
-        return yes, no
+        return narrowed(self.ev, test)
 
     def _moved_in_place(self, recv: ast.AST, m: str, args: list, keywords: list) -> None:
         """`model.to(dev)`, `model.cuda()`, `net.eval().cpu()` as a statement (the
@@ -429,6 +389,49 @@ _CONVERT_ENDS = ("numpy", "list", "str", "array", "img", "image", "text", "json"
 def _converts(name: str) -> bool:
     words = [w for w in re.split(r"[_\d]+", name.lower()) if w]
     return not words or any(w in _CONVERT_WORDS or w.endswith(_CONVERT_ENDS) for w in words)
+
+
+def narrowed(ev, test: ast.AST) -> tuple[dict, dict]:
+    """What an ``if`` test says of names in each branch: ``isinstance(x,
+    Tensor)`` (or ``torch.is_tensor(x)``) makes `x` no tensor where it does
+    not hold; ``not`` swaps, ``and`` adds up."""
+    yes: dict = {}
+    no: dict = {}
+    t = type(test)
+    if t is ast.UnaryOp and type(test.op) is ast.Not:
+        a, b = narrowed(ev, test.operand)
+        return b, a
+    if t is ast.BoolOp and type(test.op) is ast.And:
+        for v in test.values:
+            a, _ = narrowed(ev, v)
+            yes.update(a)
+        return yes, no
+    if t is not ast.Call or len(test.args) < 1 or type(test.args[0]) is not ast.Name:
+        return yes, no
+    q = ev.qual(test.func)
+    name = test.args[0].id
+    if q == "torch.is_tensor" and len(test.args) == 1:
+        pass
+    elif type(test.func) is ast.Name and test.func.id == "isinstance" and q is None and len(test.args) == 2:
+        classes = test.args[1].elts if type(test.args[1]) is ast.Tuple else [test.args[1]]
+        quals = [ev.qual(c) or (c.id if type(c) is ast.Name else "") for c in classes]
+        if "torch.Tensor" not in quals:
+            # where the test holds, `name` is of the classes named, when they say what it is
+            if all(c in NUMPY_CLASSES for c in quals):
+                yes[name] = NUMPY  # isinstance(v, np.ndarray): v.item() is numpy's
+            elif all(c in PY_CLASSES for c in quals):
+                yes[name] = PY
+            elif quals == ["list"]:
+                yes[name] = PYLIST  # isinstance(idx, list): an index that uploads
+            return yes, no
+    else:
+        return yes, no
+    # Where the test holds, `name` is a tensor: nothing says where (a user's
+    # input checked before it is moved, often on the host), so it is left as
+    # it was. Where it fails, `name` is no tensor, whatever its annotation.
+    if ev.env.get(name, UNKNOWN).kind in ("tensor", "either", "tensors"):
+        no[name] = UNKNOWN
+    return yes, no
 
 
 def _origins(origins: dict, target: ast.AST, node: ast.AST) -> None:

@@ -124,6 +124,23 @@ def is_module_class(cls: ast.ClassDef, qualname: Callable, modules: set) -> bool
     return False
 
 
+#: Classes that prepare or load data on the host (by their name or a base's):
+#: their methods are read proven, whatever the file's reading.
+_HOST_CLASSES = ("Processor", "ProcessorFast", "ProcessorMixin", "FeatureExtractor", "Tokenizer", "TokenizerFast",
+                 "Dataset", "Sampler")
+#: ...but not these, which run on the device (a logits processor, an attention processor).
+_DEVICE_CLASSES = ("LogitsProcessor", "AttnProcessor", "AttentionProcessor")
+
+
+def host_class(cls: ast.ClassDef) -> bool:
+    """The class prepares or loads data on the host: a processor, a feature
+    extractor, a tokenizer, a dataset, a sampler (by its name or a base's)."""
+    for b in [cls.name] + [b.attr if isinstance(b, ast.Attribute) else getattr(b, "id", "") for b in cls.bases]:
+        if b.endswith(_HOST_CLASSES) and not b.endswith(_DEVICE_CLASSES) and "Attn" not in b:
+            return True
+    return False
+
+
 def framework(cls: ast.ClassDef, qualname: Callable) -> str:
     """Which contract a class is under: its base, resolved through the imports,
     is Lightning's LightningModule or Callback (Keras has a Callback too)."""

@@ -18,7 +18,7 @@ from .classes import Classes
 from .expressions import Evaluator, Resolver
 from .flow import Hook, Walker, bound_names
 from .kinds import ANNOTATED, FUNC, OTHER, SELF, TENSOR, UNKNOWN, Val, join
-from .summaries import Returns, call_seeds, framework, framework_seeds, is_module_class, summary
+from .summaries import Returns, call_seeds, framework, framework_seeds, host_class, is_module_class, summary
 from .uses import Uses
 from .vocabulary import annot_kind, import_val
 
@@ -207,10 +207,11 @@ class _Module:
         module = is_module_class(cls, self.qualname, self.module_classes)
         if module:
             self.module_classes.add(cls.name)
+        host = host_class(cls)
         for fn in methods:
             self.function(fn, attrs, self.hook, method=True, where=f"{where}.{fn.name}", calls=self.calls,
                           seeds=framework_seeds(contract, fn), methods=by_name, module=module,
-                          seeded="the framework hands it over on the module's device")
+                          seeded="the framework hands it over on the module's device", proven=host)
         for st in cls.body:
             if isinstance(st, ast.ClassDef):
                 self.klass(st, f"{where}.{st.name}")
@@ -248,7 +249,8 @@ class _Module:
     def function(self, fn, attrs: dict, hook: Optional[Hook], method: bool, collect: bool = False,
                  outer: Optional[dict] = None, where: str = "<module>", calls: Optional[dict] = None,
                  seeds: Optional[dict] = None, methods: Optional[dict] = None,
-                 returned: Optional[list] = None, module: bool = False, seeded: str = "") -> dict:
+                 returned: Optional[list] = None, module: bool = False, seeded: str = "",
+                 proven: bool = False) -> dict:
         """Walk one def; the environment after it (with `collect`: only what it
         binds to ``self.*``). `returned` collects its return values."""
         ev = self.evaluator(self.globals if outer is None else {**self.globals, **outer}, attrs)
@@ -257,6 +259,8 @@ class _Module:
         ev.methods = methods or {}
         ev.self_module = module
         ev.returned = returned
+        if proven:
+            ev.gpu_first = False  # a processor's, a dataset's method: read proven (.summaries.host_class)
         known = self.defs.get(id(fn))
         if known is None or known[2] != method:  # the same def is walked up to three times: read it once
             names = bound_names(fn.body) | {p.arg for p in fn.args.posonlyargs + fn.args.args + fn.args.kwonlyargs}
