@@ -265,19 +265,21 @@ class XferRecorder:
         return snapshot()
 
     def crossings(self, site: Optional[str] = None) -> int:
-        """Crossings of one site, or of all wrapped sites."""
-        S = self._recorder.STATE
-        with S.lock:
-            if site is not None:
-                t = S.sites.get(site)
-                return t.crossings if t is not None else 0
-            return sum(t.crossings for t in S.sites.values())
+        """Crossings of one named site (a wrapped one, a library function's, a
+        statement's site comment), or of all of them."""
+        from .runtime.budget import _snapshot
+
+        sites = _snapshot()[0]
+        if site is not None:
+            return sites[site][0] if site in sites else 0
+        return sum(v[0] for v in sites.values())
 
     def unwrapped(self) -> list:
-        """[(path, line, op, direction, count)] the guard recorded."""
+        """[(path, line, op, direction, count)] the guard recorded that nothing names."""
         S = self._recorder.STATE
         with S.lock:
-            return sorted((t.path, t.line, t.op, t.direction, t.count) for t in S.unwrapped.values())
+            return sorted((t.path, t.line, t.op, t.direction, t.count) for t in S.unwrapped.values()
+                          if t.site is None)
 
     def step(self) -> None:
         """End of one step, for ``@pytest.mark.xfer_budget(..., warmup=K)``."""

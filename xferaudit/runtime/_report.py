@@ -35,6 +35,7 @@ from .report_rows import (
     row_order, totals_of, unwrapped_order,
 )
 from .rows import Launch, Row, Unwrapped
+from .tallies import named_rows
 
 __all__ = ["FORMAT", "SORTS", "Launch", "Report", "ReportError", "Row", "Unwrapped", "diff",
            "format_diff"]
@@ -131,7 +132,8 @@ class Report:
         with state.lock, collector_paused():
             rows = [t.snapshot() for t in state.sites.values()]
             launches = [t.snapshot() for t in state.launches.values()]
-            unwrapped = [t.snapshot() for t in state.unwrapped.values()]
+            # crossings named without a wrapper (a library's, a statement's) are rows of their name
+            unwrapped = [t.snapshot() for t in named_rows(state.unwrapped.values(), rows)]
             meta = {"counting": bool(state.on)}
             if getattr(state, "steps", 0):
                 meta["steps"] = int(state.steps)

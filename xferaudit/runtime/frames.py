@@ -8,6 +8,14 @@ xferaudit and torch is kept as ``via`` when it is not the user's
 (``model.to(dev)`` on a transformers model is placed at your line, via
 ``transformers/modeling_utils.py``).
 
+A crossing made inside a library that is not the standard library
+(site-packages, ``$XFERAUDIT_LIBRARY_PATHS``, the folders given to
+:func:`set_frames`) is named by the innermost such library frame's function
+and the user's line that called it (:func:`library_frame`,
+:func:`library_function`): ``lightning.fabric.utilities.apply_func:move_data_to_device.batch_to``
+``<- train.py:41``. Module and qualified function, no line number of the
+library's, so the name stays across versions of the library.
+
 The chain: the user frames from that line outwards, innermost first, so a sync
 inside the user's own package names that line and the script's line that
 called it. Walking the whole stack on every event would cost microseconds, so
@@ -35,15 +43,17 @@ from ..runkeys import function_name, normalise_text, relative_path
 from .rows import MAX_CHAINS
 
 __all__ = [
-    "CHAIN_SAMPLES", "CODES", "LIBRARY", "LIBRARY_ENV", "MAX_CHAINS", "MAX_DEPTH", "SKIP", "STOP", "USER",
-    "USER_ENV", "chain", "describe", "entry", "kind", "line", "locate", "set_frames", "stop_at", "user_frame",
-    "where",
+    "CHAIN_SAMPLES", "CODES", "LIBRARY", "LIBRARY_ENV", "MAX_CHAINS", "MAX_DEPTH", "SKIP", "STDLIB", "STOP",
+    "USER", "USER_ENV", "chain", "describe", "entry", "kind", "library_frame", "library_function", "line",
+    "locate", "set_frames", "stop_at", "user_frame", "where",
 ]
 
 #: What a code object is: xferaudit's, torch's or frozen (never the place of an
-#: event), a library's (standard library, site-packages), the user's, or the
-#: bottom of the program's stack (``xferaudit run``'s own frame: walks stop there).
-SKIP, LIBRARY, USER, STOP = 0, 1, 2, 3
+#: event), a library's (site-packages, the library folders given: a crossing
+#: made there is named by its function), the user's, the bottom of the
+#: program's stack (``xferaudit run``'s own frame: walks stop there), or the
+#: standard library's (a library, whose crossings stay at the user's line).
+SKIP, LIBRARY, USER, STOP, STDLIB = 0, 1, 2, 3, 4
 #: Chains are walked for a line's first this many events.
 CHAIN_SAMPLES = 32
 #: A chain holds at most this many user frames.
@@ -61,6 +71,8 @@ _PKG_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
 _skip_dirs: tuple = (_PKG_DIR,)  # never the place of an event: xferaudit, torch
 _library_dirs: tuple = ()  # the standard library and site-packages: not the user's code
 _user_dirs: tuple = ()  # the user's code even where it lies under a library folder
+_stdlib_dirs: tuple = ()  # the standard library's folders (site-packages below them excepted)
+_named_dirs: tuple = ()  # the library folders that are not the standard library's
 _path_cache: dict = {}  # co_filename -> the path shown (relative to the working directory)
 # id(code) -> (code, kind, shown path, co_filename, lines, tallies): the code
 # object is kept, so its id is not reused while the entry lives.
@@ -92,6 +104,13 @@ def _default_library_dirs() -> list:
     return paths
 
 
+def _stdlib_paths() -> list:
+    import sysconfig
+
+    paths = sysconfig.get_paths()
+    return [paths.get("stdlib"), paths.get("platstdlib")]
+
+
 def set_frames(library: Optional[Any] = None, user: Optional[Any] = None) -> None:
     """Where the guard looks for the user's line of an event.
 
@@ -104,10 +123,12 @@ def set_frames(library: Optional[Any] = None, user: Optional[Any] = None) -> Non
     is not the user's (``super().to`` in ``transformers/modeling_utils.py``).
     With no user frame on the stack, the event is placed at that library frame.
     """
-    global _library_dirs, _user_dirs
+    global _library_dirs, _user_dirs, _stdlib_dirs, _named_dirs
     lib = list(_default_library_dirs()) if library is None else list(library)
     _library_dirs = _dirs(lib + _env_paths(LIBRARY_ENV))
     _user_dirs = _dirs((list(user) if user is not None else []) + _env_paths(USER_ENV))
+    _stdlib_dirs = _dirs(_stdlib_paths())
+    _named_dirs = tuple(d for d in _library_dirs if d not in _stdlib_dirs)
     _path_cache.clear()
     _codes.clear()
 
@@ -160,8 +181,12 @@ def _info(code: Any) -> tuple:
         kind = STOP
     elif fn.startswith(_skip_dirs) or fn.startswith("<frozen"):
         kind = SKIP
+    elif _users(fn):
+        kind = USER
+    elif fn.startswith(_named_dirs) or not fn.startswith(_stdlib_dirs):
+        kind = LIBRARY
     else:
-        kind = USER if _users(fn) else LIBRARY
+        kind = STDLIB
     if len(_codes) >= MAX_CODES:
         _codes.clear()
     # (the last dict: the recorder's, per instruction, the tally its events went to)
@@ -189,7 +214,7 @@ def line(entry: tuple, f: Any) -> int:
 
 
 def kind(code: Any) -> int:
-    """What `code` is: :data:`SKIP`, :data:`LIBRARY`, :data:`USER` or :data:`STOP`."""
+    """What `code` is: :data:`SKIP`, :data:`LIBRARY`, :data:`USER`, :data:`STOP` or :data:`STDLIB`."""
     e = _codes.get(id(code))
     if e is None or e[0] is not code:
         e = _info(code)
@@ -219,6 +244,55 @@ def locate(f: Any) -> tuple:
                 return e, f, first, first_f
         f = f.f_back
     return None, None, first, first_f
+
+
+def library_frame(place: tuple) -> Optional[tuple]:
+    """``(entry, frame)`` of the innermost frame of a library that is not the
+    standard library (:data:`LIBRARY`) between a place's event and its user
+    frame (:func:`locate`'s answer), or None: the library function that made
+    the crossing (the standard library's frames and torch's are passed over)."""
+    user_f, f = place[1], place[3]
+    codes = _codes
+    walked = 0
+    while f is not None and f is not user_f and walked < MAX_WALK:
+        c = f.f_code
+        e = codes.get(id(c))
+        if e is None or e[0] is not c:
+            e = _info(c)
+        k = e[1]
+        if k == LIBRARY:
+            return e, f
+        if k == STOP:
+            break
+        walked += 1
+        f = f.f_back
+    return None
+
+
+def _module_of(filename: str) -> str:
+    """A module's dotted name from its file, under the library folder it lies in."""
+    top = max((d for d in _library_dirs if filename.startswith(d)), key=len, default="")
+    rel = filename[len(top):] if top else os.path.basename(filename)
+    rel = rel.rsplit(".", 1)[0] if rel.endswith((".py", ".pyc", ".pyw")) else rel
+    parts = [p for p in rel.replace(os.sep, "/").split("/") if p]
+    if parts and parts[-1] == "__init__" and len(parts) > 1:
+        parts.pop()
+    return ".".join(parts) or filename
+
+
+def library_function(entry: tuple, f: Any) -> str:
+    """``module:qualified.function`` of a library frame (:func:`library_frame`'s):
+    the module as the program imported it (its ``__name__``, else from its
+    path), the function's qualified name without ``<locals>`` and with
+    comprehensions and lambdas counted as the function around them. No line
+    number: the name stays across versions of the library."""
+    code = entry[0]
+    module = f.f_globals.get("__name__") if f is not None else None
+    if not isinstance(module, str) or not module:
+        module = _module_of(code.co_filename)
+    qual = getattr(code, "co_qualname", None) or code.co_name  # (co_qualname: Python 3.11+)
+    parts = [p for p in function_name(qual).split(".") if p != "<locals>"]
+    return f"{module}:{'.'.join(parts) or qual}"
 
 
 def chain(f: Any) -> tuple:
