@@ -17,7 +17,11 @@ it does nothing.
 * ``@pytest.mark.xfer_budget(budget=None, steps=None, warmup=0, unwrapped=0)``:
   fails the test when its body breaks the budget (a dict, a TOML/JSON path, or
   None for ``[tool.xferaudit.budget]``), as ``xfer.expect`` checks it. Steps
-  are marked with ``xfer_recorder.step()``; without, ``steps=`` says how many.
+  are marked with ``xfer_recorder.step()``; without, ``steps=`` says how many,
+  or ``steps="optimizer"`` counts the ``optimizer.step()`` calls the body made,
+  as ``xferaudit run`` does: a budget frozen from a run (``xferaudit budget
+  --from RUN.json``: wrapped sites, library functions, named statements, the
+  user's lines) fails a test that runs a step the way it fails the run.
 * ``@pytest.mark.xfer_guard("raise", up=..., down=..., d2d=...)``: the test
   body runs under that guard.
 * fixture ``xfer_recorder``: the recorder (``xferaudit.runtime.recorder``)
@@ -56,7 +60,8 @@ def pytest_configure(config: Any) -> None:
         "markers",
         "xfer_budget(budget=None, *, steps=None, warmup=0, unwrapped=0): fail the test if its "
         "host<->device transfers break the budget (dict, TOML/JSON path, or None for "
-        "[tool.xferaudit.budget]); see xferaudit.runtime.expect",
+        "[tool.xferaudit.budget]); steps=\"optimizer\" counts optimizer.step() calls as "
+        "`xferaudit run` does; see xferaudit.runtime.expect",
     )
     config.addinivalue_line(
         "markers",

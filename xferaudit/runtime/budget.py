@@ -43,7 +43,10 @@ that site; ``expect(..., pageable=0)`` forbids them everywhere). Sources, for
 
 Steps: each ``ex.step()`` ends one step; the first ``warmup`` of them are not
 measured (compilation, allocator warm-up, lazy init). Without ``step()`` calls,
-``steps=N`` says how many steps ran in the block (default 1). Counting is on
+``steps=N`` says how many steps ran in the block (default 1), and
+``steps="optimizer"`` counts them at each ``optimizer.step()`` made in the
+block, as ``xferaudit run`` does: a budget frozen from a run
+(``xferaudit budget --from RUN.json``) is checked per step the same way. Counting is on
 inside the block and is measured as the difference of the tallies, so counts
 made outside are neither lost nor mixed in.
 
@@ -73,6 +76,9 @@ __all__ = [
 ]
 
 BudgetSource = Union[Mapping[str, Any], str, "os.PathLike[str]", "Budget", None]
+#: ``expect(steps=OPTIMIZER)``: the steps are the ``optimizer.step()`` calls made
+#: in the block (the most any one optimizer made), as ``xferaudit run`` counts them.
+OPTIMIZER = "optimizer"
 
 
 class BudgetError(ValueError):
@@ -397,13 +403,14 @@ def report_totals(rep: Any) -> tuple:
 class Expectation:
     """What ``expect(...)`` returns: call :meth:`step` after each step; results after exit."""
 
-    def __init__(self, budget: BudgetSource = None, *, steps: Optional[int] = None, warmup: int = 0,
+    def __init__(self, budget: BudgetSource = None, *, steps: Union[int, str, None] = None, warmup: int = 0,
                  on_fail: str = "raise", guard: Optional[str] = "count", unwrapped: float = 0,
                  file: Optional[IO[str]] = None, pageable: Optional[float] = None) -> None:
         if on_fail not in ("raise", "report"):
             raise ValueError(f"expect(on_fail=...) must be 'raise' or 'report', not {on_fail!r}")
-        if steps is not None and (isinstance(steps, bool) or not isinstance(steps, int) or steps < 1):
-            raise ValueError(f"expect(steps=...) must be a whole number >= 1, not {steps!r}")
+        if steps is not None and steps != OPTIMIZER and (
+                isinstance(steps, bool) or not isinstance(steps, int) or steps < 1):
+            raise ValueError(f"expect(steps=...) must be a whole number >= 1 or {OPTIMIZER!r}, not {steps!r}")
         if isinstance(warmup, bool) or not isinstance(warmup, int) or warmup < 0:
             raise ValueError(f"expect(warmup=...) must be a whole number >= 0, not {warmup!r}")
         self.budget = load_budget(budget)
@@ -423,6 +430,8 @@ class Expectation:
         self._calls = 0
         self._start: Any = None
         self._guard: Any = None
+        self._optimizer: Any = None  # (steps="optimizer") the optimizer steps counted in the block
+        self._unhook: Any = None
         self._prev_on = False
         self.checked = False
 
@@ -448,6 +457,13 @@ class Expectation:
             except Exception:  # pragma: no cover - the wrappers bind lazily anyway
                 pass
         S.on = True
+        if self.steps_declared == OPTIMIZER and _torch_available():
+            import torch  # noqa: F401 - (the optimizers' global step hook)
+
+            from .run_hooks import OptimizerSteps
+
+            self._optimizer = OptimizerSteps()
+            self._unhook = self._optimizer.install(sys.modules["torch"])
         if self.guard_level:
             from .guard import active_levels, guard
 
@@ -466,6 +482,9 @@ class Expectation:
         finally:
             self._guard = None
             _recorder.STATE.on = self._prev_on
+            if self._unhook is not None:
+                self._unhook()
+                self._unhook = None
         if exc_type is not None:
             return  # the block's own error wins; nothing to check
         self._finish(end)
@@ -478,7 +497,7 @@ class Expectation:
                     f"expect(warmup={self.warmup}): only {self._calls} step(s) ran, none measured"
                 )
             steps = self._calls - self.warmup
-            if self.steps_declared is not None and self.steps_declared != steps:
+            if self.steps_declared not in (None, OPTIMIZER) and self.steps_declared != steps:
                 raise BudgetError(
                     f"expect(steps={self.steps_declared}): {steps} measured step(s) ran "
                     f"({self._calls} step() calls, warmup={self.warmup})"
@@ -490,6 +509,10 @@ class Expectation:
                     "where the warm-up ends"
                 )
             steps = self.steps_declared or 1
+            if steps == OPTIMIZER:
+                steps = self._optimizer.steps if self._optimizer is not None else 0
+                if not steps:
+                    raise BudgetError(f"expect(steps={OPTIMIZER!r}): no optimizer step ran in the block")
         sites, launches, unwrapped = _delta(self._start, end)
         self.steps = steps
         self.measured = {k: v[0] / steps for k, v in sites.items() if v[0]}
@@ -519,12 +542,14 @@ def _torch_available() -> bool:
         return False
 
 
-def expect(budget: BudgetSource = None, *, steps: Optional[int] = None, warmup: int = 0,
+def expect(budget: BudgetSource = None, *, steps: Union[int, str, None] = None, warmup: int = 0,
            on_fail: str = "raise", guard: Optional[str] = "count", unwrapped: float = 0,
            file: Optional[IO[str]] = None, pageable: Optional[float] = None) -> Expectation:
     """``with expect(budget, steps=N, warmup=K, on_fail="raise"|"report") as ex: ...``
 
-    See the module docstring. ``guard``: the level of the guard entered for the
+    See the module docstring. ``steps``: how many steps ran, where the block
+    marks none with ``ex.step()`` (default 1), or ``"optimizer"``: the
+    ``optimizer.step()`` calls made in it. ``guard``: the level of the guard entered for the
     block when none is active (None: enter none). ``unwrapped``: unwrapped
     transfers allowed per step (default 0). ``pageable``: ``non_blocking``
     copies with a pageable host side allowed per step over all sites (None,
