@@ -136,3 +136,89 @@ def test_after_wrap_from_no_crossing_in_the_program_is_unnamed_and_check_is_clea
         u["copies"] for u in good["unwrapped"])
     assert main(["unwrap", "-q", "train.py"]) == 0
     assert (proj / "train.py").read_text() == TRAIN
+
+
+# --- the guard and a named statement, a library's nested function (in this process) --------
+
+MOD = textwrap.dedent("""\
+    def named(t):
+        return t[t > 0]  # xferaudit: site=":named:mask"
+
+
+    def bare(t):
+        return t[t > 0]
+""")
+LIB = textwrap.dedent("""\
+    def outer(t):
+        def inner(u):
+            return [float(v) for v in u]
+        return inner(t)
+""")
+
+
+@pytest.fixture
+def mods(tmp_path, monkeypatch):
+    (tmp_path / "stmts.py").write_text(MOD)
+    lib = tmp_path / "lib"
+    lib.mkdir()
+    (lib / "nested.py").write_text(LIB)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.syspath_prepend(str(lib))
+    for m in ("stmts", "nested"):
+        sys.modules.pop(m, None)
+    import nested
+    import stmts
+
+    yield stmts, nested, lib
+    statements.forget()
+    frames.set_frames()
+    xfer.reset()
+
+
+def test_a_named_statement_is_counted_under_its_site_and_neither_raised_nor_warned(mods):
+    import warnings
+
+    from xferaudit.runtime.guard import UnexpectedTransfer, clear_log_history, guard
+    from xferaudit.runtime.sitenames import file_name
+
+    stmts = mods[0]
+    t = torch.arange(4.0).to(DEV())
+    name = file_name(stmts.__file__) + ":named:mask"
+    for mode in ("full", "lite"):
+        xfer.reset()
+        clear_log_history()
+        with guard("raise", mode=mode):
+            kept = stmts.named(t)
+            with pytest.raises(UnexpectedTransfer):
+                stmts.bare(t)
+        assert kept.tolist() == [1.0, 2.0, 3.0]  # the bare statement's value
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            with guard("log", mode=mode):
+                stmts.named(t)
+                stmts.bare(t)
+        assert [w.lineno for w in caught] == [6]  # the bare statement alone
+        rep = xfer.snapshot()
+        rows = {r.site: (r.kind, r.crossings, r.direction) for r in rep.rows}
+        assert rows == {name: ("statement", 2, "down")}, mode
+        assert [(u.line, u.op) for u in rep.unwrapped] == [(6, "aten.index.Tensor")]
+
+
+def test_a_librarys_nested_function_is_named_without_locals_and_comprehensions(mods):
+    from xferaudit.runtime.guard import guard
+
+    nested, lib = mods[1], mods[2]
+    frames.set_frames(library=list(frames._default_library_dirs()) + [str(lib)])
+    t = torch.tensor([1.0, 2.0]).to(DEV())
+    with guard("count"):
+        nested.outer(t)
+        line = sys._getframe().f_lineno - 1
+    (row,) = xfer.snapshot().rows
+    assert (row.site, row.kind, row.crossings) == (
+        f"nested:outer.inner <- tests/runtime/test_named_crossings.py:{line}", "library", 2)
+
+
+def DEV():  # noqa: N802 - the simulated device, as the other tests name it
+    from xferaudit.testing import simulated_device
+
+    return simulated_device()

@@ -239,9 +239,13 @@ def wrap_source(
                 raise CodemodError(f"cannot parse: {found.error} (line {found.error_line})")
             sites, res.suppressed, res.not_selected = _eligible(found.sites, codes_ok, hot, site_ok)
             firsts = {n.first for n in named if not any(n is k for k, _ in left)}
+            unnamed = {(s.line, s.column, s.rule) for n, _ in left for s in n.sites}
+            sites = [s for s in sites if (s.line, s.column, s.rule) not in unnamed]  # (said why above)
             done = [s for s in found.sites if s.op == STATEMENT and s.wrapped and s.line in firsts]
         else:
             commented = None
+            unnamed = {id(s) for n, _ in left for s in n.sites}
+            sites = [s for s in sites if id(s) not in unnamed]
     # implicit sites (float(t), if t:, print(t)...) are expressions: codemod/implicit.py
     implicit = [s for s in sites if s.implicit]
     sites = [s for s in sites if not s.implicit]

@@ -120,12 +120,13 @@ def _encoding(data: bytes) -> Optional[str]:
         enc, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
     except SyntaxError:
         return None
+    enc = "utf-8" if enc == "utf-8-sig" else enc  # (a BOM stays in the first line's bytes)
     try:
         if "\n#:=\"".encode(enc) != b"\n#:=\"":
             return None  # (not ASCII-compatible: UTF-16 and the like)
     except LookupError:
         return None
-    return "utf-8" if enc == "utf-8-sig" else enc  # (a BOM stays in the first line's bytes)
+    return enc
 
 
 def add(data: bytes, named: list, relpath: str) -> tuple:
