@@ -382,3 +382,15 @@ def test_scalar_reads_follow_the_levels_of_nested_guards_and_modes():
     float(t)  # no guard
     got = events()
     assert [(e[2], e[4]) for e in got] == [("aten._local_scalar_dense", 1)] * 4  # four lines, once each
+
+
+def test_a_copy_of_an_empty_tensor_is_a_crossing_of_no_copy():
+    # the device's copy returns before it starts one: a profiler counts no memcpy
+    def empties():
+        torch.ones(0).to(DEV)
+        torch.tensor([], device=DEV)
+        torch.ones(0).to(DEV).cpu()
+
+    got = {(op, d, n, copies, nbytes) for _, _, op, d, n, copies, nbytes, _ in in_both_modes(empties)}
+    assert got == {("aten._to_copy", "up", 1, 0, 0), ("aten.lift_fresh", "up", 1, 0, 0),
+                   ("aten._to_copy", "down", 1, 0, 0)}

@@ -725,7 +725,7 @@ def _storages_off_host(obj: Any) -> tuple:
             n = st.nbytes()
         except Exception:  # exotic tensor subclasses (the simulated device's): the tensor itself
             key, n = id(tt), _nbytes(tt)
-        if key in seen:
+        if key in seen or not n:  # (an empty storage: nothing on the wire)
             continue
         seen.add(key)
         total += n
