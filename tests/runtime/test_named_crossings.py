@@ -222,3 +222,21 @@ def DEV():  # noqa: N802 - the simulated device, as the other tests name it
     from xferaudit.testing import simulated_device
 
     return simulated_device()
+
+
+@pytest.mark.parametrize("where", ["torchinductor_me/ab/cabc.py", "<eval_with_key>.3"])
+def test_code_torch_generates_is_never_the_place_of_a_crossing(tmp_path, where):
+    # (a compiled call's first run uploads its constants from Inductor's Python wrapper:
+    # the call of the compiled function is the place, where `wrap --from` names the statement)
+    from xferaudit.runtime.guard import guard
+
+    filename = str(tmp_path / where) if not where.startswith("<") else where
+    ns: dict = {}
+    exec(compile("def call(t):\n    return float(t)\n", filename, "exec"), ns)
+    t = torch.tensor(1.0).to(DEV())
+    with guard("count"):
+        ns["call"](t)
+        line = sys._getframe().f_lineno - 1
+    (u,) = xfer.snapshot().unwrapped
+    assert (u.path, u.line) == ("tests/runtime/test_named_crossings.py", line)
+    xfer.reset()

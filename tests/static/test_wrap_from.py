@@ -126,3 +126,15 @@ def test_a_report_that_is_no_run_file_is_refused(proj, capsys):
     (proj / "r.json").write_text('{"format": "xferaudit.report", "rows": [], "meta": {}}')
     assert main(["wrap", "--from", "r.json"]) == 2
     assert "not a run file" in capsys.readouterr().err
+
+
+def test_a_compiled_calls_first_run_uploads_are_named_at_the_call(proj, capsys):
+    # the constants a compiled call uploads the first time it runs: a copy at a line with no call of its kind
+    (proj / "train.py").write_text("import torch\n\n\ndef step(model, x):\n    out = model(x)\n    return out\n")
+    write_run(proj / "run.json", [entry_at(proj, "train.py", "out = model(x)", "aten._to_copy", "up",
+                                           function="step", nbytes=64)])
+    assert main(["wrap", "-q", "--from", "run.json"]) == 0
+    text = (proj / "train.py").read_text()
+    assert '    out = model(x)  # xferaudit: site=":step:out=model(x)"\n' in text
+    assert "import xferaudit" not in text
+    assert main(["check", "--evidence", "run.json", "train.py"]) == 0
