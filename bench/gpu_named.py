@@ -397,8 +397,9 @@ def main() -> int:
             results.append({"program": "save", "agree": False, "error": traceback.format_exc()})
     judged = [r for r in results if r.get("agree") is not None]
     ok = bool(judged) and all(r["agree"] for r in judged)
-    print("\n" + ", ".join(f"{r['program']}: {'skipped' if r.get('agree') is None else 'AGREE' if r['agree'] else 'DISAGREE'}"
-                           for r in results))
+    verdicts = [f"{r['program']}: " + ("skipped" if r.get("agree") is None else "AGREE" if r["agree"] else "DISAGREE")
+                for r in results]
+    print("\n" + ", ".join(verdicts))
     out.write_text(json.dumps({"device": a.device, "mode": a.mode, "torch": torch.__version__,
                                "results": results, "agree": ok}, indent=1))
     print(("AGREE" if ok else "DISAGREE") + " -> " + str(out))

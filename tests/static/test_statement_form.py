@@ -9,7 +9,12 @@ import pytest
 from xferaudit.static.codemod import unwrap_source, wrap_source
 from xferaudit.static.codemod.style import CodeStyle
 from xferaudit.static.finder import find_in_source
-from xferaudit.wrapform import statement_comment, statement_sites, statement_spans, strip_statement_comment
+from xferaudit.wrapform import (
+    statement_comment,
+    statement_sites,
+    statement_spans,
+    strip_statement_comment,
+)
 
 HEAD = "import torch\n\nx = torch.ones(4, device='cuda')\n"
 

@@ -144,5 +144,4 @@ def _budget(args: argparse.Namespace, script: Optional[str]):
         raise UserError(str(e)) from None
 
 
-
 COMMAND = RunCommand

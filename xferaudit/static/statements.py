@@ -25,7 +25,7 @@ import ast
 from typing import Optional
 
 from ..opforms import NO_CALL_FORM, STATEMENT
-from ..wrapform import full_site, statement_spans, statement_sites
+from ..wrapform import full_site, statement_sites, statement_spans
 from .site import Site
 
 __all__ = ["covered", "name_statements", "statement_of", "statement_text"]

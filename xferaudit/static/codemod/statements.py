@@ -35,7 +35,13 @@ from dataclasses import dataclass, field
 from typing import Callable, Optional
 
 from ...opforms import NO_CALL_FORM
-from ...wrapform import STATEMENT_MARK, site_literal, statement_comment, statement_spans, strip_statement_comment
+from ...wrapform import (
+    STATEMENT_MARK,
+    site_literal,
+    statement_comment,
+    statement_spans,
+    strip_statement_comment,
+)
 from ..evidence import fitting, static_function
 from ..naming import compact_label, short_receiver
 from ..statements import statement_of, statement_text
@@ -188,4 +194,3 @@ def strip(data: bytes) -> tuple:
         lines[ln - 1] = back.encode(enc) + raw[len(body):]
         n += 1
     return (b"".join(lines), n) if n else (None, 0)
-
