@@ -118,9 +118,9 @@ def test_old_reports_without_copies_read_as_one_copy_per_crossing():
     assert again.rows[0].copies == 2
 
 
-def test_guard_events_name_the_users_line_and_keep_the_library_frame(tmp_path, monkeypatch):
-    # A "library" (a folder given as one) moves the tensor; the event is placed
-    # at this file's line, with the library's line kept as via.
+def test_guard_events_inside_a_library_are_named_by_its_function_and_the_users_line(tmp_path, monkeypatch):
+    # A "library" (a folder given as one) moves the tensor; the crossing is counted
+    # under the library's function and this file's line that called it.
     from xferaudit.runtime import guard as _g  # noqa: F401 - the class; the module below
 
     gmod = sys.modules["xferaudit.runtime.guard"]
@@ -137,10 +137,12 @@ def test_guard_events_name_the_users_line_and_keep_the_library_frame(tmp_path, m
             line = sys._getframe().f_lineno - 1
     finally:
         gmod.set_frames()
-    (u,) = xfer.snapshot().unwrapped
-    assert (u.path, u.line) == ("tests/runtime/test_copies.py", line)
-    assert u.via.endswith("somelib/mover.py:2")
-    assert "(via " in xfer.snapshot().format()
+    rep = xfer.snapshot()
+    assert rep.unwrapped == []
+    (row,) = rep.rows
+    assert (row.site, row.kind, row.direction, row.crossings, row.copies, row.bytes) == (
+        f"somelib.mover:move <- tests/runtime/test_copies.py:{line}", "library", "up", 1, 1, 12)
+    assert row.site in rep.format()
 
 
 def test_budgets_can_bound_copies_and_forbid_pageable_copies():

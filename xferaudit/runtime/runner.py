@@ -72,6 +72,8 @@ class RunResult:
     output: Optional[Path] = None
     error: str = ""
     report: Any = None
+    #: With a budget (``xferaudit run --budget``): how the run broke it (empty: kept it).
+    problems: list = field(default_factory=list)
 
 
 # --- where things go ---------------------------------------------------------------
@@ -129,6 +131,7 @@ class _Session:
     guard_mode: Optional[str] = None  # the mode the guard ran in ("lite", "full"), once entered
     prev: tuple = ()
     result: Optional[RunResult] = None
+    budget: Any = None  # a Budget to check the run against (xferaudit run --budget), and its source
 
     # -- start -------------------------------------------------------------------
     def start(self) -> None:
@@ -232,6 +235,12 @@ class _Session:
         self.saved = True
         rep = self.report()
         res = RunResult(self.exit_code or 0, report=rep)
+        verdict = ""
+        if self.budget is not None and not self.child:
+            from .budget import check_run, run_verdict
+
+            res.problems = check_run(self.budget, rep)
+            verdict = run_verdict(res.problems, self.budget.source, rep.meta.get("steps"))
         if self.output is None or self.child and not (rep.rows or rep.launches or rep.unwrapped):
             self.result = res
             return res  # (no file asked for, or a forked worker that recorded nothing)
@@ -247,6 +256,8 @@ class _Session:
                     sys.stderr.write(f"xferaudit run: wrote {self.output}\n")
             if res.error:
                 sys.stderr.write(res.error + "\n")
+            if verdict and (res.problems or not self.quiet):
+                sys.stderr.write(verdict)
             sys.stderr.flush()
         except (OSError, ValueError):  # (stderr closed by the program)
             pass
@@ -328,7 +339,9 @@ def _exit_saving(real_exit: Callable) -> Callable:
         s = _active
         if s is not None:
             s.exit_code = code
-            s.save()
+            res = s.save()
+            if code == 0 and res is not None and res.problems:
+                code = 1  # (a budget broken: as the run's own end would say)
         return real_exit(code)
 
     _exit.__wrapped__ = real_exit  # type: ignore[attr-defined]
@@ -351,7 +364,7 @@ def _after_fork_in_child() -> None:
 # --- running the program -------------------------------------------------------------
 
 def run_path(script: str, args: list, output: str = DEFAULT_OUTPUT, quiet: bool = False,
-             guard_mode: Optional[str] = None) -> RunResult:
+             guard_mode: Optional[str] = None, budget: Any = None) -> RunResult:
     """Run `script` (a file, or a folder holding ``__main__.py``) with `args` as
     ``python SCRIPT ARGS`` would, counted; see the module docstring."""
     path = os.path.abspath(script)
@@ -379,11 +392,11 @@ def run_path(script: str, args: list, output: str = DEFAULT_OUTPUT, quiet: bool 
     main_mod.__spec__ = None  # type: ignore[assignment]
     main_mod.__builtins__ = __builtins__  # type: ignore[attr-defined]
     return _run(code, main_mod, folder, [script, *args], [script, *args], project_root(folder),
-                output, quiet, guard_mode)
+                output, quiet, guard_mode, budget)
 
 
 def run_module(module: str, args: list, output: str = DEFAULT_OUTPUT, quiet: bool = False,
-               guard_mode: Optional[str] = None) -> RunResult:
+               guard_mode: Optional[str] = None, budget: Any = None) -> RunResult:
     """Run `module` with `args` as ``python -m MODULE ARGS`` would, counted."""
     cwd = os.getcwd()
     old = sys.path[:]
@@ -402,7 +415,7 @@ def run_module(module: str, args: list, output: str = DEFAULT_OUTPUT, quiet: boo
     main_mod.__package__ = spec.parent
     main_mod.__builtins__ = __builtins__  # type: ignore[attr-defined]
     return _run(code, main_mod, cwd, [spec.origin, *args], ["-m", module, *args], project_root(cwd),
-                output, quiet, guard_mode)
+                output, quiet, guard_mode, budget)
 
 
 def _find_spec(module: str) -> Any:
@@ -437,13 +450,16 @@ def _new_session(output: Optional[str], argv: list, root: str, quiet: bool,
 
 @contextlib.contextmanager
 def counted(output: Optional[str] = None, root: Optional[str] = None, quiet: bool = True,
-            guard_mode: Optional[str] = None) -> Iterator[Any]:
+            guard_mode: Optional[str] = None, budget: Any = None) -> Iterator[Any]:
     """What ``xferaudit run`` puts on around a program, around a block instead:
     counting, the guard, launches and steps (for benchmarks, and programs
     that run code of their own). At the end the run file is written where
-    `output` is given (else the report is only kept: ``session.result.report``).
+    `output` is given (else the report is only kept: ``session.result.report``),
+    and with `budget` (a :class:`~xferaudit.runtime.budget.Budget`) the run is
+    checked against it (``session.result.problems``).
     `root` defaults to the project root above the working directory."""
     session = _new_session(output, [], root or project_root(os.getcwd()), quiet, guard_mode)
+    session.budget = budget
     try:
         session.start()
         yield session
@@ -458,8 +474,9 @@ def counted(output: Optional[str] = None, root: Optional[str] = None, quiet: boo
 
 
 def _run(code: Any, main_mod: Any, path0: str, argv: list, run_argv: list, root: str,
-         output: str, quiet: bool, guard_mode: Optional[str]) -> RunResult:
+         output: str, quiet: bool, guard_mode: Optional[str], budget: Any = None) -> RunResult:
     session = _new_session(output, run_argv, root, quiet, guard_mode)
+    session.budget = budget
     saved_state = (sys.argv, sys.path[0] if sys.path else None, sys.modules.get("__main__"), os.getcwd())
     sys.argv = list(argv)
     if sys.path:
