@@ -262,12 +262,9 @@ def load_config(start: Optional[Path] = None, path: Optional[Path] = None) -> Co
     where = str(path)
     from ._validate import parse_toml
 
-    try:
-        text = path.read_text(encoding="utf-8")
-    except UnicodeDecodeError as e:
-        raise ConfigError(f"{where}: cannot parse: {e}") from None
-    except OSError as e:
-        raise ConfigError(f"{where}: cannot read: {e.strerror or e}") from None
+    from ._readfile import read_text
+
+    text = read_text(path, where, ConfigError)
     data = parse_toml(text, where, ConfigError)
     if path.name != "pyproject.toml" and "tool" not in data:
         raw = data  # a file of its own (`--config xferaudit.toml`): its top level is the table

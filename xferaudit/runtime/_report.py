@@ -101,8 +101,11 @@ def _unwrapped_of(u: Any, w: str) -> Unwrapped:
     chains = u.get("chains", [])
     if not isinstance(chains, list):
         raise ReportError(f"{w}: 'chains' must be a list of frame lists")
+    path = _field(u, "path", str, w)
+    if "\0" in path:
+        raise ReportError(f"{w}: 'path' holds a NUL character: not a file name")
     return Unwrapped(
-        _field(u, "path", str, w), _field(u, "line", int, w), _field(u, "op", str, w),
+        path, _field(u, "line", int, w), _field(u, "op", str, w),
         _field(u, "direction", str, w), _field(u, "count", int, w, 0),
         _field(u, "bytes", int, w, 0), _field(u, "via", str, w, ""),
         _field(u, "copies", int, w, None), _field(u, "pageable", int, w, 0), float(seconds),
@@ -231,17 +234,18 @@ class Report:
         return read_report(pairs, where, spill=False, skip_rows=False)
 
     @classmethod
-    def load(cls, path: Union[str, "os.PathLike[str]"]) -> "Report":
-        """Read a report saved with :meth:`save`; ReportError if it is not one.
+    def load(cls, path: Union[str, "os.PathLike[str]"], missing: Optional[str] = None) -> "Report":
+        """Read a report saved with :meth:`save`; ReportError if it is not one
+        (`missing`: the message for a path that does not exist).
 
         The file is streamed (:mod:`.report_json`): memory holds the report's
         rows, never the file's text or its whole JSON; a multi-rank file keeps
         each rank's rows in a temporary file. Every reader of reports (report,
         budget, diff, merge) comes through here."""
         try:
-            return read_file(path)
+            return read_file(path, missing=missing)
         except Reshape:  # it said "several ranks" before its rows, then had none
-            return read_file(path, skip_rows=False)
+            return read_file(path, skip_rows=False, missing=missing)
 
     # --- text -----------------------------------------------------------------
     def format(self, top: Optional[int] = None) -> str:
@@ -491,17 +495,18 @@ def read_report(pairs: Iterator[tuple[str, Any]], where: str, spill: bool,
 
 
 def read_file(path: Union[str, "os.PathLike[str]"], skip_rows: Optional[bool] = None,
-              into: Any = None) -> Optional["Report"]:
-    """:func:`read_report` of a saved file, streamed (:mod:`.report_json`)."""
+              into: Any = None, missing: Optional[str] = None) -> Optional["Report"]:
+    """:func:`read_report` of a saved file, streamed (:mod:`.report_json`);
+    only a regular file is opened, and read to :data:`~xferaudit._readfile.MAX_BYTES`."""
+    from .._readfile import open_text
+
     p = Path(path)
-    try:
-        with open(p, encoding="utf-8") as f, collector_paused():
+    try:  # (a regular file only, of bounded size: a FIFO or /dev/zero is refused unread)
+        with open_text(p, str(p), ReportError, missing) as f, collector_paused():
             pairs = read_pairs(f, str(p), ReportError, STREAMED, ("ranks",))
             return read_report(pairs, str(p), True, skip_rows, into)
-    except FileNotFoundError:
-        raise ReportError(f"{p}: no such file") from None
     except OSError as e:
-        raise ReportError(f"{p}: cannot read: {e}") from None
+        raise ReportError(f"{p}: cannot read: {e.strerror or e}") from None
 
 
 # --- diff ----------------------------------------------------------------------
