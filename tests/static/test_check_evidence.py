@@ -183,3 +183,16 @@ def test_a_line_wrap_broke_over_several_lines_keeps_its_evidence(tmp_path, monke
     (tmp_path / "train.py").write_text("import os\n\n" + wrapped)  # and an edit above, after the wrap
     rc, out = _check(capsys, "--evidence", "run.json", "train.py")
     assert rc == 0, out
+
+
+def test_add_noqa_with_evidence_makes_the_next_check_pass(proj, capsys):
+    stale = entry("train.py", 2, "import numpy", function="<module>")  # a line gone since the run
+    data = json.loads((proj / "run.json").read_text())
+    write_run(proj / "run.json", data["unwrapped"] + [stale])
+    rc, out = _check(capsys, "--evidence", "run.json", "train.py")
+    codes = {f.split()[1] for f in out.splitlines() if f.startswith("train.py:")}
+    assert rc == 1 and {"XFA401", "XFA402", "XFA403", "XFA501", "XFA502"} <= codes
+    assert main(["check", "--no-cache", "--evidence", "run.json", "--add-noqa", "train.py"]) == 0
+    assert "# noqa: XFA501" in (proj / "train.py").read_text()
+    rc, out = _check(capsys, "--evidence", "run.json", "train.py")
+    assert rc == 0 and "All checks passed!" in out, out
