@@ -281,3 +281,25 @@ def test_server_modules_import_pygls_only_when_the_server_runs():
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
                        env={**os.environ, "PYTHONPATH": str(ROOT)})
     assert r.stdout.strip() == "False", r.stderr
+
+
+def test_the_configs_run_evidence_is_read_as_check_reads_it(tmp_path):
+    import json
+
+    src = "def log(loss):\n    if loss > 10:\n        print(loss)\n    return float(loss)\n"
+    (tmp_path / "pyproject.toml").write_text('[tool.xferaudit]\nevidence = ["run.json"]\n')
+    entries = [{"path": "log.py", "line": n, "function": "log", "text": t, "op": "aten._local_scalar_dense",
+                "direction": "down", "count": 1, "copies": 1, "bytes": 4}
+               for n, t in ((2, "if loss > 10:"), (4, "return float(loss)"))]
+    (tmp_path / "run.json").write_text(json.dumps({"format": "xferaudit.report", "rows": [], "unwrapped": entries,
+                                                   "meta": {"kind": "run", "root": str(tmp_path)}}))
+    c = Client(tmp_path)
+    try:
+        c.initialize(tmp_path, {"debounce": 0})
+        c.open(tmp_path / "log.py", src)
+        p = c.wait_for("textDocument/publishDiagnostics")
+        assert [(d["range"]["start"]["line"] + 1, d["code"]) for d in p["diagnostics"]] == [
+            (2, "XFA402"), (4, "XFA401")]
+        assert "seen crossing at run time" in p["diagnostics"][0]["message"]
+    finally:
+        c.close()

@@ -22,7 +22,8 @@ from typing import Optional
 from ..config import Config, ConfigError, find_root, load_config
 from ..rules import RuleTable
 from ..static.edits import Edit, text_edits
-from ..static.lint import Linted, add_fixes, lint_source
+from ..static.evidence import EvidenceError
+from ..static.lint import Linted, add_fixes, config_evidence, lint_source
 
 
 @dataclass
@@ -78,7 +79,11 @@ def check(doc: Document, projects: Projects) -> None:
         doc.linted, doc.config_error = None, str(e)
         return
     doc.config_error = None
-    doc.linted = lint_source(doc.text, doc.path, cfg, rules)
+    try:  # the config's run files, as `check` reads them
+        evidence = config_evidence(cfg, cwd=str(cfg.root))
+    except EvidenceError as e:
+        evidence, doc.config_error = None, str(e)
+    doc.linted = lint_source(doc.text, doc.path, cfg, rules, evidence=evidence)
     doc.fixes_done = False
 
 
