@@ -303,3 +303,45 @@ def test_the_configs_run_evidence_is_read_as_check_reads_it(tmp_path):
         assert "seen crossing at run time" in p["diagnostics"][0]["message"]
     finally:
         c.close()
+
+
+@pytest.mark.parametrize("method, params", [
+    ("textDocument/hover", {"textDocument": {"uri": "file:///x.py"}, "position": {"line": -1, "character": 0}}),
+    ("textDocument/hover", {"textDocument": {"uri": "file:///x.py"},
+                            "position": {"line": 0, "character": 2**31}}),
+    ("textDocument/codeAction", {"textDocument": {"uri": "file:///x.py"},
+                                 "range": {"start": {"line": 0, "character": 0},
+                                           "end": {"line": 0, "character": 0}}}),
+    ("textDocument/hover", "not an object"),
+])
+def test_a_request_whose_params_do_not_validate_gets_an_error(client, proj, method, params):
+    uri = client.open(proj / "train.py", TRAIN)
+    client.wait_for("textDocument/publishDiagnostics")
+    with pytest.raises(RuntimeError) as e:
+        client.request(method, params, timeout=20)
+    assert e.value.args[0]["code"] == -32602  # InvalidParams
+    # and the server goes on
+    h = client.request("textDocument/hover", {"textDocument": {"uri": uri}, "position": {"line": 0, "character": 0}})
+    assert h is None
+
+
+def test_a_huge_content_length_is_not_read_into_memory(proj):
+    c = Client(proj)
+    try:
+        c.initialize(proj, {"debounce": 0})
+        c.proc.stdin.write(b"Content-Length: 99999999999999\r\n\r\n")  # no body follows...
+        c.proc.stdin.write(b"Content-Length: " + b"9" * 5000 + b"\r\n\r\n")
+        c.proc.stdin.flush()
+        time.sleep(1)
+        assert c.proc.poll() is None  # still serving (it waits for the bytes it was promised)
+    finally:
+        c.close()
+    c = Client(proj)
+    try:  # a header of 5,000 digits, then a real message: answered
+        c.initialize(proj, {"debounce": 0})
+        c.proc.stdin.write(b"Content-Length: " + b"9" * 5000 + b"\r\n")
+        c.proc.stdin.flush()
+        assert c.request("textDocument/hover", {"textDocument": {"uri": (proj / "train.py").as_uri()},
+                                                "position": {"line": 0, "character": 0}}, timeout=20) is None
+    finally:
+        c.close()

@@ -22,12 +22,15 @@ from __future__ import annotations
 
 import asyncio
 import os
-from typing import Optional
+import sys
+from typing import Any, Optional
 from urllib.parse import unquote, urlparse
 
 from lsprotocol import types
 from lsprotocol.converters import get_converter
+from pygls.exceptions import JsonRpcException
 from pygls.lsp.server import LanguageServer
+from pygls.protocol import LanguageServerProtocol
 from pygls.uris import to_fs_path
 from pygls.workspace.position_codec import ServerTextPosition, ServerTextRange
 
@@ -49,9 +52,72 @@ WRAP_ALL = "source.wrapAll.xferaudit"
 WRAP_ALL_TITLE = "Wrap every site in this file (xferaudit wrap)"
 
 
+#: The most bytes one message may hold: a larger one is read in pieces and
+#: dropped (the server goes on), never held whole in memory.
+MAX_MESSAGE = 256 << 20
+#: A header line is read this many bytes at a time at most (one of thousands
+#: of digits is then no header: ignored).
+MAX_HEADER = 1024
+
+
+class _Invalid:
+    """A request whose params do not validate: answered with an error, not dropped."""
+
+    jsonrpc = "2.0"
+
+    def __init__(self, msg_id: object, error: object) -> None:
+        self.id, self.error = msg_id, error
+
+
+class _Protocol(LanguageServerProtocol):
+    """pygls's protocol, except that a request it cannot read (params of the
+    wrong shape or out of range: a hover at line -1, a codeAction without its
+    context) gets an error response: pygls drops it, and the client would wait
+    for the answer forever."""
+
+    def structure_message(self, data: dict) -> object:
+        try:
+            return super().structure_message(data)
+        except JsonRpcException as e:
+            if isinstance(data, dict) and "method" in data and isinstance(data.get("id"), (int, str)):
+                return _Invalid(data["id"], e.to_response_error())
+            raise
+
+    def handle_message(self, message: object) -> None:
+        if isinstance(message, _Invalid):
+            self._send_response(message.id, None, message.error)
+            return
+        super().handle_message(message)
+
+
+class _BoundedInput:
+    """Standard input as the protocol reads it, with what one read may take
+    bounded: a ``Content-Length`` of 99999999999999 is read and dropped in
+    pieces (the server waits for those bytes, as the protocol says, without
+    holding them), a header line is read :data:`MAX_HEADER` bytes at a time."""
+
+    def __init__(self, raw: Any) -> None:
+        self.raw = raw
+
+    def readline(self) -> bytes:
+        return self.raw.readline(MAX_HEADER)
+
+    def read(self, n: int) -> bytes:
+        if n <= MAX_MESSAGE:
+            return self.raw.read(n)
+        left = n
+        while left > 0:
+            chunk = self.raw.read(min(left, 1 << 20))
+            if not chunk:
+                return b""  # (the end of the input: the server stops, as it would)
+            left -= len(chunk)
+        sys.stderr.write(f"xferaudit server: a message of {n} bytes (more than {MAX_MESSAGE}) was dropped\n")
+        return b"null"
+
+
 class XferauditServer(LanguageServer):
     def __init__(self) -> None:
-        super().__init__("xferaudit", __version__)
+        super().__init__("xferaudit", __version__, protocol_cls=_Protocol)
         self.projects = D.Projects()
         self.docs: dict[str, D.Document] = {}
         self.pending: dict[str, asyncio.Task] = {}
@@ -363,4 +429,4 @@ def hover(ls: XferauditServer, params: types.HoverParams) -> Optional[types.Hove
 
 def start(stdin=None, stdout=None) -> None:
     """Serve over standard input and output until the client says exit."""
-    server.start_io(stdin, stdout)
+    server.start_io(_BoundedInput(stdin or sys.stdin.buffer), stdout)

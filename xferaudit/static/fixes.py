@@ -44,9 +44,10 @@ cells' JSON) and a file that changed since it was read get no fix.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Iterable, Optional
+from typing import TYPE_CHECKING, Iterable, Optional, Sequence
 
-from .edits import Edit, Hunk, Positions, hunks, split_leading
+from .edits import Edit, Hunk, Positions, changed_runs, hunks, split_leading, trimmed
+from .source import split_lines
 from .notebook import is_notebook
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -96,16 +97,43 @@ def _runtime_import_lines(text: str) -> int:
     return sum(1 for ln in text.splitlines() if _is_runtime_import(ln))
 
 
-def _runs(old: str, new: str) -> list[Hunk]:
+def _runs(old: str, new: str, sites: Sequence["Site"] = ()) -> list[Hunk]:
     """The changed runs of lines from `old` to `new`, an added runtime import
     (and the blank lines after it) a run of its own even where it lands right
-    above a changed line."""
+    above a changed line. A run that keeps its number of lines, each changed
+    line of it holding one of `sites`, is a run per changed line: sites on
+    adjacent lines are then apart, as sites a kept line separates are."""
     pos = Positions(old)
+    a, b = split_lines(old), split_lines(new)
 
     def apart(line: str, k: int) -> bool:
         return _is_runtime_import(line) if k == 0 else (not line.strip() or _is_runtime_import(line))
 
-    return [part for h in hunks(old, new) for part in split_leading(h, pos, apart)]
+    out = []
+    for run in changed_runs(a, b):
+        for i1, i2, j1, j2 in _by_line(a, b, run, sites) or (run,):
+            h = Hunk(i1, i2, trimmed(pos, pos.bounds[i1], pos.bounds[i2], "".join(b[j1:j2])))
+            out.extend(split_leading(h, pos, apart))
+    return out
+
+
+def _by_line(a: list, b: list, run: tuple, sites: Sequence["Site"]) -> Optional[list]:
+    """`run` as one run per changed line, where it keeps its number of lines
+    and every changed line holds a site (a line no site holds, as a long line
+    broken differently, keeps the run whole); else None."""
+    i1, i2, j1, j2 = run
+    if i2 - i1 != j2 - j1 or i2 - i1 < 2 or not sites:
+        return None
+    spans = [_lines_of(s) for s in sites]
+    out = []
+    for k in range(i2 - i1):
+        if a[i1 + k] == b[j1 + k]:
+            continue
+        line = i1 + k + 1
+        if not any(lo <= line <= hi for lo, hi in spans):
+            return None
+        out.append((i1 + k, i1 + k + 1, j1 + k, j1 + k + 1))
+    return out
 
 
 def source_bytes(text: str) -> Optional[bytes]:
@@ -180,7 +208,7 @@ def wrap_fixes(data: bytes, path: str, relpath: str, cfg: "Config", rules: "Rule
     for s in left:
         text = run([s])
         if text is not None:
-            own = _runs(old, text)
+            own = _runs(old, text, [s])
             out[_fix_key(s)] = _ordered(_prefer_shared(own, s, shared))
     return out
 
@@ -195,7 +223,7 @@ def _resolve(old: str, new: str, sites: list["Site"], shared: Optional[list[Edit
     changed lines gets a fix (into `out`): its runs, and the runs no site
     holds (the import), taken from `shared` where they are the same change.
     Returns the runs no site holds and the groups of sites that shared a run."""
-    runs = _runs(old, new)
+    runs = _runs(old, new, sites)
     owners: list[list["Site"]] = [[] for _ in runs]
     for s in sites:
         lo, hi = _lines_of(s)
