@@ -109,12 +109,52 @@ def _runs(old: str, new: str, sites: Sequence["Site"] = ()) -> list[Hunk]:
     def apart(line: str, k: int) -> bool:
         return _is_runtime_import(line) if k == 0 else (not line.strip() or _is_runtime_import(line))
 
-    out = []
+    out: list[Hunk] = []
     for run in changed_runs(a, b):
         for i1, i2, j1, j2 in _by_line(a, b, run, sites) or (run,):
+            pieces = _by_site(a[i1], b[j1], pos.bounds[i1], pos, [x for x in sites if _on_line(x, i1 + 1)]) \
+                if i2 - i1 == 1 == j2 - j1 else None
+            if pieces is not None:
+                out.extend(pieces)
+                continue
             h = Hunk(i1, i2, trimmed(pos, pos.bounds[i1], pos.bounds[i2], "".join(b[j1:j2])))
             out.extend(split_leading(h, pos, apart))
     return out
+
+
+@dataclass(frozen=True)
+class _SiteHunk(Hunk):
+    """A part of one changed line that only `site` holds (its call's characters)."""
+
+    site: Optional["Site"] = None
+
+
+def _on_line(s: "Site", line: int) -> bool:
+    return s.line == s.end_line == line and "\n" not in s.call
+
+
+def _by_site(was: str, now: str, base: int, pos: Positions, sites: list) -> Optional[list]:
+    """One changed line holding several calls (``a = x.cpu(); b = y.cpu()``,
+    ``f(x.cpu(), y.cpu())``) as a part per call: each changed stretch of the
+    line lies inside one call's characters (else None: the line stays whole)."""
+    if len(sites) < 2:
+        return None
+    import difflib
+
+    spans = [(s.end_column - 1 - len(s.call), s.end_column - 1, s) for s in sites]
+    mine: dict = {}
+    for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(None, was, now, autojunk=False).get_opcodes():
+        if tag == "equal":
+            continue
+        holders = [sp for sp in spans if sp[0] <= i1 and i2 <= sp[1]]
+        if len(holders) != 1:
+            return None
+        lo, hi, jlo, jhi = mine.get(id(holders[0][2]), (i1, i2, j1, j2))
+        mine[id(holders[0][2])] = (min(lo, i1), max(hi, i2), min(jlo, j1), max(jhi, j2))
+    line = pos.position(base)[0] - 1
+    return [_SiteHunk(line, line + 1, trimmed(pos, base + lo, base + hi, now[jlo:jhi]), s)
+            for lo_, hi_, s in spans if id(s) in mine
+            for lo, hi, jlo, jhi in (mine[id(s)],)]
 
 
 def _by_line(a: list, b: list, run: tuple, sites: Sequence["Site"]) -> Optional[list]:
@@ -228,7 +268,8 @@ def _resolve(old: str, new: str, sites: list["Site"], shared: Optional[list[Edit
     for s in sites:
         lo, hi = _lines_of(s)
         for i, h in enumerate(runs):
-            if h.touches(lo, hi):
+            held = getattr(h, "site", None)
+            if (held is s) if held is not None else h.touches(lo, hi):
                 owners[i].append(s)
     free = [h.edit for h, o in zip(runs, owners) if not o]
     if shared is not None and sorted(free, key=_key) == sorted(shared, key=_key):
