@@ -345,3 +345,42 @@ def test_a_huge_content_length_is_not_read_into_memory(proj):
                                                 "position": {"line": 0, "character": 0}}, timeout=20) is None
     finally:
         c.close()
+
+
+def test_fixes_wait_for_a_pause_and_an_edit_stops_them(proj):
+    c = Client(proj)
+    try:
+        c.initialize(proj, {"debounce": 0, "fixDelay": 1.0})
+        uri = c.open(proj / "train.py", TRAIN)
+        c.wait_for("textDocument/publishDiagnostics", lambda q: q["version"] == 1)
+        t = time.monotonic()
+        c.wait_for("textDocument/publishDiagnostics", with_fixes)
+        assert time.monotonic() - t >= 0.9  # the fixes came after the pause, not at once
+        # two edits in a row: the first one's fixes are never made, the second's come
+        for v in (2, 3):
+            c.notify("textDocument/didChange", {"textDocument": {"uri": uri, "version": v},
+                                                "contentChanges": [{"text": TRAIN + "\n" * v}]})
+            c.wait_for("textDocument/publishDiagnostics", lambda q, v=v: q["version"] == v)
+        c.wait_for("textDocument/publishDiagnostics", lambda q: q["version"] == 3 and with_fixes(q))
+        published = [n["params"] for n in c.notifications if n["method"] == "textDocument/publishDiagnostics"]
+        assert not [p for p in published if p["version"] == 2 and with_fixes(p)]
+    finally:
+        c.close()
+
+
+def test_an_outdated_document_gets_no_fixes_and_a_stop_ends_them_between_codemod_runs(proj):
+    from xferaudit.server import documents as D
+    from xferaudit.static import fixes
+
+    doc = D.Document(uri="file:///t.py", path=str(proj / "train.py"), version=1, text=TRAIN)
+    projects = D.Projects()
+    D.check(doc, projects)
+    cfg, rules = projects.config(doc.path)
+    doc.outdated.set()
+    D.fixes(doc, cfg, rules)
+    assert not doc.fixes_done and all(d.fix is None for d in doc.linted.diags)
+    asked = []
+    with pytest.raises(fixes.Stopped):
+        fixes.attach(doc.linted.diags, doc.linted.scan, cfg, rules, doc.linted.sources,
+                     stop=lambda: asked.append(1) or True)
+    assert asked == [1] and all(d.fix is None for d in doc.linted.diags)

@@ -6,8 +6,11 @@ What it does, per open document:
   typing (:data:`DEBOUNCE` seconds per document: each change restarts that
   document's wait), published with the document's version. Each carries its
   code's page (``codeDescription.href``, where the docs site is known) and, in
-  ``data``, the edits of its fix: first the findings alone (fast), then, the
-  codemod run off the event loop, the same findings with their fixes;
+  ``data``, the edits of its fix: first the findings alone (fast), then, once
+  the document has been left alone :data:`FIX_DELAY` seconds more, the
+  codemod run off the event loop, the same findings with their fixes. A change
+  cancels fixes not begun and stops those under way (between codemod runs),
+  so an edit's findings never wait for the previous edit's fixes;
 - **code actions** for a finding: wrap this site (its fix from ``data``: no
   second lint), wrap every site of the file (``xferaudit wrap`` over the
   buffer), and suppress it with ``# noqa: CODE``;
@@ -45,6 +48,9 @@ CONVERTER = get_converter()  # lsprotocol's: LSP types <-> JSON-ready data
 
 #: Seconds of quiet after a change before the document is checked again.
 DEBOUNCE = 0.3
+#: Seconds of quiet after the findings are out before their fixes are made
+#: (``initializationOptions: {"fixDelay": ...}``).
+FIX_DELAY = 0.5
 SOURCE = "xferaudit"
 #: The kind of the "wrap every site of the file" action (a source action, so
 #: an editor can bind it: VS Code's "editor.codeActionsOnSave").
@@ -122,6 +128,7 @@ class XferauditServer(LanguageServer):
         self.docs: dict[str, D.Document] = {}
         self.pending: dict[str, asyncio.Task] = {}
         self.debounce = DEBOUNCE
+        self.fix_delay = FIX_DELAY
 
 
 server = XferauditServer()
@@ -220,6 +227,8 @@ async def _check(ls: XferauditServer, uri: str) -> None:
     _publish(ls, doc)
     if doc.linted is None or not any(d.code.startswith(("XFA2", "XFA3", "XFA4")) for d in doc.reported()):
         return
+    if ls.fix_delay:
+        await asyncio.sleep(ls.fix_delay)  # (a change meanwhile cancels this task: no fixes begun)
     await _fixes(ls, doc)
     if ls.docs.get(uri) is doc:
         _publish(ls, doc)
@@ -255,8 +264,10 @@ def _schedule(ls: XferauditServer, uri: str, delay: float) -> None:
 @server.feature(types.INITIALIZE)
 def initialize(ls: XferauditServer, params: types.InitializeParams) -> None:
     opts = params.initialization_options or {}
-    if isinstance(opts, dict) and isinstance(opts.get("debounce"), (int, float)) and opts["debounce"] >= 0:
-        ls.debounce = float(opts["debounce"])
+    for key, attr in (("debounce", "debounce"), ("fixDelay", "fix_delay")):
+        value = opts.get(key) if isinstance(opts, dict) else None
+        if isinstance(value, (int, float)) and not isinstance(value, bool) and 0 <= value <= 60:
+            setattr(ls, attr, float(value))
 
 
 @server.feature(types.TEXT_DOCUMENT_DID_OPEN)
@@ -266,7 +277,16 @@ def did_open(ls: XferauditServer, params: types.DidOpenTextDocumentParams) -> No
 
 @server.feature(types.TEXT_DOCUMENT_DID_CHANGE)
 def did_change(ls: XferauditServer, params: types.DidChangeTextDocumentParams) -> None:
+    _outdate(ls, params.text_document.uri)
     _schedule(ls, params.text_document.uri, ls.debounce)
+
+
+def _outdate(ls: XferauditServer, uri: str) -> None:
+    """The document the server holds for `uri` is no longer the client's: its
+    fixes under way stop at their next codemod run."""
+    doc = ls.docs.get(uri)
+    if doc is not None:
+        doc.outdated.set()
 
 
 @server.feature(types.TEXT_DOCUMENT_DID_SAVE)
@@ -277,6 +297,7 @@ def did_save(ls: XferauditServer, params: types.DidSaveTextDocumentParams) -> No
 @server.feature(types.TEXT_DOCUMENT_DID_CLOSE)
 def did_close(ls: XferauditServer, params: types.DidCloseTextDocumentParams) -> None:
     uri = params.text_document.uri
+    _outdate(ls, uri)
     task = ls.pending.pop(uri, None)
     if task is not None:
         task.cancel()

@@ -44,7 +44,7 @@ cells' JSON) and a file that changed since it was read get no fix.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Iterable, Optional, Sequence
+from typing import TYPE_CHECKING, Callable, Iterable, Optional, Sequence
 
 from .edits import Edit, Hunk, Positions, changed_runs, hunks, split_leading, trimmed
 from .source import split_lines
@@ -199,10 +199,17 @@ def source_text(data: bytes) -> Optional[str]:
         return None
 
 
+class Stopped(Exception):
+    """The caller's `stop()` said the fixes are no longer wanted (the editor's
+    document changed): none are set."""
+
+
 def wrap_fixes(data: bytes, path: str, relpath: str, cfg: "Config", rules: "RuleTable",
-               sites: Iterable["Site"], style=None) -> dict[tuple[int, int, str], tuple[Edit, ...]]:
+               sites: Iterable["Site"], style=None,
+               stop: Optional[Callable[[], bool]] = None) -> dict[tuple[int, int, str], tuple[Edit, ...]]:
     """{(line, column, code) of a site: the edits that wrap it} for the sites of
-    one file's bytes that ``wrap`` rewrites (the others are left out)."""
+    one file's bytes that ``wrap`` rewrites (the others are left out). `stop()`
+    is asked before each codemod run: True raises :class:`Stopped`."""
     from .codemod import CodemodError, code_style, wrap_source
 
     style = style or code_style(cfg.root)
@@ -212,6 +219,8 @@ def wrap_fixes(data: bytes, path: str, relpath: str, cfg: "Config", rules: "Rule
 
     def run(only: Optional[list]) -> Optional[str]:
         """The file's text after wrap, of every site or of the sites `only`."""
+        if stop is not None and stop():
+            raise Stopped
         site_ok = None if only is None else (lambda x: any(_same(x, s) for s in only))
         try:
             res = wrap_source(data, path, rules, relpath, codes_ok, style, site_ok=site_ok)
@@ -352,14 +361,16 @@ def rename_fixes(data: bytes, path: str, relpath: str, rules: "RuleTable",
 
 
 def attach(diags: list["Diagnostic"], scan, cfg: "Config", rules: "RuleTable",
-           sources: Optional[dict] = None, jobs: Optional[int] = None) -> None:
+           sources: Optional[dict] = None, jobs: Optional[int] = None,
+           stop: Optional[Callable[[], bool]] = None) -> None:
     """Set ``fix`` on each reported finding that ``wrap`` can rewrite.
 
     `scan` is the :class:`~xferaudit.static.scan.Scan` the findings came from
     (its sites); `sources` maps a displayed path to the source that was
     checked (standard input's bytes, an editor's text), else each file is
     read again. Many files are done on every core (`jobs` processes), as
-    ``wrap`` does them.
+    ``wrap`` does them. `stop()` (the editor server's: the document changed)
+    is asked before each codemod run; True raises :class:`Stopped`, no fix set.
     """
     from .diagnostics import fix_message
 
@@ -387,7 +398,7 @@ def attach(diags: list["Diagnostic"], scan, cfg: "Config", rules: "RuleTable",
     items = [(data, res.path, rel, res.sites, any(d.code == "XFA302" for d in found))
              for res, rel, found, data in todo]
     by_id = {r.id: r for r in rules.rules}
-    for (res, rel, found, _), edits in zip(todo, _file_edits_all(items, cfg, rules, jobs)):
+    for (res, rel, found, _), edits in zip(todo, _file_edits_all(items, cfg, rules, jobs, stop)):
         at = {(s.line, s.column, "XFA302" if s.wrapped else s.rule): s for s in res.sites}
         for d in found:
             e = edits.get((d.line, d.column, d.code))
@@ -414,16 +425,17 @@ def _worker_init(cfg: "Config", rules: "RuleTable", run_pid: int) -> None:
     _init(cfg, rules)
 
 
-def _file_edits(item: tuple) -> dict:
+def _file_edits(item: tuple, stop: Optional[Callable[[], bool]] = None) -> dict:
     data, path, rel, sites, rename = item
     cfg, rules, style = _STATE[0]
-    edits = wrap_fixes(data, path, rel, cfg, rules, sites, style)
+    edits = wrap_fixes(data, path, rel, cfg, rules, sites, style, stop)
     if rename:
         edits.update(rename_fixes(data, path, rel, rules, [s for s in sites if s.wrapped]))
     return edits
 
 
-def _file_edits_all(items: list, cfg: "Config", rules: "RuleTable", jobs: Optional[int]) -> list[dict]:
+def _file_edits_all(items: list, cfg: "Config", rules: "RuleTable", jobs: Optional[int],
+                    stop: Optional[Callable[[], bool]] = None) -> list[dict]:
     import os
 
     from .scan import _start_method, worker_count
@@ -431,7 +443,7 @@ def _file_edits_all(items: list, cfg: "Config", rules: "RuleTable", jobs: Option
     workers = max(1, min(jobs if jobs is not None else worker_count(), len(items)))
     if workers == 1 or (jobs is None and len(items) < PARALLEL_MIN_FILES):
         _init(cfg, rules)
-        return [_file_edits(item) for item in items]
+        return [_file_edits(item, stop) for item in items]
     import multiprocessing
     from concurrent.futures import ProcessPoolExecutor
 

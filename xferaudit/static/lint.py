@@ -87,8 +87,9 @@ def _stamp(path: str) -> tuple:
     return (st.st_ino, st.st_mtime_ns, st.st_size)
 
 
-def add_fixes(linted: Linted, cfg: "Config", rules: "RuleTable") -> None:
-    """Set each reported finding's fix (the codemod's edits), after the fact."""
+def add_fixes(linted: Linted, cfg: "Config", rules: "RuleTable", stop: Any = None) -> None:
+    """Set each reported finding's fix (the codemod's edits), after the fact
+    (`stop()`: see :func:`~xferaudit.static.fixes.attach`)."""
     from .fixes import attach
 
-    attach(linted.diags, linted.scan, cfg, rules, linted.sources)
+    attach(linted.diags, linted.scan, cfg, rules, linted.sources, stop=stop)
