@@ -199,7 +199,11 @@ def _strings(value: Any, key: str, where: str) -> tuple[str, ...]:
 
 
 def check_codes(codes: Iterable[str], key: str, where: str) -> tuple[str, ...]:
-    """Codes or code prefixes (`XFA2`, `XFA202`, `ALL`), upper-cased; anything else is an error."""
+    """Codes or code prefixes (`XFA2`, `XFA202`, `ALL`), upper-cased, each
+    matching a code xferaudit reports (``select = ["XFA9"]`` would select
+    nothing, and every check would pass); anything else is an error."""
+    from .static.codes import CODES
+
     out = []
     for c in codes:
         c = c.strip().upper()
@@ -208,6 +212,9 @@ def check_codes(codes: Iterable[str], key: str, where: str) -> tuple[str, ...]:
                 f"{where}: {key}: {c!r} is not an xferaudit code or prefix "
                 "(codes are XFA + 3 digits, e.g. XFA202; prefixes like XFA2 select a group)"
             )
+        if c != "ALL" and not any(code.startswith(c) for code in CODES):
+            raise ConfigError(f"{where}: {key}: {c!r} matches no xferaudit code (codes: {', '.join(CODES)}; "
+                              "a prefix such as XFA2 selects a group)")
         out.append(c)
     return tuple(out)
 
@@ -230,7 +237,7 @@ def _cache_dir(value: Any, root: Path, where: str) -> Path:
     real = outside(path, root)
     if real is not None:
         raise ConfigError(
-            f"{where}: [tool.xferaudit] cache-dir {value!r} lies outside the project ({real}); "
+            f"{where}: [tool.xferaudit] cache-dir {value!r} is {real}, outside the project ({root}); "
             "a folder outside it can only be given on the command line, with --cache-dir"
         )
     return path

@@ -201,15 +201,17 @@ class Report:
             yield "rows", Items(map(row_line, islice(rows, top)), encoded=True)
             yield "totals", self.totals()
         yield "launches", Items(asdict(x) for x in self.launches)
-        yield "unwrapped", Items(u.to_dict() for u in self.unwrapped)
+        yield "unwrapped", Items(u.to_dict() for u in islice(self.unwrapped, top))
         if top is not None:
             yield "rows_hidden", max(len(rows) - top, 0)
+            yield "unwrapped_hidden", max(len(self.unwrapped) - top, 0)
         if self.timeline is not None:
             yield "timeline", self.timeline
 
     def to_dict(self, top: Optional[int] = None) -> dict:
-        """The JSON form; with `top`, only the first `top` rows, ``rows_hidden``
-        saying how many were left out, and the totals still the whole run's."""
+        """The JSON form; with `top`, only the first `top` rows and unwrapped
+        lines, ``rows_hidden`` and ``unwrapped_hidden`` saying how many were
+        left out, and the totals still the whole run's."""
         return plain(self.fields(top))
 
     def json_chunks(self, top: Optional[int] = None) -> Iterator[str]:
@@ -250,7 +252,8 @@ class Report:
     # --- text -----------------------------------------------------------------
     def format(self, top: Optional[int] = None) -> str:
         """The printed table (what ``print(report)`` and ``xfer.report()`` show);
-        with `top`, only the first `top` site rows, the totals still the run's."""
+        with `top`, only the first `top` site rows and unwrapped lines, the
+        totals still the run's."""
         lines = ["xferaudit: host<->device transfers per wrapped site", NORMAL]
         if not self.rows and not self.launches and not self.unwrapped:
             hint = "" if self.meta.get("counting", True) else (
@@ -307,13 +310,16 @@ class Report:
             lines.append("unwrapped transfers (seen by the guard outside every wrapper)")
             lines.append(f"{'direction':<10} {'count':>8} {'copies':>8} {'bytes':>10} {'ms':>10}  "
                          f"{'op':<28} where")
-            for u in self.unwrapped:
+            for u in self.unwrapped[:top]:
                 via = f"  (via {u.via})" if u.via else ""
                 pg = f"  [pageable {u.pageable}]" if u.pageable else ""
                 outer = u.frames[-1] if len(u.frames) > 1 else None  # the chain's outermost user line
                 called = f"  <- {outer['path']}:{outer['line']}" if outer else ""
                 lines.append(f"{u.direction:<10} {u.count:>8} {u.copies:>8} {human_bytes(u.bytes):>10} "
                              f"{ms(u.seconds):>10}  {u.op:<28} {u.path}:{u.line}{via}{called}{pg}")
+            hidden = len(self.unwrapped[top:]) if top is not None else 0
+            if hidden:
+                lines.append(f"({hidden} more unwrapped line{'s' if hidden != 1 else ''} not shown)")
         return "\n".join(lines) + "\n"
 
     def format_lines(self, top: Optional[int] = None) -> Iterator[str]:

@@ -534,6 +534,9 @@ def add_common_arguments(parser, mode: str, paths_optional: bool = False) -> Non
     parser.add_argument("--quiet", "-q", action="store_true", help="no progress bar, no summary; problems only")
     parser.add_argument("--jobs", "-j", type=int, metavar="N",
                         help=f"worker processes (default: one per core from {PARALLEL_MIN_FILES} files)")
+    parser.add_argument("--no-cache", action="store_true",
+                        help=f"accepted as `check` and `sites` accept it: {mode} reads every file afresh and "
+                             "keeps no findings cache")
 
 
 def run_command(args, mode: str) -> int:
