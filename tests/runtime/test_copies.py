@@ -253,3 +253,26 @@ def test_the_guard_can_flag_pageable_non_blocking_copies(mode):
     with pytest.raises(xfer.UnexpectedTransfer, match="pageable"):
         with xfer.guard("off", pageable="raise", mode=mode):
             x.to(DEV, non_blocking=True)
+
+
+def test_a_scalar_made_on_the_device_is_an_upload_of_no_copy():
+    # CUDA fills a 0-dim tensor made from host data in place, with no memcpy: a profiler
+    # counts no copy there; the simulated device stands for CUDA here
+    from xferaudit.runtime.crossing import upload_copies
+    from xferaudit.runtime.runner import counted
+
+    assert (upload_copies("cuda", 0), upload_copies("cuda", 1), upload_copies("xpu", 0)) == (0, 1, 1)
+    with counted() as run:
+        scalar = torch.tensor(2.0, device=DEV)
+        vector = torch.tensor([1.0, 2.0], device=DEV)
+        xfer.tensor(3.0, device=DEV, site="w:scalar")
+        xfer.tensor([3.0], device=DEV, site="w:vector")
+        moved = torch.tensor(4.0).to(DEV)  # a scalar copied up from a host tensor: a memcpy still
+    line = sys._getframe().f_lineno
+    rep = run.result.report
+    got = {u.line - line: (u.op, u.count, u.copies, u.bytes) for u in rep.unwrapped}
+    assert got == {-5: ("aten.lift_fresh", 1, 0, 4), -4: ("aten.lift_fresh", 1, 1, 8),
+                   -1: ("aten._to_copy", 1, 1, 4)}
+    r = {x.site: (x.crossings, x.copies, x.bytes) for x in rep.rows}
+    assert r == {"w:scalar": (1, 0, 4), "w:vector": (1, 1, 4)}
+    assert scalar.item() == 2.0 and vector.dim() == 1 and moved.dim() == 0
