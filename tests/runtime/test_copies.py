@@ -276,3 +276,16 @@ def test_a_scalar_made_on_the_device_is_an_upload_of_no_copy():
     r = {x.site: (x.crossings, x.copies, x.bytes) for x in rep.rows}
     assert r == {"w:scalar": (1, 0, 4), "w:vector": (1, 1, 4)}
     assert scalar.item() == 2.0 and vector.dim() == 1 and moved.dim() == 0
+
+
+def test_a_print_that_reads_nothing_is_no_crossing(capsys):
+    # generated code (exec'd from a string, as a compiled program's is) printing an empty
+    # device tensor reads nothing back: no unwrapped line at <string>:3, 0 copies
+    from xferaudit.runtime.runner import counted
+
+    empty, full = torch.empty(0, device=DEV), torch.ones(2, device=DEV)
+    with counted() as run:
+        exec(compile("x = 1\n\nprint(empty)\nprint(full)\n", "<string>", "exec"), {"empty": empty, "full": full})
+    got = [(u.path, u.line, u.op) for u in run.result.report.unwrapped]
+    assert got == [("<string>", 4, "Tensor.__repr__")] and run.result.report.unwrapped[0].copies > 0
+    capsys.readouterr()

@@ -315,7 +315,12 @@ def _judge(stack: list, op: str, direction: str, nbytes: int, detail: Any, copie
 def _record(pending: tuple, op: str, direction: str, nbytes: int, detail: Any, copies: int = 1,
             pageable: int = 0, ns: int = 0) -> None:
     """Record a crossing :func:`_judge` let through, once it ran (`ns`: the
-    host time it took); under "log", warn the first time its line and op are seen."""
+    host time it took); under "log", warn the first time its line and op are seen.
+    An event of no copy and no byte is no crossing (a print that read nothing:
+    of an empty tensor, or one a compiled program's generated code formats
+    without reading it): nothing is recorded."""
+    if not copies and not nbytes:
+        return
     place, level = pending
     _recorder.record_event(place, op, direction, int(nbytes), copies, pageable, ns)
     if level == "log":
