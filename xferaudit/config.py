@@ -13,6 +13,7 @@ Keys follow ruff's names where ruff has one::
     implicit = "gpu-first"         # how implicit transfers are read: "proven" or "gpu-first"
     gpu-first-exclude = ["tests"]  # paths read "proven" under gpu-first (replaces the default)
     evidence = ["xferaudit-run.json"]  # run files `check` reads as evidence (relative to the root)
+    run-budget = "budget.toml"     # `xferaudit run` checks every run against it (true: the table below)
     docs-url = "https://..."       # where this documentation site is served: findings link to its rule pages
 
     [[tool.xferaudit.rule]]        # rows of your own stack, same schema as a pack
@@ -47,7 +48,7 @@ DEFAULT_EXCLUDE = (
 )
 KNOWN_KEYS = {
     "packs", "select", "ignore", "exclude", "extend-exclude", "per-file-ignores",
-    "rule", "budget", "cache-dir", "implicit", "gpu-first-exclude", "evidence", "docs-url",
+    "rule", "budget", "cache-dir", "implicit", "gpu-first-exclude", "evidence", "docs-url", "run-budget",
 }
 
 
@@ -104,6 +105,8 @@ class Config:
     gpu_first_exclude: tuple[str, ...] = DEFAULT_GPU_FIRST_EXCLUDE
     evidence: tuple[str, ...] = ()  # run files read as evidence by `check` (paths, relative to the root)
     docs_url: Optional[str] = None  # the documentation site's address; None: the installed package's, if any
+    #: The budget `xferaudit run` checks: a file (absolute), True for [tool.xferaudit.budget], None for none.
+    run_budget: Any = None
     _globs: Optional[_Globs] = field(default=None, repr=False, compare=False)
 
     def table(self) -> RuleTable:
@@ -253,6 +256,19 @@ def _docs_url(value: Any, where: str) -> str:
     return value
 
 
+def _run_budget(value: Any, root: Path, where: str) -> Any:
+    """The run-budget setting: a budget file (relative to the root), true for the
+    [tool.xferaudit.budget] table, false for none."""
+    if value is True:
+        return True
+    if value is False:
+        return None
+    if not isinstance(value, str) or not value or "\0" in value:
+        raise ConfigError(f"{where}: [tool.xferaudit] run-budget must be a budget file (a path, relative to "
+                          f"the project root) or true for [tool.xferaudit.budget], not {value!r}")
+    return str(root / os.path.expanduser(value))
+
+
 def load_config(start: Optional[Path] = None, path: Optional[Path] = None) -> Config:
     """Read the config for the project holding `start` (or the file `path`)."""
     if path is None:
@@ -312,6 +328,8 @@ def load_config(start: Optional[Path] = None, path: Optional[Path] = None) -> Co
     cfg.evidence = tuple(str(root / p) for p in _strings(raw.get("evidence", []), "evidence", where))
     if "docs-url" in raw:
         cfg.docs_url = _docs_url(raw["docs-url"], where)
+    if "run-budget" in raw:
+        cfg.run_budget = _run_budget(raw["run-budget"], root, where)
     rows = raw.get("rule", [])
     if not isinstance(rows, list) or not all(isinstance(r, dict) for r in rows):
         raise ConfigError(f"{where}: [[tool.xferaudit.rule]] must be an array of tables")

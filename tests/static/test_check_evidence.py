@@ -59,17 +59,17 @@ def test_every_line_the_run_saw_is_a_finding_and_nothing_else(proj, capsys):
     assert "wrap it: `xfer.float(loss, site=...)` or run `xferaudit wrap --from run.json`" in conv
     mask = next(ln for ln in out.splitlines() if ln.startswith(f"train.py:{_line('n = x[mask]')}:"))
     assert "`n = x[mask]` was seen crossing at run time, outside every wrapper (aten.index.Tensor, down, once, " \
-           "4 bytes; run.json); nothing on this line has a wrapped form" in mask
+           "4 bytes; run.json); no call on this line makes it: name its statement (end it with `# xferaudit: " \
+           "site=...`, or run `xferaudit wrap --from run.json`)" in mask
     assert mask.startswith(f"train.py:{_line('n = x[mask]')}:5: XFA501")  # at the code, not the indent
 
 
-def test_after_wrap_from_only_the_lines_without_a_form_remain(proj, capsys):
-    assert main(["wrap", "-q", "--from", "run.json"]) == 1  # two lines have no wrapped form
+def test_after_wrap_from_every_line_the_run_saw_is_named(proj, capsys):
+    assert main(["wrap", "-q", "--from", "run.json"]) == 0  # (the two with no call: their statements)
     capsys.readouterr()
     rc, out = _check(capsys, "--evidence", "run.json", "train.py")
-    assert rc == 1
-    assert [code for _, code in _found(out)] == ["XFA501", "XFA501"]
-    assert "XFA502" not in out  # the rewritten lines are found again, not stale
+    assert (rc, _found(out)) == (0, [])
+    assert "XFA502" not in out and "XFA501" not in out  # the rewritten lines are found again, not stale
 
 
 def test_an_edited_line_is_stale_evidence(proj, capsys):

@@ -221,6 +221,16 @@ def test_fix_shape_and_applicability_per_kind(proj, capsys):
     assert implicit and all(r["fix"]["applicability"] == "unsafe" for r in implicit)
 
 
+def test_a_count_read_backs_fix_is_a_safe_comment_on_its_statement_without_the_import(proj, capsys):
+    (proj / "a.py").write_text("import torch\n\nz = torch.zeros(4).cuda()\nn = z.nonzero(\n)\nv = z.item()\n")
+    recs = {r["code"]: r for r in check_json(capsys, "a.py")}
+    fix = recs["XFA405"]["fix"]
+    assert fix["applicability"] == "safe"
+    text = (proj / "a.py").read_text()
+    assert apply_edits(text, fix["edits"]) == text.replace(
+        "n = z.nonzero(\n)\n", "n = z.nonzero(\n)  # xferaudit: site=\":<module>:z.nonzero()\"\n")
+
+
 def test_no_fix_where_wrap_writes_nothing(proj, capsys):
     # a suppressed site is not reported; a site above the import cannot use its alias
     (proj / "a.py").write_text("from __future__ import annotations\nimport torch\n"

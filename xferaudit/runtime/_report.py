@@ -35,12 +35,17 @@ from .report_rows import (
     row_order, totals_of, unwrapped_order,
 )
 from .rows import Launch, Row, Unwrapped
+from .tallies import named_rows
 
 __all__ = ["FORMAT", "SORTS", "Launch", "Report", "ReportError", "Row", "Unwrapped", "diff",
            "format_diff"]
 
 FORMAT = "xferaudit.report"
 VERSION = 1
+#: What a d2d row is, said under the table wherever one is shown.
+D2D = ("d2d: a same-device copy made at that line (`dst.copy_(src)` with both on the device; or one between two\n"
+       "     devices); copies made inside other ops or compiled regions are not attributed (in a fresh process\n"
+       "     most of a profiler's DtoD memcpys are those)")
 NORMAL = (
     "normal: one upload per batch tensor per step, one download per logged scalar,\n"
     "        one launch per compiled call or graph replay; more is a copy nobody asked for"
@@ -134,7 +139,8 @@ class Report:
         with state.lock, collector_paused():
             rows = [t.snapshot() for t in state.sites.values()]
             launches = [t.snapshot() for t in state.launches.values()]
-            unwrapped = [t.snapshot() for t in state.unwrapped.values()]
+            # crossings named without a wrapper (a library's, a statement's) are rows of their name
+            unwrapped = [t.snapshot() for t in named_rows(state.unwrapped.values(), rows)]
             meta = {"counting": bool(state.on)}
             if getattr(state, "steps", 0):
                 meta["steps"] = int(state.steps)
@@ -320,6 +326,9 @@ class Report:
             hidden = len(self.unwrapped[top:]) if top is not None else 0
             if hidden:
                 lines.append(f"({hidden} more unwrapped line{'s' if hidden != 1 else ''} not shown)")
+        if any("d2d" in r.by_direction for r in self.rows[:top]) or any(u.direction == "d2d"
+                                                                          for u in self.unwrapped):
+            lines.append(D2D)
         return "\n".join(lines) + "\n"
 
     def format_lines(self, top: Optional[int] = None) -> Iterator[str]:

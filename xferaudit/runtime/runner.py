@@ -70,6 +70,8 @@ class RunResult:
     output: Optional[Path] = None
     error: str = ""
     report: Any = None
+    #: With a budget (``xferaudit run --budget``): how the run broke it (empty: kept it).
+    problems: list = field(default_factory=list)
 
 
 # --- where things go ---------------------------------------------------------------
@@ -158,6 +160,7 @@ class _Session:
     prev: tuple = ()
     result: Optional[RunResult] = None
     ended: str = ""  # how the program ended, where that is not an exit ("... replaced itself ...")
+    budget: Any = None  # a Budget to check the run against (xferaudit run --budget), and its source
 
     # -- start -------------------------------------------------------------------
     def start(self) -> None:
@@ -282,6 +285,12 @@ class _Session:
         self.saved = True
         rep = self.report()
         res = RunResult(self.exit_code or 0, report=rep)
+        verdict = ""
+        if self.budget is not None and not self.child:
+            from .budget import check_run, run_verdict
+
+            res.problems = check_run(self.budget, rep)
+            verdict = run_verdict(res.problems, self.budget.source, rep.meta.get("steps"))
         if self.output is None or self.child and not (rep.rows or rep.launches or rep.unwrapped):
             self.result = res
             return res  # (no file asked for, or a forked worker that recorded nothing)
@@ -295,6 +304,8 @@ class _Session:
                  + ("" if res.error else f"xferaudit run: wrote {self.output}\n"))
         if res.error:
             _say(res.error + "\n")
+        if verdict and (res.problems or not self.quiet):
+            _say(verdict)
         self.result = res
         return res
 
@@ -373,7 +384,9 @@ def _exit_saving(real_exit: Callable) -> Callable:
         s = _active
         if s is not None:
             s.exit_code = code
-            s.save()
+            res = s.save()
+            if code == 0 and res is not None and res.problems:
+                code = 1  # (a budget broken: as the run's own end would say)
         return real_exit(code)
 
     _exit.__wrapped__ = real_exit  # type: ignore[attr-defined]
@@ -413,18 +426,18 @@ def _after_fork_in_child() -> None:
 # --- running the program -------------------------------------------------------------
 
 def run_path(script: str, args: list, output: str = DEFAULT_OUTPUT, quiet: bool = False,
-             guard_mode: Optional[str] = None, whole_process: bool = False) -> RunResult:
+             guard_mode: Optional[str] = None, budget: Any = None, whole_process: bool = False) -> RunResult:
     """Run `script` (a file, a ``.pyc``, a folder or zip file holding
     ``__main__.py``) with `args` as ``python SCRIPT ARGS`` would, counted; see
     the module docstring. `whole_process`: this process ends with the program
     (``xferaudit run``): wait for its threads and run its exit handlers first."""
-    return _run(_programs.script(script, args), output, quiet, guard_mode, whole_process)
+    return _run(_programs.script(script, args), output, quiet, guard_mode, budget, whole_process)
 
 
 def run_module(module: str, args: list, output: str = DEFAULT_OUTPUT, quiet: bool = False,
-               guard_mode: Optional[str] = None, whole_process: bool = False) -> RunResult:
+               guard_mode: Optional[str] = None, budget: Any = None, whole_process: bool = False) -> RunResult:
     """Run `module` with `args` as ``python -m MODULE ARGS`` would, counted."""
-    return _run(_programs.module(module, args), output, quiet, guard_mode, whole_process)
+    return _run(_programs.module(module, args), output, quiet, guard_mode, budget, whole_process)
 
 
 def _new_session(output: Optional[str], argv: list, root: str, quiet: bool,
@@ -445,13 +458,16 @@ def _new_session(output: Optional[str], argv: list, root: str, quiet: bool,
 
 @contextlib.contextmanager
 def counted(output: Optional[str] = None, root: Optional[str] = None, quiet: bool = True,
-            guard_mode: Optional[str] = None) -> Iterator[Any]:
+            guard_mode: Optional[str] = None, budget: Any = None) -> Iterator[Any]:
     """What ``xferaudit run`` puts on around a program, around a block instead:
     counting, the guard, launches and steps (for benchmarks, and programs
     that run code of their own). At the end the run file is written where
-    `output` is given (else the report is only kept: ``session.result.report``).
+    `output` is given (else the report is only kept: ``session.result.report``),
+    and with `budget` (a :class:`~xferaudit.runtime.budget.Budget`) the run is
+    checked against it (``session.result.problems``).
     `root` defaults to the project root above the working directory."""
     session = _new_session(output, [], root or project_root(os.getcwd()), quiet, guard_mode)
+    session.budget = budget
     try:
         session.start()
         yield session
@@ -466,8 +482,9 @@ def counted(output: Optional[str] = None, root: Optional[str] = None, quiet: boo
 
 
 def _run(prog: "_programs.Program", output: str, quiet: bool, guard_mode: Optional[str],
-         whole_process: bool) -> RunResult:
+         budget: Any = None, whole_process: bool = False) -> RunResult:
     session = _new_session(output, prog.run_argv, project_root(prog.folder), quiet, guard_mode)
+    session.budget = budget
     saved_state = (sys.argv, sys.path[:], sys.modules.get("__main__"), os.getcwd())
     sys.argv = list(prog.argv)
     if prog.path0 is not None:

@@ -472,8 +472,10 @@ def check_findings(fe: FileEvidence, sites: Sequence) -> tuple:
         fit = fitting(m, sites)
         e = m.entry
         if not fit:
-            findings.append((m.line, m.column, "XFA501", f"{run_message(e)}; nothing on this line has a wrapped "
-                             f"form for it: {opforms.no_form_reason(e.op)}", static_function(e.function) or MODULE_FUNCTION))
+            findings.append((m.line, m.column, "XFA501", f"{run_message(e)}; no call on this line makes it: name "
+                             "its statement (end it with `# xferaudit: site=...`, or run `xferaudit wrap --from "
+                             f"{e.source}`); {opforms.no_form_reason(e.op)}",
+                             static_function(e.function) or MODULE_FUNCTION))
             continue
         for s in fit:
             if not s.wrapped:

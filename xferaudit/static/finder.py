@@ -564,6 +564,10 @@ def analyse(
         sys.setrecursionlimit(limit)
     f.sites.sort(key=lambda s: (s.line, s.column))
     mark_unwrappable(f.sites, text, tree, f.lines, nodes, f.resolver.qualname)
+    if "xferaudit:" in text:  # statements named by a site comment (the wrap grammar's statement form)
+        from .statements import name_statements
+
+        f.sites = name_statements(f.sites, text, tree, path, relpath if relpath is not None else path)
     name_sites(f.sites, relpath if relpath is not None else path)
     sup = file_suppressions(text, f.lines, {s.line for s in f.sites} | set(evidence or ()))
     res.suppressions = sorted(sup.items())

@@ -32,6 +32,10 @@ only on request):
   reading of what an expression holds (a "gpu-first" reading assumes the
   model's parameters live on the device), and it puts a call where the code
   had none (``if t:`` becomes ``if xfer.bool(t, site=...):``).
+- ``XFA405``-``XFA407`` (a count read back, an upload or a download inside
+  indexing): **safe**. No call makes them, so the fix names their statement
+  with a site comment (``  # xferaudit: site="..."``), which changes nothing
+  Python runs, and needs no import.
 - ``XFA302`` (a site name made in another file): **unsafe**. Renaming the site
   changes the key its counts are kept under: budgets, baselines and saved
   reports keyed by the old name stop matching it.
@@ -60,6 +64,8 @@ SAFE, UNSAFE, DISPLAY = "safe", "unsafe", "display"
 
 #: Codes whose fix may change what the code does (the module docstring says why).
 UNSAFE_CODES = ("XFA204", "XFA302", "XFA4")
+#: Codes whose fix is a comment (the statement form): it changes nothing Python runs.
+COMMENT_CODES = ("XFA405", "XFA406", "XFA407")
 
 
 @dataclass(frozen=True)
@@ -78,13 +84,27 @@ class Fix:
 
 
 def applicability(code: str) -> str:
-    return UNSAFE if code.startswith(UNSAFE_CODES) else SAFE
+    return UNSAFE if code.startswith(UNSAFE_CODES) and code not in COMMENT_CODES else SAFE
+
+
+#: id(site) -> the last line of its statement, for sites named by a site comment
+#: there (the wrap grammar's statement form): set by :func:`wrap_fixes` per file.
+_STATEMENT_END: dict = {}
 
 
 def _lines_of(s: "Site") -> tuple[int, int]:
     """The lines the rewrite of `s` may touch: from the first line of the call's
-    text (a receiver may start lines above the called name) to its end."""
-    return min(s.line, s.end_line - s.call.count("\n")), max(s.line, s.end_line)
+    text (a receiver may start lines above the called name) to its end (for a
+    site whose statement is named, the statement's end, where the comment goes)."""
+    return min(s.line, s.end_line - s.call.count("\n")), max(s.line, s.end_line, _STATEMENT_END.get(id(s), 0))
+
+
+def _needs_import(s: "Site") -> bool:
+    """Whether the wrapped form of `s` calls the runtime (a statement named by
+    a comment does not: its fix is the comment alone)."""
+    from ..opforms import NO_CALL_FORM
+
+    return not (s.implicit and s.op in NO_CALL_FORM)
 
 
 def _is_runtime_import(line: str) -> bool:
@@ -232,6 +252,16 @@ def wrap_fixes(data: bytes, path: str, relpath: str, cfg: "Config", rules: "Rule
 
     wanted = [s for s in sites if not s.wrapped and not s.suppressed and codes_ok(s.rule)]
     old = source_text(data)
+    _STATEMENT_END.clear()
+    if old is not None and any(not _needs_import(s) for s in wanted):
+        from ..wrapform import statement_spans
+        from .statements import statement_of
+
+        spans = statement_spans(old)
+        for s in wanted:
+            span = statement_of(spans, s.line) if not _needs_import(s) else None
+            if span is not None:
+                _STATEMENT_END[id(s)] = span[1]
     skipped: set = set()
     new = run(None) if wanted and old is not None else None
     if new is None:
@@ -289,7 +319,7 @@ def _resolve(old: str, new: str, sites: list["Site"], shared: Optional[list[Edit
     for s in sites:
         mine = [i for i, o in enumerate(owners) if any(x is s for x in o)]
         if mine and import_apart and all(len(owners[i]) == 1 for i in mine):
-            out[_fix_key(s)] = _ordered(free + [runs[i].edit for i in mine])
+            out[_fix_key(s)] = _ordered((free if _needs_import(s) else []) + [runs[i].edit for i in mine])
         elif mine and not import_apart:
             groups.append([s])
     return free, groups
@@ -325,6 +355,8 @@ def _prefer_shared(runs: list[Hunk], s: "Site", shared: list[Edit]) -> list[Edit
     lo, hi = _lines_of(s)
     own = [h.edit for h in runs if h.touches(lo, hi)]
     rest = [h.edit for h in runs if not h.touches(lo, hi)]
+    if not _needs_import(s):
+        return own
     return (shared if sorted(rest, key=_key) == sorted(shared, key=_key) else rest) + own
 
 
