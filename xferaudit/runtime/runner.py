@@ -1,11 +1,13 @@
 """``xferaudit run``: count an unmodified program, in this process.
 
 The program runs exactly as ``python SCRIPT ARGS`` (or ``python -m MODULE
-ARGS``) would run it: a fresh ``__main__`` module with its ``__file__`` and
-``__spec__``, ``sys.argv`` as the program's, ``sys.path[0]`` the script's
-folder (the working directory for ``-m``), ``SystemExit`` passed through as
-the exit code, any other exception shown by ``sys.excepthook`` without the
-runner's frames (exit code 1), Ctrl-C as Python ends on it. While it runs:
+ARGS``) would run it: found and set up as Python does (a fresh ``__main__``,
+``sys.argv``, ``sys.path[0]``, ``.pyc`` files, folders and zipapps, ``-P``:
+:mod:`.programs`), ``SystemExit`` passed through as the exit code, any other
+exception shown by ``sys.excepthook`` without the runner's frames (exit code
+1), Ctrl-C as Python ends on it; run as the ``xferaudit run`` process, the
+non-daemon threads and the ``atexit`` handlers it leaves run before the run
+file is written, as Python runs them before it exits. While it runs:
 
 * counting is on (wrapped sites are counted as under ``xfer.counting()``);
 * the guard watches the main thread at the ``count`` level, so every crossing
@@ -21,7 +23,7 @@ torch is not imported before the program imports it (a program may set
 hooks go on the moment the program's ``import torch`` has finished.
 
 At the end (a normal exit, an exception, ``sys.exit``, Ctrl-C, SIGTERM,
-``os._exit``) the report is printed to stderr (the program's stdout stays its
+``os._exit``, ``os.execv`` and the other ``os.exec*``) the report is printed to stderr (the program's stdout stays its
 own) and the run file written, atomically: a report file
 (:class:`~xferaudit.runtime.Report`) whose ``meta`` says ``"kind": "run"``,
 with the project root its paths are relative to. Its path is fixed before the

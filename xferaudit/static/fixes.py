@@ -51,8 +51,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Callable, Iterable, Optional, Sequence
 
 from .edits import Edit, Hunk, Positions, changed_runs, hunks, split_leading, trimmed
-from .source import split_lines
 from .notebook import is_notebook
+from .source import split_lines
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..config import Config
