@@ -552,3 +552,13 @@ def test_wrap_takes_no_cache_as_check_and_sites_do(proj, capsys):
     write(proj, "a.py")
     rc, _, err = run(capsys, "wrap", "--no-cache", "--diff", "a.py")
     assert rc == 1 and "unrecognized" not in err
+
+
+def test_a_direction_cell_without_its_counts_reads_as_zero_everywhere(proj, capsys):
+    row = {"site": "", "kind": "", "direction": "up", "calls": 0, "crossings": 0, "bytes": 0,
+           "by_direction": {"up": {}}}  # (a fuzzer's find: every reader raised KeyError)
+    f = report_file(proj / "r.json", rows=[row])
+    g = report_file(proj / "g.json")
+    for argv in (["report", f], ["report", f, "--format", "json"], ["diff", g, f], ["merge", f, g]):
+        rc, _, err = run(capsys, *argv)
+        assert rc == 0 and "Traceback" not in err, (argv, err)
