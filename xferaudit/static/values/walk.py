@@ -161,6 +161,7 @@ class _Module:
         return returned
 
     def klass(self, cls: ast.ClassDef, where: str) -> None:
+        self._class_body(cls, where)
         methods = [s for s in cls.body if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef))]
         by_name = {fn.name: fn for fn in methods}
         # 1: what each `self.attr` is, from every method's assignments (joined)
@@ -183,6 +184,16 @@ class _Module:
         for st in cls.body:
             if isinstance(st, ast.ClassDef):
                 self.klass(st, f"{where}.{st.name}")
+
+    def _class_body(self, cls: ast.ClassDef, where: str) -> None:
+        """The class body's own statements (``scale = float(t)``), run once when
+        the class is made, with the module's names: their reads are sites too."""
+        body = [s for s in cls.body if not isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))]
+        if not body or self.hook is None:
+            return
+        ev = self.evaluator(dict(self.globals), {})
+        ev.where = where
+        Walker(ev, self.hook, lambda fn, outer_ev: None).body(body)
 
     def function(self, fn, attrs: dict, hook: Optional[Hook], method: bool, collect: bool = False,
                  outer: Optional[dict] = None, where: str = "<module>", calls: Optional[dict] = None,
