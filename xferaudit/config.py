@@ -202,7 +202,11 @@ def _strings(value: Any, key: str, where: str) -> tuple[str, ...]:
 
 
 def check_codes(codes: Iterable[str], key: str, where: str) -> tuple[str, ...]:
-    """Codes or code prefixes (`XFA2`, `XFA202`, `ALL`), upper-cased; anything else is an error."""
+    """Codes or code prefixes (`XFA2`, `XFA202`, `ALL`), upper-cased, each
+    matching a code xferaudit reports (``select = ["XFA9"]`` would select
+    nothing, and every check would pass); anything else is an error."""
+    from .static.codes import CODES
+
     out = []
     for c in codes:
         c = c.strip().upper()
@@ -211,6 +215,9 @@ def check_codes(codes: Iterable[str], key: str, where: str) -> tuple[str, ...]:
                 f"{where}: {key}: {c!r} is not an xferaudit code or prefix "
                 "(codes are XFA + 3 digits, e.g. XFA202; prefixes like XFA2 select a group)"
             )
+        if c != "ALL" and not any(code.startswith(c) for code in CODES):
+            raise ConfigError(f"{where}: {key}: {c!r} matches no xferaudit code (codes: {', '.join(CODES)}; "
+                              "a prefix such as XFA2 selects a group)")
         out.append(c)
     return tuple(out)
 
@@ -233,7 +240,7 @@ def _cache_dir(value: Any, root: Path, where: str) -> Path:
     real = outside(path, root)
     if real is not None:
         raise ConfigError(
-            f"{where}: [tool.xferaudit] cache-dir {value!r} lies outside the project ({real}); "
+            f"{where}: [tool.xferaudit] cache-dir {value!r} is {real}, outside the project ({root}); "
             "a folder outside it can only be given on the command line, with --cache-dir"
         )
     return path
@@ -278,12 +285,9 @@ def load_config(start: Optional[Path] = None, path: Optional[Path] = None) -> Co
     where = str(path)
     from ._validate import parse_toml
 
-    try:
-        text = path.read_text(encoding="utf-8")
-    except UnicodeDecodeError as e:
-        raise ConfigError(f"{where}: cannot parse: {e}") from None
-    except OSError as e:
-        raise ConfigError(f"{where}: cannot read: {e.strerror or e}") from None
+    from ._readfile import read_text
+
+    text = read_text(path, where, ConfigError)
     data = parse_toml(text, where, ConfigError)
     if path.name != "pyproject.toml" and "tool" not in data:
         raw = data  # a file of its own (`--config xferaudit.toml`): its top level is the table

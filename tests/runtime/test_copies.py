@@ -6,6 +6,7 @@ the user's line for guard events that happen inside a library."""
 from __future__ import annotations
 
 import json
+import os
 import sys
 import types
 
@@ -255,3 +256,42 @@ def test_the_guard_can_flag_pageable_non_blocking_copies(mode):
     with pytest.raises(xfer.UnexpectedTransfer, match="pageable"):
         with xfer.guard("off", pageable="raise", mode=mode):
             x.to(DEV, non_blocking=True)
+
+
+def test_a_scalar_made_on_the_device_is_an_upload_of_no_copy():
+    # CUDA fills a 0-dim tensor made from host data in place, with no memcpy: a profiler
+    # counts no copy there; the simulated device stands for CUDA here
+    from xferaudit.runtime.crossing import upload_copies
+    from xferaudit.runtime.runner import counted
+
+    assert (upload_copies("cuda", 0), upload_copies("cuda", 1), upload_copies("xpu", 0)) == (0, 1, 1)
+    with counted() as run:
+        scalar = torch.tensor(2.0, device=DEV)
+        vector = torch.tensor([1.0, 2.0], device=DEV)
+        xfer.tensor(3.0, device=DEV, site="w:scalar")
+        xfer.tensor([3.0], device=DEV, site="w:vector")
+        moved = torch.tensor(4.0).to(DEV)  # a scalar copied up from a host tensor: a memcpy still
+    line = sys._getframe().f_lineno
+    rep = run.result.report
+    got = {u.line - line: (u.op, u.count, u.copies, u.bytes) for u in rep.unwrapped}
+    assert got == {-5: ("aten.lift_fresh", 1, 0, 4), -4: ("aten.lift_fresh", 1, 1, 8),
+                   -1: ("aten._to_copy", 1, 1, 4)}
+    r = {x.site: (x.crossings, x.copies, x.bytes) for x in rep.rows}
+    assert r == {"w:scalar": (1, 0, 4), "w:vector": (1, 1, 4)}
+    assert scalar.item() == 2.0 and vector.dim() == 1 and moved.dim() == 0
+
+
+def test_a_print_that_reads_nothing_is_no_crossing_and_generated_code_is_no_place(capsys):
+    # code made from a string (as a compiled program's generated code is) printing an empty
+    # device tensor reads nothing back: no event; a print that reads is placed at the line
+    # that ran the generated code, never at <string>:3
+    from xferaudit.runtime.runner import counted
+
+    empty, full = torch.empty(0, device=DEV), torch.ones(2, device=DEV)
+    with counted() as run:
+        exec(compile("x = 1\n\nprint(empty)\nprint(full)\n", "<string>", "exec"), {"empty": empty, "full": full})
+    line = sys._getframe().f_lineno - 1
+    got = [(u.path, u.line, u.op) for u in run.result.report.unwrapped]
+    assert got == [(os.path.relpath(__file__), line, "Tensor.__repr__")], got
+    assert run.result.report.unwrapped[0].copies > 0
+    capsys.readouterr()

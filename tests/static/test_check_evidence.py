@@ -183,3 +183,47 @@ def test_a_line_wrap_broke_over_several_lines_keeps_its_evidence(tmp_path, monke
     (tmp_path / "train.py").write_text("import os\n\n" + wrapped)  # and an edit above, after the wrap
     rc, out = _check(capsys, "--evidence", "run.json", "train.py")
     assert rc == 0, out
+
+
+def test_add_noqa_with_evidence_makes_the_next_check_pass(proj, capsys):
+    stale = entry("train.py", 2, "import numpy", function="<module>")  # a line gone since the run
+    data = json.loads((proj / "run.json").read_text())
+    write_run(proj / "run.json", data["unwrapped"] + [stale])
+    rc, out = _check(capsys, "--evidence", "run.json", "train.py")
+    codes = {f.split()[1] for f in out.splitlines() if f.startswith("train.py:")}
+    assert rc == 1 and {"XFA401", "XFA402", "XFA403", "XFA501", "XFA502"} <= codes
+    assert main(["check", "--no-cache", "--evidence", "run.json", "--add-noqa", "train.py"]) == 0
+    assert "# noqa: XFA501" in (proj / "train.py").read_text()
+    rc, out = _check(capsys, "--evidence", "run.json", "train.py")
+    assert rc == 0 and "All checks passed!" in out, out
+
+
+CLASS_BODY = textwrap.dedent("""\
+    import torch
+
+    t = torch.ones(2).cuda()
+
+
+    class Config:
+        scale = float(t)
+        if t > 0:
+            flag = True
+        size = settings.loss.item()
+""")
+
+
+def test_implicit_reads_in_a_class_body_are_sites_and_evidence_finds_their_wrapped_form(tmp_path, monkeypatch,
+                                                                                           capsys):
+    project(tmp_path, monkeypatch)
+    (tmp_path / "cfg.py").write_text(CLASS_BODY)
+    rc, out = _check(capsys, "cfg.py")
+    found = {(int(f.split(":")[1]), f.split()[1]) for f in out.splitlines() if f.startswith("cfg.py:")}
+    assert {(7, "XFA401"), (8, "XFA402")} <= found  # proven: t is on the device
+    # a run saw `float(loss)`-like reads of a value the file does not place: wrapped forms, not XFA501
+    raw = [entry("cfg.py", 7, "scale = float(t)", function="Config"),
+           entry("cfg.py", 10, "size = settings.loss.item()", function="Config")]
+    write_run(tmp_path / "run.json", raw)
+    rc, out = _check(capsys, "--evidence", "run.json", "cfg.py")
+    assert "XFA501" not in out, out
+    assert {(7, "XFA401"), (10, "XFA202")} <= {(int(f.split(":")[1]), f.split()[1]) for f in out.splitlines()
+                                                if f.startswith("cfg.py:")}

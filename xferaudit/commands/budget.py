@@ -84,7 +84,7 @@ class BudgetCommand(Command):
         parser.add_argument("--from", dest="source", metavar="RUN.json", required=True,
                             help="a report saved with xfer.report().save(...)")
         parser.add_argument("-o", "--output", metavar="BUDGET.toml", default=None,
-                            help="write here (.toml, or .json by suffix); default: stdout")
+                            help="write here (.toml, or .json by suffix); default, or '-': stdout")
         parser.add_argument("--steps", type=_steps, default=None, metavar="N",
                             help="steps the run measured (default: the report's 'steps', else 1)")
         parser.add_argument("--slack", type=_slack, default=(Fraction(0), Fraction(0)), metavar="PCT%|N",
@@ -131,7 +131,7 @@ class BudgetCommand(Command):
             raise UserError(f"{src}: the report has no site rows to make a budget of "
                             "(was counting on? xfer.count(True) / `with xfer.counting():`)")
 
-        out = args.output
+        out = None if args.output == "-" else args.output  # ("-": stdout, as without -o)
         if out is not None and Path(out).suffix.lower() == ".json":
             data = {s: ({"crossings": written(n), "copies": written(copies[s])} if s in copies
                         else written(n)) for s, n in crossings.items()}

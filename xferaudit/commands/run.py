@@ -59,9 +59,11 @@ class RunCommand(Command):
                             help="the script and its arguments, as `python SCRIPT ARGS`")
 
     def run(self, args: argparse.Namespace) -> int:
-        from ..runtime.runner import DEFAULT_OUTPUT, RunError, output_path, run_module, run_path
+        from ..runtime.runner import DEFAULT_OUTPUT, RunError, output_problem, run_module, run_path
 
         module = args.module
+        if args.program[:1] == ["--"]:  # `xferaudit run -q -- script.py`: the script follows
+            args.program = args.program[1:]
         if module is not None and args.program:
             raise UserError("give a SCRIPT or -m MODULE, not both")
         if module is not None and not module:
@@ -70,12 +72,11 @@ class RunCommand(Command):
             raise UserError("name the program to run: xferaudit run SCRIPT [ARGS...] "
                             "or xferaudit run -m MODULE [ARGS...]")
         output = args.output if args.output is not None else DEFAULT_OUTPUT
-        folder = output_path(output).parent
-        if not folder.is_dir():
-            raise UserError(f"{output}: directory {folder} does not exist")
-        if not os.access(folder, os.W_OK | os.X_OK):
-            raise UserError(f"{output}: directory {folder} is not writable")
+        problem = output_problem(output)  # (checked now: not after an hour of counting)
+        if problem:
+            raise UserError(problem)
         budget = _budget(args, args.program[0] if module is None else None)
+        whole = bool(getattr(args, "_whole_process", False))
         from ..runtime.ranges import ENV
 
         before = os.environ.get(ENV)
@@ -83,10 +84,11 @@ class RunCommand(Command):
             os.environ[ENV] = "1"
         try:
             if module is not None:
-                res = run_module(module[0], module[1:], output, args.quiet, args.guard_mode, budget)
+                res = run_module(module[0], module[1:], output, args.quiet, args.guard_mode, budget,
+                                 whole_process=whole)
             else:
                 res = run_path(args.program[0], args.program[1:], output, args.quiet, args.guard_mode,
-                               budget)
+                               budget, whole_process=whole)
         except RunError as e:
             raise UserError(str(e)) from None
         finally:
@@ -98,8 +100,11 @@ class RunCommand(Command):
         if res.error and res.exit_code == 0:
             return EXIT_ERROR  # (the message is printed: the run file is what was asked for)
         if res.interrupted:  # end as Python ends on Ctrl-C: killed by SIGINT
-            sys.stdout.flush()
-            sys.stderr.flush()
+            for stream in (sys.stdout, sys.stderr):
+                try:
+                    stream.flush()
+                except (AttributeError, OSError, ValueError):  # (None, or closed by the program)
+                    pass
             signal.signal(signal.SIGINT, signal.SIG_DFL)
             os.kill(os.getpid(), signal.SIGINT)
         if res.exit_code == 0 and res.problems:

@@ -262,12 +262,9 @@ def load_budget(source: BudgetSource = None) -> Budget:
         return budget_from_mapping(source)
     path = Path(source)
     where = str(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise BudgetError(f"{where}: no such budget file") from None
-    except (OSError, UnicodeDecodeError) as e:
-        raise BudgetError(f"{where}: cannot read: {e}") from None
+    from .._readfile import read_text
+
+    text = read_text(path, where, BudgetError, missing=f"{where}: no such budget file")
     if path.suffix.lower() == ".json":
         data = _validate.parse_json(text, where, BudgetError)
     else:

@@ -66,9 +66,12 @@ MAX_CODES = 100_000
 
 #: Code torch generates and runs as Python (never the place of an event: the
 #: call of the compiled function that ran it is): frozen modules, torch.fx's
-#: ``<eval_with_key>.N``, and Inductor's wrappers in its cache folder
-#: (``torchinductor_<user>``), where a compiled call's first run uploads its constants.
-_GENERATED_NAMES = ("<frozen", "<eval_with_key>")
+#: ``<eval_with_key>.N``, code made from a string with no file of its own
+#: (``<string>``: what ``exec`` of a generated source names, as Dynamo's guards
+#: and dataclasses' methods are; no line of it can be found, wrapped or fixed),
+#: and Inductor's wrappers in its cache folder (``torchinductor_<user>``),
+#: where a compiled call's first run uploads its constants.
+_GENERATED_NAMES = ("<frozen", "<eval_with_key>", "<string>")
 _GENERATED_DIR = os.sep + "torchinductor_"
 
 LIBRARY_ENV = "XFERAUDIT_LIBRARY_PATHS"

@@ -66,7 +66,7 @@ from . import ranges as _ranges
 from . import statements as _statements
 from . import tallies as _tallies
 from .kinds import KINDS
-from .sitenames import _BY_OBJECT, full_name
+from .sitenames import _BY_OBJECT, full_name, unnamed
 from .tallies import LaunchTally, SiteTally, UnwrappedTally  # noqa: F401 - where they were
 
 
@@ -285,6 +285,8 @@ def record(site: str, key: str, direction: str, nbytes: int, copies: int = 1,
             finally:
                 _release()
         return
+    if site.__class__ is not str:  # no site= (`xfer.item(loss)` by hand): named by its line
+        site = unnamed(site)
     literal = site
     if site and site[0] == ":":
         site = full_name(site)
@@ -332,6 +334,8 @@ def _new_cell(site: str, key: str, direction: str) -> list:
 
 def record_launch(site: str, nodes: Optional[int] = None) -> None:
     """One launch of a graph at `site` (``nodes``: its node count, where known)."""
+    if site.__class__ is not str:
+        site = unnamed(site)
     if site and site[0] == ":":
         site = full_name(site)
     _acquire()

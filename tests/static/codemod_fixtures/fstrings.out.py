@@ -1,4 +1,6 @@
 import xferaudit.runtime as xfer
+
+
 def log(loss, x, step):
     print(f"step {step}: loss {xfer.item(loss, site=':log:loss.item'):.3f}")
     print(f'{xfer.cpu(x, site=":log:x.cpu")!r} {xfer.tolist(x, site=":log:x.tolist")}')

@@ -1,3 +1,5 @@
 import xferaudit.runtime as xfer
+
+
 def f(x):
     return xfer.item(x, site=":f:x.item")

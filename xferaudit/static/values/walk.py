@@ -197,6 +197,7 @@ class _Module:
         return attrs
 
     def klass(self, cls: ast.ClassDef, where: str) -> None:
+        self._class_body(cls, where)
         methods = [s for s in cls.body if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef))]
         by_name = {fn.name: fn for fn in methods}
         attrs = self.plain_attrs(cls) if where == cls.name else self._attrs(cls, where)
@@ -245,6 +246,16 @@ class _Module:
                     if type(d) is ast.Constant and d.value is not None}  # x=0: a number, whatever its uses
         open_ = [p for p, v in params.items() if v is UNKNOWN and p not in defaults]
         return self.uses.of(fn, open_) if open_ else {}
+
+    def _class_body(self, cls: ast.ClassDef, where: str) -> None:
+        """The class body's own statements (``scale = float(t)``), run once when
+        the class is made, with the module's names: their reads are sites too."""
+        body = [s for s in cls.body if not isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))]
+        if not body or self.hook is None:
+            return
+        ev = self.evaluator(dict(self.globals), {})
+        ev.where = where
+        Walker(ev, self.hook, lambda fn, outer_ev: None).body(body)
 
     def function(self, fn, attrs: dict, hook: Optional[Hook], method: bool, collect: bool = False,
                  outer: Optional[dict] = None, where: str = "<module>", calls: Optional[dict] = None,
