@@ -467,6 +467,7 @@ def check_findings(fe: FileEvidence, sites: Sequence) -> tuple:
     or wrapped site of the op's category (XFA501), and of stale lines (XFA502).
     """
     notes: dict = {}
+    shared: dict = {}  # id(entry) -> how many sites of its line it may have come from
     findings = []
     for m in fe.matched:
         fit = fitting(m, sites)
@@ -477,15 +478,25 @@ def check_findings(fe: FileEvidence, sites: Sequence) -> tuple:
                              f"{e.source}`); {opforms.no_form_reason(e.op)}",
                              static_function(e.function) or MODULE_FUNCTION))
             continue
-        for s in fit:
-            if not s.wrapped:
-                notes.setdefault(id(s), []).append(e)
+        left = [s for s in fit if not s.wrapped]
+        for s in left:
+            notes.setdefault(id(s), []).append(e)
+        shared[id(e)] = len(fit)
     for st in fe.stale:
         line = min(max(st.entry.line, 1), max(fe.lines, 1))  # the line it was on, as near as the file has
         findings.append((line, 1, "XFA502", stale_message(st), static_function(st.entry.function) or MODULE_FUNCTION))
-    said = {k: ("; seen crossing at run time (" + " and ".join(f"{e.describe()}; {e.source}" for e in v) + ")",
-                v[0].source) for k, v in notes.items()}
+    said = {k: ("; seen crossing at run time (" + " and ".join(f"{e.describe()}{_shared(e, shared)}; {e.source}"
+                                                               for e in v) + ")", v[0].source)
+            for k, v in notes.items()}
     return said, findings
+
+
+def _shared(e: Entry, shared: dict) -> str:
+    """A run counts a line, not a call on it: where several sites of a line
+    could have made an entry's crossings, its figures are the line's, for all
+    of them (two ``.to()`` of one line, 445 each, are one entry of 890)."""
+    n = shared.get(id(e), 1)
+    return f" on this line, for its {n} sites together" if n > 1 else ""
 
 
 def run_message(e: Entry) -> str:

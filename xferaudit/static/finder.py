@@ -115,7 +115,7 @@ def _position(source: Source, colmap, node: ast.AST, at: ast.AST) -> tuple[int, 
 
 
 def implicit_site(path: str, source: Source, colmap, node: ast.AST, at: ast.AST, op: str, label: str,
-                  function: str, wrapped_as: Optional[str] = None) -> Site:
+                  function: str, wrapped_as: Optional[str] = None, evidence: str = "") -> Site:
     """The :class:`Site` of an implicit crossing of category `op` (see
     ``static/codes.py``, ``IMPLICIT_CODES``): its rule is that category's code."""
     code = IMPLICIT_OP_CODES[op]
@@ -123,7 +123,8 @@ def implicit_site(path: str, source: Source, colmap, node: ast.AST, at: ast.AST,
     return Site(path=path, line=line, column=col, end_line=end_line, end_column=end_col,
                 kind=IMPLICIT_CODES[code][1], rule=code, call=source.segment(node),
                 wrapped=wrapped_as is not None, site=wrapped_as, rule_id="implicit." + op,
-                function=function or "<module>", label=label, byte_col=bcol, implicit=True, op=op)
+                function=function or "<module>", label=label, byte_col=bcol, implicit=True, op=op,
+                evidence=evidence)
 
 
 @dataclass

@@ -40,6 +40,7 @@ class Finding:
     wrap: str = ""
     why: str = ""
     function: str = "<module>"  # enclosing qualified name
+    evidence: str = ""  # why the value is taken for a device value (.explain)
 
     @property
     def op(self) -> str:
@@ -56,6 +57,8 @@ class Result:
     def __init__(self) -> None:
         self.findings: list[Finding] = []
         self.receivers: dict[int, Val] = {}  # id(method call) -> its receiver's value
+        #: id(`x.to(name)` call) -> "cpu" or "dev": the literal device `name` is bound to
+        self.directions: dict[int, str] = {}
         self.free: Optional[Evaluator] = None  # for calls in functions not walked
 
     def value(self, node: ast.AST, local: Callable[[str], bool], call: Optional[ast.Call] = None) -> Val:

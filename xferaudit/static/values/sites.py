@@ -63,8 +63,8 @@ def analyse(ctx: FileContext) -> list[Site]:
         raise
     except Exception:  # pragma: no cover - a value-layer bug must not stop the scan
         return []
-    return [implicit_site(ctx.path, ctx.source, ctx.colmap, fd.node, fd.at, fd.op, fd.label, fd.function)
-            for fd in res.findings]
+    return [implicit_site(ctx.path, ctx.source, ctx.colmap, fd.node, fd.at, fd.op, fd.label, fd.function,
+                          evidence=fd.evidence) for fd in res.findings]
 
 
 def gpu_first(ctx: FileContext) -> bool:
@@ -124,6 +124,11 @@ def _rejudge(ctx: FileContext, res, methods: list) -> None:
         if not _findings.row_allows(rule.id, node, res, local):
             drop.add(id(s))
             continue
+        lit = res.directions.get(id(node))
+        if lit is not None and rule.kind == "device" and s.kind == "move":
+            # device = torch.device("cuda") above: `.to(device)` goes up, not "either way"
+            kind = "down" if lit == "cpu" else "up"
+            s.kind, s.rule = kind, KIND_CODES[kind]
         if res.unbound(node, local):
             outer, fr.scope = fr.scope, scope
             try:
