@@ -511,3 +511,54 @@ def test_a_default_cache_folder_linked_out_of_the_project_is_refused(proj, capsy
     rc, _, err = run(capsys, "check", "a.py")
     assert rc == 2 and "outside the project" in err
     assert os.listdir(elsewhere) == []
+
+
+def test_report_top_limits_the_unwrapped_lines_too(proj, capsys):
+    unwrapped = [{"path": "a.py", "line": n, "op": "aten._local_scalar_dense", "direction": "down",
+                  "count": 10 - n, "bytes": 4 * (10 - n)} for n in range(1, 6)]
+    f = report_file(proj / "r.json", unwrapped=unwrapped)
+    rc, out, _ = run(capsys, "report", f, "--top", "2")
+    shown = [ln for ln in out.splitlines() if "aten._local_scalar_dense" in ln]
+    assert rc == 0 and [ln.split()[-1] for ln in shown] == ["a.py:1", "a.py:2"]
+    assert "(3 more unwrapped lines not shown)" in out
+    rc, out, _ = run(capsys, "report", f, "--top", "2", "--format", "json")
+    d = json.loads(out)
+    assert [u["line"] for u in d["unwrapped"]] == [1, 2] and d["unwrapped_hidden"] == 3
+
+
+@pytest.mark.parametrize("where", ["pyproject.toml", "--config"])
+def test_a_config_select_that_matches_no_code_is_an_error(proj, capsys, where):
+    write(proj, "a.py")
+    text = '[tool.xferaudit]\nselect = ["XFA9"]\n'
+    argv = ["check", "--no-cache", "a.py"]
+    if where == "--config":
+        (proj / "other.toml").write_text(text)
+        argv[1:1] = ["--config", "other.toml"]
+    else:
+        (proj / "pyproject.toml").write_text(text)
+    rc, out, err = run(capsys, *argv)
+    assert rc == 2 and "'XFA9' matches no xferaudit code" in err and "All checks passed" not in out
+
+
+def test_the_cache_dir_error_names_the_folder_and_the_project_root_apart(proj, capsys):
+    (proj / "pyproject.toml").write_text('[tool.xferaudit]\ncache-dir = "../c"\n')
+    write(proj, "a.py")
+    rc, _, err = run(capsys, "check", "a.py")
+    assert rc == 2
+    assert f"is {proj.parent / 'c'}, outside the project ({proj})" in err
+
+
+def test_wrap_takes_no_cache_as_check_and_sites_do(proj, capsys):
+    write(proj, "a.py")
+    rc, _, err = run(capsys, "wrap", "--no-cache", "--diff", "a.py")
+    assert rc == 1 and "unrecognized" not in err
+
+
+def test_a_direction_cell_without_its_counts_reads_as_zero_everywhere(proj, capsys):
+    row = {"site": "", "kind": "", "direction": "up", "calls": 0, "crossings": 0, "bytes": 0,
+           "by_direction": {"up": {}}}  # (a fuzzer's find: every reader raised KeyError)
+    f = report_file(proj / "r.json", rows=[row])
+    g = report_file(proj / "g.json")
+    for argv in (["report", f], ["report", f, "--format", "json"], ["diff", g, f], ["merge", f, g]):
+        rc, _, err = run(capsys, *argv)
+        assert rc == 0 and "Traceback" not in err, (argv, err)

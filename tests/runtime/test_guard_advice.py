@@ -54,12 +54,13 @@ def test_a_print_is_told_to_use_xfer_read(dev):
     assert "`_xfer.read(x, site=...)`" in msg
 
 
-def test_a_count_read_back_is_told_why_nothing_wraps_it(dev):
+def test_a_count_read_back_is_told_to_name_its_statement_and_how_to_avoid_it(dev):
     x = torch.ones(4).to(dev)
     msg = _message(lambda: x.nonzero())
     assert "aten.nonzero" in msg
-    assert "xfer." not in msg
-    assert "data-dependent size" in msg and "Move it out of the guarded step" in msg
+    assert "xfer." not in msg  # (no call to wrap)
+    assert "`x.nonzero()  # xferaudit: site=...`" in msg and "Name its statement" in msg
+    assert "data-dependent size" in msg and "move it out of the guarded step" in msg
 
 
 # --- every suggested form is what `wrap` writes for its construct --------------

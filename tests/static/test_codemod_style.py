@@ -63,7 +63,21 @@ def test_import_after_the_future_section():
 
 def test_import_in_a_file_without_imports_stays_at_the_top():
     src = b'"""Doc."""\n' + BODY
-    assert wrap(src).startswith(b'"""Doc."""\n\n\nimport xferaudit.runtime as _xfer\ndef f')
+    assert wrap(src).startswith(b'"""Doc."""\n\n\nimport xferaudit.runtime as _xfer\n\n\ndef f')
+
+
+@pytest.mark.parametrize("src", [
+    b'"""Doc."""\n' + BODY,
+    b"#!/usr/bin/env python\n\ndef f(x):\n    return x.cpu()\n",
+    b"def f(x):\n    return x.cpu()\n",
+    b"# a comment\n\n\n@dec\nclass A:\n    def f(self, x):\n        return x.cpu()\n",
+])
+def test_the_import_above_a_def_leaves_the_two_blank_lines_flake8_wants(src, tmp_path):
+    pycodestyle = pytest.importorskip("pycodestyle")
+    p = tmp_path / "t.py"
+    p.write_bytes(wrap(src))  # (and unwrap gives the bytes back)
+    report = pycodestyle.StyleGuide(select=["E3"], quiet=True).check_files([str(p)])
+    assert report.total_errors == 0, p.read_text()
 
 
 def test_known_first_party_and_force_sort_within_sections():

@@ -221,6 +221,16 @@ def test_fix_shape_and_applicability_per_kind(proj, capsys):
     assert implicit and all(r["fix"]["applicability"] == "unsafe" for r in implicit)
 
 
+def test_a_count_read_backs_fix_is_a_safe_comment_on_its_statement_without_the_import(proj, capsys):
+    (proj / "a.py").write_text("import torch\n\nz = torch.zeros(4).cuda()\nn = z.nonzero(\n)\nv = z.item()\n")
+    recs = {r["code"]: r for r in check_json(capsys, "a.py")}
+    fix = recs["XFA405"]["fix"]
+    assert fix["applicability"] == "safe"
+    text = (proj / "a.py").read_text()
+    assert apply_edits(text, fix["edits"]) == text.replace(
+        "n = z.nonzero(\n)\n", "n = z.nonzero(\n)  # xferaudit: site=\":<module>:z.nonzero()\"\n")
+
+
 def test_no_fix_where_wrap_writes_nothing(proj, capsys):
     # a suppressed site is not reported; a site above the import cannot use its alias
     (proj / "a.py").write_text("from __future__ import annotations\nimport torch\n"
@@ -282,3 +292,35 @@ def test_fixes_made_on_a_process_pool_are_the_ones_made_in_process(proj, capsys)
     serial = check_json(capsys, "--jobs", "1")
     pooled = check_json(capsys, "--jobs", "2")
     assert pooled == serial and sum(1 for r in serial if r["fix"]) > 20
+
+
+def test_adjacent_sites_and_sites_sharing_a_line_take_one_codemod_run(proj, capsys, monkeypatch):
+    # runs of adjacent lines, two sites to a line, between lines that repeat: each fix is still
+    # what wrap writes for its site alone, from the one codemod run over the whole file
+    import xferaudit.static.codemod as cm
+
+    body = "".join(f"    v{k} = batch[{k}].to(dev); w{k} = model(v{k}).cpu()\n" for k in range(3))
+    text = "import torch\n\n\n" + "".join(f"def step{i}(model, batch, dev):\n{body}    return None\n\n\n"
+                                          for i in range(3)) + "# filler\n" * 30
+    path = proj / "many.py"
+    path.write_text(text, encoding="utf-8")
+    real, runs = cm.wrap_source, []
+    monkeypatch.setattr(cm, "wrap_source", lambda *a, **k: runs.append(1) or real(*a, **k))
+    recs = check_json(capsys, "many.py")
+    monkeypatch.setattr(cm, "wrap_source", real)
+    assert len(runs) == 1 and len(recs) == 18 and all(r["fix"] for r in recs)
+    middle = [r for r in recs if 12 <= r["location"]["row"] <= 14]  # (step1's: the others are alike)
+    assert assert_each_fix_is_wraps_edit(path, "many.py", middle) == 6
+
+
+def test_the_line_diff_is_a_diff_and_keeps_changes_apart():
+    from xferaudit.static.edits import changed_runs
+
+    a = ["def f():\n", "    x = 1\n", "\n", "    return x\n"] * 500
+    b = list(a)
+    for k in range(3, len(b), 40):  # many lines changed, among lines that repeat
+        b[k] = f"    return x + {k}\n"
+    runs = changed_runs(a, b)
+    assert [(i1, i2) for i1, i2, _, _ in runs] == [(k, k + 1) for k in range(3, len(b), 40)]
+    assert all(j2 - j1 == 1 for _, _, j1, j2 in runs)
+    assert text_edits("".join(a), "".join(b))[0].content == " + 3"

@@ -544,6 +544,9 @@ def add_common_arguments(parser, mode: str, paths_optional: bool = False) -> Non
     parser.add_argument("--quiet", "-q", action="store_true", help="no progress bar, no summary; problems only")
     parser.add_argument("--jobs", "-j", type=int, metavar="N",
                         help=f"worker processes (default: one per core from {PARALLEL_MIN_FILES} files)")
+    parser.add_argument("--no-cache", action="store_true",
+                        help=f"accepted as `check` and `sites` accept it: {mode} reads every file afresh and "
+                             "keeps no findings cache")
 
 
 def run_command(args, mode: str) -> int:
@@ -629,6 +632,17 @@ def _evidence_files(runs: Sequence[str], paths: Sequence[str], cfg: Config) -> t
                          for e in entries)
         elif os.path.isabs(cfg.relpath(f)):
             notes.append(f"{rel}: not rewritten: outside the project ({cfg.root}); name it as a PATH to wrap it")
+        elif not _inside(f, cfg.root):
+            notes.append(f"{rel}: not rewritten: a link on its path leads out of the project ({cfg.root}); "
+                         "a run file's paths are never followed out of the tree")
         elif not cfg.excluded(cfg.relpath(f)):
             files.append(f)
     return evidence, files, notes
+
+
+def _inside(path: str, root: Path) -> bool:
+    """`path`, every link on it followed, is in the project (the root's own real
+    folder): a run file naming ``linked/x.py``, where ``linked`` leads out of the
+    tree, must not have ``wrap --from`` rewrite a file elsewhere."""
+    real, top = os.path.realpath(path), os.path.realpath(root)
+    return os.path.commonpath([real, top]) == top

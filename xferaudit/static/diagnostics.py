@@ -34,7 +34,10 @@ from .. import __version__
 from .._text import printable, printable_path
 from ..config import Config
 from ..rules import Rule, RuleTable
-from ..wrapform import ALIAS, CALLEE, IMPLICIT, INNER, METHOD, RECEIVER, VALUE, form, form_of
+from ..opforms import NO_CALL_FORM
+from ..wrapform import (
+    ALIAS, CALLEE, IMPLICIT, INNER, METHOD, RECEIVER, VALUE, form, form_of, statement_comment,
+)
 from ..wrapform import suggestion as wf_suggestion
 from .codes import CODES
 from .evidence import Stale, check_findings, stale_message, static_function
@@ -178,6 +181,8 @@ def implicit_suggestion(s: Site) -> Optional[str]:
         if i < 0 or j < i:
             return f"{ALIAS}.{wrapper}(..., site=...)"
         return wf_suggestion(form("implicit", wrapper), wrapper, {CALLEE: text[:i].strip()}, text[i + 1 : j])
+    if op in NO_CALL_FORM:  # no call to wrap: the statement is named (the grammar's statement form)
+        return statement_comment("...").strip()
     if wrapper is None or wrapper not in IMPLICIT and wrapper != "call":
         return None
     name = text.split("(", 1)[0].strip()

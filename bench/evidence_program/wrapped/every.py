@@ -21,9 +21,9 @@ def main():
     for step in range(2):
         loss = (w * step).sum()
         total += report(loss, step)
-        kept = w[mask]
+        kept = w[mask]  # xferaudit: site=":main:count(w[mask])"
         host = _xfer.cpu(w, site=":main:w.cpu")
-        rows = w[[0, 1]]
+        rows = w[[0, 1]]  # xferaudit: site=":main:upload(w[[0,1]])"
         n = _xfer.item(loss, site=":main:loss.item")
     buf = torch.zeros(4, 3)
     _xfer.copy_(buf, w, site=":main:buf.copy_")

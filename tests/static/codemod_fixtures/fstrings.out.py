@@ -1,4 +1,6 @@
 import xferaudit.runtime as _xfer
+
+
 def log(loss, x, step):
     print(f"step {step}: loss {_xfer.item(loss, site=':log:loss.item'):.3f}")
     print(f'{_xfer.cpu(x, site=":log:x.cpu")!r} {_xfer.tolist(x, site=":log:x.tolist")}')  # noqa: E501 (xferaudit)

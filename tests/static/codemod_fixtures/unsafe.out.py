@@ -2,6 +2,8 @@
 
 
 import xferaudit.runtime as _xfer
+
+
 class Module(torch.nn.Module):
     def cuda(self, device=None):
         return super().cuda(device)  # left: delegating override
