@@ -237,7 +237,7 @@ def bench_tree(src: Path, args, parts=None) -> int:
           f" finder only: wrap takes {t_wrap / t_again:.1f}x this)")
     print(f"unwrap:  {t_unwrap:7.1f} s  {len(files) / t_unwrap:6.1f} files/s")
     print(f"sites wrapped: {total} (" + ", ".join(f"{k} {kinds[k]}" for k in ("up", "down", "move", "graph")) + ")")
-    print(f"  of which through xfer.call(callee, ...), the callee spelled unlike the file's imports: {generic[0]}")
+    print(f"  of which through _xfer.call(callee, ...), the callee spelled unlike the file's imports: {generic[0]}")
     print(f"sites left as they are: {sum(left.values())}; unwrapped after wrap per finder: {remaining}")
     for reason, n in left.most_common():
         print(f"  {n:5d}  {reason}")
