@@ -25,7 +25,7 @@ def test_the_fix_shown_in_the_docs_names_its_site_as_wrap_writes_it():
     from xferaudit.static.codemod import wrap_source
 
     doc = (ROOT / "docs" / "editors-and-ci.md").read_text(encoding="utf-8")
-    shown = re.findall(r'"content": "(xfer\.\w+\([^"\\]*, site=\\"[^"\\]*\\")"', doc)
+    shown = re.findall(r'"content": "(_?xfer\.\w+\([^"\\]*, site=\\"[^"\\]*\\")"', doc)
     src = b"import torch\n\n\ndef step(model, x):\n    loss = model(x)\n    return loss.item()\n"
     written = wrap_source(src, "train.py", None, "train.py").new.decode()
     assert shown and all(s.replace('\\"', '"') in written for s in shown), (shown, written)

@@ -115,7 +115,7 @@ def test_run_apply_run_again_check(proj, capsys):
     assert main(["wrap", "-q", str(plain)]) == 0
     capsys.readouterr()
     assert (plain / "metrics.py").read_text() == METRICS
-    assert "xfer.cpu(w, site=" in (plain / "every.py").read_text()
+    assert "_xfer.cpu(w, site=" in (plain / "every.py").read_text()
 
     # wrap --from: every line, the two no call makes by naming their statements
     assert main(["wrap", "--from", "run.json"]) == 0
@@ -123,12 +123,12 @@ def test_run_apply_run_again_check(proj, capsys):
     assert "11 lines the run saw crossing: 11 wrapped" in err
     assert "left as it is" not in err
     metrics = (proj / "metrics.py").read_text()
-    for form in ("xfer.read(loss, site=", "xfer.bool(loss > 100, site=", "math.isnan(xfer.read(loss, site=",
-                 "return xfer.float(loss, site="):
+    for form in ("_xfer.read(loss, site=", "_xfer.bool(loss > 100, site=", "_xfer.reads(math.isnan, loss, site=",
+                 "return _xfer.float(loss, site="):
         assert form in metrics
     every = (proj / "every.py").read_text()
-    for form in ("xfer.to(torch.ones(4, 3), dev, site=", "xfer.tensor([0, 2], device=dev, site=",
-                 "xfer.cpu(w, site=", "xfer.item(loss, site=", "xfer.copy_(buf, w, site="):
+    for form in ("_xfer.to(torch.ones(4, 3), dev, site=", "_xfer.tensor([0, 2], device=dev, site=",
+                 "_xfer.cpu(w, site=", "_xfer.item(loss, site=", "_xfer.copy_(buf, w, site="):
         assert form in every
     for (_, text), label in NO_CALL.items():
         assert f'{text}  # xferaudit: site=":main:{label}"' in every

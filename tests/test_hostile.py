@@ -180,7 +180,7 @@ def test_wrap_keeps_a_foreign_owner_group_and_mode(proj, capsys):
     rc, _, err = run(capsys, "wrap", "a.py")
     assert rc == 0, err
     st = os.stat(f)
-    assert "xfer.item(" in f.read_text()
+    assert "_xfer.item(" in f.read_text()
     assert (st.st_uid, st.st_gid, st.st_mode & 0o7777) == (1234, 2345, 0o640)
 
 
@@ -484,9 +484,9 @@ def test_wrap_over_an_odd_tree_leaves_content_owners_and_links_as_expected(proj,
     assert rc == 2, err  # the hard-linked file is refused, said once
     assert err.count("skipped: hard link") == 1 and "changed on disk" not in err
     assert "3 files checked" in err  # pkg/a.py, b/x.py and the twins once
-    assert 'site=":step:' in a.read_text() and a.read_text().count("xfer.item(") == 1
+    assert 'site=":step:' in a.read_text() and a.read_text().count("_xfer.item(") == 1
     assert 'site=":step:' in x.read_text() and "a/link" not in x.read_text()
-    assert x.read_text().count("import xferaudit.runtime as xfer") == 1
+    assert x.read_text().count("import xferaudit.runtime as _xfer") == 1
     st = os.stat(a)
     assert st.st_mode & 0o777 == 0o640
     if os.geteuid() == 0:

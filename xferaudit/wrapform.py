@@ -20,6 +20,7 @@ Each row of :data:`FORMS` is one shape::
     implicit  (value)   if t:, print(t)     if xfer.bool(t, site="..."):, print(xfer.read(...))  value
     implicit  float     float(t)            xfer.float(t, site="...")  (int, complex alike)  -
     implicit  save      torch.save(obj, f)  xfer.save(torch.save, obj, f, site="...")      callee
+    implicit  reads     np.sin(t)           xfer.reads(np.sin, t, site="...")              callee
 
 The *statement* form is no call at all: a crossing made by an op that has no
 call of its own to wrap (a mask read ``boxes[keep]``, ``t.nonzero()``,
@@ -40,7 +41,8 @@ wrappers are fixed (:data:`IMPLICIT`: name -> the category of site it counts
 and the kind it records): ``bool``, ``index`` and ``read`` wrap the value read
 in place (``bool(t)`` becomes ``bool(xfer.bool(t, site=...))``); ``float``,
 ``int`` and ``complex`` replace the builtin's call; ``save`` wraps the saving
-call the way ``call`` does.
+call the way ``call`` does, and ``reads`` a call that reads the value itself
+(numpy, ``math``, ``str.format``: the callee gets the value, never a stand-in).
 
 The bound form serves a receiver row whose arguments may have side effects
 (the finder marks such a site ``op="bound"``): the bare call looks ``recv.m``
@@ -86,9 +88,11 @@ class Table(Protocol):
     wrappers: Mapping[str, tuple]
 
 
-#: The module the wrappers live in, and the name `wrap` binds it to.
+#: The module the wrappers live in, and the name `wrap` binds it to: a private
+#: name, so a wrapped module gains no public name (``from module import *``
+#: takes every name without a leading underscore where there is no ``__all__``).
 RUNTIME_MODULE = "xferaudit.runtime"
-ALIAS = "xfer"
+ALIAS = "_xfer"
 # The comment wrap puts after a line it made too long and cannot break (a
 # wrapper call inside an f-string's braces, before Python 3.12); unwrap takes
 # it away with the call. Its own text, so a user's `# noqa: E501` is never taken.
@@ -113,7 +117,7 @@ VALUE = "value"  # the value an implicit site reads (the `t` of `float(t)`)
 IMPLICIT: dict[str, tuple[str, str]] = {
     "float": ("conversion", "down"), "int": ("conversion", "down"), "complex": ("conversion", "down"),
     "index": ("conversion", "down"), "bool": ("truth", "down"), "read": ("format", "down"),
-    "save": ("save", "down"),
+    "save": ("save", "down"), "reads": ("math", "down"),
 }
 
 
@@ -142,6 +146,7 @@ FORMS: tuple[Form, ...] = (
     Form("implicit", "int", (), (SITE,)),
     Form("implicit", "complex", (), (SITE,)),
     Form("implicit", "save", (CALLEE,), (SITE,)),
+    Form("implicit", "reads", (CALLEE,), (SITE,)),
 )
 STYLES = ("receiver", "function", "result")  # the rows' styles (implicit is no row's)
 #: The wrapper of a row that names none, per style.

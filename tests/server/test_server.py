@@ -118,7 +118,7 @@ def test_fixes_arrive_in_data_and_the_quick_fix_is_what_wrap_writes(client, proj
     assert p["version"] == 1
     for diag in p["diagnostics"]:
         fix = diag["data"]["fix"]
-        assert fix["applicability"] == "safe" and fix["message"].startswith("Wrap it: `xfer.")
+        assert fix["applicability"] == "safe" and fix["message"].startswith("Wrap it: `_xfer.")
         actions = client.request("textDocument/codeAction", {
             "textDocument": {"uri": uri}, "range": diag["range"], "context": {"diagnostics": [diag]}})
         quick = next(a for a in actions if a["title"].startswith("Wrap it"))

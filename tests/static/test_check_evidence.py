@@ -56,7 +56,7 @@ def test_every_line_the_run_saw_is_a_finding_and_nothing_else(proj, capsys):
     ]
     conv = next(ln for ln in out.splitlines() if "XFA401" in ln)
     assert "seen crossing at run time (aten._local_scalar_dense, down, 3 times, 12 bytes; run.json)" in conv
-    assert "wrap it: `xfer.float(loss, site=...)` or run `xferaudit wrap --from run.json`" in conv
+    assert "wrap it: `_xfer.float(loss, site=...)` or run `xferaudit wrap --from run.json`" in conv
     mask = next(ln for ln in out.splitlines() if ln.startswith(f"train.py:{_line('n = x[mask]')}:"))
     assert "`n = x[mask]` was seen crossing at run time, outside every wrapper (aten.index.Tensor, down, once, " \
            "4 bytes; run.json); no call on this line makes it: name its statement (end it with `# xferaudit: " \

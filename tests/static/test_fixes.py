@@ -213,7 +213,7 @@ def test_fix_shape_and_applicability_per_kind(proj, capsys):
         by_code.setdefault(r["code"], r)
     fix = by_code["XFA202"]["fix"]
     assert set(fix) == {"applicability", "message", "edits"}
-    assert fix["applicability"] == "safe" and fix["message"].startswith("Wrap it: `xfer.item(z, site=")
+    assert fix["applicability"] == "safe" and fix["message"].startswith("Wrap it: `_xfer.item(z, site=")
     assert all(set(e) == {"content", "location", "end_location"} for e in fix["edits"])
     assert by_code["XFA201"]["fix"]["applicability"] == "safe"
     assert by_code["XFA204"]["fix"]["applicability"] == "unsafe"
@@ -244,8 +244,8 @@ def test_no_fix_where_wrap_writes_nothing(proj, capsys):
 
 def test_rename_fix_for_a_site_named_in_another_file(proj, capsys):
     (proj / "new.py").write_text(
-        "import xferaudit.runtime as xfer\n\n"
-        "def f(x):\n    return xfer.cpu(x, site=\"old.py:f:x.cpu\")\n"
+        "import xferaudit.runtime as _xfer\n\n"
+        "def f(x):\n    return _xfer.cpu(x, site=\"old.py:f:x.cpu\")\n"
     )
     (rec,) = check_json(capsys, "new.py")
     assert rec["code"] == "XFA302"
@@ -269,9 +269,9 @@ def test_a_notebook_finding_has_no_fix(proj, capsys):
 
 def test_edits_rows_and_columns_count_characters_and_python_lines():
     old = "a = 'é'; b = x.cpu()\r\nc = 1\x0cd = 2\n"
-    new = old.replace("x.cpu()", "xfer.cpu(x)")
+    new = old.replace("x.cpu()", "_xfer.cpu(x)")
     (e,) = text_edits(old, new)
-    assert e.start == (1, 14) and e.end == (1, 20) and e.content == "xfer.cpu(x"
+    assert e.start == (1, 14) and e.end == (1, 20) and e.content == "_xfer.cpu(x"
     pos = Positions(old)
     assert pos.position(len(old)) == (3, 1)  # the form feed does not split a line
     assert Positions("ab").position(2) == (1, 3)
@@ -279,10 +279,10 @@ def test_edits_rows_and_columns_count_characters_and_python_lines():
 
 def test_edits_never_split_a_word_and_insertions_are_whole_lines():
     old = "import torch\n\nx = y.cpu()\n"
-    new = "import torch\nimport xferaudit.runtime as xfer\n\nx = xfer.cpu(y)\n"
+    new = "import torch\nimport xferaudit.runtime as _xfer\n\nx = _xfer.cpu(y)\n"
     ins, call = hunks(old, new)
-    assert ins.edit.content == "import xferaudit.runtime as xfer\n" and ins.edit.start == ins.edit.end == (2, 1)
-    assert call.edit.content == "xfer.cpu(y" and call.edit.start == (3, 5)
+    assert ins.edit.content == "import xferaudit.runtime as _xfer\n" and ins.edit.start == ins.edit.end == (2, 1)
+    assert call.edit.content == "_xfer.cpu(y" and call.edit.start == (3, 5)
 
 
 def test_fixes_made_on_a_process_pool_are_the_ones_made_in_process(proj, capsys):

@@ -137,3 +137,45 @@ def test_read_of_a_tuple_reads_each_tensor_in_it(dev):
         assert "%d + %d %s" % r == "%d + %d %s" % (2, 3, "x")
     direction, calls, crossings, nbytes = _rows()["pair"]
     assert direction == "down" and crossings == 2 and nbytes == 16
+
+
+def test_reads_hands_the_callee_the_tensor_itself_and_counts_its_copies(dev):
+    import numpy as np
+
+    t = torch.tensor(0.25).to(dev)
+    h = torch.tensor([1.0, 4.0])
+    seen = []
+
+    def consumer(x, *, scale=1):
+        seen.append(x)
+        return float(x) * scale
+
+    with xfer.counting():
+        assert xfer.reads(consumer, t, scale=2, site="c") == 0.5 and seen == [t]  # the tensor, not a stand-in
+        assert xfer.reads("{0.shape} {0.dtype}".format, t, site="f") == "torch.Size([]) torch.float32"
+        assert xfer.reads(math.isnan, t, site="m") is False
+        out = xfer.reads(np.sqrt, h, site="np")
+        assert type(out) is type(np.sqrt(h)) and out.tolist() == [1.0, 2.0]
+        with pytest.raises(TypeError, match="0-d tensor"):
+            xfer.reads(math.prod, t, site="raises")  # raises what the bare call raises
+    rows = _rows()
+    assert rows["c"][0] == "down" and rows["c"][2] >= 1 and rows["m"][0] == "down"
+    assert rows["f"][0] == "none"  # shape and dtype are no read of the data
+    assert rows["np"][0] == "none"  # a host tensor: nothing crossed
+    assert xfer.reads(abs, -2, site="off") == 2  # counting off: the bare call
+    assert "off" not in _rows()
+
+
+def test_read_formats_with_percent_as_the_tensor_does_whatever_the_format(dev):
+    t = torch.tensor(0.5).to(dev)
+    r = xfer.read(t, site="p")
+    assert "plain" % r == "plain" % t  # a value with __getitem__ is taken for a mapping by %
+    for fmt in ("%(k)s", "%s %s", "%d", "%.1f %%"):
+        assert _outcome(lambda: fmt % r) == _outcome(lambda: fmt % t), fmt
+
+
+def _outcome(fn):
+    try:
+        return ("value", fn())
+    except Exception as e:  # noqa: BLE001 - the exception is the outcome compared
+        return ("raised", type(e).__name__, str(e))

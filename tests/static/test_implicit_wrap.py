@@ -34,7 +34,7 @@ def test_wrap_then_unwrap_is_byte_for_byte_and_wrap_is_idempotent(path: Path, mo
     # what is left unwrapped is what has no wrapped form, each said why
     after = find_in_source(new.decode(), path.name, rules).sites
     left = [s for s in after if s.implicit and not s.wrapped]
-    assert {s.rule for s in left} <= NO_FORM
+    assert all(s.rule in NO_FORM or s.no_wrap for s in left), [(s.line, s.rule) for s in left if not s.no_wrap]
     assert {(k.line, k.code) for k in res.skipped if k.code.startswith("XFA4")} >= {
         (s.line, s.rule) for s in find_in_source(src.decode(), path.name, rules).sites if s.rule in NO_FORM}
     # a count, upload or download in indexing: its statement named by a site comment, read back as wrapped
@@ -61,11 +61,11 @@ def test_wrapped_forms():
     res = wrap_source(src, "train.py", style=WIDE)
     out = res.new.decode()
     for want in (
-        'if xfer.bool(loss > 100, site=":step:truth(loss>100)") and not xfer.bool(loss.isnan(), site=',
-        "print(xfer.read(loss, site=", "f'{xfer.read(loss, site=\":step:format(loss)#2\"):.3f}'",
-        'a, b = xfer.float(loss, site=":step:float(loss)"), bool(xfer.bool(loss, site=',
-        "c = list(seq)[xfer.index(loss.long(), site=", "d = math.isnan(xfer.read(loss, site=",
-        "e = f'{loss=}'", 'xfer.save(torch.save, loss, \'l.pt\', site=":step:torch.save(loss)")',
+        'if _xfer.bool(loss > 100, site=":step:truth(loss>100)") and not _xfer.bool(loss.isnan(), site=',
+        "print(_xfer.read(loss, site=", "f'{_xfer.read(loss, site=\":step:format(loss)#2\"):.3f}'",
+        'a, b = _xfer.float(loss, site=":step:float(loss)"), bool(_xfer.bool(loss, site=',
+        "c = list(seq)[_xfer.index(loss.long(), site=", "d = _xfer.reads(math.isnan, loss, site=",
+        "e = f'{loss=}'", '_xfer.save(torch.save, loss, \'l.pt\', site=":step:torch.save(loss)")',
     ):
         assert want in out, want
     assert [k.reason for k in res.skipped if k.line == 10][0].startswith("a self-documenting f-string field")

@@ -98,7 +98,7 @@ def test_a_call_with_a_form_on_a_named_statement_is_still_wrapped_by_its_wrapper
     src = (HEAD + "n = float(x[x > 0].sum())\n").encode()
     out = wrap_source(src, "t.py", style=style).new.decode()
     if style.line_length > 100:
-        assert 'n = xfer.float(x[x > 0].sum(), site=":<module>:float(x[x>0].sum())")  # xferaudit: site=' in out
+        assert 'n = _xfer.float(x[x > 0].sum(), site=":<module>:float(x[x>0].sum())")  # xferaudit: site=' in out
     else:  # broken as black breaks a long line: the comment stays at the statement's end
         assert out.endswith(')  # xferaudit: site=":<module>:count(x[x>0])"\n')
     assert unwrap_source(out.encode(), "t.py", style=style).new == src

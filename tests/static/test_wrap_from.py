@@ -28,11 +28,11 @@ def test_wrap_from_wraps_the_runs_lines_and_no_other(proj, capsys):
     _run(proj)
     assert main(["wrap", "--from", "run.json"]) == 0
     text = (proj / "train.py").read_text()
-    assert "print(f\"loss {xfer.read(loss, site=':log:format(loss)')}\")" in text
-    assert 'if xfer.bool(loss > 10, site=":log:truth(loss>10)"):' in text
-    assert 'return xfer.float(loss, site=":log:float(loss)")' in text
+    assert "print(f\"loss {_xfer.read(loss, site=':log:format(loss)')}\")" in text
+    assert 'if _xfer.bool(loss > 10, site=":log:truth(loss>10)"):' in text
+    assert 'return _xfer.float(loss, site=":log:float(loss)")' in text
     assert "y = x.cpu()" in text  # a site plain wrap wraps, but the run never saw it
-    assert "import xferaudit.runtime as xfer" in text
+    assert "import xferaudit.runtime as _xfer" in text
     err = capsys.readouterr().err
     assert "3 lines the run saw crossing: 3 wrapped" in err
 
@@ -40,7 +40,7 @@ def test_wrap_from_wraps_the_runs_lines_and_no_other(proj, capsys):
 def test_plain_wrap_leaves_the_parameters_alone(proj):
     assert main(["wrap", "-q", "train.py"]) == 0
     text = (proj / "train.py").read_text()
-    assert "float(loss)" in text and "xfer.float" not in text and "xfer.cpu(x" in text
+    assert "float(loss)" in text and "xfer.float" not in text and "_xfer.cpu(x" in text
 
 
 def test_lines_with_no_call_to_wrap_get_their_statement_named(proj, capsys):
@@ -77,7 +77,7 @@ def test_a_stale_line_is_reported_and_the_rest_applied(proj, capsys):
     err = capsys.readouterr().err
     assert "left as it is: stale evidence: the run (run.json) saw `return float(loss)` crossing" in err
     assert "record a new run" in err and "1 stale" in err
-    assert "xfer.bool(loss > 10" in (proj / "train.py").read_text()
+    assert "_xfer.bool(loss > 10" in (proj / "train.py").read_text()
 
 
 def test_edits_above_keep_the_evidence_matched(proj):
@@ -85,7 +85,7 @@ def test_edits_above_keep_the_evidence_matched(proj):
     (proj / "train.py").write_text("import os\nimport sys\n\n" + TRAIN)
     assert main(["wrap", "-q", "--from", "run.json"]) == 0
     text = (proj / "train.py").read_text()
-    assert "xfer.float(loss" in text and "xfer.read(loss" in text and "xfer.bool(loss > 10" in text
+    assert "_xfer.float(loss" in text and "_xfer.read(loss" in text and "_xfer.bool(loss > 10" in text
 
 
 def test_a_second_apply_finds_every_line_already_wrapped(proj, capsys):
@@ -101,7 +101,7 @@ def test_diff_shows_the_change_and_writes_nothing(proj, capsys):
     _run(proj)
     assert main(["wrap", "--diff", "--from", "run.json"]) == 1
     out = capsys.readouterr().out
-    assert "+    return xfer.float(loss," in out
+    assert "+    return _xfer.float(loss," in out
     assert (proj / "train.py").read_text() == TRAIN
 
 

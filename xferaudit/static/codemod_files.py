@@ -88,6 +88,10 @@ def _read_bytes(path: str) -> bytes:
         return f.read()
 
 
+#: The summary's reason for a file unwrap leaves because it cannot restore a call in it.
+UNRESTORABLE = "cannot restore a wrapper call"
+
+
 def _skip_class(error: str) -> str:
     return error.split(":", 1)[0]
 
@@ -331,6 +335,8 @@ def run_codemod(
             if o.error is None and res is not None:
                 messages.extend(skipped_messages(res, shown))
                 summary.left += len(res.skipped) if mode == "wrap" else 0
+                if mode == "unwrap" and res.skipped:  # a call it cannot restore: the file is left, an error
+                    summary.skipped[UNRESTORABLE] += 1
                 summary.suppressed += res.suppressed
                 summary.evidence.update(res.evidence)
                 if res.changed:
@@ -427,12 +433,16 @@ def run_stdin(src, dst, filename: str, mode: str, cfg: Config, *, select: Sequen
         for m in skipped_messages(res, rel):
             err.write(m + "\n")
         summary.left = len(res.skipped) if mode == "wrap" else 0
+        if mode == "unwrap" and res.skipped:
+            summary.skipped[UNRESTORABLE] += 1
         if res.changed:
             summary.changed = 1
             summary.kinds.update(res.wrapped)
             summary.restored = sum(res.unwrapped.values())
     if not quiet:
         err.write(format_summary(summary, diff or check) + "\n")
+    if summary.skipped:
+        return EXIT_ERROR
     if diff or check:
         return EXIT_FINDINGS if summary.changed else EXIT_OK
     return EXIT_FINDINGS if mode == "wrap" and summary.left else EXIT_OK

@@ -297,13 +297,18 @@ _IMPLICIT_DOCS = [
     ("XFA403", "implicit-format", "A device tensor formatted as text",
      "Reports a device tensor passed to `print`, `str`, `repr`, `format`, an f-string field, "
      "`%` formatting, `.format()` or a logging call: one finding per formatting construct, at "
-     "its first device value (`\"%d + %d\" % (a[0], a[1])` is one, at the tuple).",
+     "its first device value (`\"%d + %d\" % (a[0], a[1])` is one, at the tuple), and a "
+     "`.format()` call as a whole.",
      "Formatting reads the values to the host (a copy and a synchronisation). A `print(loss)` "
      "left in a training loop syncs every step.",
      "print(f\"step {i} loss {loss:.3f}\")\n",
      "if i % 100 == 0:\n    print(f\"step {i} loss {loss.item():.3f}\")\n",
-     "xferaudit wrap rewrites the value as `xfer.read(loss, site=...)`, which formats, prints "
-     "and converts exactly like the tensor and counts the read when it happens."),
+     "xferaudit wrap rewrites the value as `xfer.read(loss, site=...)` where it is only "
+     "formatted (an f-string field, `%`, `print`, `str`, `repr`, `format`): it formats exactly "
+     "like the tensor and counts the read when it happens. A `.format()` call is wrapped whole, "
+     "`xfer.reads(\"{0.shape}\".format, t, site=...)`, so it gets the tensor itself. A logging "
+     "call is left, with the reason: its handlers may keep or inspect the arguments; format "
+     "the value in the call (an f-string) and that is wrapped."),
     ("XFA404", "implicit-math", "A device tensor passed to `math` or numpy",
      "Reports a device tensor passed to a `math` function (`math.isnan(loss)`) or a numpy "
      "function (`np.asarray(t)`, `np.array(t)`).",
@@ -311,7 +316,8 @@ _IMPLICIT_DOCS = [
      "(on CUDA it raises, elsewhere it copies).",
      "if math.isnan(loss):\n    raise FloatingPointError\n",
      "if torch.isnan(loss).item():  # one explicit, counted read\n    raise FloatingPointError\n",
-     "xferaudit wrap rewrites the argument as `xfer.read(t, site=...)`."),
+     "xferaudit wrap wraps the call, `xfer.reads(math.isnan, t, site=...)`: the function gets "
+     "the tensor itself, as in the bare call, and the read is counted around it."),
     ("XFA405", "implicit-count", "An op whose output size depends on device data",
      "Reports indexing anything with a device mask (`t[mask]`, `boxes[mask]`, an object's "
      "`__getitem__`; masks combine with `&`, `|`, `^` and `~`), `nonzero`, `unique`, "

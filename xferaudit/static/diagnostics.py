@@ -35,7 +35,9 @@ from .._text import printable, printable_path
 from ..config import Config
 from ..rules import Rule, RuleTable
 from ..opforms import NO_CALL_FORM
-from ..wrapform import CALLEE, INNER, METHOD, RECEIVER, VALUE, form, form_of, statement_comment
+from ..wrapform import (
+    ALIAS, CALLEE, IMPLICIT, INNER, METHOD, RECEIVER, VALUE, form, form_of, statement_comment,
+)
 from ..wrapform import suggestion as wf_suggestion
 from .codes import CODES
 from .evidence import Stale, check_findings, stale_message, static_function
@@ -141,20 +143,20 @@ def suggestion(s: Site, rule: Optional[Rule]) -> str:
     """What to write instead: the wrapper call as ``xferaudit wrap`` writes it
     (its shape from :mod:`xferaudit.wrapform`), original arguments unchanged."""
     if rule is None:
-        return "xfer.<wrapper>(..., site=...)"
+        return f"{ALIAS}.<wrapper>(..., site=...)"
     shape = form_of(rule)
     w = rule.wrapper
     if INNER in shape.head:
         return wf_suggestion(shape, w, {INNER: call_text(s)}, None, s.decorator)
     parts = _split_call(s, rule)
     if parts is None:
-        return f"xfer.{w}(..., site=...)"
+        return f"{ALIAS}.{w}(..., site=...)"
     head, method, args = parts
     args = _squash(_COMMENT.sub("", args) if "#" in args else args)
     head = _squash(head)
     heads = {RECEIVER: head, CALLEE: head, METHOD: method}
     if METHOD in shape.head and not method:
-        return f"xfer.{w}(..., site=...)"
+        return f"{ALIAS}.{w}(..., site=...)"
     if s.op == "bound":  # arguments with side effects: the bound method, looked up first
         shape, w, heads = form("function", "call"), "call", {CALLEE: f"{head}.{method}"}
     text = wf_suggestion(shape, w, heads, args, s.decorator)
@@ -172,15 +174,16 @@ def implicit_suggestion(s: Site) -> Optional[str]:
     for a category with no wrapped form (counts, uploads in indexing...)."""
     text = call_text(s)
     op = s.op
-    if op == "save":
+    wrapper = s.wrapper or {"conversion": "index", "truth": "bool", "format": "read", "math": "read",
+                            "save": "save"}.get(op)
+    if wrapper in ("save", "reads"):  # the call wrapped: xfer.reads(np.sin, t, site=...)
         i, j = text.find("("), text.rfind(")")
         if i < 0 or j < i:
-            return "xfer.save(..., site=...)"
-        return wf_suggestion(form("implicit", "save"), "save", {CALLEE: text[:i].strip()}, text[i + 1 : j])
+            return f"{ALIAS}.{wrapper}(..., site=...)"
+        return wf_suggestion(form("implicit", wrapper), wrapper, {CALLEE: text[:i].strip()}, text[i + 1 : j])
     if op in NO_CALL_FORM:  # no call to wrap: the statement is named (the grammar's statement form)
         return statement_comment("...").strip()
-    wrapper = {"conversion": "index", "truth": "bool", "format": "read", "math": "read"}.get(op)
-    if wrapper is None:
+    if wrapper is None or wrapper not in IMPLICIT and wrapper != "call":
         return None
     name = text.split("(", 1)[0].strip()
     if op == "conversion" and text.endswith(")") and name in _CONVERTERS + ("bool",):

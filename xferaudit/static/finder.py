@@ -96,11 +96,12 @@ class FileResult:
     evidence: Optional[object] = None
 
 
-def _position(source: Source, colmap, node: ast.AST, at: ast.AST) -> tuple[int, int, int, int, int]:
+def _position(source: Source, colmap, node: ast.AST, at: ast.AST,
+              expression: bool = False) -> tuple[int, int, int, int, int]:
     """(line, 1-based column, end line, end column, byte column) of a site whose
     node is `node` and whose called name is `at` (an attribute's name ends where
     the Attribute ends; anything else starts where it starts)."""
-    if isinstance(at, ast.Attribute):
+    if isinstance(at, ast.Attribute) and not (expression and at is node):
         line = at.end_lineno
         bcol = at.end_col_offset - len(at.attr)
     else:
@@ -115,16 +116,22 @@ def _position(source: Source, colmap, node: ast.AST, at: ast.AST) -> tuple[int, 
 
 
 def implicit_site(path: str, source: Source, colmap, node: ast.AST, at: ast.AST, op: str, label: str,
-                  function: str, wrapped_as: Optional[str] = None, evidence: str = "") -> Site:
+                  function: str, wrapped_as: Optional[str] = None, no_wrap: str = "", wrapper: str = "",
+                  evidence: str = "") -> Site:
     """The :class:`Site` of an implicit crossing of category `op` (see
-    ``static/codes.py``, ``IMPLICIT_CODES``): its rule is that category's code."""
+    ``static/codes.py``, ``IMPLICIT_CODES``): its rule is that category's code;
+    `no_wrap`, why no wrapped form keeps it as written ("" when one does);
+    `wrapper`, the form that does (:attr:`Site.wrapper`); `evidence`, why its value
+    is taken for a device value."""
     code = IMPLICIT_OP_CODES[op]
-    line, col, end_line, end_col, bcol = _position(source, colmap, node, at)
+    # a site that is an expression of its own (`ctx.flag` read as a truth value)
+    # starts where it starts: its span is the whole value that crosses
+    line, col, end_line, end_col, bcol = _position(source, colmap, node, at, expression=True)
     return Site(path=path, line=line, column=col, end_line=end_line, end_column=end_col,
                 kind=IMPLICIT_CODES[code][1], rule=code, call=source.segment(node),
                 wrapped=wrapped_as is not None, site=wrapped_as, rule_id="implicit." + op,
                 function=function or "<module>", label=label, byte_col=bcol, implicit=True, op=op,
-                evidence=evidence)
+                no_wrap=no_wrap, wrapper=wrapper, evidence=evidence)
 
 
 @dataclass

@@ -38,10 +38,13 @@ class Site:
     op: str = ""
     no_wrap: str = ""  # why no wrapped form can keep this code as it is (static/unwrappable.py); "" if one can
     evidence: str = ""  # an implicit site's: why its value is taken for a device value (`sites --explain`)
+    # an implicit site's wrapper as the value layer chose it (the wrap grammar's implicit style:
+    # "bool", "index", "read", "reads", "save", or "call" for the builtin's own: float(t) -> xfer.float(t))
+    wrapper: str = ""
 
     def to_json(self) -> dict:
         d = asdict(self)
-        del d["byte_col"], d["label"]
+        del d["byte_col"], d["label"], d["wrapper"]
         if not self.implicit:
             del d["implicit"], d["op"]
         if not self.no_wrap:

@@ -67,7 +67,11 @@ def read_wrapped(f: _FileFinder, node: ast.Call, wrapper: str) -> None:
     if form.style == "implicit":
         # an implicit site, wrapped: xfer.float(t, site=...), xfer.bool(cond, site=...), ...
         if parts is not None:
-            f.add_implicit(node, node.func, IMPLICIT[wrapper][0], wrapper, site)
+            op = IMPLICIT[wrapper][0]
+            head = parts[0][0] if parts[0] else None
+            if op == "math" and isinstance(head, ast.Attribute) and head.attr == "format":
+                op = "format"  # xfer.reads("{0.shape}".format, t, site=...): a formatting
+            f.add_implicit(node, node.func, op, wrapper, site)
         return
     if parts is None:
         return

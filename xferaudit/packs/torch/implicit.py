@@ -17,15 +17,21 @@ original                        wrapped
 ``range(t)``, ``seq[t]``,       ``range(xfer.index(t, site=...))``, ...
 ``x[:t]``, ``operator.index``
 ``print(t)``, f-strings, ``%``, ``print(xfer.read(t, site=...))``, ...
-``str``/``repr``/``format``,
-logging, ``math.*``, numpy
+``str``/``repr``/``format``
+``math.isnan(t)``, ``np.sin(t)``, ``xfer.reads(math.isnan, t, site=...)``, ...
+``"{0.shape}".format(t)``
 ``torch.save(obj, f)``          ``xfer.save(torch.save, obj, f, site=...)``
 ==============================  ==================================================
 
-:func:`read` returns a small proxy whose ``__str__``, ``__repr__``,
-``__format__``, ``__float__``, ``__int__``, ``__index__``, ``__complex__``,
-``__bool__`` and ``__array__`` call the tensor's own, counted when they run (a
-logging call filtered out by its level formats nothing and counts nothing).
+:func:`read` returns a small proxy, and only where the value is formatted and
+nothing else: an f-string field, an operand of ``%``, an argument of
+``print``/``str``/``repr``/``ascii``/``format``. Its ``__str__``, ``__repr__``,
+``__format__``, ``__float__``, ``__int__``, ``__index__``, ``__complex__`` (what
+those formatters call), and ``__getitem__`` (``%`` takes a value that has one
+for a mapping) call the tensor's own, counted when they run. A consumer that
+could use the value in any other way (numpy, ``math``, ``str.format`` with
+``{0.shape}``) gets the value itself: :func:`reads` makes the consumer's call,
+counted around it.
 
 A host value goes through with direction ``none``; the result is always what
 the bare conversion returns, and an exception is the bare conversion's. The
@@ -189,16 +195,16 @@ class _Read:
     def __bool__(self) -> Any:
         return self._do(builtins.bool)
 
-    def __array__(self, *args: Any, **kwargs: Any) -> Any:
-        return self._do(lambda v: v.__array__(*args, **kwargs))
-
-    def __len__(self) -> Any:
-        return len(self._value)
+    def __getitem__(self, key: Any) -> Any:
+        # `"%(k)s" % t` looks `k` up in t, and `"text" % t` takes t for a mapping
+        # (no "not all arguments converted"): the tensor has __getitem__, so has this
+        return self._value[key]
 
 
 def read(x: Any, site: Optional[str] = None) -> Any:
-    """`x` where it is formatted (``print``, f-strings, ``%``, ``.format``, logging)
-    or passed to ``math``/numpy: a proxy that reads it, counted, when that happens.
+    """`x` where it is formatted and nothing else (an f-string field, ``%``,
+    ``print``, ``str``/``repr``/``ascii``/``format``): a proxy that reads it,
+    counted, when that happens.
     A tuple (the operand of ``"%d + %d" % (a, b)``) gives a tuple of the same,
     element by element. A value that is no tensor is returned as it is."""
     if type(x) is tuple:
@@ -207,6 +213,38 @@ def read(x: Any, site: Optional[str] = None) -> Any:
         return x
     # formatted later (a logging handler may do it): a short literal takes this caller's file now
     return _Read(x, named(site) if _S.active else site)
+
+
+def reads(fn: Any, /, *args: Any, site: Optional[str] = None, **kwargs: Any) -> Any:
+    """``fn(*args, **kwargs)`` for a call that reads a tensor it is given
+    (``np.sin(t)``, ``math.isnan(t)``, ``"{0.shape}".format(t)``): the callee
+    gets the values themselves, and returns or raises what it does; counted as
+    the device-to-host copies it really makes (``none`` when it makes none)."""
+    if not _S.active:
+        return fn(*args, **kwargs)
+    if not _S._on:
+        return timed_call(site, fn, args, kwargs)[0]
+    from ...runtime.guard import count_reads
+
+    out, copies, nbytes, ns = call_marked(site, count_reads, (_Call(fn, args, kwargs),), _EMPTY)
+    if copies is None:  # (this torch cannot count inside: one read of the first device tensor)
+        x = next((a for a in (*args, *kwargs.values()) if _tensor(a) and not a.is_cpu), None)
+        _count(x, site, "reads", ns)
+    else:
+        record(site, "reads", "down" if copies else "none", nbytes, copies, 0, ns)
+    return out
+
+
+class _Call:
+    """``fn(*args, **kwargs)`` as a callable of no arguments (for :func:`count_reads`)."""
+
+    __slots__ = ("fn", "args", "kwargs")
+
+    def __init__(self, fn: Any, args: tuple, kwargs: dict) -> None:
+        self.fn, self.args, self.kwargs = fn, args, kwargs
+
+    def __call__(self) -> Any:
+        return self.fn(*self.args, **self.kwargs)
 
 
 def save(fn: Any, obj: Any, /, *args: Any, site: Optional[str] = None, **kwargs: Any) -> Any:
@@ -223,7 +261,7 @@ def save(fn: Any, obj: Any, /, *args: Any, site: Optional[str] = None, **kwargs:
     return out
 
 
-__all__ = ["bool", "complex", "float", "index", "int", "read", "save"]
+__all__ = ["bool", "complex", "float", "index", "int", "read", "reads", "save"]
 
 
 # The C counted path (xferaudit.runtime.fastpath), where it was built: these

@@ -110,7 +110,7 @@ from .results import CodemodError, CodemodResult, Skipped
 from .shapes import _Shapes
 from .skeleton import skeleton
 from .statements import add as add_statements, plan as plan_statements, strip as strip_statements
-from .unwrap import _UnwrapTransformer
+from .unwrap import _UnwrapTransformer, shaped_calls, unrestorable
 from .wrap import _WrapTransformer
 
 
@@ -467,9 +467,20 @@ def unwrap_source(
         raise CodemodError(f"cannot parse: {found.error} (line {found.error_line})")
     wrapped = [s for s in found.sites if s.wrapped and s.op != STATEMENT]
     named = sum(1 for s in found.sites if s.wrapped and s.op == STATEMENT)
-    if wrapped:
+    prefixes = ctx.resolver.runtime_prefixes()
+    shaped = shaped_calls(ctx.tree, prefixes, wrapper_infos(rules)) if prefixes else []
+    if wrapped or shaped:
         job = _UnwrapJob(ctx, wrapped, rules, style)
-        res = _through_skeleton(res, data, ctx.tree, [s.line for s in wrapped], job.run)
+        lines = sorted({s.line for s in wrapped} | {ln for n in shaped for ln in range(n.lineno, n.end_lineno + 1)})
+        res = _through_skeleton(res, data, ctx.tree, lines, job.run)
+        if res.skipped or sum(res.unwrapped.values()) != len(shaped):
+            # a wrapper call it cannot restore: an error at its line, and nothing written
+            # (a file half unwrapped would keep calls of a runtime whose import it lost)
+            failed = unrestorable(_parse(data, path), prefixes, _Shapes(rules, ctx.resolver.import_bindings))
+            if failed or res.skipped:
+                res.new, res.unwrapped = None, Counter()
+                res.skipped = [Skipped(ln, col, "", text, why) for ln, col, text, why in failed] or res.skipped
+                return res
     if named:  # the site comments of the statement form, taken off last (wrap wrote them first)
         stripped, n = strip_statements(res.new if res.new is not None else data)
         if stripped is not None:
@@ -503,7 +514,7 @@ class _UnwrapJob:
             mw = MetadataWrapper(module, unsafe_skip_copy=True)
             tr = _UnwrapTransformer(prefixes, shapes, mw.resolve(PositionProvider), keys)
             new_module = module.visit(tr)
-        for call, w in tr.failed:
+        for call, w in tr.failed:  # (named by line in unwrap_source)
             res.skipped.append(Skipped(0, 0, "", _code(call)[:60], f"`{w}(...)` is not in a form unwrap can restore"))
         if not tr.done:
             return res

@@ -12,8 +12,14 @@ are the torch pack's (``xferaudit/packs/torch/implicit.py``)::
     if cond:                 if xfer.bool(cond, site="..."):  (while, assert, not, and/or in a test)
     range(t), seq[t], x[:t]  range(xfer.index(t, site="...")), ...
     print(t), f"{t:.3f}"     print(xfer.read(t, site="...")), f"{xfer.read(t, site='...'):.3f}"
-    math.isnan(t)            math.isnan(xfer.read(t, site="..."))
+    math.isnan(t), np.sin(t) xfer.reads(math.isnan, t, site="..."), xfer.reads(np.sin, t, site="...")
+    "{0.shape}".format(t)    xfer.reads("{0.shape}".format, t, site="...")
     torch.save(obj, f)       xfer.save(torch.save, obj, f, site="...")
+
+The value layer says which form a site takes (``Site.wrapper``): the value
+itself in place where it is only formatted (``read``), the consumer's call
+where the consumer may use it otherwise (``reads``: numpy and ``math`` get
+the tensor itself, as in the bare call).
 
 Each rewrite is checked when it is made: unwrapping the new node must give back
 the old node's exact code, or the site is left and reported with the reason.
@@ -34,7 +40,9 @@ from .nodes import _comma, _kw
 #: Wrappers replacing the builtin's call (no head), wrapping the value read, or the saving call.
 _CALL_STYLE = tuple(w for w in IMPLICIT if form("implicit", w).head == ())
 _EXPR_STYLE = tuple(w for w in IMPLICIT if form("implicit", w).head == (VALUE,))
-_SAVE = next(w for w in IMPLICIT if form("implicit", w).head == (CALLEE,))
+_CALLEE_STYLE = tuple(w for w in IMPLICIT if form("implicit", w).head == (CALLEE,))  # save, reads
+#: The wrapper of a site the value layer gave none (by its category).
+_BY_OP = {"conversion": "index", "truth": "bool", "format": "read", "math": "read", "save": "save"}
 _NO_FORM = {
     "count": "a data-dependent size is read inside the op itself: no wrapped form keeps it as written",
     "upload": "the upload happens inside the indexing or assignment: no wrapped form keeps it as written",
@@ -47,6 +55,18 @@ _CODEGEN = cst.Module(body=())
 
 def _code(node: cst.CSTNode) -> str:
     return _CODEGEN.code_for_node(node)
+
+
+def _bare_code(node: cst.CSTNode) -> str:
+    """The code of `node` without the parentheses around it (where its position is)."""
+    if getattr(node, "lpar", None):
+        node = node.with_changes(lpar=[], rpar=[])
+    return _code(node)
+
+
+def _squashed(code: str) -> str:
+    """`code` without whitespace (a node's code out of its block has lost the block's indentation)."""
+    return "".join(code.split())
 
 
 def _site_kw(lit: str) -> cst.Arg:
@@ -91,8 +111,8 @@ def _wrap_call(call: cst.Call, wrapper: str, alias: str, lit: str) -> Optional[c
     return call.with_changes(func=_attr(alias, wrapper), args=[a.with_changes(comma=_comma()), _site_kw(lit)])
 
 
-def _wrap_save(call: cst.Call, alias: str, lit: str) -> Optional[cst.Call]:
-    """torch.save(obj, f) -> xfer.save(torch.save, obj, f, site=...)."""
+def _wrap_callee(call: cst.Call, wrapper: str, alias: str, lit: str) -> Optional[cst.Call]:
+    """torch.save(obj, f) -> xfer.save(torch.save, obj, f, site=...); np.sin(t) -> xfer.reads(np.sin, t, site=...)."""
     args = list(call.args)
     if not args:
         return None
@@ -101,7 +121,7 @@ def _wrap_save(call: cst.Call, alias: str, lit: str) -> Optional[cst.Call]:
         return None
     head = cst.Arg(value=call.func, comma=_comma())
     args[-1] = last.with_changes(comma=_comma())
-    return call.with_changes(func=_attr(alias, _SAVE), args=[head] + args + [_site_kw(lit)])
+    return call.with_changes(func=_attr(alias, wrapper), args=[head] + args + [_site_kw(lit)])
 
 
 def _unwrap_all(node: cst.CSTNode, alias: str, unwrap: Callable) -> cst.CSTNode:
@@ -135,7 +155,7 @@ class ImplicitWrap:
                 self.skipped.append((s, why))
                 continue
             self.sites.append(s)
-            if s.op == "save":
+            if _wrapper(s) in _CALLEE_STYLE:  # the call is the site: matched by its called name
                 self.named[(s.line, s.column - 1)] = s
             else:
                 self.spans[(s.line, s.column - 1, s.end_line, s.end_column - 1)] = s
@@ -158,8 +178,9 @@ class ImplicitWrap:
         if r is None:
             return updated
         site = self.spans.get((r.start.line, r.start.column, r.end.line, r.end.column))
-        if site is None and isinstance(original, cst.Call) and isinstance(original.func, cst.Attribute):
-            p = positions.get(original.func.attr)
+        if site is None and isinstance(original, cst.Call) and isinstance(original.func, (cst.Attribute, cst.Name)):
+            f = original.func
+            p = positions.get(f.attr if isinstance(f, cst.Attribute) else f)
             if p is not None:
                 site = self.named.get((p.start.line, p.start.column))
         if site is None or id(site) in self.done:
@@ -167,6 +188,9 @@ class ImplicitWrap:
         self.done.add(id(site))
         why, lit = literal(site)
         new = None
+        if why is None and site.call and _squashed(_bare_code(original)) != _squashed(site.call):
+            # (a part of the value, `flag` of `ctx.flag`, is never wrapped for the whole)
+            why = "the expression at this position is not the whole value that crosses"
         if why is None:
             new = self._form(site, original, updated, lit)
             if new is None:
@@ -180,9 +204,9 @@ class ImplicitWrap:
         return new
 
     def _form(self, site, original, updated, lit: str) -> Optional[cst.BaseExpression]:
-        op = site.op
-        if op == "save":
-            return _wrap_save(updated, self.alias, lit) if isinstance(updated, cst.Call) else None
+        op, wrapper = site.op, _wrapper(site)
+        if wrapper in _CALLEE_STYLE:
+            return _wrap_callee(updated, wrapper, self.alias, lit) if isinstance(updated, cst.Call) else None
         if op == "conversion" and isinstance(updated, cst.Call) and isinstance(updated.func, cst.Name) \
                 and updated.func.value in _CALL_STYLE + ("bool",) and site.call.startswith(updated.func.value):
             if updated.func.value == "bool":
@@ -191,10 +215,15 @@ class ImplicitWrap:
                 a = updated.args[0]
                 return updated.with_changes(args=[a.with_changes(value=wrap_expr(a.value, "bool", self.alias, lit))])
             return _wrap_call(updated, updated.func.value, self.alias, lit)
-        wrapper = {"conversion": "index", "truth": "bool", "format": "read", "math": "read"}.get(op)
-        if wrapper is None:
+        if wrapper not in _EXPR_STYLE:
             return None
         return wrap_expr(updated, wrapper, self.alias, lit)
+
+
+def _wrapper(site) -> str:
+    """The implicit wrapper of `site`: the value layer's choice (``call``: the
+    builtin's own, decided from the call), else its category's."""
+    return site.wrapper or _BY_OP.get(site.op, "")
 
 
 __all__ = ["ImplicitWrap", "reason", "wrap_expr"]

@@ -11,7 +11,7 @@ import ast
 from typing import Optional
 
 from .kinds import (
-    CPUDEV, DEV, DEVICE, DEVOUT, DEVSTATE, DEVX, FUNC, HOST, HOST_PAGEABLE, NUMPY, OBJ, ON_DEVICE, OTHER, PY,
+    A_LIST, CPUDEV, DEV, DEVICE, DEVOUT, DEVSTATE, DEVX, FUNC, HOST, HOST_PAGEABLE, NUMPY, OBJ, ON_DEVICE, OTHER, PY,
     PYLIST, SELF, TENSOR, TENSORISH, TENSORS, UNKNOWN, Val, combine,
 )
 from .placement import device_value, moved, moved_to
@@ -97,7 +97,7 @@ def listed(ev, node: ast.Call, fid: str) -> Val:
         return DEVOUT
     if k in ("tensor", "tensors"):
         return TENSORS
-    return PYLIST if k in ("py", "pylist") else PY  # a list, of what the file does not say
+    return PYLIST if k in ("py", "pylist") else A_LIST  # a list, of what the file does not say
 
 
 def call_value(ev, fv: Val, node: ast.Call) -> Val:
@@ -306,7 +306,7 @@ def wrapper(ev, w: str, node: ast.Call) -> Val:
         return ev.value(a[0])
     if not a:
         return UNKNOWN
-    if w == "call":  # xfer.call(x.to, dev, site=...): the bound method, called
+    if w in ("call", "reads"):  # xfer.call(x.to, dev, site=...): the bound method, called
         return call(ev, ast.Call(func=a[0], args=a[1:], keywords=[k for k in node.keywords if k.arg != "site"]))
     if w in TENSOR_METHOD_NAMES:  # xfer.copy_(x, src): the method on its receiver (a wrapped
         # line reads as its bare form, so a second `wrap` finds what the first one left)

@@ -12,12 +12,13 @@ from __future__ import annotations
 import ast
 from typing import Callable, Optional
 
+from ..unwrappable import passes_site
 from .calls import bare_method_call
 from .explain import explain
 from .expressions import Evaluator
 from .flow import narrowed
 from .findings import CODES, Finding, Result
-from .kinds import GPU_FIRST, ON_DEVICE, OTHER, SELF, Val, is_dev
+from .kinds import A_LIST, GPU_FIRST, ON_DEVICE, OTHER, SELF, TENSORISH, Val, is_dev
 from .vocabulary import MATCH, TRIES
 
 SELF_MODULE = Val("obj", qual="torch.nn.Module")  # `self` in a torch module
@@ -56,6 +57,32 @@ def _unparse(node: ast.AST, limit: int = 40) -> str:
     except Exception:  # pragma: no cover - odd trees
         return "<expr>"
     return s if len(s) <= limit else s[: limit - 3] + "..."
+
+
+#: Why a subscript of a device value is left: the code does not show the base to be a sequence.
+_NOT_SHOWN = ("the code does not show `{}` to be a list or tuple, which reads the index through "
+              "__index__ (a dict hashes a tensor and reads nothing; numpy and other classes take it "
+              "as it is), so no wrapped form is proven to keep it")
+
+
+#: Why an index into a tensor (or numpy array) is left: it takes the tensor itself.
+_TAKES_TENSOR = ("a tensor or numpy array takes a tensor index itself (an integer one as a number, a "
+                 "float one raising IndexError, a 1-element one as a list), so `xfer.index` is not proven to "
+                 "keep it")
+
+
+def _indexes_by_index(base: Val) -> bool:
+    """`base[t]` reads `t` through ``__index__`` and nothing else: a list (or
+    range) or a tuple made in the code, never a dict."""
+    return base.items is None and (base.kind == "pylist" or base.parts is not None and base.container or
+                                   base.kind == "py" and base.qual == A_LIST.qual)
+
+
+def _slices_by_index(base: Val) -> bool:
+    """`base[a:b]` reads its bounds through ``__index__``: a list, a tuple, a
+    numpy array, a tensor or a module moved to the device (a dict, a module's
+    output or a class of its own gets the slice as it is)."""
+    return _indexes_by_index(base) or base.kind in ("numpy", "dev", "devx", "host", "tensor", "either")
 
 
 _RUNTIME = "xferaudit.runtime."
@@ -242,15 +269,25 @@ class Checker:
         parts = sl.elts if isinstance(sl, ast.Tuple) else [sl]
         for p in parts:
             if isinstance(p, ast.Slice):
+                # a bound is read through __index__ by a list, a tuple, numpy and a tensor;
+                # a class of its own gets the slice as it is (the tensor in it)
+                why = "" if _slices_by_index(base) or self._built_sequence(sub.value) else \
+                    _NOT_SHOWN.format(_unparse(sub.value, 30))
                 for b in (p.lower, p.upper, p.step):
                     if b is not None and self.dev(b):
-                        self.add("XFA401", b, wrap="index")
+                        self.add("XFA401", b, wrap="" if why else "index", why=why)
                 continue
             pv = self.value(p)
             if pv.dims == 0 and not pv.boolean and (on_device(pv) or self.assume(p, pv)) and \
-                    base.kind in _INDEXABLE:
-                # x1[i], i = order[0]: a tensor of no dimensions as an index is read back as an int
-                self.add("XFA401", p, wrap="index")
+                    base.kind in _INDEXABLE and base.items is None:
+                # x1[i], i = order[0]: a tensor of no dimensions as an index is read back as an int;
+                # wrapped where the base reads it through __index__ (a list, a tuple): a tensor or
+                # numpy takes a tensor index itself (through a float one it raises IndexError)
+                if _indexes_by_index(base) or self._built_sequence(sub.value):
+                    self.add("XFA401", p, wrap="index")
+                else:
+                    self.add("XFA401", p, why=_TAKES_TENSOR if base.kind in TENSORISH or base.kind == "numpy"
+                             else _NOT_SHOWN.format(_unparse(sub.value, 30)))
                 continue
             if pv.kind == "dev" and pv.boolean:
                 # x[m], boxes[m]: whatever is indexed, a device mask's count is read back
@@ -260,12 +297,27 @@ class Checker:
                              "is read inside the indexing itself")
                 continue
             if base.kind not in ON_DEVICE and not self.assume(sub.value, base):
-                # seq[t] with seq a Python list or numpy array: t is read as an int.
-                if base.kind in _SEQUENCES and base.kind != "host" and (on_device(pv) or self.assume(p, pv)):
-                    self.add("XFA401", p, wrap="index")
+                # seq[t] with seq a Python list or tuple: t is read as an int. A dict
+                # hashes t (by identity: nothing is read); what the code does not show
+                # to be either (a Python value, a numpy array, which tries more than
+                # __index__) is left as it is.
+                if base.kind in _SEQUENCES and base.kind != "host" and base.items is None and (
+                        on_device(pv) or self.assume(p, pv)):
+                    if _indexes_by_index(base) or self._built_sequence(sub.value):
+                        self.add("XFA401", p, wrap="index")
+                    else:
+                        self.add("XFA401", p, why=_NOT_SHOWN.format(_unparse(sub.value, 30)))
                 continue
             if pv.kind in ("host", "numpy", "pylist") or _list_display(p):
                 self.add("XFA406", sub, why="the index is uploaded inside the indexing itself")
+
+    def _built_sequence(self, node: ast.AST) -> bool:
+        """`node` is a list or tuple made by the builtin (``list(seq)``, ``sorted(x)``)."""
+        if type(node) is not ast.Call or type(node.func) is not ast.Name:
+            return False
+        f, ev = node.func.id, self.ev
+        return f in ("list", "tuple", "sorted") and f not in ev.env and f not in ev.local_names and \
+            ev.globals.get(f) is None and f not in ev.imports and ev.qual(node.func) is None
 
     # --- expressions ------------------------------------------------------------------------
     def truth(self, node: ast.AST) -> None:
@@ -373,13 +425,16 @@ class Checker:
                 self.scan(v, False)
 
     def _boolop(self, node: ast.BoolOp, boolctx: bool) -> None:
+        """`a and b`, `a or b`: tested for truth (`boolctx`), each operand is;
+        used as a value, an operand's value may be the result (`t = t or zero`),
+        so only a `not` in it is a truth test, an inner `and`/`or` is a value too."""
         vals = node.values
         for i, v in enumerate(vals):
             last = i == len(vals) - 1
             if last and not boolctx:
                 self.scan(v, False)
-            elif isinstance(v, (ast.BoolOp, ast.UnaryOp)):
-                self.scan(v, True)
+            elif isinstance(v, ast.BoolOp) or isinstance(v, ast.UnaryOp) and type(v.op) is ast.Not:
+                self.scan(v, boolctx)
             else:
                 if boolctx:
                     self.truth(v)
@@ -417,7 +472,9 @@ class Checker:
                 for a in args:
                     if self.dev(a):
                         self.add("XFA401", a, wrap="index")
-            elif f in _FORMATTERS:
+            elif f in _FORMATTERS and (f == "print" or not node.keywords and 1 <= len(args) <= (
+                    2 if f == "format" else 1)):
+                # (the value alone: `str(t, "utf-8")` would name the stand-in's type in its error)
                 self.formatted(args[: (1 if f != "print" else None)])
             return
         if q is not None:
@@ -429,9 +486,8 @@ class Checker:
             if q == "operator.index" and args and self.dev(args[0]):
                 self.add("XFA401", args[0], wrap="index")
             elif q.startswith("math.") or q.startswith("numpy."):
-                for a in args:
-                    if not isinstance(a, ast.Starred) and self.dev(a):
-                        self.add("XFA404", a, wrap="read")
+                self._reads("XFA404", node, [a for a in args if not isinstance(a, ast.Starred)] +
+                            [k.value for k in node.keywords if k.arg is not None])
             elif q.startswith("logging."):
                 self._log_args(node)
             elif q == "torch.save" and args:
@@ -453,7 +509,9 @@ class Checker:
             return
         if m == "format" and (_is_string(recv) or type(recv) is ast.Name and self.ev.value(recv).kind == "py"):
             # (of Python's values, only a str has .format: fmtstr = "{val" + fmt + "}")
-            self.formatted(list(args) + [k.value for k in node.keywords if k.arg is not None])
+            if not any(type(a) is ast.Call and (self.ev.qual(a.func) or "").startswith(_RUNTIME) for a in args):
+                self._reads("XFA403", node, [a for a in args if not isinstance(a, ast.Starred)] +
+                            [k.value for k in node.keywords if k.arg is not None], shown)
             for k in node.keywords:
                 if k.arg is None and self.dev(k.value, shown):  # .format(**self.__dict__)
                     self.add("XFA403", k.value, why="a mapping unpacked into the formatting: the values it "
@@ -466,6 +524,17 @@ class Checker:
             return
         if m in ("to", "cuda", "copy_") and _non_blocking(node):
             self._hazard(node, func)
+
+    def _reads(self, code: str, node: ast.Call, values: list, test: Callable[[Val], bool] = None) -> None:
+        """A call that reads the device values it is given (numpy, `math`,
+        `str.format`): one finding, the call itself, wrapped around the call
+        (`xfer.reads(np.sin, t, site=...)`: the callee gets the value itself)."""
+        if not any(self.dev(a, test) for a in values):
+            return
+        why = ""
+        if passes_site(node) or any(k.arg is None for k in node.keywords):
+            why = "the call passes `**` or a `site` keyword of its own, which the wrapper's `site=` could meet"
+        self.add(code, node, node.func, wrap="" if why else "reads", why=why)
 
     def _direction(self, node: ast.Call) -> None:
         """`x.to(device)` with `device` a name this function binds to a literal
@@ -481,7 +550,17 @@ class Checker:
                 self.res.directions[id(node)] = lit
 
     def _log_args(self, node: ast.Call) -> None:
-        self.formatted(node.args)
+        """A logging call: the arguments go to handlers the code does not show,
+        which may keep or inspect them (not only format them), and a wrapper
+        around the call would be the caller logging records: left, with why."""
+        if any(type(a) is ast.Call and (self.ev.qual(a.func) or "").startswith(_RUNTIME) for a in node.args):
+            return
+        for a in node.args:
+            if not isinstance(a, ast.Starred) and self.dev(a, shown):
+                self.add("XFA403", a, why="a logging call hands its arguments to handlers the code does not "
+                         "show (they may keep or inspect them) and names its caller: no wrapped form is proven "
+                         "to keep it; format the value in the call (an f-string) to count it there")
+                return
 
     def formatted(self, values: list) -> None:
         """The values one formatting construct shows (a print, an f-string, a

@@ -35,8 +35,9 @@ class Finding:
     at: ast.AST
     label: str
     #: how `wrap` rewrites it: "call" (float(t) -> xfer.float(t, ...)), "bool"
-    #: (cond -> xfer.bool(cond, ...)), "index" / "read" (wrap the value), or
-    #: "" when no form behaves exactly like the original (why: `why`)
+    #: (cond -> xfer.bool(cond, ...)), "index" / "read" (wrap the value), "reads"
+    #: / "save" (wrap the call: xfer.reads(np.sin, t, ...)), or "" when no form
+    #: behaves exactly like the original (why: `why`)
     wrap: str = ""
     why: str = ""
     function: str = "<module>"  # enclosing qualified name
@@ -160,9 +161,9 @@ _WHAT = {
     "truth": ("tests a device tensor for truth: an implicit read to the host and a sync (down)",
               "`xferaudit wrap` counts it as `xfer.bool(..., site=...)`"),
     "format": ("formats a device tensor as text: an implicit read to the host and a sync (down)",
-               "`xferaudit wrap` counts it as `xfer.read(..., site=...)`"),
+               "`xferaudit wrap` counts it as `xfer.read(..., site=...)` or `xfer.reads(...)`"),
     "math": ("passes a device tensor to math/numpy: an implicit read to the host (down)",
-             "`xferaudit wrap` counts it as `xfer.read(..., site=...)`"),
+             "`xferaudit wrap` counts it as `xfer.reads(fn, ..., site=...)`"),
     "count": ("reads a data-dependent size back from the device: an implicit sync (down)",
               "keep shapes static, or name its statement (`xferaudit wrap` appends `# xferaudit: site=...`)"),
     "upload": ("copies a host index or value to the device inside indexing (up)",

@@ -104,6 +104,7 @@ OTHER = Val("other")
 UNKNOWN = Val("unknown")
 NONE = Val("unknown")  # `x = None`: nothing yet (compared by identity)
 
+A_LIST = Val("py", qual="builtins.list")  # a Python list of values the file does not show (`list(x)`)
 SELF = Val("obj", qual=None)  # the `self` parameter of a method (compared by identity)
 FUNC = Val("other", qual=None)  # a function defined at the module's top level (compared by identity)
 

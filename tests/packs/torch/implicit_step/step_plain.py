@@ -29,7 +29,7 @@ def step(model, x, y, dev, names, save=True):
     part = names[:k]
     text = str(loss) + repr(loss) + f"{loss:.3f}" + "%s" % loss + "{}".format(loss)
     print(loss)
-    log.info("loss %s", loss)
+    log.info(f"loss {loss}")  # (logging given the tensor itself is left)
     isn = math.isnan(loss)
     buf = io.BytesIO()
     if save:  # (the simulated device's tensors cannot be saved)

@@ -1,0 +1,98 @@
+"""The codemod keeps meaning: a program wrapped by ``wrap`` does what it did.
+
+Programs from :mod:`codemod_programs` put tensor expressions in every context a
+site can stand in. Each is wrapped as ``xferaudit wrap`` wraps it (plain, and as
+``wrap --from`` a run that saw every line cross, which wraps wherever a value
+could be a tensor), and run bare and wrapped, in process, on host tensors and
+on the simulated device, wrapped with counting off and on. Per method, the
+results (value and type), exceptions (type and message), printed and logged
+output, the order of the helper calls and the warnings must be the bare run's.
+``unwrap`` must give back every byte, restoring one call per site wrapped.
+
+Size: 500 generated programs of 1 to 6 contexts each (derandomized, so CI
+draws the same ones), and every context once more with fixed values; about a
+minute on one core.
+"""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+torch = pytest.importorskip("torch")
+
+from codemod_programs import CONTEXTS, inputs, outcome, programs, render  # noqa: E402
+
+from xferaudit.opforms import SITE_CATEGORIES  # noqa: E402
+from xferaudit.static.codemod import unwrap_source, wrap_source  # noqa: E402
+from xferaudit.static.evidence import FileEvidence  # noqa: E402
+
+DEV = None  # the simulated device (conftest sets it up before the first test)
+HOST = torch.device("cpu")
+
+
+def _everywhere(data: bytes) -> FileEvidence:
+    """Run evidence of every line crossing in every category: `wrap --from` then
+    wraps every site a value the code does not place could make."""
+    n = data.count(b"\n") + 1
+    return FileEvidence(hot={ln: SITE_CATEGORIES for ln in range(1, n + 1)}, lines=n)
+
+
+def wrapped(src: str, everywhere: bool) -> tuple[str, int]:
+    """(the wrapped source, sites wrapped); unwrap checked to give back every byte."""
+    data = src.encode()
+    res = wrap_source(data, "m.py", None, "m.py", evidence=_everywhere(data) if everywhere else None)
+    new = res.new if res.changed else data
+    compile(new, "m.py", "exec", dont_inherit=True)
+    back = unwrap_source(new, "m.py")
+    assert (back.new if back.changed else new) == data, "unwrap did not give back every byte"
+    assert not back.skipped, back.skipped
+    n = sum(res.wrapped.values())
+    assert sum(back.unwrapped.values()) == n, "unwrap restored a different number of calls than wrap wrapped"
+    return new.decode(), n
+
+
+def same_meaning(src: str, tv, uv, everywhere: bool) -> int:
+    new, n = wrapped(src, everywhere)
+    for dev in (HOST, DEV):
+        bare = outcome(src, tv, uv, dev, False)
+        if n:
+            for count in (False, True):
+                got = outcome(new, tv, uv, dev, count)
+                for b, w in zip(bare, got):
+                    assert w == b, (f"{b[0]} on {dev}, counting {'on' if count else 'off'}:\n"
+                                    f"bare:    {b[1:]}\nwrapped: {w[1:]}\n--- wrapped source:\n{new}")
+    return n
+
+
+@settings(max_examples=500, deadline=None, derandomize=True, database=None,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(programs(most=6), inputs, st.booleans())
+def test_wrap_keeps_meaning(src, inp, everywhere):
+    same_meaning(src, *inp, everywhere)
+
+
+#: The plainest device values, as the value layer sees them (`self`'s state), and
+#: explicit sites (calls of `cpu`, `item`) that the finder sees in any context.
+FILLS = ({"E": "t.sum()", "E2": "self.loss", "B": "self.flag", "N": "self.n"},
+         {"E": "t.sum().cpu()", "E2": "t.cpu()", "B": "(t.cpu() > 0).all()", "N": "u.sum().item()"})
+#: Contexts whose only tensor is a dict key: no site, whatever the evidence.
+NO_SITE = frozenset({"del_dict", "dict_key_hit"})
+
+
+@pytest.mark.parametrize("ctx", sorted(CONTEXTS))
+def test_each_context_keeps_its_meaning(ctx):
+    """Every context of the generator, filled with each of FILLS, keeps its
+    meaning on both devices (a fixed case per context, whatever hypothesis
+    draws), and holds a site to wrap or leave (a dict key none)."""
+    sites = 0
+    for fill in FILLS:
+        src = render([(ctx, fill)])
+        for everywhere in (False, True):
+            data = src.encode()
+            res = wrap_source(data, "m.py", None, "m.py", evidence=_everywhere(data) if everywhere else None)
+            sites += sum(res.wrapped.values()) + len(res.skipped)
+            for tv, uv in ((0.3, 1), ([1.0, 2.0], [1, 2])):
+                same_meaning(src, tv, uv, everywhere)
+    assert (sites == 0) == (ctx in NO_SITE), sites
