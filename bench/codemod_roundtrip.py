@@ -1,6 +1,7 @@
 """Round-trip the codemod over the installed torch package's own sources.
 
     python bench/codemod_roundtrip.py [--limit N] [--jobs N] [--root DIR] [--keep] [--transformers DIR]
+    python bench/codemod_roundtrip.py --torch-parts nn/modules optim utils/data --smoke
 
 Copies every ``.py`` file of the torch package (or of --root) to a temporary
 folder (site-packages is never touched), then through the same code path as the
@@ -16,6 +17,15 @@ CLI (``run_codemod``: pool, atomic writes):
 
 With ``--transformers DIR`` a second tree (transformers' ``src/``, 2,951
 files, 993 of them with sites) goes through the same steps after the first.
+
+With ``--torch-parts PART...`` the tree is those folders of the installed torch
+(copied to ``torch/PART`` of the temporary folder, so the site names read
+``torch/nn/modules/linear.py:...``). ``--smoke`` then, between steps 4 and 5,
+runs bench/torch_smoke.py (a few training steps of torch's nn modules, its
+optimizers and schedulers, its data loading) with torch as installed and with
+the wrapped parts imported in their place, wrapped with counting off and on,
+on the host and on the simulated device: what each run computed must be the
+bare run's, byte for byte.
 
 Prints files/s for wrap and unwrap, the counts (files, sites wrapped per kind,
 sites left and why), and every failure. Exit status 1 if any check failed.
@@ -108,23 +118,31 @@ def main() -> int:
     ap.add_argument("--ab", type=int, metavar="N", default=0,
                     help="also time wrap and unwrap of the first N changed files parsing the file's skeleton "
                          "(the default) vs the whole file, side by side (3 rounds, medians)")
+    ap.add_argument("--torch-parts", nargs="+", metavar="PART",
+                    help="the tree is these folders of the installed torch (nn/modules optim utils/data)")
+    ap.add_argument("--smoke", action="store_true",
+                    help="with --torch-parts: run bench/torch_smoke.py bare and with the wrapped parts")
     ap.add_argument("--transformers", type=Path, metavar="DIR",
                     help="also round-trip a second tree, e.g. transformers' sources (the `transformers` folder "
                          "of `pip download --no-deps transformers`, unzipped), after the first")
     args = ap.parse_args()
 
-    status = bench_tree(args.root or torch_dir(), args)
+    if args.torch_parts:
+        status = bench_tree(torch_dir(), args, args.torch_parts)
+    else:
+        status = bench_tree(args.root or torch_dir(), args)
     if args.transformers:
         print()
         status |= bench_tree(args.transformers, args)
     return status
 
 
-def bench_tree(src: Path, args) -> int:
-    """The five steps over one tree; 1 if a check failed."""
+def bench_tree(src: Path, args, parts=None) -> int:
+    """The five steps over one tree (`parts`: only those folders of it); 1 if a check failed."""
     tmp = Path(tempfile.mkdtemp(prefix="xferaudit-roundtrip-"))
     work = tmp / src.name
-    copy_tree(src, work, args.limit)
+    for part in parts or ("",):
+        copy_tree(src / part, work / part, args.limit)
     # Pin the project root to the copy and scan every file (no default excludes).
     (tmp / "pyproject.toml").write_text("[tool.xferaudit]\nexclude = []\n", encoding="utf-8")
     cfg = load_config(start=tmp)
@@ -199,6 +217,12 @@ def bench_tree(src: Path, args) -> int:
     t_again = time.perf_counter() - t0
     failures.extend(f"idempotence: {r}: a second wrap changes it" for r in again)
 
+    # 4b. the wrapped torch parts run as the bare ones
+    smoke_lines: list[str] = []
+    if args.smoke and parts:
+        smoke_lines, smoke_failures = smoke(tmp)
+        failures.extend(smoke_failures)
+
     # 5. unwrap restores every file byte for byte
     unwrap_errors: list[str] = []
     t0 = time.perf_counter()
@@ -220,10 +244,12 @@ def bench_tree(src: Path, args) -> int:
           f" finder only: wrap takes {t_wrap / t_again:.1f}x this)")
     print(f"unwrap:  {t_unwrap:7.1f} s  {len(files) / t_unwrap:6.1f} files/s")
     print(f"sites wrapped: {total} (" + ", ".join(f"{k} {kinds[k]}" for k in ("up", "down", "move", "graph")) + ")")
-    print(f"  of which through xfer.call(callee, ...), the callee spelled unlike the file's imports: {generic[0]}")
+    print(f"  of which through _xfer.call(callee, ...), the callee spelled unlike the file's imports: {generic[0]}")
     print(f"sites left as they are: {sum(left.values())}; unwrapped after wrap per finder: {remaining}")
     for reason, n in left.most_common():
         print(f"  {n:5d}  {reason}")
+    for line in smoke_lines:
+        print(line)
     print(f"files this Python ({sys.version.split()[0]}) cannot parse, reported and left as they are: {len(too_new)}")
     for t in too_new:
         print("  " + t)
@@ -237,6 +263,36 @@ def bench_tree(src: Path, args) -> int:
     else:
         shutil.rmtree(tmp, ignore_errors=True)
     return 1 if failures else 0
+
+
+def smoke(root: Path) -> tuple[list[str], list[str]]:
+    """bench/torch_smoke.py bare and over the wrapped parts under `root`: (lines to print, failures)."""
+    import json
+    import subprocess
+
+    script = Path(__file__).resolve().parent / "torch_smoke.py"
+
+    def run(*extra: str) -> dict:
+        r = subprocess.run([sys.executable, str(script), *extra], capture_output=True, text=True, timeout=600)
+        if r.returncode != 0:
+            return {"error": r.stderr.strip().splitlines()[-1] if r.stderr.strip() else f"exit {r.returncode}"}
+        return json.loads(r.stdout.strip().splitlines()[-1])
+
+    lines, failures = ["smoke (bench/torch_smoke.py), wrapped parts vs torch as installed:"], []
+    for device in ("cpu", "sim"):
+        bare = run("--device", device)
+        for count in (False, True):
+            got = run("--device", device, "--overlay", str(root), *(["--count"] if count else []))
+            counted = got.pop("counted_sites", None)
+            same = got == {k: v for k, v in bare.items() if k != "counted_sites"} and "error" not in bare
+            what = f"{device}, counting {'on' if count else 'off'}"
+            lines.append(f"  {what:<22} {'same' if same else 'DIFFERENT'}"
+                         + (f" ({len(bare.get('losses', []))} steps; the wrapped sites counted: {counted})"
+                            if count else ""))
+            if not same:
+                diff = sorted(k for k in set(bare) | set(got) if bare.get(k) != got.get(k))
+                failures.append(f"smoke: {what}: differs in {diff}: {got.get('error') or bare.get('error') or ''}")
+    return lines, failures
 
 
 if __name__ == "__main__":

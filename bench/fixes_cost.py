@@ -7,7 +7,13 @@ Also counts the codemod runs the fixes needed: one per file, plus a few
 batches for sites that share a run of changed lines (two sites of one
 statement, adjacent lines), against one run per site.
 
-    python bench/fixes_cost.py [--repeat 5] [--tree DIR]
+``--big``: the tree is one generated file of 6,001 lines holding 400 sites,
+two to a line on runs of adjacent lines (the case where fixes once cost some
+50 times what ``wrap`` costs: every run of adjacent sites took a codemod run
+per site in it, and the line diff of a file whose lines repeat grew with its
+square).
+
+    python bench/fixes_cost.py [--repeat 5] [--tree DIR | --big]
 """
 
 from __future__ import annotations
@@ -26,6 +32,22 @@ def tree_default() -> str:
     out = subprocess.run([sys.executable, "-c", "import torch, os; print(os.path.dirname(torch.__file__))"],
                          capture_output=True, text=True, check=True)
     return os.path.join(out.stdout.strip(), "optim")
+
+
+def big_file(lines: int = 6001, sites: int = 400) -> str:
+    """A module of `lines` lines: functions of eight adjacent lines, each
+    holding two sites (an upload and a download in two statements of one line)."""
+    out = ["import torch", "", ""]
+    n = i = 0
+    while n < sites:
+        out.append(f"def step{i}(model, batch, dev):")
+        for k in range(8):
+            out.append(f"    v{k} = batch[{k}].to(dev, non_blocking=True); w{k} = model(v{k}).cpu()")
+        out += ["    return None", "", ""]
+        n += 16
+        i += 1
+    out += ["# filler"] * max(0, lines - len(out))
+    return "\n".join(out[:lines]) + "\n"
 
 
 def codemod_runs(root: str) -> tuple[int, int, int]:
@@ -66,11 +88,18 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--repeat", type=int, default=5)
     ap.add_argument("--tree", default=None)
+    ap.add_argument("--big", action="store_true", help="one generated file: 6,001 lines, 400 sites")
     a = ap.parse_args()
-    src = a.tree or tree_default()
     work = tempfile.mkdtemp(prefix="xfa-fixes-")
     root = os.path.join(work, "tree")
-    shutil.copytree(src, root, ignore=shutil.ignore_patterns("__pycache__"))
+    if a.big:
+        src = "one generated file (6,001 lines, 400 sites)"
+        os.makedirs(root)
+        with open(os.path.join(root, "train.py"), "w") as fh:
+            fh.write(big_file())
+    else:
+        src = a.tree or tree_default()
+        shutil.copytree(src, root, ignore=shutil.ignore_patterns("__pycache__"))
     with open(os.path.join(root, "pyproject.toml"), "w") as fh:
         fh.write("[tool.xferaudit]\n")
     xfa = [sys.executable, "-m", "xferaudit"]
@@ -85,7 +114,8 @@ def main() -> int:
             t = time.perf_counter()
             subprocess.run(cmd, cwd=root, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
             times[name].append(time.perf_counter() - t)
-    print(f"python bench/fixes_cost.py --repeat {a.repeat}" + (f" --tree {a.tree}" if a.tree else ""))
+    print(f"python bench/fixes_cost.py --repeat {a.repeat}" + (f" --tree {a.tree}" if a.tree else "")
+          + (" --big" if a.big else ""))
     print(f"tree: {src}; {os.cpu_count()} cores; load average {os.getloadavg()[0]:.2f}")
     base = statistics.median(times["wrap --diff"])
     for name, xs in times.items():

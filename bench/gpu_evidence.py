@@ -14,8 +14,9 @@ On CUDA (``N`` runs of the program's ``main()``, each):
   run`` does) and ``torch.profiler``: copies and bytes per direction, wrapped
   and unwrapped, against the profiler's memcpys;
 * the wrapped twin the same way: it must agree with the profiler too, equal the
-  plain run's totals, and leave unwrapped events only on the two lines no
-  wrapped form keeps (``w[mask]``, ``w[[0, 1]]``).
+  plain run's totals, and leave no unnamed crossing (the two lines no call
+  makes, ``w[mask]`` and ``w[[0, 1]]``, are named by a site comment on their
+  statements: rows of kind ``statement``).
 
     python bench/gpu_evidence.py [--mode lite|full] [--runs 3] [--out bench/results/gpu_evidence.json]
     python bench/gpu_evidence.py --regen        # CPU: rewrite wrapped/ from a simulated run
@@ -37,8 +38,9 @@ HERE = Path(__file__).resolve().parent
 PROGRAM = HERE / "evidence_program"
 WRAPPED = PROGRAM / "wrapped"
 FILES = ("metrics.py", "every.py")
-#: The lines no wrapped form keeps: they stay unwrapped events after `wrap --from`.
-NO_FORM = frozenset({"kept = w[mask]", "rows = w[[0, 1]]"})
+#: The lines no call makes: after `wrap --from` their statements carry a site comment,
+#: and their crossings are rows of these names (kind "statement").
+NO_CALL = frozenset({"every.py:main:count(w[mask])", "every.py:main:upload(w[[0,1]])"})
 sys.path.insert(0, str(HERE.parent))
 
 
@@ -117,7 +119,7 @@ def regen(out: Path = WRAPPED) -> None:
         cwd = os.getcwd()
         os.chdir(root)
         try:
-            cli(["wrap", "-q", "--from", "run.json"])  # exit 1: the two lines no form keeps
+            cli(["wrap", "-q", "--from", "run.json"])
         finally:
             os.chdir(cwd)
         out.mkdir(exist_ok=True)
@@ -154,8 +156,10 @@ def main() -> int:
             print(f"{name:8}{direction:>10}  {t[0]:>12} {t[1]:>12}  {o[0]:>12} {o[1]:>12}")
             ok &= t == o
     left = sorted({u["text"] for u in wrapped["unwrapped"]})
-    print(f"unwrapped lines after wrap --from: {left} (expected {sorted(NO_FORM)})")
-    ok &= set(left) == NO_FORM and totals(plain) == totals(wrapped)
+    named = sorted(r["site"] for r in wrapped["rows"] if r.get("kind") == "statement")
+    print(f"unnamed lines after wrap --from: {left} (expected none)")
+    print(f"statements named by their site comment: {named} (expected {sorted(NO_CALL)})")
+    ok &= not left and set(named) == NO_CALL and totals(plain) == totals(wrapped)
     print(f"plain totals == wrapped totals: {totals(plain) == totals(wrapped)}")
     print("AGREE" if ok else "DISAGREE")
     if a.out:

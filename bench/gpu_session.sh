@@ -48,6 +48,12 @@ for prog in copies example; do
   timeout 300 python3 bench/gpu_truth.py --runner --program $prog --steps 20 --out "$out/gpu_truth_runner_$prog.json" 2>&1 \
     | tee "$out/gpu_truth_runner_$prog.txt" | tail -16
 done
+# Every crossing named: a Lightning fit and a Hugging Face generate(), unmodified, under xferaudit run (nameless
+# crossings 0, copies and bytes = the profiler's memcpys, a budget frozen from one run holding the next), and
+# a wrapped torch.save's copies against the profiler's DtoH memcpys
+for m in $modes; do
+  timeout 300 python3 bench/gpu_named.py --mode $m --out "$out/gpu_named_$m.json" 2>&1 | tee "$out/gpu_named_$m.txt" | tail -40
+done
 timeout 300 python3 bench/gpu_overhead.py --rounds 5 --out "$out/gpu_overhead.json" 2>&1 | tee "$out/gpu_overhead.txt" | tail -10
 timeout 150 python3 bench/gpu_overhead.py --small --rounds 7 --steps 50 --out "$out/gpu_overhead_small.json" 2>&1 | tee "$out/gpu_overhead_small.txt" | tail -10
 timeout 150 python3 bench/gpu_copies.py --steps 5 --out "$out/gpu_copies.json" 2>&1 | grep -v USDT | tee "$out/gpu_copies.txt" | tail -24

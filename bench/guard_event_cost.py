@@ -4,7 +4,9 @@ lite guard on the CPU.
 1. A loop of ``float(t)`` on a 0-dim tensor of the simulated device
    (xferaudit.testing): bare, and under ``guard("count")`` in each mode; the
    guard's cost per event is the difference. The same loop 30 frames deeper
-   shows what walking the stack adds. The simulated device runs each op in
+   shows what walking the stack adds, and the same loop inside a function of a
+   library (a folder named by ``$XFERAUDIT_LIBRARY_PATHS``) what placing (and
+   naming) a library's crossing costs. The simulated device runs each op in
    Python, so its bare call is slow (and its tensors' attributes cost more
    than a real device's).
 2. Per kind of call, what ``guard("count", mode="lite")`` adds to it, on
@@ -53,9 +55,30 @@ def deep(n: int, fn):
     return fn() if n == 0 else deep(n - 1, fn)
 
 
+def _library_reader():
+    """A function of a module under a folder named a library ($XFERAUDIT_LIBRARY_PATHS):
+    a read made there is placed by a walk (and, where xferaudit names library crossings,
+    counted under the library's function and the calling line)."""
+    import importlib
+    import os
+    import sys
+    import tempfile
+
+    from xferaudit.runtime.guard import LIBRARY_ENV, set_frames
+
+    lib = tempfile.mkdtemp(prefix="xferaudit_bench_lib_")
+    with open(os.path.join(lib, "bench_reader.py"), "w") as f:
+        f.write("def read(t, n):\n    for _ in range(n):\n        float(t)\n")
+    sys.path.insert(0, lib)
+    os.environ[LIBRARY_ENV] = lib
+    set_frames()
+    return importlib.import_module("bench_reader").read
+
+
 def section_simulated(repeats: int, loop: int) -> None:
     dev = simulated_device()
     t = torch.tensor(1.5, device=dev)
+    read = _library_reader()
 
     def run():
         for _ in range(loop):
@@ -67,6 +90,8 @@ def section_simulated(repeats: int, loop: int) -> None:
         "full": (lambda: xfer.guard("count", mode="full"), run),
         "bare, 30 deeper": (contextlib.nullcontext, lambda: deep(30, run)),
         "lite, 30 deeper": (lambda: xfer.guard("count", mode="lite"), lambda: deep(30, run)),
+        "bare, in a lib": (contextlib.nullcontext, lambda: read(t, loop)),
+        "lite, in a lib": (lambda: xfer.guard("count", mode="lite"), lambda: read(t, loop)),
     }
     times: dict = {k: [] for k in cases}
     for r in range(repeats):
@@ -84,7 +109,7 @@ def section_simulated(repeats: int, loop: int) -> None:
     median = {k: statistics.median(v) for k, v in times.items()}
     low = {k: min(v) for k, v in times.items()}
     for k in cases:
-        base = "bare, 30 deeper" if "deeper" in k else "bare"
+        base = "bare, 30 deeper" if "deeper" in k else "bare, in a lib" if "lib" in k else "bare"
         extra = "" if k.startswith("bare") else (
             f"   {median[k] - median[base]:>7.0f} {low[k] - low[base]:>7.0f}")
         print(f"   {k:<16} {median[k]:>9.0f} {low[k]:>9.0f}{extra}")

@@ -13,6 +13,9 @@ milliseconds, median and worst over the repeats:
   of that version (the findings);
 - ``fixes``: didChange -> the publish whose diagnostics carry their fixes
   (the codemod, run off the event loop after the findings are out);
+- ``change during fixes``: didChange sent the moment the previous change's
+  findings are out (its fixes being made) -> publishDiagnostics of the new
+  version: an edit must not wait for the previous edit's fixes;
 - ``codeAction`` and ``hover`` on a finding, once its fix is in ``data``;
 - ``change, server CPU``: the server process's own CPU time (user + system,
   from /proc) over the same span as ``change``, the mean of the repeats: what
@@ -75,8 +78,8 @@ def main() -> int:
     print(f"file: {text.count(chr(10))} lines; {os.cpu_count()} cores; load average {os.getloadavg()[0]:.2f}")
 
     c = Client(work)
-    rows: dict[str, list[float]] = {k: [] for k in ("open", "change", "fixes", "codeAction", "hover",
-                                                     "lint in-process")}
+    rows: dict[str, list[float]] = {k: [] for k in ("open", "change", "fixes", "change during fixes",
+                                                     "codeAction", "hover", "lint in-process")}
     cpu: list[float] = []
     from xferaudit.config import load_config
     from xferaudit.static.lint import lint_source
@@ -109,6 +112,16 @@ def main() -> int:
             p = c.wait_for("textDocument/publishDiagnostics",
                            lambda q: q["version"] == 2 and all("fix" in d["data"] for d in q["diagnostics"]))
             rows["fixes"].append(time.perf_counter() - t)
+            diag = p["diagnostics"][len(p["diagnostics"]) // 2]
+            # two edits in a row: the second sent as soon as the first's findings are out
+            for v, lr in ((3, r + 2), (4, r + 3)):
+                c.notify("textDocument/didChange", {"textDocument": {"uri": uri, "version": v}, "contentChanges": [
+                    {"text": text.replace("lr: float = 3e-4", f"lr: float = {lr}e-4", 1)}]})
+                t = time.perf_counter()
+                c.wait_for("textDocument/publishDiagnostics", lambda q, v=v: q["version"] == v)
+            rows["change during fixes"].append(time.perf_counter() - t)
+            p = c.wait_for("textDocument/publishDiagnostics",
+                           lambda q: q["version"] == 4 and all("fix" in d["data"] for d in q["diagnostics"]))
             diag = p["diagnostics"][len(p["diagnostics"]) // 2]
             t = time.perf_counter()
             c.request("textDocument/codeAction", {"textDocument": {"uri": uri}, "range": diag["range"],

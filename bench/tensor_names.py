@@ -38,7 +38,13 @@ data_ptr const_data_ptr dim_order element_size get_device nelement numel ndimens
 is_complex is_conj is_contiguous is_cpu is_cuda is_distributed is_floating_point is_inference is_ipu is_maia
 is_meta is_mkldnn is_mps is_mtia is_neg is_nested is_nonzero is_pinned is_quantized is_same_size is_set_to
 is_shared is_signed is_sparse is_sparse_csr is_vulkan is_xla is_xpu storage_offset stride allclose numpy
-dense_dim sparse_dim q_per_channel_axis q_scale q_zero_point qscheme hash_tensor H mH t""".split())
+dense_dim sparse_dim q_per_channel_axis q_scale q_zero_point qscheme hash_tensor H mH t
+median nanmedian quantile nanquantile nansum nanmean cov corrcoef positive negative sub mul div divide multiply
+subtract maximum minimum eq ne lt le gt ge greater less greater_equal less_equal not_equal floor ceil trunc frac
+fill_ zero_ random_ resize_ resize_as resize_as_ diag unfold pin_memory share_memory_ to_dense to_sparse""".split())
+#: (the last three lines: statistics, arithmetic, comparisons and rounding that pandas
+#: objects, meters and stats helpers have as methods, e.g. a smoothed-value
+#: buffer's ``median()``; and the memory hooks a custom batch type defines)
 
 
 def block(names: list[str]) -> str:

@@ -3,14 +3,18 @@
 The libraries are downloaded and unpacked outside any worktree, e.g.::
 
     mkdir -p /work/realcode/dl && cd /work/realcode/dl
-    pip download --no-deps transformers lightning timm diffusers accelerate openai-whisper
+    pip download --no-deps transformers lightning timm diffusers accelerate openai-whisper ultralytics
     # unpack each wheel into /work/realcode/<name>/, the whisper sdist into /work/realcode/whisper/
+    # detectron2 (not on PyPI): its repository's tree into /work/realcode/detectron2/
 
 Then, for each reading (``proven``, ``gpu-first``)::
 
     python bench/values_sample.py --root /work/realcode              # counts per code, per library
     python bench/values_sample.py --root /work/realcode --sample 60  # + a sample (fixed seed) as a table
     python bench/values_sample.py --root /work/realcode --judged bench/results/values_sample.md
+
+``--reading gpu-first`` samples one reading only; ``--evidence`` prints each
+sampled finding's evidence (``sites --explain``) under its row, for the judge.
 
 The counts are ``xferaudit check LIB --no-cache --statistics --exit-zero
 --implicit MODE`` per library. The sample is drawn from the implicit findings
@@ -41,7 +45,7 @@ sys.path.insert(0, str(HERE.parent))
 
 from xferaudit.config import path_matches  # noqa: E402
 
-LIBRARIES = ("transformers", "lightning", "timm", "diffusers", "accelerate", "whisper")
+LIBRARIES = ("transformers", "lightning", "timm", "diffusers", "accelerate", "whisper", "ultralytics", "detectron2")
 MODES = ("proven", "gpu-first")
 #: Test code (the test part of the default gpu-first-exclude): not sampled.
 TESTS = ("test", "tests", "testing", "test_*.py", "*_test.py", "conftest.py")
@@ -120,6 +124,9 @@ def main() -> int:
     ap.add_argument("--sample", type=int, default=0, metavar="N", help="draw N findings per reading to judge")
     ap.add_argument("--seed", type=int, default=22)
     ap.add_argument("--judged", metavar="FILE", help="print the precision of the judged table FILE")
+    ap.add_argument("--evidence", action="store_true", help="print each sampled finding's evidence under it")
+    ap.add_argument("--reading", choices=MODES, action="append",
+                    help="sample this reading only (repeatable; default: both)")
     a = ap.parse_args()
     root = os.path.abspath(a.root)
     libs = [lib for lib in LIBRARIES if os.path.isdir(os.path.join(root, lib))]
@@ -132,7 +139,7 @@ def main() -> int:
             c = statistics(root, lib, mode)
             print(f"| {lib} | {mode} | " + " | ".join(str(c.get(k, 0)) for k in codes) + f" | {sum(c.values())} |")
     if a.sample:
-        for mode in MODES:
+        for mode in a.reading or MODES:
             pool = {lib: findings(root, lib, mode) for lib in libs}
             picked = sample(pool, a.sample, a.seed)
             n = sum(len(v) for v in pool.values())
@@ -144,6 +151,8 @@ def main() -> int:
                 if len(src) > 110:
                     src = src[:107] + "..."
                 print(f"| {mode} | {r['path']}:{r['line']} | {r['rule']} | `{src}` | | |")
+                if a.evidence and r.get("evidence"):
+                    print(f"<!-- evidence: {r['evidence']} -->")
     if a.judged:
         for mode, verdicts in judged(a.judged).items():
             if verdicts:

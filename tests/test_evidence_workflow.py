@@ -1,10 +1,11 @@
 """The run-to-source loop end to end, on the simulated device: a program that
 crosses in every category, none of it wrapped, is recorded by `xferaudit run`; `wrap --from`
-wraps every wrappable line the run saw (the crossings on function parameters
-too, which plain `wrap` leaves alone); a second run sees no unwrapped event on
-those lines and the same totals; `check --evidence` on the original reports
-those lines and nothing else; edits above keep the evidence, an edited line is
-stale."""
+wraps every line the run saw (the crossings on function parameters too, which
+plain `wrap` leaves alone; a mask read and a list-index upload, which no call
+makes, by naming their statements); a second run sees no unnamed crossing and
+the same totals; `check --evidence` on the original reports those lines and
+nothing else, and nothing after the apply; edits above keep the evidence, an
+edited line is stale."""
 
 from __future__ import annotations
 
@@ -43,7 +44,8 @@ EXPECTED = {
     ("every.py", "n = loss.item()"): ("aten._local_scalar_dense", "down", 2, 2, 8),
     ("every.py", "buf.copy_(w)"): ("aten.copy_", "down", 1, 1, 48),
 }
-NO_FORM = {("every.py", "kept = w[mask]"), ("every.py", "rows = w[[0, 1]]")}
+#: The lines no call makes: `wrap` names their statements with a site comment.
+NO_CALL = {("every.py", "kept = w[mask]"): "count(w[mask])", ("every.py", "rows = w[[0, 1]]"): "upload(w[[0,1]])"}
 
 
 @pytest.fixture
@@ -110,36 +112,39 @@ def test_run_apply_run_again_check(proj, capsys):
     plain.mkdir()
     for p in original:
         shutil.copy(proj / p, plain / p)
-    assert main(["wrap", "-q", str(plain)]) == 1  # (the two lines no form keeps)
+    assert main(["wrap", "-q", str(plain)]) == 0
     capsys.readouterr()
     assert (plain / "metrics.py").read_text() == METRICS
-    assert "xfer.cpu(w, site=" in (plain / "every.py").read_text()
+    assert "_xfer.cpu(w, site=" in (plain / "every.py").read_text()
 
-    # wrap --from: every wrappable line, the two without a form left and said why
-    assert main(["wrap", "--from", "run.json"]) == 1
+    # wrap --from: every line, the two no call makes by naming their statements
+    assert main(["wrap", "--from", "run.json"]) == 0
     err = capsys.readouterr().err
-    assert "11 lines the run saw crossing: 9 wrapped, 2 left as they are" in err
-    assert err.count("left as it is") == 2
+    assert "11 lines the run saw crossing: 11 wrapped" in err
+    assert "left as it is" not in err
     metrics = (proj / "metrics.py").read_text()
-    for form in ("xfer.read(loss, site=", "xfer.bool(loss > 100, site=", "xfer.reads(math.isnan, loss, site=",
-                 "return xfer.float(loss, site="):
+    for form in ("_xfer.read(loss, site=", "_xfer.bool(loss > 100, site=", "_xfer.reads(math.isnan, loss, site=",
+                 "return _xfer.float(loss, site="):
         assert form in metrics
     every = (proj / "every.py").read_text()
-    for form in ("xfer.to(torch.ones(4, 3), dev, site=", "xfer.tensor([0, 2], device=dev, site=",
-                 "xfer.cpu(w, site=", "xfer.item(loss, site=", "xfer.copy_(buf, w, site="):
+    for form in ("_xfer.to(torch.ones(4, 3), dev, site=", "_xfer.tensor([0, 2], device=dev, site=",
+                 "_xfer.cpu(w, site=", "_xfer.item(loss, site=", "_xfer.copy_(buf, w, site="):
         assert form in every
-    assert "kept = w[mask]" in every and "rows = w[[0, 1]]" in every
+    for (_, text), label in NO_CALL.items():
+        assert f'{text}  # xferaudit: site=":main:{label}"' in every
 
-    # a second run: the same totals, unwrapped events only on the lines with no form
+    # a second run: the same totals, no unnamed crossing; the two statements are rows of their names
     second = record(proj, "run2.json")
-    assert {(u["path"], u["text"]) for u in second["unwrapped"]} == NO_FORM
+    assert second["unwrapped"] == []
     assert _totals(second) == _totals(first)
+    rows = {r["site"]: (r["kind"], r["crossings"], r["bytes"]) for r in second["rows"]}
+    for key, label in NO_CALL.items():
+        assert rows[f"every.py:main:{label}"] == ("statement",) + EXPECTED[key][2:5:2]
 
-    # check --evidence after the apply: only the lines no wrapper can count
-    assert main(["check", "--no-cache", "--evidence", "run.json", "."]) == 1
+    # check --evidence after the apply: clean
+    assert main(["check", "--no-cache", "--evidence", "run.json", "."]) == 0
     out = capsys.readouterr().out
-    assert sorted(code for _, _, code in _findings(out)) == ["XFA405", "XFA406"]
-    assert "XFA502" not in out
+    assert "XFA502" not in out and "XFA4" not in out
 
     # back to the original; edits above keep the evidence matched
     for p, text in original.items():

@@ -115,3 +115,28 @@ def test_the_plugin_imports_no_libcst_or_torch(proj):
     r = subprocess.run([sys.executable, "-c", code], cwd=proj, capture_output=True, text=True,
                        env={**os.environ, "PYTHONPATH": str(ROOT)})
     assert r.stdout.split() == ["4", "[]"], r.stderr
+
+
+EVIDENCE_SRC = "def log(loss):\n    if loss > 10:\n        print(loss)\n    return float(loss)\n"
+
+
+def write_evidence_project(root: Path) -> None:
+    """A project whose config names a run file that saw lines the code alone shows no device on."""
+    import json
+
+    (root / "pyproject.toml").write_text('[tool.xferaudit]\nevidence = ["run.json"]\n')
+    (root / "log.py").write_text(EVIDENCE_SRC)
+    seen = [(2, "if loss > 10:", "aten._local_scalar_dense"), (4, "return float(loss)", "aten._local_scalar_dense")]
+    entries = [{"path": "log.py", "line": n, "function": "log", "text": t, "op": op, "direction": "down",
+                "count": 1, "copies": 1, "bytes": 4} for n, t, op in seen]
+    (root / "run.json").write_text(json.dumps({"format": "xferaudit.report", "version": 1, "rows": [],
+                                               "launches": [], "meta": {"kind": "run", "root": str(root)},
+                                               "unwrapped": entries}))
+
+
+def test_flake8_reads_the_configs_run_evidence_as_check_does(tmp_path):
+    write_evidence_project(tmp_path)
+    f8 = run(tmp_path, "flake8", "--select", "XFA", "log.py")
+    xa = run(tmp_path, "xferaudit", "check", "--no-cache", "log.py")
+    got = findings(f8.stdout)
+    assert got == findings(xa.stdout) and {(g[1], g[3]) for g in got} == {(2, "XFA402"), (4, "XFA401")}

@@ -180,7 +180,7 @@ def test_wrap_keeps_a_foreign_owner_group_and_mode(proj, capsys):
     rc, _, err = run(capsys, "wrap", "a.py")
     assert rc == 0, err
     st = os.stat(f)
-    assert "xfer.item(" in f.read_text()
+    assert "_xfer.item(" in f.read_text()
     assert (st.st_uid, st.st_gid, st.st_mode & 0o7777) == (1234, 2345, 0o640)
 
 
@@ -484,9 +484,9 @@ def test_wrap_over_an_odd_tree_leaves_content_owners_and_links_as_expected(proj,
     assert rc == 2, err  # the hard-linked file is refused, said once
     assert err.count("skipped: hard link") == 1 and "changed on disk" not in err
     assert "3 files checked" in err  # pkg/a.py, b/x.py and the twins once
-    assert 'site=":step:' in a.read_text() and a.read_text().count("xfer.item(") == 1
+    assert 'site=":step:' in a.read_text() and a.read_text().count("_xfer.item(") == 1
     assert 'site=":step:' in x.read_text() and "a/link" not in x.read_text()
-    assert x.read_text().count("import xferaudit.runtime as xfer") == 1
+    assert x.read_text().count("import xferaudit.runtime as _xfer") == 1
     st = os.stat(a)
     assert st.st_mode & 0o777 == 0o640
     if os.geteuid() == 0:
@@ -511,3 +511,54 @@ def test_a_default_cache_folder_linked_out_of_the_project_is_refused(proj, capsy
     rc, _, err = run(capsys, "check", "a.py")
     assert rc == 2 and "outside the project" in err
     assert os.listdir(elsewhere) == []
+
+
+def test_report_top_limits_the_unwrapped_lines_too(proj, capsys):
+    unwrapped = [{"path": "a.py", "line": n, "op": "aten._local_scalar_dense", "direction": "down",
+                  "count": 10 - n, "bytes": 4 * (10 - n)} for n in range(1, 6)]
+    f = report_file(proj / "r.json", unwrapped=unwrapped)
+    rc, out, _ = run(capsys, "report", f, "--top", "2")
+    shown = [ln for ln in out.splitlines() if "aten._local_scalar_dense" in ln]
+    assert rc == 0 and [ln.split()[-1] for ln in shown] == ["a.py:1", "a.py:2"]
+    assert "(3 more unwrapped lines not shown)" in out
+    rc, out, _ = run(capsys, "report", f, "--top", "2", "--format", "json")
+    d = json.loads(out)
+    assert [u["line"] for u in d["unwrapped"]] == [1, 2] and d["unwrapped_hidden"] == 3
+
+
+@pytest.mark.parametrize("where", ["pyproject.toml", "--config"])
+def test_a_config_select_that_matches_no_code_is_an_error(proj, capsys, where):
+    write(proj, "a.py")
+    text = '[tool.xferaudit]\nselect = ["XFA9"]\n'
+    argv = ["check", "--no-cache", "a.py"]
+    if where == "--config":
+        (proj / "other.toml").write_text(text)
+        argv[1:1] = ["--config", "other.toml"]
+    else:
+        (proj / "pyproject.toml").write_text(text)
+    rc, out, err = run(capsys, *argv)
+    assert rc == 2 and "'XFA9' matches no xferaudit code" in err and "All checks passed" not in out
+
+
+def test_the_cache_dir_error_names_the_folder_and_the_project_root_apart(proj, capsys):
+    (proj / "pyproject.toml").write_text('[tool.xferaudit]\ncache-dir = "../c"\n')
+    write(proj, "a.py")
+    rc, _, err = run(capsys, "check", "a.py")
+    assert rc == 2
+    assert f"is {proj.parent / 'c'}, outside the project ({proj})" in err
+
+
+def test_wrap_takes_no_cache_as_check_and_sites_do(proj, capsys):
+    write(proj, "a.py")
+    rc, _, err = run(capsys, "wrap", "--no-cache", "--diff", "a.py")
+    assert rc == 1 and "unrecognized" not in err
+
+
+def test_a_direction_cell_without_its_counts_reads_as_zero_everywhere(proj, capsys):
+    row = {"site": "", "kind": "", "direction": "up", "calls": 0, "crossings": 0, "bytes": 0,
+           "by_direction": {"up": {}}}  # (a fuzzer's find: every reader raised KeyError)
+    f = report_file(proj / "r.json", rows=[row])
+    g = report_file(proj / "g.json")
+    for argv in (["report", f], ["report", f, "--format", "json"], ["diff", g, f], ["merge", f, g]):
+        rc, _, err = run(capsys, *argv)
+        assert rc == 0 and "Traceback" not in err, (argv, err)

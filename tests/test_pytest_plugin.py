@@ -187,6 +187,63 @@ def test_budget_marker_passes_and_fails(pytester):
     assert "FAILED test_inner_budget.py::test_own_failure_wins - AssertionError" in out
 
 
+PROG = textwrap.dedent(
+    """\
+    import torch
+    from xferaudit.testing import simulated_device
+
+    DEV = simulated_device()
+
+    def train(steps, extra=0):
+        w = torch.nn.Parameter(torch.ones(4).to(DEV))
+        opt = torch.optim.SGD([w], lr=0.1)
+        for _ in range(steps):
+            (w * 2).sum().backward()
+            opt.step()
+            kept = w[w > 0]  # xferaudit: site="prog.py:train:mask"
+            for _ in range(1 + extra):
+                float(kept.sum())
+    """
+)
+
+
+def test_a_budget_frozen_from_a_run_checks_a_test_per_optimizer_step(pytester):
+    lines = PROG.splitlines()
+    up = next(i for i, ln in enumerate(lines, 1) if ".to(DEV)" in ln)
+    read = next(i for i, ln in enumerate(lines, 1) if "float(kept.sum())" in ln)
+    # as `xferaudit budget --from` writes it from a run of train(3): the named statement,
+    # the user's lines that crossed with nothing naming them (path:line), per optimizer step
+    pytester.makefile(".toml", budget=f'[tool.xferaudit.budget]\n"prog.py:train:mask" = 1\n'
+                                      f'"prog.py:{read}" = 1\n"prog.py:{up}" = "1/3"\n')
+    pytester.makepyfile(prog=PROG)
+    pytester.makepyfile(
+        test_inner_run_budget=textwrap.dedent(
+            """
+            import pytest
+            import prog
+
+            @pytest.mark.xfer_budget("budget.toml", steps="optimizer")
+            def test_three_steps():
+                prog.train(3)
+
+            @pytest.mark.xfer_budget("budget.toml", steps="optimizer")
+            def test_one_more_read_per_step():
+                prog.train(3, extra=1)
+
+            @pytest.mark.xfer_budget("budget.toml", steps="optimizer")
+            def test_no_step():
+                pass
+            """
+        )
+    )
+    r = run(pytester, "--strict-markers")
+    r.assert_outcomes(passed=1, failed=2)
+    out = r.stdout.str()
+    assert f"over budget: prog.py:{read}: 2 crossings per step, budget 1" in out
+    assert "prog.py:train:mask" not in out  # (the named statement kept its budget: 1 per step)
+    assert "expect(steps='optimizer'): no optimizer step ran in the block" in out
+
+
 def test_fixture_yields_the_recorder_counting_and_reset(pytester):
     pytester.makepyfile(
         test_inner_fixture=STEP

@@ -10,7 +10,9 @@ below, passing their own error class (``ReportError``, ``BudgetError``,
 
 Limits: a count is a whole number from 0 to :data:`MAX_COUNT` (2**63 - 1, what
 a 64-bit counter holds); JSON nests at most :data:`MAX_DEPTH` deep; ``NaN``
-and ``Infinity`` are not numbers here.
+and ``Infinity`` are not numbers here; an object giving a key twice is refused
+(readers differ on which one wins). The file itself is opened by
+:mod:`xferaudit._readfile` (regular files only, of bounded size).
 """
 
 from __future__ import annotations
@@ -30,13 +32,38 @@ def reject_constant(name: str) -> Any:
     raise ValueError(f"{name} is not a number")
 
 
+class DuplicateKey(ValueError):
+    """An object of a JSON document gives a key twice (JSON readers differ on
+    which one wins: the tool reads no such file)."""
+
+
+def unique_pairs(pairs: list) -> dict:
+    """``object_pairs_hook``: the object, or :class:`DuplicateKey`."""
+    d = dict(pairs)
+    if len(d) != len(pairs):
+        seen: set = set()
+        for k, _ in pairs:
+            if k in seen:
+                raise DuplicateKey(f"key {k!r} is there twice")
+            seen.add(k)
+    return d
+
+
+#: The decoder of every JSON file the tool reads back: NaN and Infinity are not
+#: numbers, a key given twice in any object is refused.
+DECODER = json.JSONDecoder(parse_constant=reject_constant, object_pairs_hook=unique_pairs)
+
+
 def parse_json(text: str, where: str, error: Err) -> Any:
     """``json.loads`` whose every failure is `error` naming `where` (nesting too
-    deep, an integer of too many digits, NaN/Infinity, a syntax error)."""
+    deep, an integer of too many digits, NaN/Infinity, a key given twice, a
+    syntax error)."""
     try:
-        data = json.loads(text, parse_constant=reject_constant)
+        data = DECODER.decode(text)
     except json.JSONDecodeError as e:
         raise error(f"{where}: not JSON: {e.msg} at line {e.lineno}") from None
+    except DuplicateKey as e:
+        raise error(f"{where}: {e}") from None
     except RecursionError:
         raise error(f"{where}: not a usable file: JSON nested too deeply") from None
     except ValueError as e:  # an integer of more digits than Python converts, NaN, Infinity

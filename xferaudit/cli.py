@@ -61,6 +61,7 @@ def _option_named_file(argv: Sequence[str]) -> Optional[str]:
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
+    whole_process = argv is None  # (the `xferaudit` program itself: the process ends with the command)
     argv = list(sys.argv[1:] if argv is None else argv)
     named = _option_named_file(argv)
     if named is not None:
@@ -80,6 +81,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     if cmd is None:
         parser.print_help()
         return EXIT_ERROR
+    args._whole_process = whole_process  # (read by `run`: see xferaudit.commands.run)
     try:
         return int(cmd.run(args) or 0)
     except UserError as e:

@@ -13,6 +13,7 @@ Keys follow ruff's names where ruff has one::
     implicit = "gpu-first"         # how implicit transfers are read: "proven" or "gpu-first"
     gpu-first-exclude = ["tests"]  # paths read "proven" under gpu-first (replaces the default)
     evidence = ["xferaudit-run.json"]  # run files `check` reads as evidence (relative to the root)
+    run-budget = "budget.toml"     # `xferaudit run` checks every run against it (true: the table below)
     docs-url = "https://..."       # where this documentation site is served: findings link to its rule pages
 
     [[tool.xferaudit.rule]]        # rows of your own stack, same schema as a pack
@@ -47,7 +48,7 @@ DEFAULT_EXCLUDE = (
 )
 KNOWN_KEYS = {
     "packs", "select", "ignore", "exclude", "extend-exclude", "per-file-ignores",
-    "rule", "budget", "cache-dir", "implicit", "gpu-first-exclude", "evidence", "docs-url",
+    "rule", "budget", "cache-dir", "implicit", "gpu-first-exclude", "evidence", "docs-url", "run-budget",
 }
 
 
@@ -104,6 +105,8 @@ class Config:
     gpu_first_exclude: tuple[str, ...] = DEFAULT_GPU_FIRST_EXCLUDE
     evidence: tuple[str, ...] = ()  # run files read as evidence by `check` (paths, relative to the root)
     docs_url: Optional[str] = None  # the documentation site's address; None: the installed package's, if any
+    #: The budget `xferaudit run` checks: a file (absolute), True for [tool.xferaudit.budget], None for none.
+    run_budget: Any = None
     _globs: Optional[_Globs] = field(default=None, repr=False, compare=False)
 
     def table(self) -> RuleTable:
@@ -199,7 +202,11 @@ def _strings(value: Any, key: str, where: str) -> tuple[str, ...]:
 
 
 def check_codes(codes: Iterable[str], key: str, where: str) -> tuple[str, ...]:
-    """Codes or code prefixes (`XFA2`, `XFA202`, `ALL`), upper-cased; anything else is an error."""
+    """Codes or code prefixes (`XFA2`, `XFA202`, `ALL`), upper-cased, each
+    matching a code xferaudit reports (``select = ["XFA9"]`` would select
+    nothing, and every check would pass); anything else is an error."""
+    from .static.codes import CODES
+
     out = []
     for c in codes:
         c = c.strip().upper()
@@ -208,6 +215,9 @@ def check_codes(codes: Iterable[str], key: str, where: str) -> tuple[str, ...]:
                 f"{where}: {key}: {c!r} is not an xferaudit code or prefix "
                 "(codes are XFA + 3 digits, e.g. XFA202; prefixes like XFA2 select a group)"
             )
+        if c != "ALL" and not any(code.startswith(c) for code in CODES):
+            raise ConfigError(f"{where}: {key}: {c!r} matches no xferaudit code (codes: {', '.join(CODES)}; "
+                              "a prefix such as XFA2 selects a group)")
         out.append(c)
     return tuple(out)
 
@@ -230,7 +240,7 @@ def _cache_dir(value: Any, root: Path, where: str) -> Path:
     real = outside(path, root)
     if real is not None:
         raise ConfigError(
-            f"{where}: [tool.xferaudit] cache-dir {value!r} lies outside the project ({real}); "
+            f"{where}: [tool.xferaudit] cache-dir {value!r} is {real}, outside the project ({root}); "
             "a folder outside it can only be given on the command line, with --cache-dir"
         )
     return path
@@ -244,6 +254,19 @@ def _docs_url(value: Any, where: str) -> str:
         raise ConfigError(f"{where}: [tool.xferaudit] docs-url must be an http(s) or file:// address, "
                           f"e.g. \"https://example.org/xferaudit/\" (got {value!r})")
     return value
+
+
+def _run_budget(value: Any, root: Path, where: str) -> Any:
+    """The run-budget setting: a budget file (relative to the root), true for the
+    [tool.xferaudit.budget] table, false for none."""
+    if value is True:
+        return True
+    if value is False:
+        return None
+    if not isinstance(value, str) or not value or "\0" in value:
+        raise ConfigError(f"{where}: [tool.xferaudit] run-budget must be a budget file (a path, relative to "
+                          f"the project root) or true for [tool.xferaudit.budget], not {value!r}")
+    return str(root / os.path.expanduser(value))
 
 
 def load_config(start: Optional[Path] = None, path: Optional[Path] = None) -> Config:
@@ -262,12 +285,9 @@ def load_config(start: Optional[Path] = None, path: Optional[Path] = None) -> Co
     where = str(path)
     from ._validate import parse_toml
 
-    try:
-        text = path.read_text(encoding="utf-8")
-    except UnicodeDecodeError as e:
-        raise ConfigError(f"{where}: cannot parse: {e}") from None
-    except OSError as e:
-        raise ConfigError(f"{where}: cannot read: {e.strerror or e}") from None
+    from ._readfile import read_text
+
+    text = read_text(path, where, ConfigError)
     data = parse_toml(text, where, ConfigError)
     if path.name != "pyproject.toml" and "tool" not in data:
         raw = data  # a file of its own (`--config xferaudit.toml`): its top level is the table
@@ -308,6 +328,8 @@ def load_config(start: Optional[Path] = None, path: Optional[Path] = None) -> Co
     cfg.evidence = tuple(str(root / p) for p in _strings(raw.get("evidence", []), "evidence", where))
     if "docs-url" in raw:
         cfg.docs_url = _docs_url(raw["docs-url"], where)
+    if "run-budget" in raw:
+        cfg.run_budget = _run_budget(raw["run-budget"], root, where)
     rows = raw.get("rule", [])
     if not isinstance(rows, list) or not all(isinstance(r, dict) for r in rows):
         raise ConfigError(f"{where}: [[tool.xferaudit.rule]] must be an array of tables")

@@ -57,7 +57,15 @@ class XferauditChecker:
         if error is not None:
             yield 1, 0, f"XFA001 cannot read the xferaudit config: {error}", type(self)
             return
-        for d in lint_source("".join(self.lines), self._name(), cfg, rules).diags:
+        from .static.evidence import EvidenceError
+        from .static.lint import config_evidence
+
+        try:  # the config's run files, as `check` reads them
+            evidence = config_evidence(cfg)
+        except EvidenceError as e:
+            evidence = None
+            yield 1, 0, f"XFA001 cannot read the run evidence: {e}", type(self)
+        for d in lint_source("".join(self.lines), self._name(), cfg, rules, evidence=evidence).diags:
             if d.suppressed is None:
                 yield d.line, max(0, d.column - 1), f"{d.code} {d.message}", type(self)
 

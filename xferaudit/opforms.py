@@ -16,6 +16,13 @@ This table links the two, once, for everything that needs both:
   (:func:`advice`), through the wrap grammar (:mod:`xferaudit.wrapform`) and
   the rule table's rows, so the suggestion is what ``wrap`` writes.
 
+An op with no call of its own to wrap (a mask read, ``nonzero``, ``unique``,
+an upload by a list index, an op given host and device tensors, the
+constants a compiled call uploads) is named by the wrap grammar's statement
+form, a site comment on its statement (``kept = boxes[keep]  # xferaudit:
+site="..."``): its category is ``statement``, and it names every crossing of
+any op on that statement outside a wrapper (:func:`site_categories`).
+
 Categories of a site (:func:`site_category`): ``explicit`` (a row's call:
 ``x.cpu()``, ``x.to(dev)``, ``torch.tensor(d, device=dev)``), ``graph`` (a
 graph made or launched), and the implicit ones of the value layer
@@ -29,16 +36,20 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Optional
 
-from .wrapform import INNER, RECEIVER, VALUE, form, form_of, suggestion
+from .wrapform import INNER, RECEIVER, VALUE, form, form_of, statement_comment, suggestion
 
 __all__ = [
-    "COUNT_OPS", "OpCategory", "SITE_CATEGORIES", "advice", "category", "is_crossing", "no_form_reason",
-    "site_categories", "site_category", "wrapped_forms",
+    "COUNT_OPS", "NO_CALL_FORM", "OpCategory", "SITE_CATEGORIES", "STATEMENT", "advice", "category", "is_crossing",
+    "no_form_reason", "site_categories", "site_category", "wrapped_forms",
 ]
 
+#: The category of a statement named by its site comment (the wrap grammar's statement form).
+STATEMENT = "statement"
 #: Every category a static site can have.
 SITE_CATEGORIES = frozenset({"explicit", "graph", "conversion", "truth", "format", "math", "count",
-                             "upload", "download", "save"})
+                             "upload", "download", "save", STATEMENT})
+#: The implicit categories that have no call to wrap: ``wrap`` names their statement instead.
+NO_CALL_FORM = frozenset({"count", "upload", "download"})
 
 #: aten ops (overload packets) that read a size back before they return: the
 #: guard classifies them as crossings, this table as count read-backs.
@@ -80,8 +91,8 @@ _SCALAR_FORMS = (
 SCALAR = OpCategory("scalar read", frozenset({"explicit", "conversion", "truth", "math", "format"}), _SCALAR_FORMS)
 SYNC_INSIDE = OpCategory(
     "read inside the op", frozenset(), (),
-    "the op reads the device back itself and returns a Python value (torch.equal, torch.allclose): no wrapper "
-    "can count it; compare on the device (torch.eq(a, b).all()) and read the result once")
+    "the op reads the device back itself and returns a Python value (torch.equal, torch.allclose); to avoid "
+    "it, compare on the device (torch.eq(a, b).all()) and read the result once")
 COPY = OpCategory("copy", frozenset({"explicit", "save", "math", "upload", "download"}), (
     Form("x.cpu()", "torch.cpu", "x", None, "down"),
     Form('x.to("cpu")', "torch.to", "x", '"cpu"', "down"),
@@ -96,17 +107,23 @@ LIFT = OpCategory("new data put on the device", frozenset({"explicit", "upload"}
     Form("torch.tensor(data, device=dev)", "torch.tensor", None, "data, device=dev"),
 ))
 COUNT = OpCategory(
-    "count read-back", frozenset({"count"}), (),
-    "a data-dependent size is read back inside the op itself, so no wrapped form keeps it as written: keep "
-    "shapes static (torch.where(mask, x, 0))")
+    "count read-back", frozenset({"count"}), (
+        Form("x.nonzero()", STATEMENT),
+        Form("torch.unique(x)", STATEMENT),
+    ),
+    "a data-dependent size is read back inside the op itself; to avoid the sync, keep shapes static "
+    "(torch.where(mask, x, 0))")
 INDEX = OpCategory(
-    "indexing", frozenset({"count", "upload", "download"}), (),
+    "indexing", frozenset({"count", "upload", "download"}), (
+        Form("x[x > 0]", STATEMENT, direction="down"),
+        Form("x[[0, 1]]", STATEMENT, direction="up"),
+    ),
     "the crossing happens inside the indexing itself (a device mask read back, or a host index or value "
-    "copied): no wrapped form keeps it as written; make the index on the device once, outside the loop")
+    "copied); to avoid it, make the index on the device once, outside the loop")
 MIXED = OpCategory(
     "host and device tensors in one op", frozenset({"upload", "download"}), (),
-    "an op given host and device tensors copies inside itself: no wrapped form keeps it as written; put "
-    "the host tensor on the device once, outside the loop")
+    "an op given host and device tensors copies inside itself; to avoid it, put the host tensor on the "
+    "device once, outside the loop")
 FORMAT = OpCategory("formatting", frozenset({"format"}), (Form("print(x)", "implicit:read", "x"),))
 LAUNCH = OpCategory(
     "graph launch", frozenset({"graph"}), (Form("torch.compile(fn)", "torch.compile", "torch.compile(fn)"),),
@@ -155,15 +172,21 @@ def is_crossing(op: str) -> bool:
     return category(op).crossing
 
 
+_NAMED = frozenset({STATEMENT})
+
+
 def site_categories(op: str, direction: str = "") -> frozenset:
-    """The site categories that can make a crossing of `op` in `direction`."""
+    """The site categories that can make a crossing of `op` in `direction`
+    (a statement named by its site comment names every crossing on it)."""
     cat = category(op)
+    if not cat.crossing:
+        return cat.sites
     if cat is MIXED or cat is INDEX:
         if direction == "up":
-            return cat.sites - {"download", "count"}
+            return (cat.sites - {"download", "count"}) | _NAMED
         if direction == "down":
-            return cat.sites - {"upload"}
-    return cat.sites
+            return (cat.sites - {"upload"}) | _NAMED
+    return cat.sites | _NAMED
 
 
 def site_category(implicit: bool, op: str, kind: str) -> str:
@@ -188,6 +211,8 @@ def _default_rules() -> Any:
 
 def _spell(f: Form, rules: Any) -> Optional[str]:
     """`f`'s wrapped form as ``wrap`` writes it (through the grammar and the row)."""
+    if f.ref == STATEMENT:
+        return f.construct + statement_comment("...")
     if f.ref.startswith("implicit:"):
         w = f.ref.split(":", 1)[1]
         shape = form("implicit", w)
@@ -224,8 +249,14 @@ def advice(op: str, direction: str = "", rules: Any = None) -> str:
         forms = wrapped_forms(op, direction, rules)
     except Exception:  # pragma: no cover - a broken rule table must not hide the guard's message
         forms = []
-    if forms:
-        shown = ", ".join(f"`{text}` for `{construct}`" for construct, text in forms)
+    calls = [(c, t) for c, t in forms if not t.startswith(c + statement_comment(""))]
+    if calls:
+        shown = ", ".join(f"`{text}` for `{construct}`" for construct, text in calls)
         return (f"Wrap it in a named site if it is meant (`xferaudit wrap` writes {shown}), "
                 "or move it out of the guarded step.")
+    cat = category(op)
+    if cat.crossing and cat is not UNKNOWN and cat is not LAUNCH:
+        shown = ", ".join(f"`{text}`" for _, text in forms) or f"`<statement>{statement_comment('...')}`"
+        return (f"Name its statement if it is meant (`xferaudit wrap` writes {shown}; `xferaudit wrap --from "
+                f"RUN.json` for any line a run saw), or move it out of the guarded step: {no_form_reason(op)}.")
     return f"Move it out of the guarded step: {no_form_reason(op)}."

@@ -17,7 +17,11 @@ it does nothing.
 * ``@pytest.mark.xfer_budget(budget=None, steps=None, warmup=0, unwrapped=0)``:
   fails the test when its body breaks the budget (a dict, a TOML/JSON path, or
   None for ``[tool.xferaudit.budget]``), as ``xfer.expect`` checks it. Steps
-  are marked with ``xfer_recorder.step()``; without, ``steps=`` says how many.
+  are marked with ``xfer_recorder.step()``; without, ``steps=`` says how many,
+  or ``steps="optimizer"`` counts the ``optimizer.step()`` calls the body made,
+  as ``xferaudit run`` does: a budget frozen from a run (``xferaudit budget
+  --from RUN.json``: wrapped sites, library functions, named statements, the
+  user's lines) fails a test that runs a step the way it fails the run.
 * ``@pytest.mark.xfer_guard("raise", up=..., down=..., d2d=...)``: the test
   body runs under that guard.
 * fixture ``xfer_recorder``: the recorder (``xferaudit.runtime.recorder``)
@@ -56,7 +60,8 @@ def pytest_configure(config: Any) -> None:
         "markers",
         "xfer_budget(budget=None, *, steps=None, warmup=0, unwrapped=0): fail the test if its "
         "host<->device transfers break the budget (dict, TOML/JSON path, or None for "
-        "[tool.xferaudit.budget]); see xferaudit.runtime.expect",
+        "[tool.xferaudit.budget]); steps=\"optimizer\" counts optimizer.step() calls as "
+        "`xferaudit run` does; see xferaudit.runtime.expect",
     )
     config.addinivalue_line(
         "markers",
@@ -265,19 +270,21 @@ class XferRecorder:
         return snapshot()
 
     def crossings(self, site: Optional[str] = None) -> int:
-        """Crossings of one site, or of all wrapped sites."""
-        S = self._recorder.STATE
-        with S.lock:
-            if site is not None:
-                t = S.sites.get(site)
-                return t.crossings if t is not None else 0
-            return sum(t.crossings for t in S.sites.values())
+        """Crossings of one named site (a wrapped one, a library function's, a
+        statement's site comment), or of all of them."""
+        from .runtime.budget import _snapshot
+
+        sites = _snapshot()[0]
+        if site is not None:
+            return sites[site][0] if site in sites else 0
+        return sum(v[0] for v in sites.values())
 
     def unwrapped(self) -> list:
-        """[(path, line, op, direction, count)] the guard recorded."""
+        """[(path, line, op, direction, count)] the guard recorded that nothing names."""
         S = self._recorder.STATE
         with S.lock:
-            return sorted((t.path, t.line, t.op, t.direction, t.count) for t in S.unwrapped.values())
+            return sorted((t.path, t.line, t.op, t.direction, t.count) for t in S.unwrapped.values()
+                          if t.site is None)
 
     def step(self) -> None:
         """End of one step, for ``@pytest.mark.xfer_budget(..., warmup=K)``."""

@@ -38,10 +38,11 @@ IMPLICIT_READINGS = ("proven", "gpu-first")
 DEFAULT_IMPLICIT = "gpu-first"
 #: Paths read "proven" even under "gpu-first": tests run on the CPU, and so does
 #: data processing (processors, feature extractors, tokenizers prepare inputs on
-#: the host). Patterns as ``exclude`` takes them (a name without a slash matches
+#: the host; a package's `data` folder loads and samples them in worker
+#: processes). Patterns as ``exclude`` takes them (a name without a slash matches
 #: any path component).
 DEFAULT_GPU_FIRST_EXCLUDE = ("test", "tests", "testing", "test_*.py", "*_test.py", "conftest.py",
-                             "*processing*.py", "*processor*.py", "feature_extraction*.py", "tokenization*.py")
+                             "*processing*.py", "*processor*.py", "feature_extraction*.py", "tokenization*.py", "data")
 
 
 class RuleError(ValueError):

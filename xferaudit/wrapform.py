@@ -22,6 +22,19 @@ Each row of :data:`FORMS` is one shape::
     implicit  save      torch.save(obj, f)  xfer.save(torch.save, obj, f, site="...")      callee
     implicit  reads     np.sin(t)           xfer.reads(np.sin, t, site="...")              callee
 
+The *statement* form is no call at all: a crossing made by an op that has no
+call of its own to wrap (a mask read ``boxes[keep]``, ``t.nonzero()``,
+``torch.unique(t)``, an upload by a list index ``t[[0, 5]]``, the constants a
+compiled call uploads the first time it runs) is named by a comment on its
+statement, which the guard reads the first time it sees that statement cross::
+
+    kept = boxes[keep]                kept = boxes[keep]  # xferaudit: site=":nms:boxes[keep]"
+
+:func:`statement_comment` writes it (two spaces and the comment, at the end of
+the statement's last line), :func:`statement_sites` reads it (the tokenizer's
+comments, so a ``#`` inside a string is none) and :func:`strip_statement_comment`
+takes it off a line again. A comment changes nothing Python runs.
+
 The *implicit* style is no row's: it wraps a crossing that has no transfer
 call of its own (``float(t)``, ``if t:``, ``print(t)``, ``torch.save``). Its
 wrappers are fixed (:data:`IMPLICIT`: name -> the category of site it counts
@@ -50,6 +63,10 @@ pre-commit hook may import it).
 
 from __future__ import annotations
 
+import ast
+import io
+import re
+import tokenize
 from dataclasses import dataclass
 from typing import Mapping, Optional, Protocol, Sequence
 
@@ -71,9 +88,11 @@ class Table(Protocol):
     wrappers: Mapping[str, tuple]
 
 
-#: The module the wrappers live in, and the name `wrap` binds it to.
+#: The module the wrappers live in, and the name `wrap` binds it to: a private
+#: name, so a wrapped module gains no public name (``from module import *``
+#: takes every name without a leading underscore where there is no ``__all__``).
 RUNTIME_MODULE = "xferaudit.runtime"
-ALIAS = "xfer"
+ALIAS = "_xfer"
 # The comment wrap puts after a line it made too long and cannot break (a
 # wrapper call inside an f-string's braces, before Python 3.12); unwrap takes
 # it away with the call. Its own text, so a user's `# noqa: E501` is never taken.
@@ -252,8 +271,96 @@ def suggestion(form_: Form, wrapper: str, head: Mapping[str, str], args: Optiona
     return f"{alias}.{wrapper}({', '.join(parts)})"
 
 
+# --- the statement form: a site comment ------------------------------------------------
+
+#: What the comment of the statement form says before the site's literal.
+STATEMENT_MARK = "# xferaudit: site="
+#: What goes between the statement's code (or its own comment) and the site comment.
+STATEMENT_GAP = "  "
+_STATEMENT = re.compile(r"#\s*xferaudit:\s*site=(\"(?:[^\"\\\n]|\\.)*\"|'(?:[^'\\\n]|\\.)*')")
+_CR = re.compile(r"\r\n?")
+
+
+def statement_comment(literal: str) -> str:
+    """The text ``wrap`` appends to a statement's last line: ``  # xferaudit: site="..."``
+    (`literal`: the site's name as a Python string literal)."""
+    return f"{STATEMENT_GAP}{STATEMENT_MARK}{literal}"
+
+
+def _logical_lines(text: str):
+    """``(first line, last line, [comment tokens])`` of each logical line of
+    `text` (a statement, or a compound statement's header), by the tokenizer."""
+    if "\r" in text:
+        text = _CR.sub("\n", text)
+    first = None
+    found: list = []
+    try:
+        for tok in tokenize.generate_tokens(io.StringIO(text).readline):
+            t = tok.type
+            if t == tokenize.COMMENT:
+                if first is not None:
+                    found.append(tok)
+                continue
+            if t in (tokenize.NL, tokenize.INDENT, tokenize.DEDENT, tokenize.ENCODING):
+                continue
+            if t in (tokenize.NEWLINE, tokenize.ENDMARKER):
+                if first is not None:
+                    yield first, tok.start[0], found
+                first, found = None, []
+                continue
+            if first is None:
+                first = tok.start[0]
+    except (tokenize.TokenError, SyntaxError, IndentationError):  # (a file that does not tokenize: up to there)
+        return
+
+
+def statement_spans(text: str) -> list:
+    """``(first line, last line)`` of each logical line of `text`, in order."""
+    return [(a, b) for a, b, _ in _logical_lines(text)]
+
+
+def statement_sites(text: str) -> dict:
+    """line -> the site named by the statement comment of the logical line
+    holding it, for every physical line of each such statement. Cheap when the
+    text holds no comment of the form (a substring test)."""
+    if "xferaudit:" not in text:
+        return {}
+    out: dict = {}
+    for first, last, comments in _logical_lines(text):
+        for tok in comments:
+            m = _STATEMENT.search(tok.string)
+            if m is None:
+                continue
+            try:
+                name = ast.literal_eval(m.group(1))
+            except (ValueError, SyntaxError):
+                continue
+            if isinstance(name, str):
+                for ln in range(first, last + 1):
+                    out.setdefault(ln, name)
+                break
+    return out
+
+
+def strip_statement_comment(line: str) -> Optional[str]:
+    """`line` (one physical line, its ending excluded) with the statement
+    comment that ends it taken off, as :func:`statement_comment` wrote it
+    (the gap before it too); None when it does not end with one."""
+    for m in _STATEMENT.finditer(line):
+        if m.end() == len(line):
+            start = m.start()
+            if line[:start].endswith(STATEMENT_GAP):
+                start -= len(STATEMENT_GAP)
+            elif line[:start].endswith(" "):
+                start -= 1
+            return line[:start]
+    return None
+
+
 __all__ = [
     "ALIAS", "CALLEE", "DECORATOR", "DEFAULT_WRAPPER", "FORMS", "Form", "GENERIC", "INNER", "METHOD",
     "RECEIVER", "RUNTIME_MODULE", "SITE", "STYLES", "WrapperInfo", "form", "form_of", "split",
     "suggestion", "wrapper_infos", "IMPLICIT", "VALUE", "SHORT", "FULL_NAMES_IN", "full_site", "site_literal",
+    "STATEMENT_GAP", "STATEMENT_MARK", "statement_comment", "statement_sites", "statement_spans",
+    "strip_statement_comment",
 ]

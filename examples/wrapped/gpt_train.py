@@ -27,7 +27,7 @@ from dataclasses import dataclass
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
-import xferaudit.runtime as xfer
+import xferaudit.runtime as _xfer
 from torch.utils.data import DataLoader, Dataset
 
 
@@ -103,7 +103,7 @@ class Trainer:
         self.cfg = cfg
         self.device = device
         self.plant = plant
-        self.model = xfer.to(GPT(cfg), device, site=":Trainer.__init__:GPT(cfg).to")
+        self.model = _xfer.to(GPT(cfg), device, site=":Trainer.__init__:GPT(cfg).to")
         self.opt = torch.optim.AdamW(self.model.parameters(), lr=cfg.lr)
         pin = device.type == "cuda"
         self.loader = DataLoader(TokenDataset(cfg, 4096), batch_size=cfg.batch, shuffle=True, pin_memory=pin,
@@ -111,7 +111,7 @@ class Trainer:
         self.batches = iter(self.loader)
         val = TokenDataset(cfg, cfg.batch, seed=1)
         self.val_x, self.val_y = val.data[:, :-1].pin_memory() if pin else val.data[:, :-1], val.data[:, 1:]
-        self.eval_model = xfer.graph(
+        self.eval_model = _xfer.graph(
             torch.compile(self.model),
             site=":Trainer.__init__:torch.compile",
         ) if compile else self.model
@@ -142,8 +142,8 @@ class Trainer:
 
     def step(self) -> None:
         x, y = self.next_batch()
-        x = xfer.to(x, self.device, non_blocking=True, site=":Trainer.step:x.to")
-        y = xfer.to(y, self.device, non_blocking=True, site=":Trainer.step:y.to")
+        x = _xfer.to(x, self.device, non_blocking=True, site=":Trainer.step:x.to")
+        y = _xfer.to(y, self.device, non_blocking=True, site=":Trainer.step:y.to")
         logits = self.model(x)
         loss = F.cross_entropy(logits.view(-1, logits.size(-1)), y.view(-1))
         self.opt.zero_grad(set_to_none=True)
@@ -152,48 +152,48 @@ class Trainer:
         self.opt.step()
         self.steps += 1
         if self.steps % self.cfg.log_every == 0:
-            print(f"step {self.steps:4d}  loss {xfer.item(loss, site=':Trainer.step:loss.item'):.4f}")  # noqa: E501 (xferaudit)
+            print(f"step {self.steps:4d}  loss {_xfer.item(loss, site=':Trainer.step:loss.item'):.4f}")  # noqa: E501 (xferaudit)
         if self.plant:
             # Three transfers for the guard (noqa keeps `wrap` off): a truth test, a float() and a print.
             if norm > 1e6:  # noqa: XFA402
                 print("exploding gradients")
             self.last_norm = float(norm)  # noqa: XFA401
-            print(xfer.read(loss.detach(), site=":Trainer.step:format(loss.detach())"))
+            print(_xfer.read(loss.detach(), site=":Trainer.step:format(loss.detach())"))
         if self.steps % self.cfg.eval_every == 0:
             self.evaluate()
 
     @torch.no_grad()
     def evaluate(self) -> float:
-        x = xfer.to(
+        x = _xfer.to(
             self.val_x,
             self.device,
             non_blocking=True,
             site=":Trainer.evaluate:self.val_x.to",
         )
-        y = xfer.to(self.val_y, self.device, site=":Trainer.evaluate:self.val_y.to")
+        y = _xfer.to(self.val_y, self.device, site=":Trainer.evaluate:self.val_y.to")
         logits = self.eval_model(x)
-        acc = xfer.item(
+        acc = _xfer.item(
             (logits.argmax(-1) == y).float().mean(),
             site=":Trainer.evaluate:...float().mean().item",
         )
         if self.graph is not None:
-            xfer.copy_(
+            _xfer.copy_(
                 self.static_x,
                 self.val_x,
                 non_blocking=True,
                 site=":Trainer.evaluate:self.static_x.copy_",
             )
-            xfer.replay(self.graph, site=":Trainer.evaluate:self.graph.replay")
-            preds = xfer.cpu(
+            _xfer.replay(self.graph, site=":Trainer.evaluate:self.graph.replay")
+            preds = _xfer.cpu(
                 self.static_logits.argmax(-1),
                 site=":Trainer.evaluate:self.static_logits.argmax(-1).cpu",
             )
         else:
-            preds = xfer.cpu(
+            preds = _xfer.cpu(
                 self.model(x).argmax(-1),
                 site=":Trainer.evaluate:self.model(x).argmax(-1).cpu",
             )
-        agree = (preds == xfer.cpu(
+        agree = (preds == _xfer.cpu(
             logits.argmax(-1),
             site=":Trainer.evaluate:logits.argmax(-1).cpu",
         )).float().mean()

@@ -29,7 +29,7 @@ def _unwrap(text: str) -> str:
         name, args = mo.group(1), mo.group(2)
         return ORIGINAL[name].format(args) if name in ORIGINAL else f"ggml.{name}({args})"
 
-    return WRAPPED.sub(back, text).replace("import xferaudit.runtime as xfer\n", "")
+    return WRAPPED.sub(back, text).replace("import xferaudit.runtime as _xfer\n", "")
 
 
 def _wrapper_lines(text: str) -> set:
@@ -51,5 +51,5 @@ def test_wrap_writes_the_wrapper_calls_the_runtime_tests_run(name, tmp_path, cap
     assert out <= want
     # A bare `@jax.jit` may be left for a hand edit (its wrapped form is
     # `@xfer.jax_jit(jax.jit, site=..., decorator=True)`); every call is wrapped.
-    assert {w for w in want - out if not w.startswith("@xfer.jax_jit(jax.jit,")} == set()
+    assert {w for w in want - out if not w.startswith("@_xfer.jax_jit(jax.jit,")} == set()
     assert len(out) >= len(want) - 1

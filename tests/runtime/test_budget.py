@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import json
+from fractions import Fraction
 
 import pytest
 
@@ -275,6 +276,27 @@ def test_budget_command_errors_exit_2_and_write_nothing(dev, tmp_path, capsys):
             main(["budget", "--from", str(run), *argv])
         assert ei.value.code == 2
     assert main(["budget", "--from", str(run), "-o", str(tmp_path / "no" / "dir.toml")]) == 2
+
+
+def test_a_run_file_freezes_the_lines_nothing_names_by_path_and_line_and_an_empty_run_makes_a_budget(
+        tmp_path, capsys):
+    u = {"path": "train.py", "line": 14, "op": "aten.index.Tensor", "direction": "down", "count": 6, "copies": 6,
+         "bytes": 24}
+    run = {"format": "xferaudit.report", "meta": {"kind": "run", "steps": 3},
+           "rows": [{"site": "lib.m:f <- train.py:9", "kind": "library", "direction": "down", "calls": 3,
+                     "crossings": 3, "bytes": 12, "by_direction": {"down": {"calls": 3, "bytes": 12}}}],
+           "unwrapped": [u, dict(u, op="aten.nonzero", count=3, copies=3, bytes=12),
+                         dict(u, line=20, op="aten._to_copy", direction="up", count=1, copies=2, bytes=8)]}
+    (tmp_path / "run.json").write_text(json.dumps(run))
+    assert main(["budget", "--from", str(tmp_path / "run.json"), "-o", str(tmp_path / "b.toml")]) == 0
+    assert "2 line(s) of" in capsys.readouterr().err
+    b = load_budget(tmp_path / "b.toml")
+    assert b.crossings == {"lib.m:f <- train.py:9": 1, "train.py:14": 3, "train.py:20": Fraction(1, 3)}
+    assert b.copies == {"train.py:20": Fraction(2, 3)}
+    (tmp_path / "quiet.json").write_text(json.dumps({"format": "xferaudit.report", "meta": {"kind": "run"},
+                                                     "rows": [], "unwrapped": []}))
+    assert main(["budget", "--from", str(tmp_path / "quiet.json"), "-o", str(tmp_path / "q.toml")]) == 0
+    assert len(load_budget(tmp_path / "q.toml")) == 0  # nothing crossed: nothing may
 
 
 # --- steps seen by counting() ----------------------------------------------------------

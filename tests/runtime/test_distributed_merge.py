@@ -193,3 +193,24 @@ def test_cli_merge_json_to_stdout(tmp_path, capsys):
     assert main(["merge", *files, "--format", "json"]) == 0
     data = json.loads(capsys.readouterr().out)
     assert data["outliers"] == [] and data["world_size"] == 2
+
+
+def test_a_line_a_rank_holds_twice_adds_up_per_rank_and_flags_that_rank(tmp_path, capsys):
+    # rank 0 holds line 40 twice (two entries of one line: by another function or text);
+    # its count there is their sum, 12, against 5 and 5 on the others
+    reps = [rank_report(r, 0, 3, unwrapped=c) for r, c in enumerate([(9, 3), (5,), (5,)])]
+    m = merge(reps)
+    (u,) = m.unwrapped
+    cells = m.per_rank_unwrapped()[("train.py", 40, "aten._local_scalar_dense", "down")]
+    assert {r: c["count"] for r, c in cells.items()} == {0: 12, 1: 5, 2: 5}
+    assert sum(c["count"] for c in cells.values()) == u.count == 22
+    assert sum(c["bytes"] for c in cells.values()) == u.bytes == 88
+    assert [(o["rank"], o["crossings"]) for o in m.outliers() if o.get("unwrapped")] == [(0, 12)]
+    files = []
+    for r, rep in enumerate(reps):
+        rep.save(tmp_path / f"r{r}.json")
+        files.append(str(tmp_path / f"r{r}.json"))
+    assert main(["merge", *files, "-o", str(tmp_path / "m.json")]) == 0
+    (saved,) = json.loads((tmp_path / "m.json").read_text())["unwrapped"]
+    assert saved["per_rank"] == {"0": {"count": 12, "bytes": 48}, "1": {"count": 5, "bytes": 20},
+                                 "2": {"count": 5, "bytes": 20}} and saved["outlier_ranks"] == [0]

@@ -122,12 +122,14 @@ def test_a_read_on_a_frame_that_became_a_librarys_is_placed_anew(tmp_path, monke
         with guard("count", mode="lite"):
             readers.read(t)  # the user's own file: placed there
             frames.set_frames(library=list(frames._default_library_dirs()) + [str(tmp_path)])
-            readers.read(t)  # now a library's: placed at this line, via it
+            readers.read(t)  # now a library's: named by its function and this line
             line = here() - 1
     finally:
         frames.set_frames()
     got = {(e[0].rsplit("/", 1)[-1], e[1], e[7].rsplit("/", 1)[-1]) for e in events()}
-    assert got == {("readers.py", 2, ""), (HERE.rsplit("/", 1)[-1], line, "readers.py:2")}
+    assert got == {("readers.py", 2, "")}
+    rows = {r.site: (r.kind, r.crossings, r.direction) for r in xfer.snapshot().rows}
+    assert rows == {f"readers:read <- {HERE}:{line}": ("library", 1, "down")}
 
 
 def test_reads_from_many_threads_lose_nothing():
@@ -380,3 +382,15 @@ def test_scalar_reads_follow_the_levels_of_nested_guards_and_modes():
     float(t)  # no guard
     got = events()
     assert [(e[2], e[4]) for e in got] == [("aten._local_scalar_dense", 1)] * 4  # four lines, once each
+
+
+def test_a_copy_of_an_empty_tensor_is_a_crossing_of_no_copy():
+    # the device's copy returns before it starts one: a profiler counts no memcpy
+    def empties():
+        torch.ones(0).to(DEV)
+        torch.tensor([], device=DEV)
+        torch.ones(0).to(DEV).cpu()
+
+    got = {(op, d, n, copies, nbytes) for _, _, op, d, n, copies, nbytes, _ in in_both_modes(empties)}
+    assert got == {("aten._to_copy", "up", 1, 0, 0), ("aten.lift_fresh", "up", 1, 0, 0),
+                   ("aten._to_copy", "down", 1, 0, 0)}

@@ -231,3 +231,27 @@ def test_full_names_and_hand_names_are_taken_as_they_are():
     assert sitenames.named(None) is None
     here = xfer.graph(lambda: 0, site=":f:x.cpu").__xferaudit_site__  # resolved where it is made
     assert here == "tests/runtime/test_short_sites.py:f:x.cpu"
+
+
+def test_a_call_without_a_site_is_named_by_its_line_and_the_report_prints(tmp_path, monkeypatch):
+    monkeypatch.setenv(sitenames.ROOT_ENV, os.path.dirname(os.path.abspath(__file__)))
+    sitenames.forget()
+    x = torch.ones(2).to(DEV)
+
+    def step(t):
+        return xfer.item(t[0]), xfer.float(t[1]), xfer.cpu(t)
+
+    here = sys._getframe().f_lineno - 2  # (the line of the wrapped calls)
+    with xfer.counting():
+        for _ in range(3):
+            step(x)
+        xfer.item(x[0])
+    name = f"test_short_sites.py:test_a_call_without_a_site_is_named_by_its_line_and_the_report_prints.step:{here}"
+    got = sorted((r.site, r.calls) for r in xfer.snapshot().rows)
+    top = f"test_short_sites.py:test_a_call_without_a_site_is_named_by_its_line_and_the_report_prints:{here + 6}"
+    assert got == [(name, 9), (top, 1)]
+    rep = xfer.report()
+    assert name in rep.format() and name in str(rep)
+    rep.save(tmp_path / "r.json")
+    assert {r.site for r in xfer.Report.load(tmp_path / "r.json").rows} == {name, top}
+    sitenames.forget()

@@ -118,7 +118,7 @@ def test_fixes_arrive_in_data_and_the_quick_fix_is_what_wrap_writes(client, proj
     assert p["version"] == 1
     for diag in p["diagnostics"]:
         fix = diag["data"]["fix"]
-        assert fix["applicability"] == "safe" and fix["message"].startswith("Wrap it: `xfer.")
+        assert fix["applicability"] == "safe" and fix["message"].startswith("Wrap it: `_xfer.")
         actions = client.request("textDocument/codeAction", {
             "textDocument": {"uri": uri}, "range": diag["range"], "context": {"diagnostics": [diag]}})
         quick = next(a for a in actions if a["title"].startswith("Wrap it"))
@@ -281,3 +281,106 @@ def test_server_modules_import_pygls_only_when_the_server_runs():
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
                        env={**os.environ, "PYTHONPATH": str(ROOT)})
     assert r.stdout.strip() == "False", r.stderr
+
+
+def test_the_configs_run_evidence_is_read_as_check_reads_it(tmp_path):
+    import json
+
+    src = "def log(loss):\n    if loss > 10:\n        print(loss)\n    return float(loss)\n"
+    (tmp_path / "pyproject.toml").write_text('[tool.xferaudit]\nevidence = ["run.json"]\n')
+    entries = [{"path": "log.py", "line": n, "function": "log", "text": t, "op": "aten._local_scalar_dense",
+                "direction": "down", "count": 1, "copies": 1, "bytes": 4}
+               for n, t in ((2, "if loss > 10:"), (4, "return float(loss)"))]
+    (tmp_path / "run.json").write_text(json.dumps({"format": "xferaudit.report", "rows": [], "unwrapped": entries,
+                                                   "meta": {"kind": "run", "root": str(tmp_path)}}))
+    c = Client(tmp_path)
+    try:
+        c.initialize(tmp_path, {"debounce": 0})
+        c.open(tmp_path / "log.py", src)
+        p = c.wait_for("textDocument/publishDiagnostics")
+        assert [(d["range"]["start"]["line"] + 1, d["code"]) for d in p["diagnostics"]] == [
+            (2, "XFA402"), (4, "XFA401")]
+        assert "seen crossing at run time" in p["diagnostics"][0]["message"]
+    finally:
+        c.close()
+
+
+@pytest.mark.parametrize("method, params", [
+    ("textDocument/hover", {"textDocument": {"uri": "file:///x.py"}, "position": {"line": -1, "character": 0}}),
+    ("textDocument/hover", {"textDocument": {"uri": "file:///x.py"},
+                            "position": {"line": 0, "character": 2**31}}),
+    ("textDocument/codeAction", {"textDocument": {"uri": "file:///x.py"},
+                                 "range": {"start": {"line": 0, "character": 0},
+                                           "end": {"line": 0, "character": 0}}}),
+    ("textDocument/hover", "not an object"),
+])
+def test_a_request_whose_params_do_not_validate_gets_an_error(client, proj, method, params):
+    uri = client.open(proj / "train.py", TRAIN)
+    client.wait_for("textDocument/publishDiagnostics")
+    with pytest.raises(RuntimeError) as e:
+        client.request(method, params, timeout=20)
+    assert e.value.args[0]["code"] == -32602  # InvalidParams
+    # and the server goes on
+    h = client.request("textDocument/hover", {"textDocument": {"uri": uri}, "position": {"line": 0, "character": 0}})
+    assert h is None
+
+
+def test_a_huge_content_length_is_not_read_into_memory(proj):
+    c = Client(proj)
+    try:
+        c.initialize(proj, {"debounce": 0})
+        c.proc.stdin.write(b"Content-Length: 99999999999999\r\n\r\n")  # no body follows...
+        c.proc.stdin.write(b"Content-Length: " + b"9" * 5000 + b"\r\n\r\n")
+        c.proc.stdin.flush()
+        time.sleep(1)
+        assert c.proc.poll() is None  # still serving (it waits for the bytes it was promised)
+    finally:
+        c.close()
+    c = Client(proj)
+    try:  # a header of 5,000 digits, then a real message: answered
+        c.initialize(proj, {"debounce": 0})
+        c.proc.stdin.write(b"Content-Length: " + b"9" * 5000 + b"\r\n")
+        c.proc.stdin.flush()
+        assert c.request("textDocument/hover", {"textDocument": {"uri": (proj / "train.py").as_uri()},
+                                                "position": {"line": 0, "character": 0}}, timeout=20) is None
+    finally:
+        c.close()
+
+
+def test_fixes_wait_for_a_pause_and_an_edit_stops_them(proj):
+    c = Client(proj)
+    try:
+        c.initialize(proj, {"debounce": 0, "fixDelay": 1.0})
+        uri = c.open(proj / "train.py", TRAIN)
+        c.wait_for("textDocument/publishDiagnostics", lambda q: q["version"] == 1)
+        t = time.monotonic()
+        c.wait_for("textDocument/publishDiagnostics", with_fixes)
+        assert time.monotonic() - t >= 0.9  # the fixes came after the pause, not at once
+        # two edits in a row: the first one's fixes are never made, the second's come
+        for v in (2, 3):
+            c.notify("textDocument/didChange", {"textDocument": {"uri": uri, "version": v},
+                                                "contentChanges": [{"text": TRAIN + "\n" * v}]})
+            c.wait_for("textDocument/publishDiagnostics", lambda q, v=v: q["version"] == v)
+        c.wait_for("textDocument/publishDiagnostics", lambda q: q["version"] == 3 and with_fixes(q))
+        published = [n["params"] for n in c.notifications if n["method"] == "textDocument/publishDiagnostics"]
+        assert not [p for p in published if p["version"] == 2 and with_fixes(p)]
+    finally:
+        c.close()
+
+
+def test_an_outdated_document_gets_no_fixes_and_a_stop_ends_them_between_codemod_runs(proj):
+    from xferaudit.server import documents as D
+    from xferaudit.static import fixes
+
+    doc = D.Document(uri="file:///t.py", path=str(proj / "train.py"), version=1, text=TRAIN)
+    projects = D.Projects()
+    D.check(doc, projects)
+    cfg, rules = projects.config(doc.path)
+    doc.outdated.set()
+    D.fixes(doc, cfg, rules)
+    assert not doc.fixes_done and all(d.fix is None for d in doc.linted.diags)
+    asked = []
+    with pytest.raises(fixes.Stopped):
+        fixes.attach(doc.linted.diags, doc.linted.scan, cfg, rules, doc.linted.sources,
+                     stop=lambda: asked.append(1) or True)
+    assert asked == [1] and all(d.fix is None for d in doc.linted.diags)

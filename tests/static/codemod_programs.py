@@ -31,23 +31,25 @@ from hypothesis import strategies as st
 
 #: Float-valued tensor expressions (device tensors by the code's evidence, or `obj`'s).
 E = ["t", "t.sum()", "self.loss", "obj.loss", "note(t)", "(t * 2)", "t.mean()", "self.box.loss",
-     "(self.loss)", "t.abs().max()"]
+     "(self.loss)", "t.abs().max()", "t.cpu()", "t.sum().item()", "t.to('cpu').sum()", "obj.loss.cpu()",
+     "note(t).detach().cpu()"]
 #: Truth-tested ones (bool tensors, and the float ones).
 B = ["self.flag", "obj.flag", "(t > 0)", "(t > 0).any()", "t", "self.loss > 0.1", "note(t > 0)",
-     "self.box.flag", "t.sum() != 0"]
+     "self.box.flag", "t.sum() != 0", "t.sum().item() > 0", "(t.cpu() > 0).all()"]
 #: Integer ones (read as Python ints by range, sequences, slices).
-N = ["u", "self.n", "obj.n", "(u + 1)", "note(u)", "u.sum()", "self.box.n"]
+N = ["u", "self.n", "obj.n", "(u + 1)", "note(u)", "u.sum()", "self.box.n", "u.sum().item()", "u.cpu()"]
 
 #: Each context: the body of a method (indented by 8), its result in `r`.
 #: {E}, {E2}: float expressions; {B}: a truth-tested one; {N}: an integer one.
 CONTEXTS = {
     "if": "if {B}:\n    r = 1\nelse:\n    r = 2",
     "if_attr_not": "if not {B}:\n    r = 'no'\nelse:\n    r = 'yes'",
+    "if_multiline": "def inner():\n    if torch.logical_and(\n        {B},\n        {B},\n    ).any():\n        return 1\n    return 0\nr = inner()",
     "elif": "r = 0\nif r:\n    r = 9\nelif {B}:\n    r = 3",
     "while": "r = 0\nwhile {B}:\n    r += 1\n    break",
     "while_not": "r = 0\nwhile not {B}:\n    r += 1\n    break",
     "assert": "assert {B}, 'failed'\nr = 'ok'",
-    "assert_msg": "assert {B}, f'bad {{{E}}}'\nr = 'ok'",
+    "assert_msg": "assert {B}, f\"bad {{{E}}}\"\nr = 'ok'",
     "not_value": "r = not {B}",
     "or_value": "zero = None\nr = {E} or zero",
     "or_value_rebind": "threshold = {E}\nthreshold = threshold or 0.5\nr = threshold",
@@ -69,13 +71,14 @@ CONTEXTS = {
     "dictcomp": "r = {{i: bool({B}) for i in range(2)}}",
     "lambda": "g = lambda: {E}\nr = float(g())",
     "lambda_default": "g = lambda z={E}: z\nr = g()",
-    "fstring": "r = f'{{{E}}}'",
-    "fstring_spec": "r = f'{{{E}:.3f}}'",
-    "fstring_conv": "r = f'{{{E}!r:>30}}'",
-    "fstring_eq": "r = f'{{{E}=}}'",
-    "fstring_eq_spec": "r = f'{{{E} = :.2f}}'",
-    "fstring_nested_spec": "w = 12\nr = f'{{{E}:>{{w}}}}'",
-    "fstring_many": "r = f'{{{E}}} {{{E2}:.1f}}'",
+    "fstring": "r = f\"{{{E}}}\"",
+    "fstring_spec": "r = f\"{{{E}:.3f}}\"",
+    "fstring_conv": "r = f\"{{{E}!r:>30}}\"",
+    "fstring_eq": "r = f\"{{{E}=}}\"",
+    "fstring_eq_spec": "r = f\"{{{E} = :.2f}}\"",
+    "fstring_nested_spec": "w = 12\nr = f\"{{{E}:>{{w}}}}\"",
+    "fstring_single": "r = f'{{{N}:>4}} {{{B}!s}}'",
+    "fstring_many": "r = f\"{{{E}}} {{{E2}:.1f}}\"",
     "percent": "r = '%s' % {E}",
     "percent_float": "r = '%.2f' % {E}",
     "percent_tuple": "r = '%s and %.1f' % ({E}, {E2})",
@@ -96,7 +99,7 @@ CONTEXTS = {
     "ascii": "r = ascii({E})",
     "format_builtin": "r = format({E}, '.3f')",
     "log": "LOG.warning('loss %s', {E})\nr = None",
-    "log_fstring": "LOG.warning(f'loss {{{E}}}')\nr = None",
+    "log_fstring": "LOG.warning(f\"loss {{{E}}}\")\nr = None",
     "float": "r = float({E})",
     "int": "r = int({E})",
     "bool": "r = bool({B})",
@@ -112,6 +115,10 @@ CONTEXTS = {
     "slice_lower": "r = lst[{N}:]",
     "slice_step": "r = lst[::{N} or 1]",
     "slice_tensor": "r = t.reshape(-1)[:{N}]",
+    "tensor_index": "r = t.reshape(-1)[{N}]",
+    "tensor_index_float": "r = t.reshape(-1)[{E}]",
+    "mask_index": "v = t.reshape(-1)\nr = v[v > 0]",
+    "list_display_index": "r = [10, 20, 30][{N}]",
     "slice_custom": "r = Probe()[:{N}]",
     "index_custom": "r = Probe()[{N}]",
     "dict_key_missing": "names = {{0: 'a', 1: 'b'}}\nr = names[{N}]",

@@ -25,11 +25,11 @@ def step(model, batch, device):
 
 WRAPPED = """\
 import torch
-import xferaudit.runtime as xfer
+import xferaudit.runtime as _xfer
 
 def step(model, batch, device):
-    x = xfer.to(batch, device, site="train.py:step:batch.to")
-    return xfer.item(model(x), site="train.py:step:loss.item")
+    x = _xfer.to(batch, device, site="train.py:step:batch.to")
+    return _xfer.item(model(x), site="train.py:step:loss.item")
 """
 
 
@@ -62,10 +62,10 @@ def test_findings_exit_1_with_actionable_lines(proj, capsys):
     assert rc == 1
     lines = out.splitlines()
     assert lines[0].startswith("train.py:4:15: XFA203 `batch.to(device)`")
-    assert "wrap it: `xfer.to(batch, device, site=...)`" in lines[0]
+    assert "wrap it: `_xfer.to(batch, device, site=...)`" in lines[0]
     assert lines[1] == (
         "train.py:6:17: XFA202 `loss.item()` reads a device value to the host (down); "
-        "wrap it: `xfer.item(loss, site=...)` or run `xferaudit wrap`"
+        "wrap it: `_xfer.item(loss, site=...)` or run `xferaudit wrap`"
     )
     assert lines[-1] == "Found 2 findings."
 
@@ -191,7 +191,7 @@ def test_unused_suppressions_and_show_suppressed(proj, capsys):
     rc, out, _ = run(capsys, "check", "--no-cache", "-q")
     assert out.splitlines() == [
         "train.py:2:7: XFA202 `x.cpu()` reads a device value to the host (down); wrap it: "
-        "`xfer.cpu(x, site=...)` or run `xferaudit wrap`",
+        "`_xfer.cpu(x, site=...)` or run `xferaudit wrap`",
         "train.py:2:14: XFA101 unused suppression of XFA201: no XFA201 on this line; remove it "
         "(a site's line is the line of its called name)",
         "train.py:3:8: XFA101 `# xferaudit: ignore` suppresses nothing on this line: remove it",
@@ -206,7 +206,7 @@ def test_duplicate_site_names_across_files(proj, capsys):
     rc, out, _ = run(capsys, "check", "--no-cache", "-q", "--select", "XFA301")  # (XFA302 too: named train.py)
     assert rc == 1
     assert out.splitlines() == [
-        'b.py:6:17: XFA301 site name "train.py:step:loss.item" is already used at a.py:6:17; '
+        'b.py:6:18: XFA301 site name "train.py:step:loss.item" is already used at a.py:6:18; '
         "both calls would count under one name: give this one its own"
     ]
 
@@ -311,7 +311,7 @@ def test_user_rule_rows_and_explicit_config(proj, capsys):
     write(proj, "train.py", "from accelerate.utils import send_to_device\nb = send_to_device(batch, dev)\n")
     rc, out, _ = run(capsys, "check", "--no-cache", "-q", "--config", str(cfg))
     assert rc == 1 and out.startswith("train.py:2:5: XFA203 `send_to_device(batch, dev)`")
-    assert "wrap it: `xfer.call(send_to_device, batch, dev, site=...)`" in out
+    assert "wrap it: `_xfer.call(send_to_device, batch, dev, site=...)`" in out
     assert run(capsys, "check", "--no-cache")[0] == 0  # not without that config
 
 
@@ -366,8 +366,8 @@ def test_sites_json_lists_wrapped_and_unwrapped(proj, capsys):
     assert [(i["path"], i["line"], i["column"], i["kind"], i["wrapped"], i["suppressed"]) for i in items] == [
         ("src/a.py", 4, 15, "move", False, False),
         ("src/a.py", 6, 17, "down", False, False),
-        ("src/b.py", 5, 14, "move", True, False),
-        ("src/b.py", 6, 17, "down", True, False),
+        ("src/b.py", 5, 15, "move", True, False),
+        ("src/b.py", 6, 18, "down", True, False),
         ("src/b.py", 7, 7, "down", False, True),
     ]
     assert items[0]["site"] == "src/a.py:step:batch.to" and items[0]["rule"] == "XFA203"

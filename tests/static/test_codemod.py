@@ -81,15 +81,15 @@ def test_fixture(name):
 
 def test_wrapper_forms_exact():
     out = (FIXTURES / "wrapper_forms.out.py").read_text()
-    assert 'xfer.item(loss, site=":train_step:loss.item")' in out
-    assert 'xfer.to(x, dev, non_blocking=True, site=":train_step:x.to")' in out
-    assert 'xfer.graph(torch.compile(model), site=":train_step:torch.compile")' in out
-    assert 'xfer.replay(g, site=":train_step:g.replay")' in out
-    assert 'xfer.tensor(d, device=dev, site=":train_step:torch.tensor")' in out
-    assert '@xfer.graph(torch.compile(mode="x"), site=":<module>:torch.compile", decorator=True)' in out
+    assert '_xfer.item(loss, site=":train_step:loss.item")' in out
+    assert '_xfer.to(x, dev, non_blocking=True, site=":train_step:x.to")' in out
+    assert '_xfer.graph(torch.compile(model), site=":train_step:torch.compile")' in out
+    assert '_xfer.replay(g, site=":train_step:g.replay")' in out
+    assert '_xfer.tensor(d, device=dev, site=":train_step:torch.tensor")' in out
+    assert '@_xfer.graph(torch.compile(mode="x"), site=":<module>:torch.compile", decorator=True)' in out
     # once, in sort order in the third-party section (after `import torch`)
-    assert out.count("import xferaudit.runtime as xfer") == 1
-    assert out.splitlines()[1:3] == ["import torch", "import xferaudit.runtime as xfer"]
+    assert out.count("import xferaudit.runtime as _xfer") == 1
+    assert out.splitlines()[1:3] == ["import torch", "import xferaudit.runtime as _xfer"]
 
 
 def test_summary_counts_per_kind():
@@ -102,7 +102,7 @@ def test_summary_counts_per_kind():
 
 def test_import_after_docstring_and_future_keeps_comment_with_its_statement():
     out = (FIXTURES / "imports_docstring.out.py").read_text().splitlines()
-    i = out.index("import xferaudit.runtime as xfer")
+    i = out.index("import xferaudit.runtime as _xfer")
     assert out[i - 5] == "from __future__ import division"
     assert out[i - 3] == "# Imports the tool must leave alone."
     assert out[i - 2].startswith("import os")
@@ -122,9 +122,9 @@ def test_alias_reused_when_already_imported():
 
 def test_unwrap_keeps_import_still_in_use():
     src = b"import torch\n\n\ndef f(x):\n    return x.cpu()\n"
-    new = wrap(src) + b"\nREPORT = xfer.report\n"
+    new = wrap(src) + b"\nREPORT = _xfer.report\n"
     back = unwrap(new)
-    assert b"import xferaudit.runtime as xfer" in back
+    assert b"import xferaudit.runtime as _xfer" in back
     assert b"return x.cpu()" in back
 
 
@@ -134,12 +134,35 @@ def test_alias_choice():
     def alias(text):
         return choose_alias(text, cst.parse_module(text))[0]
 
-    assert alias("x = 1\n") == "xfer"
-    assert alias("xfer = 1\n") == "xfer_"
-    assert alias("def f(xfer): pass\nxfer_ = 2\n") == "xfer2"
-    assert alias("# xfer in a comment\ns = 'xfer'\nobj.xfer = 1\n") == "xfer"
-    assert alias("from m import xfer\n") == "xfer_"
+    assert alias("x = 1\n") == "_xfer"
+    assert alias("__all__ = ['f']\nx = 1\n") == "_xfer"  # private whether or not the module lists names
+    assert alias("xfer = 1\n") == "_xfer"
+    assert alias("_xfer = 1\n") == "_xfer_"
+    assert alias("def f(_xfer): pass\n_xfer_ = 2\n") == "_xfer2"
+    assert alias("# _xfer in a comment\ns = '_xfer'\nobj._xfer = 1\n") == "_xfer"
+    assert alias("from m import _xfer\n") == "_xfer_"
     assert alias("import xferaudit.runtime as rt\n") == "rt"
+    assert alias("import xferaudit.runtime as xfer\n") == "xfer"  # the file's own import, reused
+
+
+def test_a_wrapped_module_gains_no_public_name(tmp_path):
+    """`from m import *` and the names a module shows (no leading underscore)
+    are the same before and after `wrap`, with or without `__all__`."""
+    import subprocess
+    import sys
+
+    srcs = {"plain": b"import torch\n\n\ndef f(x):\n    return x.cpu()\n",
+            "listed": b"import torch\n\n__all__ = ['f']\n\n\ndef f(x):\n    return x.cpu()\n"}
+    code = ("import sys; sys.path.insert(0, '.'); import importlib; m = importlib.import_module(sys.argv[1]); "
+            "ns = {}; exec('from ' + sys.argv[1] + ' import *', ns); "
+            "print(sorted(n for n in vars(m) if not n.startswith('_')), sorted(n for n in ns if n != '__builtins__'))")
+    for name, src in srcs.items():
+        (tmp_path / f"{name}.py").write_bytes(src)
+        before = subprocess.run([sys.executable, "-c", code, name], cwd=tmp_path, capture_output=True, text=True)
+        (tmp_path / f"{name}.py").write_bytes(wrap(src))
+        after = subprocess.run([sys.executable, "-c", code, name], cwd=tmp_path, capture_output=True, text=True)
+        assert before.returncode == 0 and after.returncode == 0, after.stderr
+        assert after.stdout == before.stdout, name
 
 
 def test_spelling_of_function_rows():
@@ -156,8 +179,8 @@ def test_spelling_of_function_rows():
 
 def test_callee_spelled_otherwise_goes_through_generic_call():
     out = (FIXTURES / "function_rows.out.py").read_text()
-    assert "xfer.call(T.tensor, d, device=dev," in out
-    assert "xfer.call(tensor, d, device=dev," in out
+    assert "_xfer.call(T.tensor, d, device=dev," in out
+    assert "_xfer.call(tensor, d, device=dev," in out
     # and the finder reads them back as wrapped torch.tensor sites
     res = find_in_source(out, "train.py", None, "train.py")
     kinds = [(s.rule_id, s.wrapped) for s in res.sites if s.line in (12, 13)]
@@ -171,7 +194,7 @@ def test_crlf_preserved():
     src = b'"""d."""\r\nimport torch\r\n\r\ndef f(x):\r\n    y = x.cpu()\r\n    return y\r\n'
     new = assert_round_trip(src)
     assert b"\n" not in new.replace(b"\r\n", b"")
-    assert b'    y = xfer.cpu(x, site=":f:x.cpu")\r\n' in new
+    assert b'    y = _xfer.cpu(x, site=":f:x.cpu")\r\n' in new
 
 
 def test_mixed_newlines_preserved():
@@ -182,8 +205,8 @@ def test_mixed_newlines_preserved():
 def test_bom_preserved_with_site_on_first_line():
     src = b"\xef\xbb\xbfx.cpu()  # \xc3\xa9\ny = 1\n"
     new = assert_round_trip(src)
-    assert new.startswith(b"\xef\xbb\xbfimport xferaudit.runtime as xfer\n")
-    assert b'xfer.cpu(x, site=":<module>:x.cpu")' in new
+    assert new.startswith(b"\xef\xbb\xbfimport xferaudit.runtime as _xfer\n")
+    assert b'_xfer.cpu(x, site=":<module>:x.cpu")' in new
 
 
 def test_latin1_declared_encoding_preserved():
@@ -191,7 +214,7 @@ def test_latin1_declared_encoding_preserved():
     src = text.encode("latin-1")
     new = assert_round_trip(src)
     assert new.decode("latin-1").count("\xe9") == 3
-    assert 'xfer.cpu(x, site=":f:x.cpu")' in new.decode("latin-1")
+    assert '_xfer.cpu(x, site=":f:x.cpu")' in new.decode("latin-1")
 
 
 def test_site_name_characters_the_encoding_cannot_hold_are_escaped():
@@ -206,8 +229,8 @@ def test_site_name_characters_the_encoding_cannot_hold_are_escaped():
 def test_tabs_and_non_ascii_before_the_call_on_the_same_line():
     src = "import torch\nif True:\n\tx = torch.ones(1, device=d); s = '\u00e9\u00e9\u4e2d'; y = x.cpu(); z = (x,\n\t\t'\u00e9').count(x.item())\n"
     new = assert_round_trip(src.encode())
-    assert "xfer.cpu(x, site=" in new.decode()
-    assert "xfer.item(x, site=" in new.decode()
+    assert "_xfer.cpu(x, site=" in new.decode()
+    assert "_xfer.item(x, site=" in new.decode()
 
 
 def test_form_feed_and_lone_cr_lines():
@@ -229,7 +252,7 @@ def test_untouched_regions_byte_identical():
     site_lines = {s.line for s in find_in_source(src.decode(), "train.py").sites}
     old_lines = src.decode().splitlines()
     new_lines = new.decode().splitlines()
-    new_lines.remove("import xferaudit.runtime as xfer")  # the one added line
+    new_lines.remove("import xferaudit.runtime as _xfer")  # the one added line
     # every line without a site (or a site's continuation) is unchanged
     spans = set()
     for s in find_in_source(src.decode(), "train.py").sites:
@@ -271,13 +294,13 @@ def test_suppressed_sites_are_not_wrapped():
 def test_codes_filter():
     src = b"import torch\nx = torch.ones(1, device=d).cpu()\ny = torch.ones(1).cuda()\n"
     res = wrap_source(src, "a.py", codes_ok=lambda code: code.startswith("XFA201"))
-    assert b"xfer.cuda(" in res.new and b"torch.ones(1, device=d).cpu()" in res.new
+    assert b"_xfer.cuda(" in res.new and b"torch.ones(1, device=d).cpu()" in res.new
     assert res.not_selected == 1 and dict(res.wrapped) == {"up": 1}
 
 
 def test_receiver_side_effects_keep_their_order():
     """In `recv.m(args)` the receiver is evaluated before the arguments, and so it is
-    in `xfer.m(recv, args)`: receivers with side effects are wrapped, and the
+    in `_xfer.m(recv, args)`: receivers with side effects are wrapped, and the
     wrapped code makes the same calls in the same order."""
     src = (
         "def run(log, it, q, dev):\n"
@@ -313,8 +336,8 @@ def test_receiver_side_effects_keep_their_order():
         log = lambda *e: events.append(tuple(getattr(v, "name", v) for v in e)) or e[-1]  # noqa: E731
         items = [T(log, "i0"), T(log, "i1")]
         q = [T(log, "q0"), T(log, "q1"), T(log, "q2")]
-        ns = {"xfer": Xfer()}
-        exec(code.replace("import xferaudit.runtime as xfer\n", ""), ns)
+        ns = {"_xfer": Xfer()}
+        exec(code.replace("import xferaudit.runtime as _xfer\n", ""), ns)
         ns["run"](log, iter(items), q, "dev")
         return [e for e in events]
 
@@ -336,9 +359,9 @@ def test_user_rows_use_generic_wrappers():
         b"    return a, b, c\n"
     )
     new = assert_round_trip(src, rules, style=WIDE)
-    assert b'xfer.call(send_to_device, batch, dev, site=":f:accel.utils.send_to_device")' in new
-    assert b"xfer.call(accel.utils.send_to_device, batch, dev," in new
-    assert b'xfer.method(\n        ch, "send", batch, site=":f:ch.send",\n    )' in new
+    assert b'_xfer.call(send_to_device, batch, dev, site=":f:accel.utils.send_to_device")' in new
+    assert b"_xfer.call(accel.utils.send_to_device, batch, dev," in new
+    assert b'_xfer.method(\n        ch, "send", batch, site=":f:ch.send",\n    )' in new
 
 
 def test_wrapped_sites_are_named_from_the_relpath():

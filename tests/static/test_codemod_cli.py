@@ -30,7 +30,7 @@ def train_step(model, x, dev):
     loss = model(x.to(dev, non_blocking=True)).mean()
     return loss.item()
 '''
-WRAPPED_LINE = b'    return xfer.item(loss, site=":train_step:loss.item")\n'
+WRAPPED_LINE = b'    return _xfer.item(loss, site=":train_step:loss.item")\n'
 
 
 @pytest.fixture
@@ -54,8 +54,8 @@ def test_wrap_writes_and_summarises(project, capsys):
     assert code == 0
     new = (project / "train.py").read_bytes()
     assert WRAPPED_LINE in new
-    assert b"import xferaudit.runtime as xfer\n" in new
-    assert b'xfer.cpu(x, site=":f:x.cpu")' in (project / "pkg" / "util.py").read_bytes()
+    assert b"import xferaudit.runtime as _xfer\n" in new
+    assert b'_xfer.cpu(x, site=":f:x.cpu")' in (project / "pkg" / "util.py").read_bytes()
     assert "3 files checked; 2 files changed; 3 sites wrapped (down 2, move 1)" in err
     # after wrap the finder sees nothing unwrapped
     for f in ("train.py", "pkg/util.py"):
@@ -101,7 +101,7 @@ def test_select(project, capsys):
     code, _, err = run("wrap", "--select", "XFA203", str(project), capsys=capsys)
     assert code == 0
     new = (project / "train.py").read_bytes()
-    assert b"xfer.to(" in new and b"non_blocking=True" in new and b"loss.item()" in new
+    assert b"_xfer.to(" in new and b"non_blocking=True" in new and b"loss.item()" in new
     assert "1 site wrapped (move 1)" in err
     assert run("wrap", "--select", "bogus", str(project), capsys=capsys)[0] == 2
 
@@ -110,7 +110,7 @@ def test_config_ignore_is_honoured(project, capsys):
     (project / "pyproject.toml").write_text('[tool.xferaudit]\nignore = ["XFA202"]\n', encoding="utf-8")
     run("wrap", str(project), capsys=capsys)
     assert b"loss.item()" in (project / "train.py").read_bytes()
-    assert b"xfer.to(" in (project / "train.py").read_bytes()
+    assert b"_xfer.to(" in (project / "train.py").read_bytes()
 
 
 def test_unparsable_file_reported_untouched_others_processed(project, capsys):
@@ -286,7 +286,7 @@ def test_explicit_config_file(project, capsys, tmp_path_factory):
     code, _, _ = run("wrap", "--config", str(other), str(project / "train.py"), capsys=capsys)
     assert code == 0
     new = (project / "train.py").read_bytes()
-    assert b"xfer.to(" in new and b"loss.item()" in new
+    assert b"_xfer.to(" in new and b"loss.item()" in new
     assert run("wrap", "--config", str(project / "missing.toml"), str(project), capsys=capsys)[0] == 2
 
 

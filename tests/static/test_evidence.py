@@ -175,7 +175,7 @@ def test_a_run_made_in_a_subfolder_of_the_project_is_relative_to_it(tmp_path):
 @pytest.mark.parametrize("content,says", [
     ("{", "not JSON"),
     (json.dumps({"rows": [], "meta": {}, "unwrapped": []}), "not a run file"),
-    (json.dumps({"rows": [], "meta": {"kind": "run"}, "unwrapped": [{"line": 3, "op": "x"}]}), "missing 'path'"),
+    (json.dumps({"rows": [], "meta": {"kind": "run"}, "unwrapped": [{"line": 3, "op": "x"}]}), "missing key 'path'"),
     (json.dumps({"rows": [], "meta": {"kind": "run"}, "unwrapped": [{"path": "a.py", "line": -1, "op": "x"}]}),
      "'line'"),
     (json.dumps({"rows": [], "meta": {"kind": "run"}, "unwrapped": [{"path": "a.py", "line": 1, "op": 7}]}),

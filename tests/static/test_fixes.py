@@ -213,12 +213,22 @@ def test_fix_shape_and_applicability_per_kind(proj, capsys):
         by_code.setdefault(r["code"], r)
     fix = by_code["XFA202"]["fix"]
     assert set(fix) == {"applicability", "message", "edits"}
-    assert fix["applicability"] == "safe" and fix["message"].startswith("Wrap it: `xfer.item(z, site=")
+    assert fix["applicability"] == "safe" and fix["message"].startswith("Wrap it: `_xfer.item(z, site=")
     assert all(set(e) == {"content", "location", "end_location"} for e in fix["edits"])
     assert by_code["XFA201"]["fix"]["applicability"] == "safe"
     assert by_code["XFA204"]["fix"]["applicability"] == "unsafe"
     implicit = [r for r in recs if r["code"].startswith("XFA4") and r["fix"]]
     assert implicit and all(r["fix"]["applicability"] == "unsafe" for r in implicit)
+
+
+def test_a_count_read_backs_fix_is_a_safe_comment_on_its_statement_without_the_import(proj, capsys):
+    (proj / "a.py").write_text("import torch\n\nz = torch.zeros(4).cuda()\nn = z.nonzero(\n)\nv = z.item()\n")
+    recs = {r["code"]: r for r in check_json(capsys, "a.py")}
+    fix = recs["XFA405"]["fix"]
+    assert fix["applicability"] == "safe"
+    text = (proj / "a.py").read_text()
+    assert apply_edits(text, fix["edits"]) == text.replace(
+        "n = z.nonzero(\n)\n", "n = z.nonzero(\n)  # xferaudit: site=\":<module>:z.nonzero()\"\n")
 
 
 def test_no_fix_where_wrap_writes_nothing(proj, capsys):
@@ -234,8 +244,8 @@ def test_no_fix_where_wrap_writes_nothing(proj, capsys):
 
 def test_rename_fix_for_a_site_named_in_another_file(proj, capsys):
     (proj / "new.py").write_text(
-        "import xferaudit.runtime as xfer\n\n"
-        "def f(x):\n    return xfer.cpu(x, site=\"old.py:f:x.cpu\")\n"
+        "import xferaudit.runtime as _xfer\n\n"
+        "def f(x):\n    return _xfer.cpu(x, site=\"old.py:f:x.cpu\")\n"
     )
     (rec,) = check_json(capsys, "new.py")
     assert rec["code"] == "XFA302"
@@ -259,9 +269,9 @@ def test_a_notebook_finding_has_no_fix(proj, capsys):
 
 def test_edits_rows_and_columns_count_characters_and_python_lines():
     old = "a = 'é'; b = x.cpu()\r\nc = 1\x0cd = 2\n"
-    new = old.replace("x.cpu()", "xfer.cpu(x)")
+    new = old.replace("x.cpu()", "_xfer.cpu(x)")
     (e,) = text_edits(old, new)
-    assert e.start == (1, 14) and e.end == (1, 20) and e.content == "xfer.cpu(x"
+    assert e.start == (1, 14) and e.end == (1, 20) and e.content == "_xfer.cpu(x"
     pos = Positions(old)
     assert pos.position(len(old)) == (3, 1)  # the form feed does not split a line
     assert Positions("ab").position(2) == (1, 3)
@@ -269,10 +279,10 @@ def test_edits_rows_and_columns_count_characters_and_python_lines():
 
 def test_edits_never_split_a_word_and_insertions_are_whole_lines():
     old = "import torch\n\nx = y.cpu()\n"
-    new = "import torch\nimport xferaudit.runtime as xfer\n\nx = xfer.cpu(y)\n"
+    new = "import torch\nimport xferaudit.runtime as _xfer\n\nx = _xfer.cpu(y)\n"
     ins, call = hunks(old, new)
-    assert ins.edit.content == "import xferaudit.runtime as xfer\n" and ins.edit.start == ins.edit.end == (2, 1)
-    assert call.edit.content == "xfer.cpu(y" and call.edit.start == (3, 5)
+    assert ins.edit.content == "import xferaudit.runtime as _xfer\n" and ins.edit.start == ins.edit.end == (2, 1)
+    assert call.edit.content == "_xfer.cpu(y" and call.edit.start == (3, 5)
 
 
 def test_fixes_made_on_a_process_pool_are_the_ones_made_in_process(proj, capsys):
@@ -282,3 +292,35 @@ def test_fixes_made_on_a_process_pool_are_the_ones_made_in_process(proj, capsys)
     serial = check_json(capsys, "--jobs", "1")
     pooled = check_json(capsys, "--jobs", "2")
     assert pooled == serial and sum(1 for r in serial if r["fix"]) > 20
+
+
+def test_adjacent_sites_and_sites_sharing_a_line_take_one_codemod_run(proj, capsys, monkeypatch):
+    # runs of adjacent lines, two sites to a line, between lines that repeat: each fix is still
+    # what wrap writes for its site alone, from the one codemod run over the whole file
+    import xferaudit.static.codemod as cm
+
+    body = "".join(f"    v{k} = batch[{k}].to(dev); w{k} = model(v{k}).cpu()\n" for k in range(3))
+    text = "import torch\n\n\n" + "".join(f"def step{i}(model, batch, dev):\n{body}    return None\n\n\n"
+                                          for i in range(3)) + "# filler\n" * 30
+    path = proj / "many.py"
+    path.write_text(text, encoding="utf-8")
+    real, runs = cm.wrap_source, []
+    monkeypatch.setattr(cm, "wrap_source", lambda *a, **k: runs.append(1) or real(*a, **k))
+    recs = check_json(capsys, "many.py")
+    monkeypatch.setattr(cm, "wrap_source", real)
+    assert len(runs) == 1 and len(recs) == 18 and all(r["fix"] for r in recs)
+    middle = [r for r in recs if 12 <= r["location"]["row"] <= 14]  # (step1's: the others are alike)
+    assert assert_each_fix_is_wraps_edit(path, "many.py", middle) == 6
+
+
+def test_the_line_diff_is_a_diff_and_keeps_changes_apart():
+    from xferaudit.static.edits import changed_runs
+
+    a = ["def f():\n", "    x = 1\n", "\n", "    return x\n"] * 500
+    b = list(a)
+    for k in range(3, len(b), 40):  # many lines changed, among lines that repeat
+        b[k] = f"    return x + {k}\n"
+    runs = changed_runs(a, b)
+    assert [(i1, i2) for i1, i2, _, _ in runs] == [(k, k + 1) for k in range(3, len(b), 40)]
+    assert all(j2 - j1 == 1 for _, _, j1, j2 in runs)
+    assert text_edits("".join(a), "".join(b))[0].content == " + 3"

@@ -30,8 +30,8 @@ def proj(tmp_path, monkeypatch):
     (tmp_path / "src" / "train.py").write_text(STEP)
     (tmp_path / "src" / "bad.py").write_text("def f(:\n")
     (tmp_path / "src" / "ok.py").write_text(
-        "import torch\nimport xferaudit.runtime as xfer\n\ndef f(x):\n"
-        "    return xfer.cpu(x, site=\"old/ok.py:f:x.cpu\")  # noqa: XFA201\n")
+        "import torch\nimport xferaudit.runtime as _xfer\n\ndef f(x):\n"
+        "    return _xfer.cpu(x, site=\"old/ok.py:f:x.cpu\")  # noqa: XFA201\n")
     return tmp_path
 
 
@@ -55,9 +55,9 @@ def test_sarif_with_fixes_validates_against_the_sarif_2_1_0_schema(proj, capsys)
     change = first["fixes"][0]["artifactChanges"][0]
     assert change["artifactLocation"] == {"uri": "src/train.py", "uriBaseId": "%SRCROOT%"}
     rep = change["replacements"]
-    assert rep[0]["insertedContent"]["text"] == "import xferaudit.runtime as xfer\n"
+    assert rep[0]["insertedContent"]["text"] == "import xferaudit.runtime as _xfer\n"
     assert rep[0]["deletedRegion"] == {"startLine": 2, "startColumn": 1, "endLine": 2, "endColumn": 1}
-    assert first["fixes"][0]["description"]["text"] == "Wrap it: `xfer.to(batch, device, site=...)`"
+    assert first["fixes"][0]["description"]["text"] == "Wrap it: `_xfer.to(batch, device, site=...)`"
 
 
 def test_the_schema_rejects_what_it_should(proj, capsys):
@@ -167,7 +167,7 @@ def test_full_shows_the_line_with_a_caret_under_the_call(proj, capsys):
     assert rc == 1
     assert out.splitlines()[:7] == [
         "src/tab.py:4:16: XFA202 `x.cpu()` reads a device value to the host (down); wrap it: "
-        "`xfer.cpu(x, site=...)` or run `xferaudit wrap`",
+        "`_xfer.cpu(x, site=...)` or run `xferaudit wrap`",
         "  |",
         "2 |",
         "3 | def f(x):",

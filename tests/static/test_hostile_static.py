@@ -97,30 +97,31 @@ def test_wrap_leaves_postponed_annotations_alone():
     res = wrap_source(src, "m.py", None, "m.py")
     new = res.new.decode()
     assert "def f(t: W.cpu()) -> W.item():" in new
-    assert "return xfer.cpu(t, site=" in new
+    assert "return _xfer.cpu(t, site=" in new
 
 
 # --- a star import may define the alias --------------------------------------------------
 
 def test_wrap_puts_the_runtime_import_after_a_star_import(tmp_path):
-    (tmp_path / "helpers.py").write_text("def xfer():\n    return 'helpers'\n")
+    # (a star import takes a private name where the module lists it)
+    (tmp_path / "helpers.py").write_text("__all__ = ['_xfer']\n\n\ndef _xfer():\n    return 'helpers'\n")
     src = b"import torch\nfrom helpers import *\n\n\ndef f(t):\n    return t.cpu()\n"
     res = wrap_source(src, "m.py", None, "m.py")
     new = res.new.decode()
-    assert new.index("from helpers import *") < new.index("import xferaudit.runtime as xfer")
+    assert new.index("from helpers import *") < new.index("import xferaudit.runtime as _xfer")
     (tmp_path / "m.py").write_text(new)
-    code = "import m, torch, xferaudit.runtime as r; assert m.xfer is r; print(m.f(torch.ones(1)))"
+    code = "import m, torch, xferaudit.runtime as r; assert m._xfer is r; print(m.f(torch.ones(1)))"
     out = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True)
     assert out.returncode == 0, out.stderr
     assert unwrap_source(res.new, "m.py").new == src
 
 
 def test_wrap_does_not_reuse_an_alias_a_later_star_import_may_rebind():
-    src = b"import torch\nimport xferaudit.runtime as xfer\nfrom helpers import *\n\nx = torch.ones(1, device=d).cpu()\n"
+    src = b"import torch\nimport xferaudit.runtime as _xfer\nfrom helpers import *\n\nx = torch.ones(1, device=d).cpu()\n"
     new = wrap_source(src, "m.py", None, "m.py").new.decode()
     lines = new.splitlines()
-    assert lines.index("from helpers import *") < lines.index("import xferaudit.runtime as xfer_")
-    assert "xfer_.cpu(torch.ones(1, device=d), site=" in new
+    assert lines.index("from helpers import *") < lines.index("import xferaudit.runtime as _xfer_")
+    assert "_xfer_.cpu(torch.ones(1, device=d), site=" in new
 
 
 # --- quotes and backslashes in file names --------------------------------------------------

@@ -83,6 +83,38 @@ def test_save_counts_the_device_bytes(dev, tmp_path):
     assert torch.load(io.BytesIO(buf.getvalue()))["w"].equal(h)
 
 
+def _save_to_host(obj, f):
+    """torch.save as it goes for device tensors (each to the host, then saved): the
+    simulated device has no storage, so its tensors are moved first."""
+    def host(o):
+        if isinstance(o, torch.Tensor):
+            return o.cpu()
+        if isinstance(o, dict):
+            return {k: host(v) for k, v in o.items()}
+        return o
+
+    torch.save(host(obj), f)
+
+
+def test_a_saved_checkpoint_counts_a_copy_per_device_tensor_as_the_guard_sees_them(dev):
+    model = torch.nn.Sequential(torch.nn.Linear(3, 4), torch.nn.Linear(4, 2)).to(dev)
+    opt_state = {"state": {0: {"exp_avg": torch.zeros(4, 3).to(dev), "step": torch.tensor(1.0)}}}
+    ckpt = {"model": model.state_dict(), "optimizer": opt_state, "iter_num": 7}
+    device_tensors = 5  # 4 parameters and one moment; the step is on the host
+    with xfer.counting():
+        xfer.save(_save_to_host, ckpt, io.BytesIO(), site="ckpt")
+    (row,) = xfer.snapshot().rows
+    nbytes = sum(t.numel() * 4 for t in model.state_dict().values()) + 4 * 3 * 4
+    assert (row.site, row.direction, row.crossings, row.copies, row.bytes) == ("ckpt", "down", 1, device_tensors,
+                                                                               nbytes)
+    # the same save, bare, under the guard: as many copies and bytes crossing
+    xfer.reset()
+    with guard("count", mode="full"):
+        _save_to_host(ckpt, io.BytesIO())
+    seen = xfer.snapshot().unwrapped
+    assert (sum(u.copies for u in seen), sum(u.bytes for u in seen)) == (device_tensors, nbytes)
+
+
 def test_value_checked_rows(dev):
     x = torch.zeros(2).to(dev)
     h = torch.zeros(2)

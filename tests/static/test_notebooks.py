@@ -78,9 +78,9 @@ def test_wrap_then_unwrap_gives_the_notebook_back_byte_for_byte(tmp_path, layout
     after = json.loads(p.read_text(encoding="utf-8"))
     cells = after["cells"]
     assert cells[0] == CELLS[0] and cells[3] == CELLS[3] and cells[4] == CELLS[4]  # untouched
-    assert "import xferaudit.runtime as xfer\n" in cells[1]["source"]
+    assert "import xferaudit.runtime as _xfer\n" in cells[1]["source"]
     assert "%matplotlib inline\n" in cells[1]["source"] and "    %time y = 1\n" in cells[2]["source"]
-    assert cells[5]["source"] == 'print(xfer.cpu(x, site="nb.ipynb:<module>:x.cpu"))'  # a string stays a string
+    assert cells[5]["source"] == 'print(_xfer.cpu(x, site="nb.ipynb:<module>:x.cpu"))'  # a string stays a string
     assert run("check", "nb.ipynb", cwd=tmp_path).returncode == 0
     r = run("unwrap", "nb.ipynb", cwd=tmp_path)
     assert r.returncode == 0, r.stderr

@@ -85,16 +85,16 @@ def test_git_apply_takes_the_diff_of_wrap_from_where_it_was_made(tmp_path, monke
     for f in ("pkg/a.py", "pkg/sub/b.py", "pkg/sub/m.py"):
         if (expect / f).is_relative_to(expect / where):
             assert (tmp_path / f).read_text() == (expect / f).read_text(), f
-            assert "xfer.cpu(x, site=" in (tmp_path / f).read_text() or f.endswith("m.py")
+            assert "_xfer.cpu(x, site=" in (tmp_path / f).read_text() or f.endswith("m.py")
 
 
 def test_site_names_stay_relative_to_the_root_whatever_the_working_directory(tmp_path, monkeypatch, capsys):
     _tree(tmp_path, "pyproject")
     monkeypatch.chdir(tmp_path / "pkg" / "sub")
     _run(capsys, "wrap", ".")
-    assert "xfer.cpu(x, site=" in (tmp_path / "pkg" / "sub" / "b.py").read_text()
+    assert "_xfer.cpu(x, site=" in (tmp_path / "pkg" / "sub" / "b.py").read_text()
     _, out, _ = _run(capsys, "sites", ".")  # the file as the working directory sees it, the name as the root does
     assert out.startswith("b.py:6:") and "[pkg/sub/b.py:f:x.cpu]" in out
     monkeypatch.chdir(tmp_path)
     _, out, _ = _run(capsys, "sites", "pkg")
-    assert "\npkg/sub/b.py:6:17: down  XFA202 wrapped" in out and "[pkg/sub/b.py:f:x.cpu]" in out
+    assert "\npkg/sub/b.py:6:18: down  XFA202 wrapped" in out and "[pkg/sub/b.py:f:x.cpu]" in out

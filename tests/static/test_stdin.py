@@ -68,7 +68,7 @@ def test_check_stdin_json_names_sites_by_the_path_and_carries_fixes(proj):
     item = next(x for x in recs if x["code"] == "XFA202")
     assert item["filename"] == str(proj / "pkg" / "train.py")
     contents = [e["content"] for e in item["fix"]["edits"]]
-    assert 'xfer.item(loss, site=":step:loss.item"' in contents
+    assert '_xfer.item(loss, site=":step:loss.item"' in contents
 
 
 def test_check_stdin_that_does_not_parse_is_xfa001(proj):
@@ -80,8 +80,8 @@ def test_wrap_stdin_writes_the_wrapped_source_to_stdout(proj):
     r = xa(proj, "wrap", "-", "--stdin-filename", "pkg/train.py")
     out = r.stdout.decode()
     assert r.returncode == 0, r.stderr
-    assert 'x = xfer.to(batch, device, site=":step:batch.to")' in out
-    assert out.startswith("import torch\nimport xferaudit.runtime as xfer\n")
+    assert 'x = _xfer.to(batch, device, site=":step:batch.to")' in out
+    assert out.startswith("import torch\nimport xferaudit.runtime as _xfer\n")
     assert not (proj / "pkg" / "train.py").exists()
     back = xa(proj, "unwrap", "-", "--stdin-filename", "pkg/train.py", stdin=out)
     assert back.stdout.decode() == STEP

@@ -100,8 +100,8 @@ def test_scripted_code_runs_before_and_after_wrap(tmp_path):
     new, skipped = wrapped(SCRIPTED)
     assert run(new, tmp_path) == run(SCRIPTED, tmp_path)
     # the eager sites are wrapped; the ignored method runs in Python, so it is wrapped too
-    assert 'xfer.cpu(x, site="m.py:Net.python_only:x.cpu")' in new or ":Net.python_only:x.cpu" in new
-    assert "print(xfer.tolist(" in new
+    assert '_xfer.cpu(x, site="m.py:Net.python_only:x.cpu")' in new or ":Net.python_only:x.cpu" in new
+    assert "print(_xfer.tolist(" in new
     reasons = {s.label: why for s, why in [(k, k.reason) for k in skipped]}
     assert any("TorchScript" in why for why in reasons.values()), reasons
 
@@ -171,7 +171,7 @@ SELFDOC = textwrap.dedent('''\
 def test_self_documenting_fields_print_the_same_after_wrap(tmp_path):
     new, skipped = wrapped(SELFDOC)
     assert run(new, tmp_path) == run(SELFDOC, tmp_path)
-    assert "xfer.item(x.sum()" in new  # the plain field is wrapped
+    assert "_xfer.item(x.sum()" in new  # the plain field is wrapped
     assert sum("self-documenting" in s.reason for s in skipped) == 4
     msgs = check_messages(SELFDOC, tmp_path)
     assert sum("self-documenting" in m and "wrap it" not in m for m in msgs) == 4
@@ -251,9 +251,9 @@ def test_the_method_is_looked_up_before_the_arguments_are_evaluated(tmp_path):
     assert before.startswith("cpu\n")  # the bare call did not consume `it`
     assert run(new, tmp_path) == before
     # plain arguments keep the receiver form; calls in them take the bound method
-    assert "xfer.to(y, dev, site=" in new
-    assert "xfer.call(x.to, next(it), site=" in new
-    assert 'xfer.call(y.to, device=arg("cpu"), site=' in new
+    assert "_xfer.to(y, dev, site=" in new
+    assert "_xfer.call(x.to, next(it), site=" in new
+    assert '_xfer.call(y.to, device=arg("cpu"), site=' in new
 
 
 @pytest.mark.parametrize("call, bound", [
@@ -273,7 +273,7 @@ def test_which_arguments_take_the_bound_form(call, bound):
     src = f"import torch\n\n\ndef f(self, y, dev, devs, opts, a, b, pick, make, flag):\n    return {call}\n"
     new, skipped = wrapped(src)
     assert not skipped
-    assert ("xfer.call(y.to, " in new) == bound, new
+    assert ("_xfer.call(y.to, " in new) == bound, new
 
 
 def test_the_bound_form_is_read_back_named_and_suggested(tmp_path):
@@ -282,7 +282,7 @@ def test_the_bound_form_is_read_back_named_and_suggested(tmp_path):
     (site,) = [s for s in find_in_source(new, "m.py", None, "m.py").sites]
     assert site.wrapped and site.rule_id == "torch.to" and site.site == "m.py:<module>:x.to"
     (msg,) = check_messages(src, tmp_path)
-    assert "`xfer.call(x.to, next(it), site=...)`" in msg
+    assert "`_xfer.call(x.to, next(it), site=...)`" in msg
 
 
 def test_the_bound_form_counts_like_the_receiver_form():

@@ -67,7 +67,7 @@ def test_suggestion_is_what_wrap_writes_and_unwrap_restores(pack, rule, example)
     written = re.sub(r'site="[^"]*"', "site=...", written[len("y = "):])
     assert said == written
     # the wrapper named is the row's (or the generic one its style falls back to)
-    assert written.startswith(f"xfer.{rule.wrapper}(")
+    assert written.startswith(f"_xfer.{rule.wrapper}(")
     # the finder reads the wrapped call back as the same site, same kind
     again = [s for s in find_in_source(new, "example.py", rules, "example.py").sites if s.rule_id == rule.id]
     assert len(again) == 1 and again[0].wrapped and again[0].kind == site.kind
@@ -89,7 +89,7 @@ def test_jax_jit_suggestion_names_its_own_wrapper():
     src = "import jax\nf = jax.jit(step)\n"
     site = _site_of(src, next(r for r in rules.rules if r.id == "jax.jit"), rules)
     rule = next(r for r in rules.rules if r.id == "jax.jit")
-    assert suggestion(site, rule) == "xfer.jax_jit(jax.jit(step), site=...)"
+    assert suggestion(site, rule) == "_xfer.jax_jit(jax.jit(step), site=...)"
     assert form_of(rule).head == ("inner",)
 
 
@@ -156,13 +156,13 @@ def test_the_wrapped_torch_row_counts_its_kind(rid):
 
 
 IMPLICIT_CASES = [
-    ("float", "total = float(loss)\n", "total = xfer.float(loss, site=...)\n"),
-    ("int", "n = int(loss)\n", "n = xfer.int(loss, site=...)\n"),
-    ("complex", "z = complex(loss)\n", "z = xfer.complex(loss, site=...)\n"),
-    ("bool", "if loss > 100:\n        pass\n", "if xfer.bool(loss > 100, site=...):\n        pass\n"),
-    ("index", "r = range(loss)\n", "r = range(xfer.index(loss, site=...))\n"),
-    ("read", "print(loss)\n", "print(xfer.read(loss, site=...))\n"),
-    ("save", "torch.save(loss, 'f.pt')\n", "xfer.save(torch.save, loss, 'f.pt', site=...)\n"),
+    ("float", "total = float(loss)\n", "total = _xfer.float(loss, site=...)\n"),
+    ("int", "n = int(loss)\n", "n = _xfer.int(loss, site=...)\n"),
+    ("complex", "z = complex(loss)\n", "z = _xfer.complex(loss, site=...)\n"),
+    ("bool", "if loss > 100:\n        pass\n", "if _xfer.bool(loss > 100, site=...):\n        pass\n"),
+    ("index", "r = range(loss)\n", "r = range(_xfer.index(loss, site=...))\n"),
+    ("read", "print(loss)\n", "print(_xfer.read(loss, site=...))\n"),
+    ("save", "torch.save(loss, 'f.pt')\n", "_xfer.save(torch.save, loss, 'f.pt', site=...)\n"),
 ]
 
 

@@ -1,10 +1,15 @@
 """``xferaudit budget --from RUN.json``: freeze a good run as a transfer budget.
 
-A run saves its report with ``xfer.report().save("run.json")``; this writes
-the crossings per site per step it measured (and the launches of its graph
-sites) as a budget that ``xfer.expect(...)`` and
+A run saves its report with ``xfer.report().save("run.json")`` (or ``xferaudit
+run`` writes its run file); this writes the crossings per site per step it
+measured as a budget that ``xferaudit run --budget``, ``xfer.expect(...)`` and
 ``@pytest.mark.xfer_budget(...)`` check, so CI fails the day a step starts
-crossing more. The file's table is ``[tool.xferaudit.budget]``: it can be
+crossing more. Every named crossing is frozen: wrapped sites, crossings made
+inside a library (``lib.mod:function <- train.py:41``), statements named by a
+site comment, the launches of graph sites, and the user's lines that crossed
+with nothing naming them (``train.py:41``: a line number names them, so
+freeze again after editing that file, or name the line with ``xferaudit wrap
+--from``). The file's table is ``[tool.xferaudit.budget]``: it can be
 read as it is, or pasted into pyproject.toml.
 
 Steps: ``--steps N`` divides the run's totals by N; without it, the report's
@@ -79,7 +84,7 @@ class BudgetCommand(Command):
         parser.add_argument("--from", dest="source", metavar="RUN.json", required=True,
                             help="a report saved with xfer.report().save(...)")
         parser.add_argument("-o", "--output", metavar="BUDGET.toml", default=None,
-                            help="write here (.toml, or .json by suffix); default: stdout")
+                            help="write here (.toml, or .json by suffix); default, or '-': stdout")
         parser.add_argument("--steps", type=_steps, default=None, metavar="N",
                             help="steps the run measured (default: the report's 'steps', else 1)")
         parser.add_argument("--slack", type=_slack, default=(Fraction(0), Fraction(0)), metavar="PCT%|N",
@@ -103,19 +108,30 @@ class BudgetCommand(Command):
         def allowance(total: int) -> Fraction:  # exact: the run it came from passes
             return Fraction(total, steps) * (1 + pct) + absolute if total else absolute
 
+        from ..runtime.budget import line_name
+
         # Every row, the empty name too: `site=""` is a name the runtime records.
-        crossings = {r.site: allowance(r.crossings) for r in rep.rows}
+        totals = {r.site: (r.crossings, r.copies) for r in rep.rows}
+        # The user's lines that crossed with nothing naming them: path:line.
+        user_lines: dict = {}
+        for u in rep.unwrapped:
+            name = line_name(u.path, u.line)
+            if name not in totals:
+                n, k = user_lines.get(name, (0, 0))
+                user_lines[name] = (n + u.count, k + u.copies)
+        totals.update(user_lines)
+        crossings = {s: allowance(n) for s, (n, _) in totals.items()}
         # Copies beside crossings where a call makes several (a module move).
-        copies = {r.site: allowance(r.copies) for r in rep.rows if r.copies != r.crossings}
+        copies = {s: allowance(k) for s, (n, k) in totals.items() if k != n}
         launches = {x.site: allowance(x.launches) for x in rep.launches}
         both = sorted(set(crossings) & set(launches))
         if both:
             raise UserError(f"{src}: site(s) both transfer and launch rows: {', '.join(both)}")
-        if not crossings and not launches:
+        if not crossings and not launches and rep.meta.get("kind") != "run":
             raise UserError(f"{src}: the report has no site rows to make a budget of "
                             "(was counting on? xfer.count(True) / `with xfer.counting():`)")
 
-        out = args.output
+        out = None if args.output == "-" else args.output  # ("-": stdout, as without -o)
         if out is not None and Path(out).suffix.lower() == ".json":
             data = {s: ({"crossings": written(n), "copies": written(copies[s])} if s in copies
                         else written(n)) for s, n in crossings.items()}
@@ -126,8 +142,9 @@ class BudgetCommand(Command):
             slack = f"{float(pct * 100):g}%" if pct else _fmt(absolute)
             lines = [
                 "# xferaudit budget: expected crossings per site per step (launches for graph sites).",
-                f"# From {src.name}: {steps} step(s), slack {slack}. Checked by xfer.expect(<this file>)",
-                "# and @pytest.mark.xfer_budget(<this file>); the table can go into pyproject.toml as is.",
+                f"# From {src.name}: {steps} step(s), slack {slack}. Checked by xferaudit run --budget <this file>,",
+                "# xfer.expect(<this file>) and @pytest.mark.xfer_budget(<this file>); the table can go into",
+                "# pyproject.toml as is.",
                 "[tool.xferaudit.budget]",
             ]
             lines += [f"{_toml_key(s)} = {{ crossings = {_fmt(n)}, copies = {_fmt(copies[s])} }}"
@@ -136,10 +153,10 @@ class BudgetCommand(Command):
             lines += [f"{_toml_key(s)} = {{ launches = {_fmt(n)} }}" for s, n in sorted(launches.items())]
             text = "\n".join(lines) + "\n"
 
-        unwrapped = sum(u.count for u in rep.unwrapped)
-        if unwrapped:
-            print(f"xferaudit: warning: {src} has {unwrapped} unwrapped transfer(s); a budget allows "
-                  "none: wrap them in named sites or remove them", file=sys.stderr)
+        if user_lines:
+            print(f"xferaudit: note: {len(user_lines)} line(s) of {src} crossed with nothing naming them; the "
+                  "budget holds them by path:line, which an edit above them moves (name them with "
+                  f"`xferaudit wrap --from {src}`)", file=sys.stderr)
         if out is None:
             sys.stdout.write(text)
         else:

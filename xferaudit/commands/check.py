@@ -253,17 +253,11 @@ class CheckCommand(Command):
 def _evidence(cfg, extra):
     """The run files in force: the config's `evidence`, then `--evidence` (read
     with plain JSON: no torch, no libcst)."""
-    import os
-
-    from ..static.evidence import EvidenceError, load as load_evidence
-    from ..static.scan import display_path
-
-    runs = [display_path(p, os.getcwd()) for p in cfg.evidence] + list(extra or ())
-    if not runs:
-        return None
+    from ..static.evidence import EvidenceError
+    from ..static.lint import config_evidence
 
     try:
-        return load_evidence(runs, cfg.root)
+        return config_evidence(cfg, extra)
     except EvidenceError as e:
         raise UserError(str(e)) from None
 

@@ -8,8 +8,9 @@ a Chrome/Perfetto trace of the run's timeline (xferaudit/trace.py).
 
 ``--sort`` orders the sites by crossings (the default), bytes or time (the
 host time inside each site's calls); ``--top N`` shows the first N in that
-order; the totals stay the whole run's, and a line (``rows_hidden`` in JSON)
-says how many sites are not shown. Names from the file are printed with control characters escaped
+order, and the first N unwrapped lines; the totals stay the whole run's, and a
+line (``rows_hidden`` and ``unwrapped_hidden`` in JSON) says how many are not
+shown. Names from the file are printed with control characters escaped
 (xferaudit/_text.py); a file with impossible counts is refused (exit 2).
 """
 
@@ -36,7 +37,8 @@ class ReportCommand(Command):
                             help="order of the sites: most crossings (default), most bytes, or "
                                  "most host time inside their calls")
         parser.add_argument("--top", type=int, default=None, metavar="N",
-                            help="only the first N sites in --sort order (totals stay the run's)")
+                            help="only the first N sites in --sort order, and the first N unwrapped lines "
+                                 "(totals stay the run's)")
         # Pictures: xferaudit/plot.py and xferaudit/trace.py.
         parser.add_argument("--plot", metavar="OUT.png", default=None,
                             help="also draw crossings and bytes per site (PNG/SVG/PDF by "

@@ -10,7 +10,10 @@ per rank, the rank in its name).
 Everything after SCRIPT (or after ``-m MODULE``) is the program's, options
 included. The exit code is the program's own; 2 when the program cannot be
 started (no such file or module, a folder for the run file that does not
-exist) or when it exited 0 but the run file could not be written.
+exist, a budget that cannot be read) or when it exited 0 but the run file
+could not be written; 1 when it exited 0 but broke the budget given with
+``--budget B.toml`` (or by ``run-budget`` in ``[tool.xferaudit]``), each site
+over its allowance and each new one named on stderr.
 """
 
 from __future__ import annotations
@@ -19,8 +22,9 @@ import argparse
 import os
 import signal
 import sys
+from typing import Optional
 
-from . import EXIT_ERROR, Command, UserError
+from . import EXIT_ERROR, EXIT_FINDINGS, Command, UserError
 
 
 class RunCommand(Command):
@@ -30,7 +34,8 @@ class RunCommand(Command):
 
     def add_arguments(self, parser: argparse.ArgumentParser) -> None:
         parser.usage = ("xferaudit run [-h] [-o RUN.json] [-q] [--guard-mode {auto,lite,full}]\n"
-                        "                     [--ranges] (SCRIPT [ARGS...] | -m MODULE [ARGS...])")
+                        "                     [--ranges] [--budget B.toml | --no-budget]\n"
+                        "                     (SCRIPT [ARGS...] | -m MODULE [ARGS...])")
         parser.add_argument("-o", "--output", metavar="RUN.json", default=None,
                             help="the run file (default xferaudit-run.json; under torchrun the rank "
                                  "goes into the name: xferaudit-run.rank0.json)")
@@ -42,15 +47,23 @@ class RunCommand(Command):
         parser.add_argument("--ranges", action="store_true",
                             help="run each wrapped call inside a torch.profiler and an NVTX range "
                                  "named by its site (as XFERAUDIT_RANGES=1 does)")
+        parser.add_argument("--budget", metavar="B.toml", default=None,
+                            help="check the run against this budget (`xferaudit budget --from RUN.json` "
+                                 "writes one): exit 1 naming each site over it and each new one "
+                                 "(default: run-budget in [tool.xferaudit], if set)")
+        parser.add_argument("--no-budget", action="store_true",
+                            help="do not check the run-budget of [tool.xferaudit]")
         parser.add_argument("-m", dest="module", nargs=argparse.REMAINDER, metavar="MODULE ...",
                             help="run a module as `python -m MODULE ARGS` would")
         parser.add_argument("program", nargs=argparse.REMAINDER, metavar="SCRIPT [ARGS...]",
                             help="the script and its arguments, as `python SCRIPT ARGS`")
 
     def run(self, args: argparse.Namespace) -> int:
-        from ..runtime.runner import DEFAULT_OUTPUT, RunError, output_path, run_module, run_path
+        from ..runtime.runner import DEFAULT_OUTPUT, RunError, output_problem, run_module, run_path
 
         module = args.module
+        if args.program[:1] == ["--"]:  # `xferaudit run -q -- script.py`: the script follows
+            args.program = args.program[1:]
         if module is not None and args.program:
             raise UserError("give a SCRIPT or -m MODULE, not both")
         if module is not None and not module:
@@ -59,11 +72,11 @@ class RunCommand(Command):
             raise UserError("name the program to run: xferaudit run SCRIPT [ARGS...] "
                             "or xferaudit run -m MODULE [ARGS...]")
         output = args.output if args.output is not None else DEFAULT_OUTPUT
-        folder = output_path(output).parent
-        if not folder.is_dir():
-            raise UserError(f"{output}: directory {folder} does not exist")
-        if not os.access(folder, os.W_OK | os.X_OK):
-            raise UserError(f"{output}: directory {folder} is not writable")
+        problem = output_problem(output)  # (checked now: not after an hour of counting)
+        if problem:
+            raise UserError(problem)
+        budget = _budget(args, args.program[0] if module is None else None)
+        whole = bool(getattr(args, "_whole_process", False))
         from ..runtime.ranges import ENV
 
         before = os.environ.get(ENV)
@@ -71,9 +84,11 @@ class RunCommand(Command):
             os.environ[ENV] = "1"
         try:
             if module is not None:
-                res = run_module(module[0], module[1:], output, args.quiet, args.guard_mode)
+                res = run_module(module[0], module[1:], output, args.quiet, args.guard_mode, budget,
+                                 whole_process=whole)
             else:
-                res = run_path(args.program[0], args.program[1:], output, args.quiet, args.guard_mode)
+                res = run_path(args.program[0], args.program[1:], output, args.quiet, args.guard_mode,
+                               budget, whole_process=whole)
         except RunError as e:
             raise UserError(str(e)) from None
         finally:
@@ -85,11 +100,53 @@ class RunCommand(Command):
         if res.error and res.exit_code == 0:
             return EXIT_ERROR  # (the message is printed: the run file is what was asked for)
         if res.interrupted:  # end as Python ends on Ctrl-C: killed by SIGINT
-            sys.stdout.flush()
-            sys.stderr.flush()
+            for stream in (sys.stdout, sys.stderr):
+                try:
+                    stream.flush()
+                except (AttributeError, OSError, ValueError):  # (None, or closed by the program)
+                    pass
             signal.signal(signal.SIGINT, signal.SIG_DFL)
             os.kill(os.getpid(), signal.SIGINT)
+        if res.exit_code == 0 and res.problems:
+            return EXIT_FINDINGS
         return res.exit_code
+
+
+def _budget(args: argparse.Namespace, script: Optional[str]):
+    """The budget to check the run against: ``--budget``, else the project's
+    ``run-budget`` (found from the script's folder, else the working
+    directory), else None. Read before the program runs: a budget that cannot
+    be read is an error (exit 2), never a run that cannot be judged."""
+    from ..runtime.budget import BudgetError, load_budget
+
+    if args.budget is not None and args.no_budget:
+        raise UserError("give --budget or --no-budget, not both")
+    try:
+        if args.budget is not None:
+            return load_budget(args.budget)
+        if args.no_budget:
+            return None
+        from pathlib import Path
+
+        from ..config import ConfigError, load_config
+
+        start = Path(os.path.dirname(os.path.abspath(script))) if script else Path.cwd()
+        try:
+            cfg = load_config(start)
+        except ConfigError as e:
+            raise UserError(str(e)) from None
+        if cfg.run_budget is None:
+            return None
+        if cfg.run_budget is True:
+            from ..runtime.budget import budget_from_mapping
+
+            if not cfg.budget:
+                raise UserError(f"{cfg.source}: run-budget = true, but there is no [tool.xferaudit.budget] "
+                                "table")
+            return budget_from_mapping(cfg.budget, f"{cfg.source}: [tool.xferaudit.budget]")
+        return load_budget(cfg.run_budget)
+    except BudgetError as e:
+        raise UserError(str(e)) from None
 
 
 COMMAND = RunCommand

@@ -9,7 +9,10 @@ Implicit sites (a crossing with no transfer call of its own: ``float(loss)``,
 ``"implicit": true`` and ``"op"``, their category (``conversion``, ``truth``,
 ``format``, ``math``, ``count``, ``upload``, ``download``, ``save``,
 ``hazard``); their ``rule`` is an ``XFA4xx`` code and ``line`` the line of the
-offending expression (for a truth test, of the condition).
+offending expression (for a truth test, of the condition); ``evidence`` says
+what makes the value a device value (``loss: result of `model(x)`, model:
+moved to the device by `model.to(dev)` (line 12)``), and ``--explain`` prints
+it under each implicit site of the text listing.
 Positions are 1-based; the column is that of the called name (the ``cpu`` of
 ``x.cpu()``), counted in characters. ``select``/``ignore`` do not apply: this
 lists what is there. Exit 0, or 2 when a file cannot be read or parsed. A file
@@ -36,6 +39,8 @@ class SitesCommand(Command):
         add_scan_arguments(parser)
         parser.add_argument("--format", choices=("text", "json"), default="text",
                             help="text (default) or a JSON array")
+        parser.add_argument("--explain", action="store_true",
+                            help="under each implicit site, the evidence that its value is on the device")
 
     def run(self, args: argparse.Namespace) -> int:
         from ..static.notebook import display_position
@@ -58,6 +63,8 @@ class SitesCommand(Command):
                 lines.append(f"{printable_path(s.path)}:{display_position(s.path, s.line, s.column)}: "
                              f"{s.kind:<5} {s.rule} "
                              f"{state:<10} {printable(call)}  [{printable(s.site)}]")
+                if args.explain and s.evidence:
+                    lines.append(f"    evidence: {printable(s.evidence)}")
             if lines:
                 emit("\n".join(lines))
         for r in repaired:

@@ -35,12 +35,17 @@ from .report_rows import (
     row_order, totals_of, unwrapped_order,
 )
 from .rows import Launch, Row, Unwrapped
+from .tallies import named_rows
 
 __all__ = ["FORMAT", "SORTS", "Launch", "Report", "ReportError", "Row", "Unwrapped", "diff",
            "format_diff"]
 
 FORMAT = "xferaudit.report"
 VERSION = 1
+#: What a d2d row is, said under the table wherever one is shown.
+D2D = ("d2d: a same-device copy made at that line (`dst.copy_(src)` with both on the device; or one between two\n"
+       "     devices); copies made inside other ops or compiled regions are not attributed (in a fresh process\n"
+       "     most of a profiler's DtoD memcpys are those)")
 NORMAL = (
     "normal: one upload per batch tensor per step, one download per logged scalar,\n"
     "        one launch per compiled call or graph replay; more is a copy nobody asked for"
@@ -101,8 +106,11 @@ def _unwrapped_of(u: Any, w: str) -> Unwrapped:
     chains = u.get("chains", [])
     if not isinstance(chains, list):
         raise ReportError(f"{w}: 'chains' must be a list of frame lists")
+    path = _field(u, "path", str, w)
+    if "\0" in path:
+        raise ReportError(f"{w}: 'path' holds a NUL character: not a file name")
     return Unwrapped(
-        _field(u, "path", str, w), _field(u, "line", int, w), _field(u, "op", str, w),
+        path, _field(u, "line", int, w), _field(u, "op", str, w),
         _field(u, "direction", str, w), _field(u, "count", int, w, 0),
         _field(u, "bytes", int, w, 0), _field(u, "via", str, w, ""),
         _field(u, "copies", int, w, None), _field(u, "pageable", int, w, 0), float(seconds),
@@ -131,7 +139,8 @@ class Report:
         with state.lock, collector_paused():
             rows = [t.snapshot() for t in state.sites.values()]
             launches = [t.snapshot() for t in state.launches.values()]
-            unwrapped = [t.snapshot() for t in state.unwrapped.values()]
+            # crossings named without a wrapper (a library's, a statement's) are rows of their name
+            unwrapped = [t.snapshot() for t in named_rows(state.unwrapped.values(), rows)]
             meta = {"counting": bool(state.on)}
             if getattr(state, "steps", 0):
                 meta["steps"] = int(state.steps)
@@ -198,15 +207,17 @@ class Report:
             yield "rows", Items(map(row_line, islice(rows, top)), encoded=True)
             yield "totals", self.totals()
         yield "launches", Items(asdict(x) for x in self.launches)
-        yield "unwrapped", Items(u.to_dict() for u in self.unwrapped)
+        yield "unwrapped", Items(u.to_dict() for u in islice(self.unwrapped, top))
         if top is not None:
             yield "rows_hidden", max(len(rows) - top, 0)
+            yield "unwrapped_hidden", max(len(self.unwrapped) - top, 0)
         if self.timeline is not None:
             yield "timeline", self.timeline
 
     def to_dict(self, top: Optional[int] = None) -> dict:
-        """The JSON form; with `top`, only the first `top` rows, ``rows_hidden``
-        saying how many were left out, and the totals still the whole run's."""
+        """The JSON form; with `top`, only the first `top` rows and unwrapped
+        lines, ``rows_hidden`` and ``unwrapped_hidden`` saying how many were
+        left out, and the totals still the whole run's."""
         return plain(self.fields(top))
 
     def json_chunks(self, top: Optional[int] = None) -> Iterator[str]:
@@ -231,22 +242,24 @@ class Report:
         return read_report(pairs, where, spill=False, skip_rows=False)
 
     @classmethod
-    def load(cls, path: Union[str, "os.PathLike[str]"]) -> "Report":
-        """Read a report saved with :meth:`save`; ReportError if it is not one.
+    def load(cls, path: Union[str, "os.PathLike[str]"], missing: Optional[str] = None) -> "Report":
+        """Read a report saved with :meth:`save`; ReportError if it is not one
+        (`missing`: the message for a path that does not exist).
 
         The file is streamed (:mod:`.report_json`): memory holds the report's
         rows, never the file's text or its whole JSON; a multi-rank file keeps
         each rank's rows in a temporary file. Every reader of reports (report,
         budget, diff, merge) comes through here."""
         try:
-            return read_file(path)
+            return read_file(path, missing=missing)
         except Reshape:  # it said "several ranks" before its rows, then had none
-            return read_file(path, skip_rows=False)
+            return read_file(path, skip_rows=False, missing=missing)
 
     # --- text -----------------------------------------------------------------
     def format(self, top: Optional[int] = None) -> str:
         """The printed table (what ``print(report)`` and ``xfer.report()`` show);
-        with `top`, only the first `top` site rows, the totals still the run's."""
+        with `top`, only the first `top` site rows and unwrapped lines, the
+        totals still the run's."""
         lines = ["xferaudit: host<->device transfers per wrapped site", NORMAL]
         if not self.rows and not self.launches and not self.unwrapped:
             hint = "" if self.meta.get("counting", True) else (
@@ -303,13 +316,19 @@ class Report:
             lines.append("unwrapped transfers (seen by the guard outside every wrapper)")
             lines.append(f"{'direction':<10} {'count':>8} {'copies':>8} {'bytes':>10} {'ms':>10}  "
                          f"{'op':<28} where")
-            for u in self.unwrapped:
+            for u in self.unwrapped[:top]:
                 via = f"  (via {u.via})" if u.via else ""
                 pg = f"  [pageable {u.pageable}]" if u.pageable else ""
                 outer = u.frames[-1] if len(u.frames) > 1 else None  # the chain's outermost user line
                 called = f"  <- {outer['path']}:{outer['line']}" if outer else ""
                 lines.append(f"{u.direction:<10} {u.count:>8} {u.copies:>8} {human_bytes(u.bytes):>10} "
                              f"{ms(u.seconds):>10}  {u.op:<28} {u.path}:{u.line}{via}{called}{pg}")
+            hidden = len(self.unwrapped[top:]) if top is not None else 0
+            if hidden:
+                lines.append(f"({hidden} more unwrapped line{'s' if hidden != 1 else ''} not shown)")
+        if any("d2d" in r.by_direction for r in self.rows[:top]) or any(u.direction == "d2d"
+                                                                          for u in self.unwrapped):
+            lines.append(D2D)
         return "\n".join(lines) + "\n"
 
     def format_lines(self, top: Optional[int] = None) -> Iterator[str]:
@@ -491,17 +510,18 @@ def read_report(pairs: Iterator[tuple[str, Any]], where: str, spill: bool,
 
 
 def read_file(path: Union[str, "os.PathLike[str]"], skip_rows: Optional[bool] = None,
-              into: Any = None) -> Optional["Report"]:
-    """:func:`read_report` of a saved file, streamed (:mod:`.report_json`)."""
+              into: Any = None, missing: Optional[str] = None) -> Optional["Report"]:
+    """:func:`read_report` of a saved file, streamed (:mod:`.report_json`);
+    only a regular file is opened, and read to :data:`~xferaudit._readfile.MAX_BYTES`."""
+    from .._readfile import open_text
+
     p = Path(path)
-    try:
-        with open(p, encoding="utf-8") as f, collector_paused():
+    try:  # (a regular file only, of bounded size: a FIFO or /dev/zero is refused unread)
+        with open_text(p, str(p), ReportError, missing) as f, collector_paused():
             pairs = read_pairs(f, str(p), ReportError, STREAMED, ("ranks",))
             return read_report(pairs, str(p), True, skip_rows, into)
-    except FileNotFoundError:
-        raise ReportError(f"{p}: no such file") from None
     except OSError as e:
-        raise ReportError(f"{p}: cannot read: {e}") from None
+        raise ReportError(f"{p}: cannot read: {e.strerror or e}") from None
 
 
 # --- diff ----------------------------------------------------------------------

@@ -43,7 +43,10 @@ that site; ``expect(..., pageable=0)`` forbids them everywhere). Sources, for
 
 Steps: each ``ex.step()`` ends one step; the first ``warmup`` of them are not
 measured (compilation, allocator warm-up, lazy init). Without ``step()`` calls,
-``steps=N`` says how many steps ran in the block (default 1). Counting is on
+``steps=N`` says how many steps ran in the block (default 1), and
+``steps="optimizer"`` counts them at each ``optimizer.step()`` made in the
+block, as ``xferaudit run`` does: a budget frozen from a run
+(``xferaudit budget --from RUN.json``) is checked per step the same way. Counting is on
 inside the block and is measured as the difference of the tallies, so counts
 made outside are neither lost nor mixed in.
 
@@ -73,6 +76,9 @@ __all__ = [
 ]
 
 BudgetSource = Union[Mapping[str, Any], str, "os.PathLike[str]", "Budget", None]
+#: ``expect(steps=OPTIMIZER)``: the steps are the ``optimizer.step()`` calls made
+#: in the block (the most any one optimizer made), as ``xferaudit run`` counts them.
+OPTIMIZER = "optimizer"
 
 
 class BudgetError(ValueError):
@@ -256,12 +262,9 @@ def load_budget(source: BudgetSource = None) -> Budget:
         return budget_from_mapping(source)
     path = Path(source)
     where = str(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise BudgetError(f"{where}: no such budget file") from None
-    except (OSError, UnicodeDecodeError) as e:
-        raise BudgetError(f"{where}: cannot read: {e}") from None
+    from .._readfile import read_text
+
+    text = read_text(path, where, BudgetError, missing=f"{where}: no such budget file")
     if path.suffix.lower() == ".json":
         data = _validate.parse_json(text, where, BudgetError)
     else:
@@ -272,11 +275,25 @@ def load_budget(source: BudgetSource = None) -> Budget:
 # --- measuring ------------------------------------------------------------------
 
 def _snapshot() -> tuple:
+    """The tallies as totals: ``(sites, launches, unwrapped)``. A crossing named
+    without a wrapper (a library function's, a statement's site comment) is a
+    site of that name; an unnamed one is keyed ``(path, line, op, direction)``,
+    the path as a run names the user's files (so ``path:line`` finds a line a
+    budget frozen from a run holds)."""
     S = _recorder.STATE
     with S.lock:
         sites = {k: (t.crossings, t.copies, t.pageable, t.ns) for k, t in S.sites.items()}
         launches = {k: t.launches for k, t in S.launches.items()}
-        unwrapped = {k: (t.count, t.op) for k, t in S.unwrapped.items()}
+        unwrapped: dict = {}
+        for t in S.unwrapped.values():
+            if t.site is not None:
+                v = sites.get(t.site, (0, 0, 0, 0))
+                sites[t.site] = (v[0] + t.count, v[1] + t.copies, v[2] + t.pageable, v[3] + t.ns)
+                continue
+            path = _recorder.line_path(t.code.co_filename, t.path) if t.code is not None else t.path
+            key = (path, t.line, t.op, t.direction)
+            had = unwrapped.get(key)
+            unwrapped[key] = (t.count + (had[0] if had else 0), t.op)
     return sites, launches, unwrapped
 
 
@@ -287,18 +304,35 @@ def _delta(a: tuple, b: tuple) -> tuple:
     return sites, launches, unwrapped
 
 
+def line_name(path: str, line: int) -> str:
+    """A user's line as a budget names it (a crossing at it no wrapper and no
+    comment names): ``path:line``."""
+    return f"{path}:{line}"
+
+
 def check(budget: Budget, sites: Mapping[str, Any], launches: Mapping[str, float],
           unwrapped: Mapping[tuple, tuple], steps: float, unwrapped_allowed: float = 0,
           pageable_allowed: Optional[float] = None) -> list:
     """Problems of `steps` steps' totals against `budget` (totals are divided by
     `steps`). `sites` maps a site to its crossings, or to (crossings, copies,
-    pageable[, ns]); `pageable_allowed`: pageable copies allowed per step over all
+    pageable[, ns]); `unwrapped` maps ``(path, line, op, direction)`` to
+    ``(count, op)``: a line the budget names (``path:line``, as ``xferaudit
+    budget --from`` freezes a run's) is checked as a site, any other is an
+    unwrapped transfer; `pageable_allowed`: pageable copies allowed per step over all
     sites (None: not checked beyond the sites' own ``pageable``)."""
     problems = []
     exact_steps = exact(steps) if steps > 0 else Fraction(1, 10**12)
     steps = float(exact_steps)
     total_pageable = 0
-    for site, v in sorted(sites.items()):
+    lines: dict = {}
+    rest: dict = {}
+    for key, (c, op) in unwrapped.items():
+        name = line_name(key[0], key[1])
+        if name in budget.crossings and name not in sites:
+            lines[name] = lines.get(name, 0) + c
+        else:
+            rest[key] = (c, op)
+    for site, v in sorted({**sites, **lines}.items()):
         n, copies, pageable = v[:3] if isinstance(v, tuple) else (v, 0, 0)
         total_pageable += max(pageable, 0)
         if n <= 0:
@@ -319,25 +353,61 @@ def check(budget: Budget, sites: Mapping[str, Any], launches: Mapping[str, float
     for site, n in sorted(launches.items()):
         if site in budget.launches and _over(n, exact_steps, budget.launches[site]):
             problems.append(Problem("over", site, n / steps, float(budget.launches[site]), "launches"))
-    total = sum(c for c, _ in unwrapped.values() if c > 0)
+    total = sum(c for c, _ in rest.values() if c > 0)
     if _over(total, exact_steps, unwrapped_allowed):
-        for key, (c, op) in sorted(unwrapped.items(), key=lambda kv: (str(kv[0][0]), kv[0][1])):
+        for key, (c, op) in sorted(rest.items(), key=lambda kv: (str(kv[0][0]), kv[0][1])):
             if c > 0:
-                problems.append(Problem("unwrapped", f"{key[0]}:{key[1]}", c / steps, None,
+                problems.append(Problem("unwrapped", line_name(key[0], key[1]), c / steps, None,
                                         f"{op} ({key[3]})"))
     return problems
+
+
+def check_run(budget: Budget, rep: Any) -> list:
+    """Problems of a run's report against `budget`, per step: its totals divided
+    by its steps (``meta.steps``: the optimizer steps ``xferaudit run``
+    counted, or those the program marked; else 1). A named site over its
+    allowance, a named site the budget does not hold, a graph site launched
+    more often, and a line that crossed with nothing naming it unless the
+    budget holds it (``path:line``) are problems."""
+    steps = rep.meta.get("steps")
+    if isinstance(steps, bool) or not isinstance(steps, int) or steps < 1:
+        steps = 1
+    sites, launches, unwrapped = report_totals(rep)
+    return check(budget, sites, launches, unwrapped, steps)
+
+
+def run_verdict(problems: list, source: str, steps: Any) -> str:
+    """The lines ``xferaudit run --budget`` prints: each problem, or that the run kept its budget."""
+    if not problems:
+        return f"xferaudit run: within the budget ({printable(source)})\n"
+    head = (f"xferaudit run: transfer budget broken ({printable(source)}; {len(problems)} problem(s), "
+            f"{_num(steps if isinstance(steps, int) and steps > 0 else 1)} step(s)):")
+    return "\n".join([head] + [f"  {p.message}" for p in problems]) + "\n"
+
+
+def report_totals(rep: Any) -> tuple:
+    """A saved report's ``(sites, launches, unwrapped)`` as :func:`check` takes them."""
+    sites = {r.site: (r.crossings, r.copies, r.pageable) for r in rep.rows}
+    launches = {x.site: x.launches for x in rep.launches}
+    unwrapped: dict = {}
+    for u in rep.unwrapped:
+        key = (u.path, u.line, u.op, u.direction)
+        had = unwrapped.get(key)
+        unwrapped[key] = (u.count + (had[0] if had else 0), u.op)
+    return sites, launches, unwrapped
 
 
 class Expectation:
     """What ``expect(...)`` returns: call :meth:`step` after each step; results after exit."""
 
-    def __init__(self, budget: BudgetSource = None, *, steps: Optional[int] = None, warmup: int = 0,
+    def __init__(self, budget: BudgetSource = None, *, steps: Union[int, str, None] = None, warmup: int = 0,
                  on_fail: str = "raise", guard: Optional[str] = "count", unwrapped: float = 0,
                  file: Optional[IO[str]] = None, pageable: Optional[float] = None) -> None:
         if on_fail not in ("raise", "report"):
             raise ValueError(f"expect(on_fail=...) must be 'raise' or 'report', not {on_fail!r}")
-        if steps is not None and (isinstance(steps, bool) or not isinstance(steps, int) or steps < 1):
-            raise ValueError(f"expect(steps=...) must be a whole number >= 1, not {steps!r}")
+        if steps is not None and steps != OPTIMIZER and (
+                isinstance(steps, bool) or not isinstance(steps, int) or steps < 1):
+            raise ValueError(f"expect(steps=...) must be a whole number >= 1 or {OPTIMIZER!r}, not {steps!r}")
         if isinstance(warmup, bool) or not isinstance(warmup, int) or warmup < 0:
             raise ValueError(f"expect(warmup=...) must be a whole number >= 0, not {warmup!r}")
         self.budget = load_budget(budget)
@@ -357,6 +427,8 @@ class Expectation:
         self._calls = 0
         self._start: Any = None
         self._guard: Any = None
+        self._optimizer: Any = None  # (steps="optimizer") the optimizer steps counted in the block
+        self._unhook: Any = None
         self._prev_on = False
         self.checked = False
 
@@ -382,6 +454,13 @@ class Expectation:
             except Exception:  # pragma: no cover - the wrappers bind lazily anyway
                 pass
         S.on = True
+        if self.steps_declared == OPTIMIZER and _torch_available():
+            import torch  # noqa: F401 - (the optimizers' global step hook)
+
+            from .run_hooks import OptimizerSteps
+
+            self._optimizer = OptimizerSteps()
+            self._unhook = self._optimizer.install(sys.modules["torch"])
         if self.guard_level:
             from .guard import active_levels, guard
 
@@ -400,6 +479,9 @@ class Expectation:
         finally:
             self._guard = None
             _recorder.STATE.on = self._prev_on
+            if self._unhook is not None:
+                self._unhook()
+                self._unhook = None
         if exc_type is not None:
             return  # the block's own error wins; nothing to check
         self._finish(end)
@@ -412,7 +494,7 @@ class Expectation:
                     f"expect(warmup={self.warmup}): only {self._calls} step(s) ran, none measured"
                 )
             steps = self._calls - self.warmup
-            if self.steps_declared is not None and self.steps_declared != steps:
+            if self.steps_declared not in (None, OPTIMIZER) and self.steps_declared != steps:
                 raise BudgetError(
                     f"expect(steps={self.steps_declared}): {steps} measured step(s) ran "
                     f"({self._calls} step() calls, warmup={self.warmup})"
@@ -424,6 +506,10 @@ class Expectation:
                     "where the warm-up ends"
                 )
             steps = self.steps_declared or 1
+            if steps == OPTIMIZER:
+                steps = self._optimizer.steps if self._optimizer is not None else 0
+                if not steps:
+                    raise BudgetError(f"expect(steps={OPTIMIZER!r}): no optimizer step ran in the block")
         sites, launches, unwrapped = _delta(self._start, end)
         self.steps = steps
         self.measured = {k: v[0] / steps for k, v in sites.items() if v[0]}
@@ -453,12 +539,14 @@ def _torch_available() -> bool:
         return False
 
 
-def expect(budget: BudgetSource = None, *, steps: Optional[int] = None, warmup: int = 0,
+def expect(budget: BudgetSource = None, *, steps: Union[int, str, None] = None, warmup: int = 0,
            on_fail: str = "raise", guard: Optional[str] = "count", unwrapped: float = 0,
            file: Optional[IO[str]] = None, pageable: Optional[float] = None) -> Expectation:
     """``with expect(budget, steps=N, warmup=K, on_fail="raise"|"report") as ex: ...``
 
-    See the module docstring. ``guard``: the level of the guard entered for the
+    See the module docstring. ``steps``: how many steps ran, where the block
+    marks none with ``ex.step()`` (default 1), or ``"optimizer"``: the
+    ``optimizer.step()`` calls made in it. ``guard``: the level of the guard entered for the
     block when none is active (None: enter none). ``unwrapped``: unwrapped
     transfers allowed per step (default 0). ``pageable``: ``non_blocking``
     copies with a pageable host side allowed per step over all sites (None,

@@ -158,7 +158,9 @@ class RankedReport(Report):
             for u in rep.unwrapped:
                 cell = out.setdefault(_uw_key(u), {r: {"count": 0, "bytes": 0}
                                                    for r in self.rank_ids()})
-                cell[rep.meta["rank"]] = {"count": u.count, "bytes": u.bytes}
+                c = cell[rep.meta["rank"]]  # (a line a rank holds twice: its entries add up, as the total's do)
+                c["count"] += u.count
+                c["bytes"] += u.bytes
         return out
 
     def per_rank_launches(self) -> dict:

@@ -141,6 +141,7 @@ from . import guard_ops
 from . import guard_print as _guard_print
 from . import guard_state as _guard_state
 from . import recorder as _recorder
+from . import statements as _statements
 from .guard_print import count_reads  # noqa: F401 - the implicit wrappers' (xfer.read)
 
 ENV = "XFERAUDIT_GUARD"
@@ -307,6 +308,8 @@ def _judge(stack: list, op: str, direction: str, nbytes: int, detail: Any, copie
         return None
     place = _frames.locate(sys._getframe(1))
     if level == "raise":
+        if _named_statement(place):
+            return place, "count"  # (a statement named by its site comment: asked for)
         path, line, via = _frames.where(place)
         raise UnexpectedTransfer(path, line, op, direction, nbytes, _words(detail, via))
     return place, level
@@ -320,14 +323,28 @@ def _record(pending: tuple, op: str, direction: str, nbytes: int, detail: Any, c
     _recorder.record_event(place, op, direction, int(nbytes), copies, pageable, ns)
     if level == "log":
         path, line, via = _frames.where(place)
-        _warn_once(path, line, op, direction, detail, via)
+        _warn_once(path, line, op, direction, detail, via, place)
 
 
-def _warn_once(path: str, line: int, op: str, direction: str, detail: Any, via: str) -> None:
-    """``guard("log")``'s warning, the first time a (path, line, op) is seen."""
+def _named_statement(place: tuple) -> bool:
+    """Whether a crossing at `place` is on a user's statement named by its site
+    comment (:mod:`.statements`), not made inside a library: it is counted
+    under that site, and neither raised nor warned about."""
+    user, f = place[0], place[1]
+    if user is None or (place[3] is not f and _frames.library_frame(place) is not None):
+        return False
+    return _statements.site_at(user[3], _frames.line(user, f), fresh=False) is not None
+
+
+def _warn_once(path: str, line: int, op: str, direction: str, detail: Any, via: str,
+               place: Any = None) -> None:
+    """``guard("log")``'s warning, the first time a (path, line, op) is seen
+    (never for a statement named by its site comment)."""
     key = (path, line, op)
     if key not in _seen:
         _seen.add(key)
+        if place is not None and _named_statement(place):
+            return
         warnings.warn_explicit(
             f"xferaudit guard: unexpected {direction} transfer: {printable(op)} ({printable(_words(detail, via))})",
             UnexpectedTransferWarning, printable(path), line,
@@ -481,7 +498,7 @@ def _after_event(at: Any, level: str, ev: tuple, f: Any, ns: int) -> None:
     op, direction, n, copies, detail = ev
     if at is None:
         _record((_frames.locate(f), level), op, direction, n, detail, copies, 0, ns)
-    elif level == "log":
+    elif level == "log" and at.site is None:
         _warn_once(at.path, at.line, op, direction, detail, "")
 
 

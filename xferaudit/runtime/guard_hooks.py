@@ -187,7 +187,8 @@ def single_events() -> dict:
         if len(a) != 1 or kw:
             return None
         t = a[0]
-        return "aten._to_copy", "down", t.numel() * t.element_size(), 1, (TO_HOST_WORDS, t, "cpu")
+        n = t.numel() * t.element_size()  # (an empty tensor: no copy on the wire, as the mode says)
+        return "aten._to_copy", "down", n, 1 if n else 0, (TO_HOST_WORDS, t, "cpu")
 
     def nonzero(a: tuple, kw: dict) -> Any:
         if len(a) != 1 or kw:

@@ -104,7 +104,7 @@ def printer(orig: Any, name: str, what: str, compiling: Any, counts_inside: bool
         finally:
             tls.quiet -= 1
             tls.print_acc = prev
-        if acc is not None:
+        if acc is not None and (acc[0] or acc[1]):  # (a print that read nothing back is no crossing)
             event(tls.stack, op, "down", acc[1], detail, copies=acc[0], ns=perf_counter_ns() - t0)
         return out
 

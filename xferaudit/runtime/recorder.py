@@ -63,9 +63,10 @@ from typing import Any, Callable, Optional
 from . import fastpath as _fastpath
 from . import frames as _frames
 from . import ranges as _ranges
+from . import statements as _statements
 from . import tallies as _tallies
 from .kinds import KINDS
-from .sitenames import _BY_OBJECT, full_name
+from .sitenames import _BY_OBJECT, full_name, unnamed
 from .tallies import LaunchTally, SiteTally, UnwrappedTally  # noqa: F401 - where they were
 
 
@@ -284,6 +285,8 @@ def record(site: str, key: str, direction: str, nbytes: int, copies: int = 1,
             finally:
                 _release()
         return
+    if site.__class__ is not str:  # no site= (`xfer.item(loss)` by hand): named by its line
+        site = unnamed(site)
     literal = site
     if site and site[0] == ":":
         site = full_name(site)
@@ -331,6 +334,8 @@ def _new_cell(site: str, key: str, direction: str) -> list:
 
 def record_launch(site: str, nodes: Optional[int] = None) -> None:
     """One launch of a graph at `site` (``nodes``: its node count, where known)."""
+    if site.__class__ is not str:
+        site = unnamed(site)
     if site and site[0] == ":":
         site = full_name(site)
     _acquire()
@@ -372,15 +377,26 @@ def record_event(place: tuple, op: str, direction: str, nbytes: int, copies: int
     """One crossing the guard saw outside every wrapper, at `place`
     (:func:`xferaudit.runtime.frames.locate`'s answer; the frames on it are
     still running). No string is made and no path looked at, except the first
-    time a line is seen."""
+    time a line is seen.
+
+    A crossing made inside a library that is not the standard library
+    (:func:`.frames.library_frame`) is kept apart per library function and
+    named by it and the user's line (:func:`library_site`); one on a user's
+    statement that carries a site comment is named by it
+    (:mod:`.statements`)."""
     user, f, first, first_f = place
+    lib = None
     if user is not None:
         entry, line = user, _frames.line(user, f)
+        if first_f is not f:
+            lib = _frames.library_frame(place)
     elif first is not None:
         entry, line = first, _frames.line(first, first_f)
+        lib = _frames.library_frame(place)
     else:
         entry, line = None, 0
-    key = (entry[2] if entry is not None else "<unknown>", line, op, direction)
+    path = entry[2] if entry is not None else "<unknown>"
+    key = (path, line, op, direction) if lib is None else (path, line, op, direction, id(lib[0][0]))
     _acquire()
     try:
         t = STATE.unwrapped.get(key)
@@ -388,11 +404,50 @@ def record_event(place: tuple, op: str, direction: str, nbytes: int, copies: int
             via = _frames.where(place)[2]
             t = STATE.unwrapped[key] = UnwrappedTally(
                 key[0], line, op, direction, via=via, code=entry[0] if entry is not None else None)
+            if lib is not None:
+                t.site, t.kind = library_site(lib, user, line), "library"
+                t.lib = lib[0][0]
+            elif user is not None:
+                _name_statement(t, entry[3], line)
         _add_unwrapped(t, nbytes, copies, pageable, ns)
         if t.samples and user is not None:
             _sample(t, f)
     finally:
         _release()
+
+
+def library_site(lib: tuple, user: Optional[tuple], line: int) -> str:
+    """The name of a crossing made in library frame `lib` (``(entry, frame)``),
+    called from the user's `line` of code entry `user` (None: no user frame):
+    ``module:function <- path:line``, the path as the run names the user's
+    files (:func:`line_path`)."""
+    fn = _frames.library_function(*lib)
+    if user is None:
+        return fn
+    return f"{fn} <- {line_path(user[3], user[2])}:{line}"
+
+
+def line_path(filename: str, shown: str = "") -> str:
+    """A user's file as a run names it in site names and budgets: relative to
+    the run's root (``xferaudit run``), else as the static half names it
+    (relative to the project root: :func:`.sitenames.file_name`)."""
+    if not filename or filename.startswith("<"):
+        return shown or filename
+    root = STATE.root
+    if root is not None:
+        from ..runkeys import relative_path
+
+        return relative_path(filename, root)
+    from .sitenames import file_name
+
+    return file_name(filename)
+
+
+def _name_statement(t: UnwrappedTally, filename: str, line: int) -> None:
+    """Name `t` after the site comment of its statement, if it carries one."""
+    site = _statements.site_at(filename, line)
+    if site is not None:
+        t.site, t.kind = site, "statement"
 
 
 def record_at(f: Any, op: str, direction: str, nbytes: int, ns: int = 0,
@@ -470,6 +525,7 @@ def _tally_at(e: tuple, f: Any, i: int, op: str, direction: str, nbytes: int,
         t = _unwrapped.get(key)
         if t is None:
             t = _unwrapped[key] = UnwrappedTally(e[2], line, op, direction, code=e[0])
+            _name_statement(t, e[3], line)
     pend = t.pending.get((nbytes, copies))
     if pend is None:
         pend = t.pending[(nbytes, copies)] = []

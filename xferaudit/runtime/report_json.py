@@ -25,7 +25,7 @@ import re
 from itertools import islice
 from typing import IO, Any, Callable, Iterable, Iterator, Optional
 
-from .._validate import MAX_DEPTH, check_depth, reject_constant
+from .._validate import DECODER, MAX_DEPTH, DuplicateKey, check_depth
 
 try:  # the C encoder, made once (json.dumps makes one a call)
     from json.encoder import c_make_encoder as _c_make_encoder
@@ -145,7 +145,7 @@ def _plain_value(value: Any) -> Any:
 
 # --- reading ---------------------------------------------------------------------------
 
-_DECODER = json.JSONDecoder(parse_constant=reject_constant)
+_DECODER = DECODER  # (NaN refused, a key given twice in any object refused)
 _WS = re.compile(r"[ \t\n\r]*")
 _NUMBER_GOES_ON = frozenset("0123456789.eE+-")
 _SEPARATOR = re.compile(r"[ \t\n\r]*([,\]}:])[ \t\n\r]*")
@@ -233,6 +233,8 @@ class Reader:
                 self._fail(e.msg, e.pos)
             except RecursionError:
                 raise self.error(f"{self.where}: not a usable file: JSON nested too deeply") from None
+            except DuplicateKey as e:
+                raise self.error(f"{self.where}: {e}") from None
             except ValueError as e:  # too many digits for an int, NaN, Infinity
                 if self._grow():
                     continue

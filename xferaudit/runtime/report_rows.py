@@ -84,8 +84,8 @@ def add_cells(sums: dict, r: Row) -> None:
     """Add one row's cells to the per-direction sums (in row order: the float
     sums come out as a plain loop over the rows gives them)."""
     for d, v in r.by_direction.items():
-        n = v["calls"]
-        _add_figures(sums.get(d) if d != "all" else None, n, v.get("copies", n), v["bytes"],
+        n = v.get("calls", 0)  # (absent: 0, as the checks read it: `{"up": {}}` holds nothing)
+        _add_figures(sums.get(d) if d != "all" else None, n, v.get("copies", n), v.get("bytes", 0),
                      v.get("pageable", 0), v.get("seconds", 0.0))
 
 

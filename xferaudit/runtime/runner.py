@@ -1,11 +1,13 @@
 """``xferaudit run``: count an unmodified program, in this process.
 
 The program runs exactly as ``python SCRIPT ARGS`` (or ``python -m MODULE
-ARGS``) would run it: a fresh ``__main__`` module with its ``__file__`` and
-``__spec__``, ``sys.argv`` as the program's, ``sys.path[0]`` the script's
-folder (the working directory for ``-m``), ``SystemExit`` passed through as
-the exit code, any other exception shown by ``sys.excepthook`` without the
-runner's frames (exit code 1), Ctrl-C as Python ends on it. While it runs:
+ARGS``) would run it: found and set up as Python does (a fresh ``__main__``,
+``sys.argv``, ``sys.path[0]``, ``.pyc`` files, folders and zipapps, ``-P``:
+:mod:`.programs`), ``SystemExit`` passed through as the exit code, any other
+exception shown by ``sys.excepthook`` without the runner's frames (exit code
+1), Ctrl-C as Python ends on it; run as the ``xferaudit run`` process, the
+non-daemon threads and the ``atexit`` handlers it leaves run before the run
+file is written, as Python runs them before it exits. While it runs:
 
 * counting is on (wrapped sites are counted as under ``xfer.counting()``);
 * the guard watches the main thread at the ``count`` level, so every crossing
@@ -21,7 +23,7 @@ torch is not imported before the program imports it (a program may set
 hooks go on the moment the program's ``import torch`` has finished.
 
 At the end (a normal exit, an exception, ``sys.exit``, Ctrl-C, SIGTERM,
-``os._exit``) the report is printed to stderr (the program's stdout stays its
+``os._exit``, ``os.execv`` and the other ``os.exec*``) the report is printed to stderr (the program's stdout stays its
 own) and the run file written, atomically: a report file
 (:class:`~xferaudit.runtime.Report`) whose ``meta`` says ``"kind": "run"``,
 with the project root its paths are relative to. Its path is fixed before the
@@ -36,30 +38,28 @@ This module never imports the command line; ``xferaudit run`` is
 
 from __future__ import annotations
 
+import atexit
 import contextlib
-import importlib.machinery
 import importlib.util
 import os
 import signal
+import stat
 import sys
 import threading
-import types
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterator, Optional
 
 from . import frames as _frames
+from . import programs as _programs
 from . import recorder as _recorder
+from .programs import RunError
 from .recorder import STATE
 
 __all__ = ["DEFAULT_OUTPUT", "RunError", "RunResult", "counted", "output_path", "project_root",
            "run_module", "run_path"]
 
 DEFAULT_OUTPUT = "xferaudit-run.json"
-
-
-class RunError(Exception):
-    """The program cannot be started (no such file, no such module); one line."""
 
 
 @dataclass
@@ -72,6 +72,8 @@ class RunResult:
     output: Optional[Path] = None
     error: str = ""
     report: Any = None
+    #: With a budget (``xferaudit run --budget``): how the run broke it (empty: kept it).
+    problems: list = field(default_factory=list)
 
 
 # --- where things go ---------------------------------------------------------------
@@ -92,17 +94,47 @@ def output_path(given: str, rank: Optional[int] = None, pid: Optional[int] = Non
     return p.with_name(p.stem + tags + p.suffix) if tags else p
 
 
+def _whole(value: Optional[str]) -> Optional[int]:
+    """A count as torchrun writes it (digits; at most 2**63-1), else None."""
+    v = (value or "").strip()
+    if not v.isascii() or not v.isdigit() or len(v) > 18:  # (int() also takes "-1", "1_0", "٣")
+        return None
+    return int(v)
+
+
 def _env_rank() -> tuple:
-    """(rank, world_size) from torchrun's environment, else (None, None)."""
-    try:
-        rank = int(os.environ["RANK"])
-    except (KeyError, ValueError):
+    """(rank, world_size) from torchrun's environment, else (None, None); a
+    ``RANK`` that is not a whole number >= 0 (``-1``, ``x``) is no rank: the
+    run file is named without one (a reader refuses a negative rank)."""
+    rank = _whole(os.environ.get("RANK"))
+    if rank is None:
         return None, None
+    return rank, _whole(os.environ.get("WORLD_SIZE"))
+
+
+def output_problem(given: str) -> Optional[str]:
+    """Why the run file cannot be written as `given` (under torchrun: the
+    rank's name of it), or None; checked before the program starts, so that
+    a long run is not lost at its end."""
+    if not given or "\0" in given:
+        return f"-o {given!r}: not a usable file name"
+    p = output_path(given, rank=_env_rank()[0])
+    folder = p.parent
+    if not folder.is_dir():
+        return f"{given}: directory {folder} does not exist"
+    if not os.access(folder, os.W_OK | os.X_OK):
+        return f"{given}: directory {folder} is not writable"
+    if os.path.isdir(p):
+        return f"{p}: a folder: name a file for the run file"
+    if os.path.islink(p) and not os.path.exists(p):
+        return f"{p}: a link to {os.readlink(p)}, which does not exist: remove the link or name another file"
     try:
-        ws: Optional[int] = int(os.environ.get("WORLD_SIZE", ""))
-    except ValueError:
-        ws = None
-    return rank, ws
+        mode = os.stat(p).st_mode
+    except OSError:
+        return None  # (a new file)
+    if stat.S_ISSOCK(mode) or stat.S_ISBLK(mode):
+        return f"{p}: {'a socket' if stat.S_ISSOCK(mode) else 'a block device'}, not a file for the run file"
+    return None
 
 
 # --- the session: counting, the guard, the hooks, the run file ------------------------
@@ -129,6 +161,8 @@ class _Session:
     guard_mode: Optional[str] = None  # the mode the guard ran in ("lite", "full"), once entered
     prev: tuple = ()
     result: Optional[RunResult] = None
+    ended: str = ""  # how the program ended, where that is not an exit ("... replaced itself ...")
+    budget: Any = None  # a Budget to check the run against (xferaudit run --budget), and its source
 
     # -- start -------------------------------------------------------------------
     def start(self) -> None:
@@ -153,9 +187,19 @@ class _Session:
         real_exit = os._exit
         os._exit = _exit_saving(real_exit)
         self.undo.append(lambda: setattr(os, "_exit", real_exit))
+        self._hook_exec()
         if not _fork_hook_set and hasattr(os, "register_at_fork"):
             os.register_at_fork(after_in_child=_after_fork_in_child)  # (cannot be undone: dispatches to _active)
             _fork_hook_set = True
+
+    def _hook_exec(self) -> None:
+        """``os.execv`` and ``os.execve`` (which the other ``os.exec*`` call)
+        write the run file before the program replaces itself."""
+        for name in ("execv", "execve"):
+            real = getattr(os, name, None)
+            if real is not None:
+                setattr(os, name, _exec_saving(real, name))
+                self.undo.append(lambda n=name, r=real: setattr(os, n, r))
 
     def _deactivate(self) -> None:
         global _active
@@ -180,8 +224,7 @@ class _Session:
             g.__enter__()
         except Exception as e:  # e.g. a torch without TorchDispatchMode: wrappers still count
             if not self.quiet:
-                sys.stderr.write(f"xferaudit run: the guard is off ({e}); unwrapped crossings are "
-                                 "not seen\n")
+                _say(f"xferaudit run: the guard is off ({e}); unwrapped crossings are not seen\n")
             return
         self.guard = g
         self.guard_mode = resolve_mode(g.mode, torch)
@@ -224,6 +267,18 @@ class _Session:
             rep.meta["pid"] = os.getpid()
         return rep
 
+    def _why_nothing(self, rep: Any) -> str:
+        """Why a run counted nothing, for the printed report."""
+        if rep.rows or rep.launches or rep.unwrapped:
+            return ""
+        torch = sys.modules.get("torch")
+        if torch is None:
+            return "xferaudit run: the program never imported torch: nothing could cross\n"
+        if not _has_accelerator(torch):
+            return ("xferaudit run: torch found no GPU or other accelerator here, so every tensor stayed "
+                    "on the CPU and nothing crossed: run the program where its GPU is\n")
+        return "xferaudit run: no tensor crossed between host and device while the program ran\n"
+
     def save(self) -> Optional[RunResult]:
         """Write the run file once (and print the report unless quiet or a child;
         a file that could not be written is said even then)."""
@@ -232,6 +287,12 @@ class _Session:
         self.saved = True
         rep = self.report()
         res = RunResult(self.exit_code or 0, report=rep)
+        verdict = ""
+        if self.budget is not None and not self.child:
+            from .budget import check_run, run_verdict
+
+            res.problems = check_run(self.budget, rep)
+            verdict = run_verdict(res.problems, self.budget.source, rep.meta.get("steps"))
         if self.output is None or self.child and not (rep.rows or rep.launches or rep.unwrapped):
             self.result = res
             return res  # (no file asked for, or a forked worker that recorded nothing)
@@ -240,16 +301,13 @@ class _Session:
             res.output = self.output
         except OSError as e:
             res.error = f"xferaudit run: cannot write {self.output}: {e}"
-        try:
-            if not self.quiet and not self.child:
-                sys.stderr.write(rep.format())
-                if not res.error:
-                    sys.stderr.write(f"xferaudit run: wrote {self.output}\n")
-            if res.error:
-                sys.stderr.write(res.error + "\n")
-            sys.stderr.flush()
-        except (OSError, ValueError):  # (stderr closed by the program)
-            pass
+        if not self.quiet and not self.child:
+            _say(rep.format() + self._why_nothing(rep) + self.ended
+                 + ("" if res.error else f"xferaudit run: wrote {self.output}\n"))
+        if res.error:
+            _say(res.error + "\n")
+        if verdict and (res.problems or not self.quiet):
+            _say(verdict)
         self.result = res
         return res
 
@@ -301,7 +359,7 @@ class _ReadyLoader:
         try:
             self.ready(module)
         except Exception as e:  # (the program's `import torch` must not fail for our sake)
-            sys.stderr.write(f"xferaudit run: counting could not start ({e!r}); the program runs on\n")
+            _say(f"xferaudit run: counting could not start ({e!r}); the program runs on\n")
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.loader, name)
@@ -328,11 +386,30 @@ def _exit_saving(real_exit: Callable) -> Callable:
         s = _active
         if s is not None:
             s.exit_code = code
-            s.save()
+            res = s.save()
+            if code == 0 and res is not None and res.problems:
+                code = 1  # (a budget broken: as the run's own end would say)
         return real_exit(code)
 
     _exit.__wrapped__ = real_exit  # type: ignore[attr-defined]
     return _exit
+
+
+def _exec_saving(real_exec: Callable, name: str) -> Callable:
+    def exec_(*args: Any) -> Any:
+        s = _active
+        if s is None or s.saved:
+            return real_exec(*args)
+        s.ended = f"xferaudit run: the program replaced itself (os.{name}): counting ends there\n"
+        s.save()
+        try:
+            return real_exec(*args)
+        except BaseException:  # it did not: the program goes on, the file is written again at its end
+            s.saved, s.result, s.ended = False, None, ""
+            raise
+
+    exec_.__wrapped__ = real_exec  # type: ignore[attr-defined]
+    return exec_
 
 
 def _after_fork_in_child() -> None:
@@ -351,75 +428,18 @@ def _after_fork_in_child() -> None:
 # --- running the program -------------------------------------------------------------
 
 def run_path(script: str, args: list, output: str = DEFAULT_OUTPUT, quiet: bool = False,
-             guard_mode: Optional[str] = None) -> RunResult:
-    """Run `script` (a file, or a folder holding ``__main__.py``) with `args` as
-    ``python SCRIPT ARGS`` would, counted; see the module docstring."""
-    path = os.path.abspath(script)
-    if os.path.isdir(path):
-        main = os.path.join(path, "__main__.py")
-        if not os.path.isfile(main):
-            raise RunError(f"{script}: a folder without __main__.py")
-        code_path, folder = main, path
-    elif os.path.isfile(path):
-        code_path, folder = path, os.path.dirname(path)
-    else:
-        raise RunError(f"{script}: no such file")
-    try:
-        with open(code_path, "rb") as f:
-            source = f.read()
-    except OSError as e:
-        raise RunError(f"{script}: cannot read: {e.strerror or e}") from None
-    try:
-        code = compile(source, code_path, "exec", dont_inherit=True)
-    except (SyntaxError, ValueError) as e:
-        raise RunError(f"{script}: cannot compile: {e}") from None
-    main_mod = types.ModuleType("__main__")
-    main_mod.__file__ = code_path
-    main_mod.__loader__ = importlib.machinery.SourceFileLoader("__main__", code_path)
-    main_mod.__spec__ = None  # type: ignore[assignment]
-    main_mod.__builtins__ = __builtins__  # type: ignore[attr-defined]
-    return _run(code, main_mod, folder, [script, *args], [script, *args], project_root(folder),
-                output, quiet, guard_mode)
+             guard_mode: Optional[str] = None, budget: Any = None, whole_process: bool = False) -> RunResult:
+    """Run `script` (a file, a ``.pyc``, a folder or zip file holding
+    ``__main__.py``) with `args` as ``python SCRIPT ARGS`` would, counted; see
+    the module docstring. `whole_process`: this process ends with the program
+    (``xferaudit run``): wait for its threads and run its exit handlers first."""
+    return _run(_programs.script(script, args), output, quiet, guard_mode, budget, whole_process)
 
 
 def run_module(module: str, args: list, output: str = DEFAULT_OUTPUT, quiet: bool = False,
-               guard_mode: Optional[str] = None) -> RunResult:
+               guard_mode: Optional[str] = None, budget: Any = None, whole_process: bool = False) -> RunResult:
     """Run `module` with `args` as ``python -m MODULE ARGS`` would, counted."""
-    cwd = os.getcwd()
-    old = sys.path[:]
-    sys.path.insert(0, cwd)  # (finding the module sees what the program will see)
-    try:
-        spec = _find_spec(module)
-    finally:
-        sys.path[:] = old
-    code = spec.loader.get_code(spec.name)
-    if code is None:
-        raise RunError(f"{module}: no code to run")
-    main_mod = types.ModuleType("__main__")
-    main_mod.__file__ = spec.origin
-    main_mod.__loader__ = spec.loader
-    main_mod.__spec__ = spec
-    main_mod.__package__ = spec.parent
-    main_mod.__builtins__ = __builtins__  # type: ignore[attr-defined]
-    return _run(code, main_mod, cwd, [spec.origin, *args], ["-m", module, *args], project_root(cwd),
-                output, quiet, guard_mode)
-
-
-def _find_spec(module: str) -> Any:
-    """`module`'s spec, a package's ``__main__`` for a package; RunError if none."""
-    try:
-        spec = importlib.util.find_spec(module)
-    except (ImportError, ValueError) as e:
-        raise RunError(f"{module}: {e}") from None
-    if spec is None:
-        raise RunError(f"No module named {module}")
-    if spec.submodule_search_locations is not None:  # a package: its __main__
-        if module.endswith(".__main__"):
-            raise RunError(f"{module}: cannot be run (a package's __main__ is itself a package)")
-        return _find_spec(module + ".__main__")
-    if spec.loader is None or not hasattr(spec.loader, "get_code"):
-        raise RunError(f"{module}: not a module Python can run (no code loader)")
-    return spec
+    return _run(_programs.module(module, args), output, quiet, guard_mode, budget, whole_process)
 
 
 def _new_session(output: Optional[str], argv: list, root: str, quiet: bool,
@@ -431,19 +451,25 @@ def _new_session(output: Optional[str], argv: list, root: str, quiet: bool,
     except GuardConfigError as e:
         raise RunError(str(e)) from None
     rank, ws = _env_rank()
+    if rank is None and os.environ.get("RANK") is not None and not quiet:
+        _say(f"xferaudit run: RANK={os.environ['RANK']!r} is not a rank (a whole number >= 0): the run "
+             "file is named without one\n")
     return _Session(output_path(output, rank=rank) if output is not None else None, argv, root,
                     quiet, rank=rank, world_size=ws, pending_guard=pending)
 
 
 @contextlib.contextmanager
 def counted(output: Optional[str] = None, root: Optional[str] = None, quiet: bool = True,
-            guard_mode: Optional[str] = None) -> Iterator[Any]:
+            guard_mode: Optional[str] = None, budget: Any = None) -> Iterator[Any]:
     """What ``xferaudit run`` puts on around a program, around a block instead:
     counting, the guard, launches and steps (for benchmarks, and programs
     that run code of their own). At the end the run file is written where
-    `output` is given (else the report is only kept: ``session.result.report``).
+    `output` is given (else the report is only kept: ``session.result.report``),
+    and with `budget` (a :class:`~xferaudit.runtime.budget.Budget`) the run is
+    checked against it (``session.result.problems``).
     `root` defaults to the project root above the working directory."""
     session = _new_session(output, [], root or project_root(os.getcwd()), quiet, guard_mode)
+    session.budget = budget
     try:
         session.start()
         yield session
@@ -457,23 +483,28 @@ def counted(output: Optional[str] = None, root: Optional[str] = None, quiet: boo
             session.stop()
 
 
-def _run(code: Any, main_mod: Any, path0: str, argv: list, run_argv: list, root: str,
-         output: str, quiet: bool, guard_mode: Optional[str]) -> RunResult:
-    session = _new_session(output, run_argv, root, quiet, guard_mode)
-    saved_state = (sys.argv, sys.path[0] if sys.path else None, sys.modules.get("__main__"), os.getcwd())
-    sys.argv = list(argv)
-    if sys.path:
-        sys.path[0] = path0
-    else:
-        sys.path.append(path0)
-    sys.modules["__main__"] = main_mod
+def _run(prog: "_programs.Program", output: str, quiet: bool, guard_mode: Optional[str],
+         budget: Any = None, whole_process: bool = False) -> RunResult:
+    session = _new_session(output, prog.run_argv, project_root(prog.folder), quiet, guard_mode)
+    session.budget = budget
+    saved_state = (sys.argv, sys.path[:], sys.modules.get("__main__"), os.getcwd())
+    sys.argv = list(prog.argv)
+    if prog.path0 is not None:
+        if prog.replace and sys.path:
+            sys.path[0] = prog.path0
+        else:
+            sys.path.insert(0, prog.path0)
     interrupted = False
     res: Optional[RunResult] = None
     try:
         session.start()
         try:
+            code, main_mod = prog.load()
+            sys.modules["__main__"] = main_mod
             _exec_program(code, main_mod.__dict__)
             session.exit_code = 0
+        except RunError:
+            raise  # (nothing ran: no run file)
         except SystemExit as e:
             session.exit_code = _exit_code_of(e)
         except KeyboardInterrupt as e:
@@ -482,12 +513,13 @@ def _run(code: Any, main_mod: Any, path0: str, argv: list, run_argv: list, root:
         except BaseException as e:
             _show(e)
             session.exit_code = 1
+        if whole_process and _finish_as_python():
+            session.exit_code, interrupted = 130, True
         res = session.save()
     finally:
         session.stop()
         sys.argv = saved_state[0]
-        if saved_state[1] is not None and sys.path:
-            sys.path[0] = saved_state[1]
+        sys.path[:] = saved_state[1]
         if saved_state[2] is not None:
             sys.modules["__main__"] = saved_state[2]
         try:
@@ -498,6 +530,21 @@ def _run(code: Any, main_mod: Any, path0: str, argv: list, run_argv: list, root:
     res.exit_code = session.exit_code or 0
     res.interrupted = interrupted
     return res
+
+
+def _finish_as_python() -> bool:
+    """What python does between the program's end and its exit: wait for the
+    non-daemon threads (threading's own exit hooks first: an executor left
+    open is shut down), then run the exit handlers (``atexit``, the program's
+    first). Only when this process ends with the program. True on Ctrl-C."""
+    try:
+        shutdown = getattr(threading, "_shutdown", None)
+        if shutdown is not None:
+            shutdown()
+        atexit._run_exitfuncs()
+    except KeyboardInterrupt:
+        return True
+    return False
 
 
 def _exec_program(code: Any, namespace: dict) -> None:
@@ -515,19 +562,40 @@ def _exit_code_of(e: SystemExit) -> int:
         return 0
     if isinstance(code, int):
         return code
-    try:
-        sys.stderr.write(f"{code}\n")
-        sys.stderr.flush()
-    except (OSError, ValueError):
-        pass
+    _say(f"{code}\n")
     return 1
+
+
+def _has_accelerator(torch: Any) -> bool:
+    """Whether a device was there to cross to: CUDA, another accelerator torch
+    knows, or the simulated one of :mod:`xferaudit.testing` once set up."""
+    testing = sys.modules.get("xferaudit.testing")
+    if testing is not None and getattr(testing, "_ready", False):
+        return True
+    for probe in (getattr(torch, "cuda", None), getattr(torch, "accelerator", None)):
+        try:
+            if probe is not None and probe.is_available():
+                return True
+        except Exception:  # (a broken set-up: as good as none)
+            pass
+    return False
+
+
+def _say(text: str) -> None:
+    """Write to the program's stderr, which it may have closed or set to None
+    (python then prints nothing, and neither does the run)."""
+    try:
+        sys.stderr.write(text)
+        sys.stderr.flush()
+    except (AttributeError, OSError, ValueError):
+        pass
 
 
 def _show(e: BaseException) -> None:
     """Print `e` as Python would at exit, without the runner's own frames."""
     tb = e.__traceback__
-    here = os.path.abspath(__file__)
-    while tb is not None and os.path.abspath(tb.tb_frame.f_code.co_filename) == here:
+    ours = {os.path.abspath(__file__), os.path.abspath(_programs.__file__)}
+    while tb is not None and os.path.abspath(tb.tb_frame.f_code.co_filename) in ours:
         tb = tb.tb_next
     try:
         sys.excepthook(type(e), e.with_traceback(tb), tb)

@@ -34,7 +34,7 @@ import sys
 import sysconfig
 from typing import Any, Optional
 
-__all__ = ["SHORT", "file_name", "full_name", "is_short", "traced_name"]
+__all__ = ["SHORT", "file_name", "full_name", "is_short", "traced_name", "unnamed"]
 
 from ..wrapform import SHORT
 
@@ -166,6 +166,34 @@ def forget() -> None:
     _BY_FILE.clear()
     _BY_ID.clear()
     _FILES.clear()
+    _UNNAMED.clear()
+
+
+_UNNAMED: dict = {}  # (code, f_lasti) -> the name of an unnamed call made there
+
+
+def unnamed(site: Any = None) -> str:
+    """The name of a wrapped call given no ``site=`` (``xfer.item(loss)``,
+    written by hand): ``path:function:line`` of the user's line that made it,
+    the path named as :func:`full_name` names it (``train.py:step:42``), one
+    name per calling line; a site given as something else than a string is
+    named by its ``str()``. So every call is counted under a name a report,
+    a budget and ``xferaudit sites`` can print."""
+    if site is not None:
+        return str(site)
+    f: Any = sys._getframe(1)
+    while f.f_back is not None and f.f_code.co_filename.startswith(_OWN_DIRS):
+        f = f.f_back
+    key = (f.f_code, f.f_lasti)
+    name = _UNNAMED.get(key)
+    if name is None:
+        qual = getattr(f.f_code, "co_qualname", f.f_code.co_name)
+        function = ".".join(p for p in qual.split(".") if p != "<locals>") or f.f_code.co_name
+        name = f"{file_name(f.f_code.co_filename)}:{function}:{f.f_lineno}"
+        if len(_UNNAMED) >= _MAX_IDS:
+            _UNNAMED.clear()
+        _UNNAMED[key] = name
+    return name
 
 
 def named(site: Optional[str], depth: int = 2) -> Optional[str]:

@@ -22,7 +22,7 @@ from typing import Any, Callable, Optional
 from . import frames as _frames
 from .rows import Launch, Row, Unwrapped, direction_of
 
-__all__ = ["LaunchTally", "SiteTally", "UnwrappedTally"]
+__all__ = ["LaunchTally", "SiteTally", "UnwrappedTally", "named_rows"]
 
 #: The root unwrapped paths are written relative to (the recorder's
 #: ``STATE.root``, which it gives here).
@@ -162,7 +162,7 @@ class UnwrappedTally:
     """
 
     __slots__ = ("path", "line", "op", "direction", "via", "pageable", "code", "chains", "samples",
-                 "_count", "_bytes", "_copies", "_ns", "pending")
+                 "_count", "_bytes", "_copies", "_ns", "pending", "site", "kind", "lib")
 
     def __init__(self, path: str, line: int, op: str, direction: str, count: int = 0,
                  bytes: int = 0, via: str = "", copies: int = 0, pageable: int = 0,  # noqa: A002
@@ -178,6 +178,11 @@ class UnwrappedTally:
         self._copies = copies  # copies on the wire (a print makes several)
         self._ns = ns  # host time the crossings blocked, in nanoseconds
         self.pending: dict = {}
+        # A name, where the crossing has one without a wrapper: a library function and
+        # the user's line ("library"), or the site comment of the statement ("statement").
+        self.site: Optional[str] = None
+        self.kind = ""
+        self.lib: Any = None  # the library function's code object (kept: its id is in the tally's key)
 
     @property
     def count(self) -> int:
@@ -207,6 +212,12 @@ class UnwrappedTally:
                 self._copies += n * copies
                 self._ns += sum(done)
 
+    def cell(self) -> tuple:
+        """``(direction, count, bytes, copies, pageable, seconds)``, the pending
+        events folded in: a named crossing's share of its site's row."""
+        self.fold()
+        return self.direction, self._count, self._bytes, self._copies, self.pageable, self._ns / 1e9
+
     def snapshot(self) -> Unwrapped:
         self.fold()
         root = root_of()
@@ -222,3 +233,26 @@ class UnwrappedTally:
                          chains[0] if chains else [], chains if len(chains) > 1 else [])
 
 
+
+
+def named_rows(tallies: Any, rows: list) -> list:
+    """The named crossings among `tallies` (:class:`UnwrappedTally` with a
+    ``site``) as report rows, one per name, added to `rows` (a row of the same
+    name there takes their counts too); returns the unnamed tallies."""
+    by_site = {r.site: r for r in rows}
+    unnamed = []
+    for t in tallies:
+        if t.site is None:
+            unnamed.append(t)
+            continue
+        d, n, nbytes, copies, pageable, seconds = t.cell()
+        row = Row(t.site, t.kind, d, n, n, nbytes,
+                  {d: {"calls": n, "bytes": nbytes, "copies": copies, "pageable": pageable, "seconds": seconds}},
+                  copies, pageable, seconds)
+        had = by_site.get(t.site)
+        if had is None:
+            by_site[t.site] = row
+            rows.append(row)
+        else:
+            had.add(row)
+    return unnamed

@@ -22,7 +22,8 @@ from typing import Optional
 from ..config import Config, ConfigError, find_root, load_config
 from ..rules import RuleTable
 from ..static.edits import Edit, text_edits
-from ..static.lint import Linted, add_fixes, lint_source
+from ..static.evidence import EvidenceError
+from ..static.lint import Linted, add_fixes, config_evidence, lint_source
 
 
 @dataclass
@@ -36,6 +37,8 @@ class Document:
     fixes_done: bool = False
     wrap_all: Optional[list] = None  # the edits of wrap over the whole document, once made
     lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+    #: set when the client changed the document since: its fixes are no longer wanted
+    outdated: threading.Event = field(default_factory=threading.Event, repr=False)
 
     def reported(self) -> list:
         return [d for d in (self.linted.diags if self.linted else []) if d.suppressed is None]
@@ -78,7 +81,11 @@ def check(doc: Document, projects: Projects) -> None:
         doc.linted, doc.config_error = None, str(e)
         return
     doc.config_error = None
-    doc.linted = lint_source(doc.text, doc.path, cfg, rules)
+    try:  # the config's run files, as `check` reads them
+        evidence = config_evidence(cfg, cwd=str(cfg.root))
+    except EvidenceError as e:
+        evidence, doc.config_error = None, str(e)
+    doc.linted = lint_source(doc.text, doc.path, cfg, rules, evidence=evidence)
     doc.fixes_done = False
 
 
@@ -86,10 +93,15 @@ def fixes(doc: Document, cfg: Config, rules: RuleTable) -> None:
     """Attach to each finding the edits ``wrap`` makes for it (runs the codemod:
     hundreds of milliseconds on a large file, so the shell runs it off the
     event loop, after the findings are shown; the config is read on the loop)."""
+    from ..static.fixes import Stopped
+
     with doc.lock:
-        if doc.fixes_done or doc.linted is None:
+        if doc.fixes_done or doc.linted is None or doc.outdated.is_set():
             return
-        add_fixes(doc.linted, cfg, rules)
+        try:  # (stopped between codemod runs once the document changes: the next edit does not wait)
+            add_fixes(doc.linted, cfg, rules, stop=doc.outdated.is_set)
+        except Stopped:
+            return
         doc.fixes_done = True
 
 

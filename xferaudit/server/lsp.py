@@ -6,8 +6,11 @@ What it does, per open document:
   typing (:data:`DEBOUNCE` seconds per document: each change restarts that
   document's wait), published with the document's version. Each carries its
   code's page (``codeDescription.href``, where the docs site is known) and, in
-  ``data``, the edits of its fix: first the findings alone (fast), then, the
-  codemod run off the event loop, the same findings with their fixes;
+  ``data``, the edits of its fix: first the findings alone (fast), then, once
+  the document has been left alone :data:`FIX_DELAY` seconds more, the
+  codemod run off the event loop, the same findings with their fixes. A change
+  cancels fixes not begun and stops those under way (between codemod runs),
+  so an edit's findings never wait for the previous edit's fixes;
 - **code actions** for a finding: wrap this site (its fix from ``data``: no
   second lint), wrap every site of the file (``xferaudit wrap`` over the
   buffer), and suppress it with ``# noqa: CODE``;
@@ -22,12 +25,15 @@ from __future__ import annotations
 
 import asyncio
 import os
-from typing import Optional
+import sys
+from typing import Any, Optional
 from urllib.parse import unquote, urlparse
 
 from lsprotocol import types
 from lsprotocol.converters import get_converter
+from pygls.exceptions import JsonRpcException
 from pygls.lsp.server import LanguageServer
+from pygls.protocol import LanguageServerProtocol
 from pygls.uris import to_fs_path
 from pygls.workspace.position_codec import ServerTextPosition, ServerTextRange
 
@@ -42,6 +48,9 @@ CONVERTER = get_converter()  # lsprotocol's: LSP types <-> JSON-ready data
 
 #: Seconds of quiet after a change before the document is checked again.
 DEBOUNCE = 0.3
+#: Seconds of quiet after the findings are out before their fixes are made
+#: (``initializationOptions: {"fixDelay": ...}``).
+FIX_DELAY = 0.5
 SOURCE = "xferaudit"
 #: The kind of the "wrap every site of the file" action (a source action, so
 #: an editor can bind it: VS Code's "editor.codeActionsOnSave").
@@ -49,13 +58,77 @@ WRAP_ALL = "source.wrapAll.xferaudit"
 WRAP_ALL_TITLE = "Wrap every site in this file (xferaudit wrap)"
 
 
+#: The most bytes one message may hold: a larger one is read in pieces and
+#: dropped (the server goes on), never held whole in memory.
+MAX_MESSAGE = 256 << 20
+#: A header line is read this many bytes at a time at most (one of thousands
+#: of digits is then no header: ignored).
+MAX_HEADER = 1024
+
+
+class _Invalid:
+    """A request whose params do not validate: answered with an error, not dropped."""
+
+    jsonrpc = "2.0"
+
+    def __init__(self, msg_id: object, error: object) -> None:
+        self.id, self.error = msg_id, error
+
+
+class _Protocol(LanguageServerProtocol):
+    """pygls's protocol, except that a request it cannot read (params of the
+    wrong shape or out of range: a hover at line -1, a codeAction without its
+    context) gets an error response: pygls drops it, and the client would wait
+    for the answer forever."""
+
+    def structure_message(self, data: dict) -> object:
+        try:
+            return super().structure_message(data)
+        except JsonRpcException as e:
+            if isinstance(data, dict) and "method" in data and isinstance(data.get("id"), (int, str)):
+                return _Invalid(data["id"], e.to_response_error())
+            raise
+
+    def handle_message(self, message: object) -> None:
+        if isinstance(message, _Invalid):
+            self._send_response(message.id, None, message.error)
+            return
+        super().handle_message(message)
+
+
+class _BoundedInput:
+    """Standard input as the protocol reads it, with what one read may take
+    bounded: a ``Content-Length`` of 99999999999999 is read and dropped in
+    pieces (the server waits for those bytes, as the protocol says, without
+    holding them), a header line is read :data:`MAX_HEADER` bytes at a time."""
+
+    def __init__(self, raw: Any) -> None:
+        self.raw = raw
+
+    def readline(self) -> bytes:
+        return self.raw.readline(MAX_HEADER)
+
+    def read(self, n: int) -> bytes:
+        if n <= MAX_MESSAGE:
+            return self.raw.read(n)
+        left = n
+        while left > 0:
+            chunk = self.raw.read(min(left, 1 << 20))
+            if not chunk:
+                return b""  # (the end of the input: the server stops, as it would)
+            left -= len(chunk)
+        sys.stderr.write(f"xferaudit server: a message of {n} bytes (more than {MAX_MESSAGE}) was dropped\n")
+        return b"null"
+
+
 class XferauditServer(LanguageServer):
     def __init__(self) -> None:
-        super().__init__("xferaudit", __version__)
+        super().__init__("xferaudit", __version__, protocol_cls=_Protocol)
         self.projects = D.Projects()
         self.docs: dict[str, D.Document] = {}
         self.pending: dict[str, asyncio.Task] = {}
         self.debounce = DEBOUNCE
+        self.fix_delay = FIX_DELAY
 
 
 server = XferauditServer()
@@ -154,6 +227,8 @@ async def _check(ls: XferauditServer, uri: str) -> None:
     _publish(ls, doc)
     if doc.linted is None or not any(d.code.startswith(("XFA2", "XFA3", "XFA4")) for d in doc.reported()):
         return
+    if ls.fix_delay:
+        await asyncio.sleep(ls.fix_delay)  # (a change meanwhile cancels this task: no fixes begun)
     await _fixes(ls, doc)
     if ls.docs.get(uri) is doc:
         _publish(ls, doc)
@@ -189,8 +264,10 @@ def _schedule(ls: XferauditServer, uri: str, delay: float) -> None:
 @server.feature(types.INITIALIZE)
 def initialize(ls: XferauditServer, params: types.InitializeParams) -> None:
     opts = params.initialization_options or {}
-    if isinstance(opts, dict) and isinstance(opts.get("debounce"), (int, float)) and opts["debounce"] >= 0:
-        ls.debounce = float(opts["debounce"])
+    for key, attr in (("debounce", "debounce"), ("fixDelay", "fix_delay")):
+        value = opts.get(key) if isinstance(opts, dict) else None
+        if isinstance(value, (int, float)) and not isinstance(value, bool) and 0 <= value <= 60:
+            setattr(ls, attr, float(value))
 
 
 @server.feature(types.TEXT_DOCUMENT_DID_OPEN)
@@ -200,7 +277,16 @@ def did_open(ls: XferauditServer, params: types.DidOpenTextDocumentParams) -> No
 
 @server.feature(types.TEXT_DOCUMENT_DID_CHANGE)
 def did_change(ls: XferauditServer, params: types.DidChangeTextDocumentParams) -> None:
+    _outdate(ls, params.text_document.uri)
     _schedule(ls, params.text_document.uri, ls.debounce)
+
+
+def _outdate(ls: XferauditServer, uri: str) -> None:
+    """The document the server holds for `uri` is no longer the client's: its
+    fixes under way stop at their next codemod run."""
+    doc = ls.docs.get(uri)
+    if doc is not None:
+        doc.outdated.set()
 
 
 @server.feature(types.TEXT_DOCUMENT_DID_SAVE)
@@ -211,6 +297,7 @@ def did_save(ls: XferauditServer, params: types.DidSaveTextDocumentParams) -> No
 @server.feature(types.TEXT_DOCUMENT_DID_CLOSE)
 def did_close(ls: XferauditServer, params: types.DidCloseTextDocumentParams) -> None:
     uri = params.text_document.uri
+    _outdate(ls, uri)
     task = ls.pending.pop(uri, None)
     if task is not None:
         task.cancel()
@@ -363,4 +450,4 @@ def hover(ls: XferauditServer, params: types.HoverParams) -> Optional[types.Hove
 
 def start(stdin=None, stdout=None) -> None:
     """Serve over standard input and output until the client says exit."""
-    server.start_io(stdin, stdout)
+    server.start_io(_BoundedInput(stdin or sys.stdin.buffer), stdout)

@@ -64,12 +64,10 @@ def load(path: Path) -> Counter:
     from .._validate import MAX_COUNT, count, parse_json
 
     path = Path(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise BaselineError(f"{path}: no such baseline file (write one with --write-baseline)") from None
-    except (OSError, ValueError) as e:
-        raise BaselineError(f"{path}: cannot read the baseline: {e}") from None
+    from .._readfile import read_text
+
+    text = read_text(path, str(path), BaselineError,
+                     missing=f"{path}: no such baseline file (write one with --write-baseline)")
     data = parse_json(text, str(path), BaselineError)
     if not isinstance(data, dict) or data.get("xferaudit-baseline") != FORMAT:
         raise BaselineError(f"{path}: not an xferaudit baseline (format {FORMAT})")

@@ -88,6 +88,10 @@ def _read_bytes(path: str) -> bytes:
         return f.read()
 
 
+#: The summary's reason for a file unwrap leaves because it cannot restore a call in it.
+UNRESTORABLE = "cannot restore a wrapper call"
+
+
 def _skip_class(error: str) -> str:
     return error.split(":", 1)[0]
 
@@ -337,6 +341,8 @@ def run_codemod(
             if o.error is None and res is not None:
                 messages.extend(skipped_messages(res, shown))
                 summary.left += len(res.skipped) if mode == "wrap" else 0
+                if mode == "unwrap" and res.skipped:  # a call it cannot restore: the file is left, an error
+                    summary.skipped[UNRESTORABLE] += 1
                 summary.suppressed += res.suppressed
                 summary.evidence.update(res.evidence)
                 if res.changed:
@@ -433,12 +439,16 @@ def run_stdin(src, dst, filename: str, mode: str, cfg: Config, *, select: Sequen
         for m in skipped_messages(res, rel):
             err.write(m + "\n")
         summary.left = len(res.skipped) if mode == "wrap" else 0
+        if mode == "unwrap" and res.skipped:
+            summary.skipped[UNRESTORABLE] += 1
         if res.changed:
             summary.changed = 1
             summary.kinds.update(res.wrapped)
             summary.restored = sum(res.unwrapped.values())
     if not quiet:
         err.write(format_summary(summary, diff or check) + "\n")
+    if summary.skipped:
+        return EXIT_ERROR
     if diff or check:
         return EXIT_FINDINGS if summary.changed else EXIT_OK
     return EXIT_FINDINGS if mode == "wrap" and summary.left else EXIT_OK
@@ -540,6 +550,9 @@ def add_common_arguments(parser, mode: str, paths_optional: bool = False) -> Non
     parser.add_argument("--quiet", "-q", action="store_true", help="no progress bar, no summary; problems only")
     parser.add_argument("--jobs", "-j", type=int, metavar="N",
                         help=f"worker processes (default: one per core from {PARALLEL_MIN_FILES} files)")
+    parser.add_argument("--no-cache", action="store_true",
+                        help=f"accepted as `check` and `sites` accept it: {mode} reads every file afresh and "
+                             "keeps no findings cache")
 
 
 def run_command(args, mode: str) -> int:
@@ -625,6 +638,17 @@ def _evidence_files(runs: Sequence[str], paths: Sequence[str], cfg: Config) -> t
                          for e in entries)
         elif os.path.isabs(cfg.relpath(f)):
             notes.append(f"{rel}: not rewritten: outside the project ({cfg.root}); name it as a PATH to wrap it")
+        elif not _inside(f, cfg.root):
+            notes.append(f"{rel}: not rewritten: a link on its path leads out of the project ({cfg.root}); "
+                         "a run file's paths are never followed out of the tree")
         elif not cfg.excluded(cfg.relpath(f)):
             files.append(f)
     return evidence, files, notes
+
+
+def _inside(path: str, root: Path) -> bool:
+    """`path`, every link on it followed, is in the project (the root's own real
+    folder): a run file naming ``linked/x.py``, where ``linked`` leads out of the
+    tree, must not have ``wrap --from`` rewrite a file elsewhere."""
+    real, top = os.path.realpath(path), os.path.realpath(root)
+    return os.path.commonpath([real, top]) == top

@@ -51,12 +51,19 @@ class CodeDoc:
     fixable: bool = False  # `xferaudit wrap` rewrites it
     note: str = ""  # said after the "Use instead" example
     counts_only: bool = False  # the wrapped form counts the crossing; the code still makes it
+    named: bool = False  # no call to wrap: `wrap` names the statement with a site comment
 
     @property
     def fix(self) -> str:
         """What `xferaudit wrap` does about a finding: one sentence, "" for nothing."""
         if not self.fixable:
             return ""
+        if self.named:
+            who = "`xferaudit wrap --from RUN.json`" if self.code.startswith("XFA5") else "`xferaudit wrap`"
+            return (f"{who} names its statement: it appends a site comment, `# xferaudit: "
+                    "site=\"...\"`, which the runtime's guard reads, so the report and budgets count the "
+                    "crossing under that name (a comment: Python runs nothing new). It does not remove the "
+                    "crossing. To remove it, write what *Use instead* shows.")
         if self.counts_only:
             return ("`xferaudit wrap` counts it: the read goes through a counting wrapper, so the "
                     "report names it, but the wrapped code still reads and waits; it does not "
@@ -320,8 +327,10 @@ _IMPLICIT_DOCS = [
      "waits for the device. Post-processing loops full of these run at the speed of the bus.",
      "keep = scores[scores > 0.5]\n",
      "keep = torch.where(scores > 0.5, scores, 0.0)  # fixed size, no read-back\n",
-     "No wrapped form keeps the expression as written; `xferaudit wrap` leaves these and says why. "
-     "Suppress a deliberate one with `# noqa: XFA405`."),
+     "No call makes the crossing, so there is none to wrap: `xferaudit wrap` names the statement "
+     "instead, `keep = scores[scores > 0.5]  # xferaudit: site=\":f:count(scores[scores>0.5])\"`, and "
+     "the guard counts every crossing of that statement under the name (`xferaudit run`, "
+     "`xfer.guard()`, `xfer.expect`). Suppress a deliberate one with `# noqa: XFA405`."),
     ("XFA406", "implicit-upload", "Host data uploaded by indexing or assignment",
      "Reports a device tensor indexed with a Python list or a host tensor (`t[[0, 5]]`, "
      "`t[:, host_idx]`, a list built by a display, a comprehension, `list()`, `range()`, `+`, "
@@ -332,13 +341,15 @@ _IMPLICIT_DOCS = [
      "time the line runs.",
      "rows = emb[[0, 5, 9]]\n",
      "idx = torch.tensor([0, 5, 9], device=emb.device)  # once, outside the loop\nrows = emb[idx]\n",
-     "No wrapped form; `xferaudit wrap` leaves these and says why."),
+     "No call to wrap: `xferaudit wrap` names the statement with a site comment "
+     "(`rows = emb[[0, 5, 9]]  # xferaudit: site=\"...\"`), which the guard counts it under."),
     ("XFA407", "implicit-download", "A device value assigned into a host tensor",
      "Reports `host_t[i] = t` with `host_t` a host tensor and `t` a device value.",
      "The value is copied to the host inside the assignment, with a synchronisation.",
      "history[step] = loss\n",
      "losses.append(loss.detach())  # on the device; read once at the end\n",
-     "No wrapped form; `xferaudit wrap` leaves these and says why."),
+     "No call to wrap: `xferaudit wrap` names the statement with a site comment, which the guard "
+     "counts it under."),
     ("XFA408", "implicit-save", "`torch.save` of device data",
      "Reports `torch.save` of a device tensor, of a module on a device or its `state_dict()`, "
      "or of a dict or list holding them.",
@@ -365,8 +376,8 @@ for _code, _name, _summary, _what, _why, _ex, _inst, _note in _IMPLICIT_DOCS:
         code=_code, name=_name, summary=_summary,
         what=_what + " " + _IMPLICIT_NOTE.format(code=_code),
         why=_why, example=_ex, instead=_inst,
-        fixable=_code in ("XFA401", "XFA402", "XFA403", "XFA404", "XFA408"), note=_note,
-        counts_only=True,
+        fixable=_code in ("XFA401", "XFA402", "XFA403", "XFA404", "XFA405", "XFA406", "XFA407", "XFA408"),
+        note=_note, counts_only=True, named=_code in ("XFA405", "XFA406", "XFA407"),
     ))
 
 
@@ -394,28 +405,35 @@ def render(d: CodeDoc) -> str:
 _add(CodeDoc(
     code="XFA501",
     name="seen-crossing-at-run-time",
-    summary="A line a recorded run saw crossing, outside every wrapper, with no construct xferaudit can wrap",
+    summary="A line a recorded run saw crossing, outside every wrapper, with no call xferaudit can wrap",
     what=(
         "With run evidence (`check --evidence RUN.json`, or `evidence = [...]` in `[tool.xferaudit]`), "
         "reports each line the run saw crossing outside every wrapper where no site of the op's kind is on "
-        "the line: the crossing happens inside an op (`t[mask]`, `torch.equal`, an op given host and device "
-        "tensors), inside a function called there (the message says `via` which), or through a construct "
-        "the static half does not know. The message names the op, how often it crossed, the bytes and the "
-        "run file. A line where a site of the op's kind sits is reported under that site's own code instead "
-        "(its message then says it was seen crossing at run time), even where the code alone shows no device."
+        "the line: the crossing happens inside an op (`t[mask]` with a mask the file does not show, "
+        "`torch.equal`, an op given host and device tensors), while a compiled call compiles (the constants "
+        "it uploads the first time it runs), or through a construct the static half does not know. The "
+        "message names the op, how often it crossed, the bytes and the run file. A line where a site of the "
+        "op's kind sits is reported under that site's own code instead (its message then says it was seen "
+        "crossing at run time), even where the code alone shows no device. A crossing made inside a library "
+        "function the line calls is no finding: the run names it by that function and the line "
+        "(`lib.mod:function <- train.py:41`)."
     ),
     why=(
-        "The run is the truth, the static reading a prediction: this line crossed, every time it ran. No "
-        "`wrap` form counts it, so it stays invisible to budgets and reports unless it is changed or "
-        "accepted on purpose."
+        "The run is the truth, the static reading a prediction: this line crossed, every time it ran. "
+        "Unnamed, it is a line number in the report: budgets hold it by `path:line`, which any edit above "
+        "it moves."
     ),
     example="keep = scores[mask]  # mask is a device bool tensor: the count is read back\n",
     instead=(
         "keep = torch.where(mask, scores, 0.0)  # fixed size: nothing crosses\n"
     ),
+    fixable=True,
+    named=True,
     note=(
-        "Accept a deliberate one with `# noqa: XFA501` on the line (a trailing comment keeps the "
-        "evidence matched)."
+        "`xferaudit wrap --from RUN.json` names the statement, `keep = scores[mask]  # xferaudit: "
+        "site=\":f:keep=scores[mask]\"`: the guard counts its crossings under that name, and `check` takes "
+        "the line as named. Accept a deliberate one instead with `# noqa: XFA501` on the line (a trailing "
+        "comment keeps the evidence matched)."
     ),
 ))
 

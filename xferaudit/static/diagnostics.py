@@ -34,7 +34,10 @@ from .. import __version__
 from .._text import printable, printable_path
 from ..config import Config
 from ..rules import Rule, RuleTable
-from ..wrapform import CALLEE, IMPLICIT, INNER, METHOD, RECEIVER, VALUE, form, form_of
+from ..opforms import NO_CALL_FORM
+from ..wrapform import (
+    ALIAS, CALLEE, IMPLICIT, INNER, METHOD, RECEIVER, VALUE, form, form_of, statement_comment,
+)
 from ..wrapform import suggestion as wf_suggestion
 from .codes import CODES
 from .evidence import Stale, check_findings, stale_message, static_function
@@ -140,20 +143,20 @@ def suggestion(s: Site, rule: Optional[Rule]) -> str:
     """What to write instead: the wrapper call as ``xferaudit wrap`` writes it
     (its shape from :mod:`xferaudit.wrapform`), original arguments unchanged."""
     if rule is None:
-        return "xfer.<wrapper>(..., site=...)"
+        return f"{ALIAS}.<wrapper>(..., site=...)"
     shape = form_of(rule)
     w = rule.wrapper
     if INNER in shape.head:
         return wf_suggestion(shape, w, {INNER: call_text(s)}, None, s.decorator)
     parts = _split_call(s, rule)
     if parts is None:
-        return f"xfer.{w}(..., site=...)"
+        return f"{ALIAS}.{w}(..., site=...)"
     head, method, args = parts
     args = _squash(_COMMENT.sub("", args) if "#" in args else args)
     head = _squash(head)
     heads = {RECEIVER: head, CALLEE: head, METHOD: method}
     if METHOD in shape.head and not method:
-        return f"xfer.{w}(..., site=...)"
+        return f"{ALIAS}.{w}(..., site=...)"
     if s.op == "bound":  # arguments with side effects: the bound method, looked up first
         shape, w, heads = form("function", "call"), "call", {CALLEE: f"{head}.{method}"}
     text = wf_suggestion(shape, w, heads, args, s.decorator)
@@ -176,8 +179,10 @@ def implicit_suggestion(s: Site) -> Optional[str]:
     if wrapper in ("save", "reads"):  # the call wrapped: xfer.reads(np.sin, t, site=...)
         i, j = text.find("("), text.rfind(")")
         if i < 0 or j < i:
-            return f"xfer.{wrapper}(..., site=...)"
+            return f"{ALIAS}.{wrapper}(..., site=...)"
         return wf_suggestion(form("implicit", wrapper), wrapper, {CALLEE: text[:i].strip()}, text[i + 1 : j])
+    if op in NO_CALL_FORM:  # no call to wrap: the statement is named (the grammar's statement form)
+        return statement_comment("...").strip()
     if wrapper is None or wrapper not in IMPLICIT and wrapper != "call":
         return None
     name = text.split("(", 1)[0].strip()

@@ -87,12 +87,96 @@ def hunks(old: str, new: str) -> list[Hunk]:
     """The changes from `old` to `new`, one per run of changed lines, in order."""
     a, b = split_lines(old), split_lines(new)
     pos = Positions(old)
-    out: list[Hunk] = []
-    matcher = difflib.SequenceMatcher(None, a, b, autojunk=False)
-    for tag, i1, i2, j1, j2 in matcher.get_opcodes():
-        if tag != "equal":
-            out.append(Hunk(i1, i2, trimmed(pos, pos.bounds[i1], pos.bounds[i2], "".join(b[j1:j2]))))
+    return [Hunk(i1, i2, trimmed(pos, pos.bounds[i1], pos.bounds[i2], "".join(b[j1:j2])))
+            for i1, i2, j1, j2 in changed_runs(a, b)]
+
+
+def changed_runs(a: list, b: list) -> list[tuple[int, int, int, int]]:
+    """``(i1, i2, j1, j2)`` of each run where lines ``a[i1:i2]`` became
+    ``b[j1:j2]``, in order (what is between two runs is equal).
+
+    A patience diff: the lines found once in each side, in the same order,
+    hold the two sides together, and difflib aligns only what lies between two
+    such lines. A rewrite (the codemod's output) keeps most lines and changes
+    a few, so the stretches between anchors are short: the cost grows with the
+    file, where difflib alone, over a file whose lines repeat (blank lines,
+    ``return``), grows with its square.
+    """
+    ops: list = []
+    _align(a, 0, len(a), b, 0, len(b), ops, 0)
+    out: list = []
+    for i1, i2, j1, j2 in ops:  # runs that touch become one
+        if out and out[-1][1] == i1 and out[-1][3] == j1:
+            out[-1] = (out[-1][0], i2, out[-1][2], j2)
+        else:
+            out.append((i1, i2, j1, j2))
     return out
+
+
+def _align(a: list, alo: int, ahi: int, b: list, blo: int, bhi: int, out: list, depth: int) -> None:
+    while alo < ahi and blo < bhi and a[alo] == b[blo]:
+        alo, blo = alo + 1, blo + 1
+    while alo < ahi and blo < bhi and a[ahi - 1] == b[bhi - 1]:
+        ahi, bhi = ahi - 1, bhi - 1
+    if alo == ahi or blo == bhi:
+        if alo < ahi or blo < bhi:
+            out.append((alo, ahi, blo, bhi))
+        return
+    anchors = _anchors(a, alo, ahi, b, blo, bhi) if depth < 32 else []
+    if not anchors:
+        sm = difflib.SequenceMatcher(None, a[alo:ahi], b[blo:bhi], autojunk=False)
+        out.extend((alo + i1, alo + i2, blo + j1, blo + j2)
+                   for tag, i1, i2, j1, j2 in sm.get_opcodes() if tag != "equal")
+        return
+    for i, j in anchors:
+        _align(a, alo, i, b, blo, j, out, depth + 1)
+        alo, blo = i + 1, j + 1
+    _align(a, alo, ahi, b, blo, bhi, out, depth + 1)
+
+
+def _anchors(a: list, alo: int, ahi: int, b: list, blo: int, bhi: int) -> list[tuple[int, int]]:
+    """(i, j) of the lines found exactly once in ``a[alo:ahi]`` and in
+    ``b[blo:bhi]``, the longest run of them in the same order on both sides."""
+    seen_a: dict = {}
+    for i in range(alo, ahi):
+        seen_a[a[i]] = -1 if a[i] in seen_a else i
+    seen_b: dict = {}
+    for j in range(blo, bhi):
+        line = b[j]
+        if seen_a.get(line, -1) >= 0:
+            seen_b[line] = -1 if line in seen_b else j
+    pairs = [(seen_a[line], j) for line, j in seen_b.items() if j >= 0]
+    if not pairs:
+        return []
+    pairs.sort()
+    # the longest increasing run of j (patience sorting)
+    tails: list = []  # tails[k]: index into pairs of the smallest j ending a run of length k + 1
+    prev = [-1] * len(pairs)
+    for k, (_, j) in enumerate(pairs):
+        at = _bisect_tails(pairs, tails, j)
+        if at:
+            prev[k] = tails[at - 1]
+        if at == len(tails):
+            tails.append(k)
+        else:
+            tails[at] = k
+    run, k = [], tails[-1]
+    while k >= 0:
+        run.append(pairs[k])
+        k = prev[k]
+    return run[::-1]
+
+
+def _bisect_tails(pairs: list, tails: list, j: int) -> int:
+    """Where a run ending at `j` goes among the run tails (their j's increase)."""
+    lo, hi = 0, len(tails)
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if pairs[tails[mid]][1] <= j:
+            lo = mid + 1
+        else:
+            hi = mid
+    return lo
 
 
 def trimmed(pos: Positions, lo: int, hi: int, now: str) -> Edit:

@@ -44,7 +44,6 @@ from pathlib import Path
 from typing import Any, Callable, Iterable, Optional, Sequence
 
 from .. import opforms
-from .._validate import check_report, parse_json
 from ..runkeys import MODULE_FUNCTION, function_name, normalise_text
 from .source import split_lines
 
@@ -112,17 +111,6 @@ def _real(path: str) -> str:
 # --- reading run files -----------------------------------------------------------------
 
 
-def _field(u: dict, key: str, kind: type, where: str, default: Any = ...) -> Any:
-    if key not in u or u[key] is None:
-        if default is ...:
-            raise EvidenceError(f"{where}: missing {key!r}")
-        return default
-    v = u[key]
-    if not isinstance(v, kind) or isinstance(v, bool):
-        raise EvidenceError(f"{where}: {key!r} must be {'a string' if kind is str else 'a whole number'}")
-    return v
-
-
 def _base(meta: dict, root: Path) -> Path:
     """What the run file's relative paths are relative to: the run's root when it
     lies in this project (a run started in a subfolder), else this project's root
@@ -137,44 +125,32 @@ def _base(meta: dict, root: Path) -> Path:
 
 def read_run(path: str, root: Path) -> list:
     """The entries of one run file; :class:`EvidenceError` for a file that is
-    not a usable run file (one line, naming it)."""
-    p = Path(path)
+    not a usable run file (one line, naming it). The file is read by the one
+    reader of saved reports (:meth:`xferaudit.runtime.Report.load`: a regular
+    file only, of bounded size, every field checked, a key given twice refused,
+    a path holding a NUL refused)."""
+    from ..runtime._report import Report, ReportError
+
     try:
-        text = p.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise EvidenceError(f"{path}: no such run file (record one with `xferaudit run`)") from None
-    except IsADirectoryError:
-        raise EvidenceError(f"{path}: a folder, not a run file") from None
-    except (OSError, UnicodeDecodeError) as e:
-        raise EvidenceError(f"{path}: cannot read: {getattr(e, 'strerror', None) or e}") from None
-    data = parse_json(text, path, EvidenceError)
-    check_report(data, path, EvidenceError)
-    meta = data.get("meta") if isinstance(data, dict) else None
+        rep = Report.load(path, missing=f"{path}: no such run file (record one with `xferaudit run`)")
+    except ReportError as e:
+        raise EvidenceError(str(e)) from None
+    meta = rep.meta
     if not isinstance(meta, dict) or meta.get("kind") != "run":
         raise EvidenceError(f"{path}: not a run file (its meta.kind is not \"run\"): record one with "
                             "`xferaudit run`")
-    raw = data.get("unwrapped") or []
-    if not isinstance(raw, list):
-        raise EvidenceError(f"{path}: 'unwrapped' must be a list")
     base = _base(meta, root)
     out = []
-    for i, u in enumerate(raw):
-        where = f"{path}: unwrapped[{i}]"
-        if not isinstance(u, dict):
-            raise EvidenceError(f"{where}: must be an object")
-        name = _field(u, "path", str, where)
-        op = _field(u, "op", str, where)
+    for u in rep.unwrapped:
+        name, op = u.path, u.op
         if not name or name.startswith("<") or not opforms.is_crossing(op):
             continue  # no user line (a device thread's event), or a flag on a crossing
-        text = _field(u, "text", str, where, "") or None  # "" or absent: not recorded
+        text = u.text or None  # "" or absent: not recorded
         file = name if os.path.isabs(name) else str(base / name)
         out.append(Entry(
-            source=path, path=name, file=os.path.abspath(file), line=_field(u, "line", int, where),
-            function=_field(u, "function", str, where, "") or None,
-            text=normalise_text(text) if text is not None else None,
-            op=op, direction=_field(u, "direction", str, where, ""), count=_field(u, "count", int, where, 0),
-            copies=_field(u, "copies", int, where, 0), bytes=_field(u, "bytes", int, where, 0),
-            via=_field(u, "via", str, where, ""),
+            source=path, path=name, file=os.path.abspath(file), line=u.line, function=u.function or None,
+            text=normalise_text(text) if text is not None else None, op=op, direction=u.direction,
+            count=u.count, copies=u.copies, bytes=u.bytes, via=u.via,
         ))
     return out
 
@@ -491,23 +467,36 @@ def check_findings(fe: FileEvidence, sites: Sequence) -> tuple:
     or wrapped site of the op's category (XFA501), and of stale lines (XFA502).
     """
     notes: dict = {}
+    shared: dict = {}  # id(entry) -> how many sites of its line it may have come from
     findings = []
     for m in fe.matched:
         fit = fitting(m, sites)
         e = m.entry
         if not fit:
-            findings.append((m.line, m.column, "XFA501", f"{run_message(e)}; nothing on this line has a wrapped "
-                             f"form for it: {opforms.no_form_reason(e.op)}", static_function(e.function) or MODULE_FUNCTION))
+            findings.append((m.line, m.column, "XFA501", f"{run_message(e)}; no call on this line makes it: name "
+                             "its statement (end it with `# xferaudit: site=...`, or run `xferaudit wrap --from "
+                             f"{e.source}`); {opforms.no_form_reason(e.op)}",
+                             static_function(e.function) or MODULE_FUNCTION))
             continue
-        for s in fit:
-            if not s.wrapped:
-                notes.setdefault(id(s), []).append(e)
+        left = [s for s in fit if not s.wrapped]
+        for s in left:
+            notes.setdefault(id(s), []).append(e)
+        shared[id(e)] = len(fit)
     for st in fe.stale:
         line = min(max(st.entry.line, 1), max(fe.lines, 1))  # the line it was on, as near as the file has
         findings.append((line, 1, "XFA502", stale_message(st), static_function(st.entry.function) or MODULE_FUNCTION))
-    said = {k: ("; seen crossing at run time (" + " and ".join(f"{e.describe()}; {e.source}" for e in v) + ")",
-                v[0].source) for k, v in notes.items()}
+    said = {k: ("; seen crossing at run time (" + " and ".join(f"{e.describe()}{_shared(e, shared)}; {e.source}"
+                                                               for e in v) + ")", v[0].source)
+            for k, v in notes.items()}
     return said, findings
+
+
+def _shared(e: Entry, shared: dict) -> str:
+    """A run counts a line, not a call on it: where several sites of a line
+    could have made an entry's crossings, its figures are the line's, for all
+    of them (two ``.to()`` of one line, 445 each, are one entry of 890)."""
+    n = shared.get(id(e), 1)
+    return f" on this line, for its {n} sites together" if n > 1 else ""
 
 
 def run_message(e: Entry) -> str:

@@ -116,11 +116,13 @@ def _position(source: Source, colmap, node: ast.AST, at: ast.AST,
 
 
 def implicit_site(path: str, source: Source, colmap, node: ast.AST, at: ast.AST, op: str, label: str,
-                  function: str, wrapped_as: Optional[str] = None, no_wrap: str = "", wrapper: str = "") -> Site:
+                  function: str, wrapped_as: Optional[str] = None, no_wrap: str = "", wrapper: str = "",
+                  evidence: str = "") -> Site:
     """The :class:`Site` of an implicit crossing of category `op` (see
     ``static/codes.py``, ``IMPLICIT_CODES``): its rule is that category's code;
     `no_wrap`, why no wrapped form keeps it as written ("" when one does);
-    `wrapper`, the form that does (:attr:`Site.wrapper`)."""
+    `wrapper`, the form that does (:attr:`Site.wrapper`); `evidence`, why its value
+    is taken for a device value."""
     code = IMPLICIT_OP_CODES[op]
     # a site that is an expression of its own (`ctx.flag` read as a truth value)
     # starts where it starts: its span is the whole value that crosses
@@ -129,7 +131,7 @@ def implicit_site(path: str, source: Source, colmap, node: ast.AST, at: ast.AST,
                 kind=IMPLICIT_CODES[code][1], rule=code, call=source.segment(node),
                 wrapped=wrapped_as is not None, site=wrapped_as, rule_id="implicit." + op,
                 function=function or "<module>", label=label, byte_col=bcol, implicit=True, op=op,
-                no_wrap=no_wrap, wrapper=wrapper)
+                no_wrap=no_wrap, wrapper=wrapper, evidence=evidence)
 
 
 @dataclass
@@ -572,6 +574,10 @@ def analyse(
         sys.setrecursionlimit(limit)
     f.sites.sort(key=lambda s: (s.line, s.column))
     mark_unwrappable(f.sites, text, tree, f.lines, nodes, f.resolver.qualname, scripted)
+    if "xferaudit:" in text:  # statements named by a site comment (the wrap grammar's statement form)
+        from .statements import name_statements
+
+        f.sites = name_statements(f.sites, text, tree, path, relpath if relpath is not None else path)
     name_sites(f.sites, relpath if relpath is not None else path)
     sup = file_suppressions(text, f.lines, {s.line for s in f.sites} | set(evidence or ()))
     res.suppressions = sorted(sup.items())

@@ -32,6 +32,10 @@ only on request):
   reading of what an expression holds (a "gpu-first" reading assumes the
   model's parameters live on the device), and it puts a call where the code
   had none (``if t:`` becomes ``if xfer.bool(t, site=...):``).
+- ``XFA405``-``XFA407`` (a count read back, an upload or a download inside
+  indexing): **safe**. No call makes them, so the fix names their statement
+  with a site comment (``  # xferaudit: site="..."``), which changes nothing
+  Python runs, and needs no import.
 - ``XFA302`` (a site name made in another file): **unsafe**. Renaming the site
   changes the key its counts are kept under: budgets, baselines and saved
   reports keyed by the old name stop matching it.
@@ -44,10 +48,11 @@ cells' JSON) and a file that changed since it was read get no fix.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Iterable, Optional
+from typing import TYPE_CHECKING, Callable, Iterable, Optional, Sequence
 
-from .edits import Edit, Hunk, Positions, hunks, split_leading
+from .edits import Edit, Hunk, Positions, changed_runs, hunks, split_leading, trimmed
 from .notebook import is_notebook
+from .source import split_lines
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..config import Config
@@ -59,6 +64,8 @@ SAFE, UNSAFE, DISPLAY = "safe", "unsafe", "display"
 
 #: Codes whose fix may change what the code does (the module docstring says why).
 UNSAFE_CODES = ("XFA204", "XFA302", "XFA4")
+#: Codes whose fix is a comment (the statement form): it changes nothing Python runs.
+COMMENT_CODES = ("XFA405", "XFA406", "XFA407")
 
 
 @dataclass(frozen=True)
@@ -77,13 +84,27 @@ class Fix:
 
 
 def applicability(code: str) -> str:
-    return UNSAFE if code.startswith(UNSAFE_CODES) else SAFE
+    return UNSAFE if code.startswith(UNSAFE_CODES) and code not in COMMENT_CODES else SAFE
+
+
+#: id(site) -> the last line of its statement, for sites named by a site comment
+#: there (the wrap grammar's statement form): set by :func:`wrap_fixes` per file.
+_STATEMENT_END: dict = {}
 
 
 def _lines_of(s: "Site") -> tuple[int, int]:
     """The lines the rewrite of `s` may touch: from the first line of the call's
-    text (a receiver may start lines above the called name) to its end."""
-    return min(s.line, s.end_line - s.call.count("\n")), max(s.line, s.end_line)
+    text (a receiver may start lines above the called name) to its end (for a
+    site whose statement is named, the statement's end, where the comment goes)."""
+    return min(s.line, s.end_line - s.call.count("\n")), max(s.line, s.end_line, _STATEMENT_END.get(id(s), 0))
+
+
+def _needs_import(s: "Site") -> bool:
+    """Whether the wrapped form of `s` calls the runtime (a statement named by
+    a comment does not: its fix is the comment alone)."""
+    from ..opforms import NO_CALL_FORM
+
+    return not (s.implicit and s.op in NO_CALL_FORM)
 
 
 def _is_runtime_import(line: str) -> bool:
@@ -96,16 +117,83 @@ def _runtime_import_lines(text: str) -> int:
     return sum(1 for ln in text.splitlines() if _is_runtime_import(ln))
 
 
-def _runs(old: str, new: str) -> list[Hunk]:
+def _runs(old: str, new: str, sites: Sequence["Site"] = ()) -> list[Hunk]:
     """The changed runs of lines from `old` to `new`, an added runtime import
     (and the blank lines after it) a run of its own even where it lands right
-    above a changed line."""
+    above a changed line. A run that keeps its number of lines, each changed
+    line of it holding one of `sites`, is a run per changed line: sites on
+    adjacent lines are then apart, as sites a kept line separates are."""
     pos = Positions(old)
+    a, b = split_lines(old), split_lines(new)
 
     def apart(line: str, k: int) -> bool:
         return _is_runtime_import(line) if k == 0 else (not line.strip() or _is_runtime_import(line))
 
-    return [part for h in hunks(old, new) for part in split_leading(h, pos, apart)]
+    out: list[Hunk] = []
+    for run in changed_runs(a, b):
+        for i1, i2, j1, j2 in _by_line(a, b, run, sites) or (run,):
+            pieces = _by_site(a[i1], b[j1], pos.bounds[i1], pos, [x for x in sites if _on_line(x, i1 + 1)]) \
+                if i2 - i1 == 1 == j2 - j1 else None
+            if pieces is not None:
+                out.extend(pieces)
+                continue
+            h = Hunk(i1, i2, trimmed(pos, pos.bounds[i1], pos.bounds[i2], "".join(b[j1:j2])))
+            out.extend(split_leading(h, pos, apart))
+    return out
+
+
+@dataclass(frozen=True)
+class _SiteHunk(Hunk):
+    """A part of one changed line that only `site` holds (its call's characters)."""
+
+    site: Optional["Site"] = None
+
+
+def _on_line(s: "Site", line: int) -> bool:
+    return s.line == s.end_line == line and "\n" not in s.call
+
+
+def _by_site(was: str, now: str, base: int, pos: Positions, sites: list) -> Optional[list]:
+    """One changed line holding several calls (``a = x.cpu(); b = y.cpu()``,
+    ``f(x.cpu(), y.cpu())``) as a part per call: each changed stretch of the
+    line lies inside one call's characters (else None: the line stays whole)."""
+    if len(sites) < 2:
+        return None
+    import difflib
+
+    spans = [(s.end_column - 1 - len(s.call), s.end_column - 1, s) for s in sites]
+    mine: dict = {}
+    for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(None, was, now, autojunk=False).get_opcodes():
+        if tag == "equal":
+            continue
+        holders = [sp for sp in spans if sp[0] <= i1 and i2 <= sp[1]]
+        if len(holders) != 1:
+            return None
+        lo, hi, jlo, jhi = mine.get(id(holders[0][2]), (i1, i2, j1, j2))
+        mine[id(holders[0][2])] = (min(lo, i1), max(hi, i2), min(jlo, j1), max(jhi, j2))
+    line = pos.position(base)[0] - 1
+    return [_SiteHunk(line, line + 1, trimmed(pos, base + lo, base + hi, now[jlo:jhi]), s)
+            for lo_, hi_, s in spans if id(s) in mine
+            for lo, hi, jlo, jhi in (mine[id(s)],)]
+
+
+def _by_line(a: list, b: list, run: tuple, sites: Sequence["Site"]) -> Optional[list]:
+    """`run` as one run per changed line, where it keeps its number of lines
+    and every changed line holds a site (a line no site holds, as a long line
+    broken differently, keeps the run whole); else None."""
+    i1, i2, j1, j2 = run
+    if i2 - i1 != j2 - j1 or i2 - i1 < 2 or not sites:
+        return None
+    spans = [_lines_of(s) for s in sites]
+    out = []
+    for k in range(i2 - i1):
+        if a[i1 + k] == b[j1 + k]:
+            continue
+        line = i1 + k + 1
+        if not any(lo <= line <= hi for lo, hi in spans):
+            return None
+        out.append((i1 + k, i1 + k + 1, j1 + k, j1 + k + 1))
+    return out
 
 
 def source_bytes(text: str) -> Optional[bytes]:
@@ -131,10 +219,17 @@ def source_text(data: bytes) -> Optional[str]:
         return None
 
 
+class Stopped(Exception):
+    """The caller's `stop()` said the fixes are no longer wanted (the editor's
+    document changed): none are set."""
+
+
 def wrap_fixes(data: bytes, path: str, relpath: str, cfg: "Config", rules: "RuleTable",
-               sites: Iterable["Site"], style=None) -> dict[tuple[int, int, str], tuple[Edit, ...]]:
+               sites: Iterable["Site"], style=None,
+               stop: Optional[Callable[[], bool]] = None) -> dict[tuple[int, int, str], tuple[Edit, ...]]:
     """{(line, column, code) of a site: the edits that wrap it} for the sites of
-    one file's bytes that ``wrap`` rewrites (the others are left out)."""
+    one file's bytes that ``wrap`` rewrites (the others are left out). `stop()`
+    is asked before each codemod run: True raises :class:`Stopped`."""
     from .codemod import CodemodError, code_style, wrap_source
 
     style = style or code_style(cfg.root)
@@ -144,6 +239,8 @@ def wrap_fixes(data: bytes, path: str, relpath: str, cfg: "Config", rules: "Rule
 
     def run(only: Optional[list]) -> Optional[str]:
         """The file's text after wrap, of every site or of the sites `only`."""
+        if stop is not None and stop():
+            raise Stopped
         site_ok = None if only is None else (lambda x: any(_same(x, s) for s in only))
         try:
             res = wrap_source(data, path, rules, relpath, codes_ok, style, site_ok=site_ok)
@@ -155,6 +252,16 @@ def wrap_fixes(data: bytes, path: str, relpath: str, cfg: "Config", rules: "Rule
 
     wanted = [s for s in sites if not s.wrapped and not s.suppressed and codes_ok(s.rule)]
     old = source_text(data)
+    _STATEMENT_END.clear()
+    if old is not None and any(not _needs_import(s) for s in wanted):
+        from ..wrapform import statement_spans
+        from .statements import statement_of
+
+        spans = statement_spans(old)
+        for s in wanted:
+            span = statement_of(spans, s.line) if not _needs_import(s) else None
+            if span is not None:
+                _STATEMENT_END[id(s)] = span[1]
     skipped: set = set()
     new = run(None) if wanted and old is not None else None
     if new is None:
@@ -180,7 +287,7 @@ def wrap_fixes(data: bytes, path: str, relpath: str, cfg: "Config", rules: "Rule
     for s in left:
         text = run([s])
         if text is not None:
-            own = _runs(old, text)
+            own = _runs(old, text, [s])
             out[_fix_key(s)] = _ordered(_prefer_shared(own, s, shared))
     return out
 
@@ -195,12 +302,13 @@ def _resolve(old: str, new: str, sites: list["Site"], shared: Optional[list[Edit
     changed lines gets a fix (into `out`): its runs, and the runs no site
     holds (the import), taken from `shared` where they are the same change.
     Returns the runs no site holds and the groups of sites that shared a run."""
-    runs = _runs(old, new)
+    runs = _runs(old, new, sites)
     owners: list[list["Site"]] = [[] for _ in runs]
     for s in sites:
         lo, hi = _lines_of(s)
         for i, h in enumerate(runs):
-            if h.touches(lo, hi):
+            held = getattr(h, "site", None)
+            if (held is s) if held is not None else h.touches(lo, hi):
                 owners[i].append(s)
     free = [h.edit for h, o in zip(runs, owners) if not o]
     if shared is not None and sorted(free, key=_key) == sorted(shared, key=_key):
@@ -211,7 +319,7 @@ def _resolve(old: str, new: str, sites: list["Site"], shared: Optional[list[Edit
     for s in sites:
         mine = [i for i, o in enumerate(owners) if any(x is s for x in o)]
         if mine and import_apart and all(len(owners[i]) == 1 for i in mine):
-            out[_fix_key(s)] = _ordered(free + [runs[i].edit for i in mine])
+            out[_fix_key(s)] = _ordered((free if _needs_import(s) else []) + [runs[i].edit for i in mine])
         elif mine and not import_apart:
             groups.append([s])
     return free, groups
@@ -247,6 +355,8 @@ def _prefer_shared(runs: list[Hunk], s: "Site", shared: list[Edit]) -> list[Edit
     lo, hi = _lines_of(s)
     own = [h.edit for h in runs if h.touches(lo, hi)]
     rest = [h.edit for h in runs if not h.touches(lo, hi)]
+    if not _needs_import(s):
+        return own
     return (shared if sorted(rest, key=_key) == sorted(shared, key=_key) else rest) + own
 
 
@@ -283,14 +393,16 @@ def rename_fixes(data: bytes, path: str, relpath: str, rules: "RuleTable",
 
 
 def attach(diags: list["Diagnostic"], scan, cfg: "Config", rules: "RuleTable",
-           sources: Optional[dict] = None, jobs: Optional[int] = None) -> None:
+           sources: Optional[dict] = None, jobs: Optional[int] = None,
+           stop: Optional[Callable[[], bool]] = None) -> None:
     """Set ``fix`` on each reported finding that ``wrap`` can rewrite.
 
     `scan` is the :class:`~xferaudit.static.scan.Scan` the findings came from
     (its sites); `sources` maps a displayed path to the source that was
     checked (standard input's bytes, an editor's text), else each file is
     read again. Many files are done on every core (`jobs` processes), as
-    ``wrap`` does them.
+    ``wrap`` does them. `stop()` (the editor server's: the document changed)
+    is asked before each codemod run; True raises :class:`Stopped`, no fix set.
     """
     from .diagnostics import fix_message
 
@@ -318,7 +430,7 @@ def attach(diags: list["Diagnostic"], scan, cfg: "Config", rules: "RuleTable",
     items = [(data, res.path, rel, res.sites, any(d.code == "XFA302" for d in found))
              for res, rel, found, data in todo]
     by_id = {r.id: r for r in rules.rules}
-    for (res, rel, found, _), edits in zip(todo, _file_edits_all(items, cfg, rules, jobs)):
+    for (res, rel, found, _), edits in zip(todo, _file_edits_all(items, cfg, rules, jobs, stop)):
         at = {(s.line, s.column, "XFA302" if s.wrapped else s.rule): s for s in res.sites}
         for d in found:
             e = edits.get((d.line, d.column, d.code))
@@ -345,16 +457,17 @@ def _worker_init(cfg: "Config", rules: "RuleTable", run_pid: int) -> None:
     _init(cfg, rules)
 
 
-def _file_edits(item: tuple) -> dict:
+def _file_edits(item: tuple, stop: Optional[Callable[[], bool]] = None) -> dict:
     data, path, rel, sites, rename = item
     cfg, rules, style = _STATE[0]
-    edits = wrap_fixes(data, path, rel, cfg, rules, sites, style)
+    edits = wrap_fixes(data, path, rel, cfg, rules, sites, style, stop)
     if rename:
         edits.update(rename_fixes(data, path, rel, rules, [s for s in sites if s.wrapped]))
     return edits
 
 
-def _file_edits_all(items: list, cfg: "Config", rules: "RuleTable", jobs: Optional[int]) -> list[dict]:
+def _file_edits_all(items: list, cfg: "Config", rules: "RuleTable", jobs: Optional[int],
+                    stop: Optional[Callable[[], bool]] = None) -> list[dict]:
     import os
 
     from .scan import _start_method, worker_count
@@ -362,7 +475,7 @@ def _file_edits_all(items: list, cfg: "Config", rules: "RuleTable", jobs: Option
     workers = max(1, min(jobs if jobs is not None else worker_count(), len(items)))
     if workers == 1 or (jobs is None and len(items) < PARALLEL_MIN_FILES):
         _init(cfg, rules)
-        return [_file_edits(item) for item in items]
+        return [_file_edits(item, stop) for item in items]
     import multiprocessing
     from concurrent.futures import ProcessPoolExecutor
 

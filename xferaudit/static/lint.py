@@ -49,8 +49,47 @@ def lint_source(source: Union[bytes, str], filename: str, cfg: "Config", rules: 
     return out
 
 
-def add_fixes(linted: Linted, cfg: "Config", rules: "RuleTable") -> None:
-    """Set each reported finding's fix (the codemod's edits), after the fact."""
+_EVIDENCE: dict = {}  # (root, ((run file, stamp), ...)) -> Evidence: read again only when a file changes
+
+
+def config_evidence(cfg: "Config", extra: Any = (), cwd: Optional[str] = None) -> Optional[Any]:
+    """The run evidence in force for `cfg`: its ``evidence`` run files, then
+    `extra` (``--evidence``), as ``check`` reads them; None when there is none.
+    The editor server and the flake8 plugin read it here too, so they report
+    what ``check`` reports; each set of files is read once until one of them
+    changes. Raises :class:`~xferaudit.static.evidence.EvidenceError`."""
+    import os
+
+    from .evidence import load
+    from .scan import display_path
+
+    here = cwd if cwd is not None else os.getcwd()
+    runs = [display_path(p, here) for p in cfg.evidence] + list(extra or ())
+    if not runs:
+        return None
+    key = (str(cfg.root), tuple((p, _stamp(p)) for p in runs))
+    hit = _EVIDENCE.get(key)
+    if hit is None:
+        hit = load(runs, cfg.root)
+        if len(_EVIDENCE) >= 16:
+            _EVIDENCE.clear()
+        _EVIDENCE[key] = hit
+    return hit
+
+
+def _stamp(path: str) -> tuple:
+    import os
+
+    try:
+        st = os.stat(path)
+    except (OSError, ValueError):
+        return ()
+    return (st.st_ino, st.st_mtime_ns, st.st_size)
+
+
+def add_fixes(linted: Linted, cfg: "Config", rules: "RuleTable", stop: Any = None) -> None:
+    """Set each reported finding's fix (the codemod's edits), after the fact
+    (`stop()`: see :func:`~xferaudit.static.fixes.attach`)."""
     from .fixes import attach
 
-    attach(linted.diags, linted.scan, cfg, rules, linted.sources)
+    attach(linted.diags, linted.scan, cfg, rules, linted.sources, stop=stop)

@@ -26,8 +26,10 @@ from .diagnostics import Diagnostic
 from .source import comments as comment_tokens
 from .source import split_lines, tokens
 
-#: Codes --add-noqa adds (XFA001 cannot be suppressed, XFA101 is about noqa itself).
-ADDABLE_PREFIXES = ("XFA2", "XFA3")
+#: Codes --add-noqa adds: every finding a noqa comment suppresses (sites, graphs,
+#: implicit transfers, run evidence); not XFA001 (cannot be suppressed) nor XFA101
+#: (about noqa itself).
+ADDABLE_PREFIXES = ("XFA2", "XFA3", "XFA4", "XFA5")
 
 _NOQA_CODES = re.compile(
     r"(?P<head>#\s*noqa)(?P<sep>:\s*)(?P<codes>[A-Z]+[0-9]+(?:(?:\s*,\s*|\s+)[A-Z]+[0-9]+)*)", re.I

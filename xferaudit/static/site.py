@@ -37,6 +37,7 @@ class Site:
     # "bound" for x.m(args) whose arguments may have side effects (wrapped as xfer.call(x.m, args))
     op: str = ""
     no_wrap: str = ""  # why no wrapped form can keep this code as it is (static/unwrappable.py); "" if one can
+    evidence: str = ""  # an implicit site's: why its value is taken for a device value (`sites --explain`)
     # an implicit site's wrapper as the value layer chose it (the wrap grammar's implicit style:
     # "bool", "index", "read", "reads", "save", or "call" for the builtin's own: float(t) -> xfer.float(t))
     wrapper: str = ""
@@ -48,4 +49,6 @@ class Site:
             del d["implicit"], d["op"]
         if not self.no_wrap:
             del d["no_wrap"]
+        if not self.evidence:
+            del d["evidence"]
         return d

@@ -1,5 +1,5 @@
 import torch
-import xferaudit.runtime as xfer
+import xferaudit.runtime as _xfer
 
 from metrics import report
 
@@ -14,19 +14,19 @@ def device():
 
 def main():
     dev = device()
-    w = xfer.to(torch.ones(4, 3), dev, site=":main:torch.ones(4,3).to")
-    idx = xfer.tensor([0, 2], device=dev, site=":main:torch.tensor")
+    w = _xfer.to(torch.ones(4, 3), dev, site=":main:torch.ones(4,3).to")
+    idx = _xfer.tensor([0, 2], device=dev, site=":main:torch.tensor")
     mask = w[:, 0] > 0
     total = 0.0
     for step in range(2):
         loss = (w * step).sum()
         total += report(loss, step)
-        kept = w[mask]
-        host = xfer.cpu(w, site=":main:w.cpu")
-        rows = w[[0, 1]]
-        n = xfer.item(loss, site=":main:loss.item")
+        kept = w[mask]  # xferaudit: site=":main:count(w[mask])"
+        host = _xfer.cpu(w, site=":main:w.cpu")
+        rows = w[[0, 1]]  # xferaudit: site=":main:upload(w[[0,1]])"
+        n = _xfer.item(loss, site=":main:loss.item")
     buf = torch.zeros(4, 3)
-    xfer.copy_(buf, w, site=":main:buf.copy_")
+    _xfer.copy_(buf, w, site=":main:buf.copy_")
     return total, idx, kept, host, rows, n
 
 

@@ -1,7 +1,7 @@
-# Only a comment and a string mention xfer: the alias stays `xfer`.
+# Only a comment and a string mention _xfer: the alias stays `_xfer`.
 import torch
 
-NOTE = "xfer is short for transfer"
+NOTE = "_xfer is short for transfer"
 
 
 def f(x, xfers):

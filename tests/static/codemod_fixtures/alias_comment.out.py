@@ -1,9 +1,9 @@
-# Only a comment and a string mention xfer: the alias stays `xfer`.
+# Only a comment and a string mention _xfer: the alias stays `_xfer`.
 import torch
-import xferaudit.runtime as xfer
+import xferaudit.runtime as _xfer
 
-NOTE = "xfer is short for transfer"
+NOTE = "_xfer is short for transfer"
 
 
 def f(x, xfers):
-    return xfer.cpu(x, site=":f:x.cpu"), xfers
+    return _xfer.cpu(x, site=":f:x.cpu"), xfers

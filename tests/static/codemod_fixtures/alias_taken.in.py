@@ -1,8 +1,8 @@
-"""`xfer` is already a name here, and so is `xfer_`: the alias is xfer2."""
+"""`_xfer` is already a name here, and so is `_xfer_`: the alias is _xfer2."""
 import torch
 
-xfer = "a transfer"
+_xfer = "a transfer"
 
 
-def xfer_(x):
+def _xfer_(x):
     return x.cpu()

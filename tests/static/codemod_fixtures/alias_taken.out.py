@@ -1,9 +1,9 @@
-"""`xfer` is already a name here, and so is `xfer_`: the alias is xfer2."""
+"""`_xfer` is already a name here, and so is `_xfer_`: the alias is _xfer2."""
 import torch
-import xferaudit.runtime as xfer2
+import xferaudit.runtime as _xfer2
 
-xfer = "a transfer"
+_xfer = "a transfer"
 
 
-def xfer_(x):
-    return xfer2.cpu(x, site=":xfer_:x.cpu")
+def _xfer_(x):
+    return _xfer2.cpu(x, site=":_xfer_:x.cpu")

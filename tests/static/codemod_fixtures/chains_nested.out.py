@@ -1,33 +1,33 @@
 import torch
-import xferaudit.runtime as xfer
+import xferaudit.runtime as _xfer
 
 
 def step(model, x, dev, y, d, m):
-    a = xfer.cpu(
-        xfer.cuda(x, site=":step:x.cuda").float(),
+    a = _xfer.cpu(
+        _xfer.cuda(x, site=":step:x.cuda").float(),
         site=":step:x.cuda().float().cpu",
     )
-    b = xfer.item(
-        xfer.to(model(x), dev, site=":step:model(x).to"),
+    b = _xfer.item(
+        _xfer.to(model(x), dev, site=":step:model(x).to"),
         site=":step:model(x).to(dev).item",
     )
-    c = xfer.to(
-        xfer.graph(torch.compile(m), site=":step:torch.compile"),
+    c = _xfer.to(
+        _xfer.graph(torch.compile(m), site=":step:torch.compile"),
         dev,
         site=":step:torch.compile(m).to",
     )
-    e = xfer.call(x.to, xfer.cpu(y, site=":step:y.cpu"), site=":step:x.to")
-    f = xfer.tensor(
-        xfer.tolist(x, site=":step:x.tolist"),
+    e = _xfer.call(x.to, _xfer.cpu(y, site=":step:y.cpu"), site=":step:x.to")
+    f = _xfer.tensor(
+        _xfer.tolist(x, site=":step:x.tolist"),
         device=dev,
         site=":step:torch.tensor",
     )
-    g = xfer.numpy(
-        xfer.cuda(x, site=":step:x.cuda#2"),
+    g = _xfer.numpy(
+        _xfer.cuda(x, site=":step:x.cuda#2"),
         force=True,
         site=":step:x.cuda().numpy",
     ).tolist()
-    h = [xfer.item(t, site=":step:t.item") for t in xfer.cuda(
+    h = [_xfer.item(t, site=":step:t.item") for t in _xfer.cuda(
         x,
         site=":step:x.cuda#3",
     ).unbind()]
@@ -35,6 +35,6 @@ def step(model, x, dev, y, d, m):
 
 
 def repeats(x):
-    xfer.cpu(x, site=":repeats:x.cpu")
-    xfer.cpu(x, site=":repeats:x.cpu#2")
-    return xfer.cpu(x, site=":repeats:x.cpu#3")
+    _xfer.cpu(x, site=":repeats:x.cpu")
+    _xfer.cpu(x, site=":repeats:x.cpu#2")
+    return _xfer.cpu(x, site=":repeats:x.cpu#3")

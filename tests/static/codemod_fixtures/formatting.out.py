@@ -1,37 +1,37 @@
 import torch
-import xferaudit.runtime as xfer
+import xferaudit.runtime as _xfer
 
 
 def layout(x, dev, a, b, buf, src):
-    p = (xfer.cpu(x  # a comment before the dot
+    p = (_xfer.cpu(x  # a comment before the dot
          , site=":layout:x.cpu"))
     q = (
-        xfer.item(xfer.to(model(x)
+        _xfer.item(_xfer.to(model(x)
         , dev, site=":layout:model(x).to")
         , site=":layout:model(x).to(dev).item")
     )
-    r = xfer.to(
+    r = _xfer.to(
         x, dev,
         non_blocking=True, site=":layout:x.to",
     )
-    s = xfer.to(
+    s = _xfer.to(
         x, dev,  # where it goes
         non_blocking=True, site=":layout:x.to#2"  # no trailing comma
     )
-    t = xfer.cpu((a + b), site=":layout:(a+b).cpu")
-    u = xfer.cuda(((a)), site=":layout:a.cuda")
-    v = (xfer.cpu(x, site=":layout:x.cpu#2"))
-    w = ( xfer.cpu(x, site=":layout:x.cpu#3") )
-    z = xfer.cpu( x , site=":layout:x.cpu#4")
-    zz = xfer. item (x, site=":layout:x.item")
-    k = xfer.cpu(x \
+    t = _xfer.cpu((a + b), site=":layout:(a+b).cpu")
+    u = _xfer.cuda(((a)), site=":layout:a.cuda")
+    v = (_xfer.cpu(x, site=":layout:x.cpu#2"))
+    w = ( _xfer.cpu(x, site=":layout:x.cpu#3") )
+    z = _xfer.cpu( x , site=":layout:x.cpu#4")
+    zz = _xfer. item (x, site=":layout:x.item")
+    k = _xfer.cpu(x \
         , site=":layout:x.cpu#5")
-    xfer.copy_(buf, src ,non_blocking = True , site=":layout:buf.copy_",)
-    m = xfer.cpu(
-        xfer.to(x, dev, site=":layout:x.to#3")[0],
+    _xfer.copy_(buf, src ,non_blocking = True , site=":layout:buf.copy_",)
+    m = _xfer.cpu(
+        _xfer.to(x, dev, site=":layout:x.to#3")[0],
         site=":layout:x.to(dev)[0].cpu",
     )
-    n = xfer.tensor(
+    n = _xfer.tensor(
         [1, 2],
         device=dev, site=":layout:torch.tensor",
     )

@@ -1,9 +1,9 @@
 import torch as T
-import xferaudit.runtime as xfer
+import xferaudit.runtime as _xfer
 
 
 def load(d, dev, m):
-    return xfer.tensor(d, device=dev, site=":load:torch.tensor"), xfer.graph(
+    return _xfer.tensor(d, device=dev, site=":load:torch.tensor"), _xfer.graph(
         T.compile(m),
         site=":load:torch.compile",
     )

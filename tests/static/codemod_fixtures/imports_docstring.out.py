@@ -12,8 +12,8 @@ from __future__ import division
 # Imports the tool must leave alone.
 import os  # noqa: F401
 import torch
-import xferaudit.runtime as xfer
+import xferaudit.runtime as _xfer
 
 
 def f(x):
-    return xfer.cpu(x, site=":f:x.cpu")
+    return _xfer.cpu(x, site=":f:x.cpu")

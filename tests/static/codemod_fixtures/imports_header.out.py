@@ -3,5 +3,5 @@
 # Licensed under something.
 
 import torch
-import xferaudit.runtime as xfer
-x = xfer.cuda(torch.ones(1), site=":<module>:torch.ones(1).cuda")
+import xferaudit.runtime as _xfer
+x = _xfer.cuda(torch.ones(1), site=":<module>:torch.ones(1).cuda")

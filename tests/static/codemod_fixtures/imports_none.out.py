@@ -1,3 +1,5 @@
-import xferaudit.runtime as xfer
+import xferaudit.runtime as _xfer
+
+
 def f(x):
-    return xfer.item(x, site=":f:x.item")
+    return _xfer.item(x, site=":f:x.item")

@@ -1,7 +1,9 @@
 """Sites the codemod reports and leaves as they are."""; import torch; torch.ones(1, device="cuda").cpu()  # left: above the import
 
 
-import xferaudit.runtime as xfer
+import xferaudit.runtime as _xfer
+
+
 class Module(torch.nn.Module):
     def cuda(self, device=None):
         return super().cuda(device)  # left: delegating override
@@ -10,7 +12,7 @@ class Module(torch.nn.Module):
         return super(Module, self).to(*args, **kwargs)  # left: delegating override
 
     def cpu(self):
-        return xfer.cuda(
+        return _xfer.cuda(
             super(),
             site=":Module.cpu:super().cuda",
         )  # another method: wrapped

@@ -43,8 +43,8 @@ def untyped(x, y):
         pass
     w = y.masked_fill(y > 0, 0.0)
     n = float(w.mean())  # gpu-first: XFA401
-    total = x + y  # nothing says x and y are tensors
-    return n, float(total)
+    total = x + y  # x is a tensor by its use above (x.detach()): so is the sum
+    return n, float(total)  # gpu-first: XFA401
 
 
 def layers(states: List[Tensor], lengths: Tensor):

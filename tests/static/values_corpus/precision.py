@@ -50,7 +50,7 @@ def loops(model, x, dev, weights: dict):
         if out is None:
             out = x.to(dev)
         else:
-            out = out[x.to(dev).argmax()]  # a tensor indexed by a device tensor: a gather, no read
+            out = out[x.to(dev).argmax()]  # out: None before the loop, nothing placed it (the index is read back)
     losses = model.to(dev)(x)  # a module's output: a dict of losses, maybe
     total = sum(losses[k] * weights[k] for k in losses if k in weights)  # a loop over it takes keys
     h = torch.zeros(3).to(torch.int)  # a dtype, not a device

@@ -248,14 +248,16 @@ class _Call:
 
 
 def save(fn: Any, obj: Any, /, *args: Any, site: Optional[str] = None, **kwargs: Any) -> Any:
-    """``fn(obj, *args, **kwargs)`` for ``torch.save``: ``down`` with the bytes of
-    the device storages it saved (shared storages once)."""
+    """``fn(obj, *args, **kwargs)`` for ``torch.save``: one ``down`` crossing with
+    the bytes of the device storages it saved, and a copy per storage (shared
+    storages once), as ``torch.save`` copies each to the host and a profiler
+    counts its memcpys (a checkpoint of 120 device tensors is 120 copies)."""
     if not _S.active:
         return fn(obj, *args, **kwargs)
     out, ns = timed_call(site, fn, (obj,) + args, kwargs)
     if _S._on:
-        n = _w._storage_bytes_off_host(obj) if _w._Tensor is not None else 0
-        record(site, "save", "down" if n else "none", n, 1, 0, ns)
+        n, copies = _w._storages_off_host(obj) if _w._Tensor is not None else (0, 0)
+        record(site, "save", "down" if n else "none", n, max(copies, 1), 0, ns)
     return out
 
 

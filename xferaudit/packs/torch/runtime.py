@@ -51,7 +51,7 @@ from collections.abc import Mapping
 from typing import Any, Optional
 
 from ...runtime import fastpath as _fastpath
-from ...runtime.crossing import HOST, NO_DATA, largest
+from ...runtime.crossing import HOST, NO_DATA, largest, upload_copies
 from ...runtime.crossing import direction as _crossing
 from ...runtime.guard_hooks import ORIGINALS as _ORIGINALS
 from ...runtime.guard_ops import on_device as _off_host
@@ -473,8 +473,16 @@ def _counted(site: Optional[str], key: str, fn: Any, args: tuple, kwargs: dict,
     if kwargs and kwargs.get("non_blocking") and (d == "up" or d == "down"):
         record(site, key, d, n, 1, _pageable(d, subject, out), ns)
     else:
-        record(site, key, d, n, 1, 0, ns)
+        record(site, key, d, n, _made_copies(measure, d, out), 0, ns)
     return out
+
+
+def _made_copies(measure: Any, d: str, out: Any) -> int:
+    """Copies of one counted call: a scalar ``torch.tensor(v, device=...)`` the
+    device fills in place made none (:func:`~xferaudit.runtime.crossing.upload_copies`)."""
+    if measure is not _made or d != "up":
+        return 1
+    return upload_copies(out.device.type, out.dim())
 
 
 def _counted_other(site: Optional[str], key: str, fn: Any, args: tuple, kwargs: dict,
@@ -731,7 +739,11 @@ def asarray(*args: Any, site: Optional[str] = None, **kwargs: Any) -> Any:
     return _make("asarray", args, kwargs, site)
 
 
-def _storage_bytes_off_host(obj: Any) -> int:
+def _storages_off_host(obj: Any) -> tuple:
+    """``(bytes, storages)`` of the device storages reachable from `obj`, each
+    storage once however many tensors view it: what ``torch.save`` copies to
+    the host (one copy per storage, as a profiler counts its memcpys) and
+    ``torch.load`` puts back on a device."""
     seen: set = set()
     total = 0
     for tt in _tensors(obj).values():
@@ -741,13 +753,17 @@ def _storage_bytes_off_host(obj: Any) -> int:
             st = tt.untyped_storage()
             key = st._cdata
             n = st.nbytes()
-        except Exception:  # pragma: no cover - exotic tensor subclasses
+        except Exception:  # exotic tensor subclasses (the simulated device's): the tensor itself
             key, n = id(tt), _nbytes(tt)
-        if key in seen:
+        if key in seen or not n:  # (an empty storage: nothing on the wire)
             continue
         seen.add(key)
         total += n
-    return total
+    return total, len(seen)
+
+
+def _storage_bytes_off_host(obj: Any) -> int:
+    return _storages_off_host(obj)[0]
 
 
 def _loaded(_: Any, out: Any) -> tuple:
@@ -763,8 +779,8 @@ def load(*args: Any, site: Optional[str] = None, **kwargs: Any) -> Any:
         return t.load(*args, **kwargs)
     out, ns = timed_call(site, t.load, args, kwargs)
     if _S._on:
-        d, n = _loaded(None, out)
-        record(site, "load", d, n, 1, 0, ns)
+        n, copies = _storages_off_host(out)
+        record(site, "load", "up" if n else "none", n, max(copies, 1), 0, ns)
     return out
 
 

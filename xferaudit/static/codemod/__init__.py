@@ -88,6 +88,7 @@ import re
 import libcst as cst
 from libcst.metadata import MetadataWrapper, PositionProvider
 
+from ...opforms import STATEMENT
 from ...rules import RuleTable
 from ...wrapform import ALIAS, site_literal, wrapper_infos
 from ..evidence import category_of, wrap_outcome
@@ -108,7 +109,8 @@ from .style import DEFAULT_STYLE, CodeStyle, code_style
 from .results import CodemodError, CodemodResult, Skipped
 from .shapes import _Shapes
 from .skeleton import skeleton
-from .unwrap import _UnwrapTransformer
+from .statements import add as add_statements, plan as plan_statements, strip as strip_statements
+from .unwrap import _UnwrapTransformer, shaped_calls, unrestorable
 from .wrap import _WrapTransformer
 
 
@@ -221,16 +223,44 @@ def wrap_source(
     found, ctx = analyse(text, path, rules, relpath if relpath is not None else path, hot, scripted=scripted)
     if found.error or ctx is None:
         raise CodemodError(f"cannot parse: {found.error} (line {found.error_line})")
-    sites, res.suppressed, res.not_selected = _eligible(found.sites, codes_ok or (lambda code: True), hot,
-                                                        site_ok)
+    codes_ok = codes_ok or (lambda code: True)
+    sites, res.suppressed, res.not_selected = _eligible(found.sites, codes_ok, hot, site_ok)
+    rel = relpath if relpath is not None else path
+    # crossings with no call to wrap (t[mask], t[[0, 5]], lines a run saw with none): their
+    # statements named by a site comment first (moves no line or column), then read back
+    named = plan_statements(found, sites, evidence, text, rel, codes_ok, site_ok)
+    commented = None
+    if named:
+        commented, left = add_statements(data, named, rel)
+        for n, reason in left:
+            for s in n.sites:
+                res.skipped.append(Skipped(s.line, s.column, s.rule, s.label or s.call, reason))
+        if commented != data:
+            data, text = commented, _decode(commented, path)
+            found, ctx = analyse(text, path, rules, rel, hot)
+            if found.error or ctx is None:  # pragma: no cover - a comment never breaks a parse
+                raise CodemodError(f"cannot parse: {found.error} (line {found.error_line})")
+            sites, res.suppressed, res.not_selected = _eligible(found.sites, codes_ok, hot, site_ok)
+            firsts = {n.first for n in named if not any(n is k for k, _ in left)}
+            unnamed = {(s.line, s.column, s.rule) for n, _ in left for s in n.sites}
+            sites = [s for s in sites if (s.line, s.column, s.rule) not in unnamed]  # (said why above)
+            done = [s for s in found.sites if s.op == STATEMENT and s.wrapped and s.line in firsts]
+        else:
+            commented = None
+            unnamed = {id(s) for n, _ in left for s in n.sites}
+            sites = [s for s in sites if id(s) not in unnamed]
     # implicit sites (float(t), if t:, print(t)...) are expressions: codemod/implicit.py
     implicit = [s for s in sites if s.implicit]
     sites = [s for s in sites if not s.implicit]
     if sites or implicit:
         lines = [s.line for s in sites] + [ln for s in implicit for ln in range(s.line, s.end_line + 1)]
-        job = _WrapJob(text, ctx, found, sites, implicit, lines, rules, style,
-                       relpath if relpath is not None else path)
+        job = _WrapJob(text, ctx, found, sites, implicit, lines, rules, style, rel)
         res = _through_skeleton(res, data, ctx.tree, lines, job.run)
+    if commented is not None:
+        if res.new is None:
+            res.new = commented
+        res.wrapped.update(s.kind for s in done)
+        res.wrapped_sites.extend(done)
     if evidence is not None:
         res.evidence, left = wrap_outcome(evidence, found.sites, res.wrapped_sites)
         res.skipped.extend(Skipped(ln, col, "", label, reason) for ln, col, label, reason in left)
@@ -438,11 +468,28 @@ def unwrap_source(
     found, ctx = analyse(text, path, rules, path)
     if found.error or ctx is None:
         raise CodemodError(f"cannot parse: {found.error} (line {found.error_line})")
-    wrapped = [s for s in found.sites if s.wrapped]
-    if not wrapped:
-        return res
-    job = _UnwrapJob(ctx, wrapped, rules, style)
-    return _through_skeleton(res, data, ctx.tree, [s.line for s in wrapped], job.run)
+    wrapped = [s for s in found.sites if s.wrapped and s.op != STATEMENT]
+    named = sum(1 for s in found.sites if s.wrapped and s.op == STATEMENT)
+    prefixes = ctx.resolver.runtime_prefixes()
+    shaped = shaped_calls(ctx.tree, prefixes, wrapper_infos(rules)) if prefixes else []
+    if wrapped or shaped:
+        job = _UnwrapJob(ctx, wrapped, rules, style)
+        lines = sorted({s.line for s in wrapped} | {ln for n in shaped for ln in range(n.lineno, n.end_lineno + 1)})
+        res = _through_skeleton(res, data, ctx.tree, lines, job.run)
+        if res.skipped or sum(res.unwrapped.values()) != len(shaped):
+            # a wrapper call it cannot restore: an error at its line, and nothing written
+            # (a file half unwrapped would keep calls of a runtime whose import it lost)
+            failed = unrestorable(_parse(data, path), prefixes, _Shapes(rules, ctx.resolver.import_bindings))
+            if failed or res.skipped:
+                res.new, res.unwrapped = None, Counter()
+                res.skipped = [Skipped(ln, col, "", text, why) for ln, col, text, why in failed] or res.skipped
+                return res
+    if named:  # the site comments of the statement form, taken off last (wrap wrote them first)
+        stripped, n = strip_statements(res.new if res.new is not None else data)
+        if stripped is not None:
+            res.new = stripped
+            res.unwrapped[STATEMENT] += n
+    return res
 
 
 class _UnwrapJob:
@@ -470,7 +517,7 @@ class _UnwrapJob:
             mw = MetadataWrapper(module, unsafe_skip_copy=True)
             tr = _UnwrapTransformer(prefixes, shapes, mw.resolve(PositionProvider), keys)
             new_module = module.visit(tr)
-        for call, w in tr.failed:
+        for call, w in tr.failed:  # (named by line in unwrap_source)
             res.skipped.append(Skipped(0, 0, "", _code(call)[:60], f"`{w}(...)` is not in a form unwrap can restore"))
         if not tr.done:
             return res

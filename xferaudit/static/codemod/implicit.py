@@ -64,6 +64,11 @@ def _bare_code(node: cst.CSTNode) -> str:
     return _code(node)
 
 
+def _squashed(code: str) -> str:
+    """`code` without whitespace (a node's code out of its block has lost the block's indentation)."""
+    return "".join(code.split())
+
+
 def _site_kw(lit: str) -> cst.Arg:
     return _kw("site", cst.SimpleString(lit))
 
@@ -183,7 +188,7 @@ class ImplicitWrap:
         self.done.add(id(site))
         why, lit = literal(site)
         new = None
-        if why is None and site.call and _bare_code(original) != site.call:
+        if why is None and site.call and _squashed(_bare_code(original)) != _squashed(site.call):
             # (a part of the value, `flag` of `ctx.flag`, is never wrapped for the whole)
             why = "the expression at this position is not the whole value that crosses"
         if why is None:

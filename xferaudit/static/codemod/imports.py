@@ -63,15 +63,16 @@ def _alias_import(stmt: cst.CSTNode) -> Optional[str]:
     return a.asname.name.value
 
 
-_IDENT = re.compile(r"\bxfer\w*")
+_IDENT = re.compile(r"\b_?xfer\w*")
 
 
 def choose_alias(text: str, module: cst.Module, resolver: Optional[Resolver] = None) -> tuple[str, Optional[int]]:
     """(alias, index of the module-level statement importing it, or None when
     `wrap` must add it). Reuses a module-level ``import xferaudit.runtime as NAME``
-    (unless a star import after it may rebind NAME); otherwise ``xfer``, or
-    ``xfer_``, ``xfer2``... when the name is already used in the file for
-    something else."""
+    (unless a star import after it may rebind NAME); otherwise ``_xfer``, or
+    ``_xfer_``, ``_xfer2``... when the name is already used in the file for
+    something else. The name is private: ``from module import *`` never
+    carries it, and the module gains no public name."""
     stars = star_statements(module)
     for i, stmt in enumerate(module.body):
         a = _alias_import(stmt)

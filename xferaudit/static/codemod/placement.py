@@ -101,6 +101,9 @@ def _cut(lead) -> int:
     return max((i + 1 for i, e in enumerate(lead) if e.comment is None), default=0)
 
 
+_DEFS = (cst.FunctionDef, cst.ClassDef)
+
+
 def _blank(e: cst.EmptyLine) -> bool:
     return e.comment is None and not e.whitespace.value
 
@@ -148,7 +151,9 @@ def insert_import(module: cst.Module, alias: str, index: int,
         lead = list(nxt.leading_lines)
         cut = _cut(lead)
         stmt = stmt.with_changes(leading_lines=lead[:cut])
-        body[k] = nxt.with_changes(leading_lines=lead[cut:])
+        # a def or class right below keeps the two blank lines black and flake8 (E302) want
+        apart = [cst.EmptyLine(), cst.EmptyLine()] if isinstance(nxt, _DEFS) else []
+        body[k] = nxt.with_changes(leading_lines=apart + lead[cut:])
     body.insert(k, stmt)
     return module.with_changes(body=body), k
 
@@ -183,6 +188,10 @@ def remove_import(module: cst.Module, index: int, start: Optional[int] = None,
     if len(lead) == 1 and _blank(lead[0]):
         # it was a section of its own after the last import
         cands.append(module.with_changes(body=body[:index] + body[index + 1:]))
+    if isinstance(nxt, _DEFS) and len(nxt.leading_lines) >= 2 and all(map(_blank, nxt.leading_lines[:2])):
+        # it went above a def or class, which got two blank lines
+        body3 = body[:index] + [nxt.with_changes(leading_lines=lead + list(nxt.leading_lines[2:]))] + body[index + 2:]
+        cands.append(module.with_changes(body=body3))
     window = slice(max(0, index - 1), index + 2)
     want = [_code(s) for s in body[window]]
     for c in cands:

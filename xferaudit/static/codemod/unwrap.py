@@ -7,10 +7,11 @@ from collections import Counter
 from typing import Optional, Sequence
 
 import libcst as cst
+from libcst.metadata import MetadataWrapper, PositionProvider
 
 from ...wrapform import NOQA_LONG, WrapperInfo
 from .layout import _Layout
-from .nodes import _called_name, _dotted, site_arg
+from .nodes import _called_name, _code, _dotted, site_arg
 from .shapes import _Shapes
 
 
@@ -96,3 +97,90 @@ class _UnwrapTransformer(cst.CSTTransformer):
         self.by_prefix[_dotted(original_node.func.value)] += 1
         return back
 
+
+
+# --- what unwrap cannot restore ----------------------------------------------------------------
+
+NOT_RESTORABLE = "unwrap cannot restore this wrapper call: {} (the file is not written)"
+_CHANGED = "it is not in a form `wrap` writes (an argument added, moved or removed?)"
+_INSIDE = "the runtime's name is part of another expression (`{}`), a form `wrap` never writes"
+_PARENS = "its wrapper name is parenthesised, a form `wrap` never writes"
+
+
+def _ast_dotted(node: ast.AST) -> Optional[str]:
+    parts = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if not isinstance(node, ast.Name):
+        return None
+    parts.append(node.id)
+    return ".".join(reversed(parts))
+
+
+def _any_dotted(node: cst.BaseExpression) -> tuple[Optional[str], bool]:
+    """(`a.b.c`, whether any part is parenthesised) of a dotted name in libcst."""
+    parts, parens = [], False
+    while isinstance(node, cst.Attribute):
+        parens = parens or bool(node.lpar)
+        parts.append(node.attr.value)
+        node = node.value
+    if not isinstance(node, cst.Name):
+        return None, parens
+    parts.append(node.value)
+    return ".".join(reversed(parts)), parens or bool(node.lpar)
+
+
+def _runtime_name(dotted: Optional[str], prefixes: Sequence[str]) -> Optional[bool]:
+    """True: `dotted` is a runtime prefix; False: it ends with one (`ctx.xfer`); None: neither."""
+    if dotted is None:
+        return None
+    if dotted in prefixes:
+        return True
+    return False if any(dotted.endswith("." + p) for p in prefixes) else None
+
+
+def shaped_calls(tree: ast.Module, prefixes: Sequence[str], names) -> list[ast.Call]:
+    """Every call of the file shaped as a wrapper call: ``P.W(..., site=...)``
+    with ``W`` a wrapper's name and ``P`` the runtime's name, or an expression
+    ending in it (``ctx.xfer.bool(flag, site=...)``, which unwrap cannot restore)."""
+    out = []
+    for n in ast.walk(tree):
+        if type(n) is ast.Call and type(n.func) is ast.Attribute and n.func.attr in names and \
+                any(k.arg == "site" for k in n.keywords) and \
+                _runtime_name(_ast_dotted(n.func.value), prefixes) is not None:
+            out.append(n)
+    return out
+
+
+def unrestorable(module: cst.Module, prefixes: Sequence[str], shapes: _Shapes) -> list[tuple[int, int, str, str]]:
+    """(line, column from 1, code, reason) of every wrapper-shaped call of the
+    whole `module` that unwrap cannot restore."""
+    wrapper = MetadataWrapper(module, unsafe_skip_copy=True)
+    positions = wrapper.resolve(PositionProvider)
+    out: list = []
+
+    class _Find(cst.CSTVisitor):
+        def visit_Call(self, node: cst.Call) -> None:
+            f = node.func
+            if not isinstance(f, cst.Attribute) or f.attr.value not in shapes.infos or site_arg(node) is None:
+                return
+            d, parens = _any_dotted(f.value)
+            where = _runtime_name(d, prefixes)
+            if where is None:
+                return
+            if where is False:
+                why = _INSIDE.format(d)
+            elif f.lpar or parens:
+                why = _PARENS
+            elif shapes.unwrap(node, f.attr.value) is None:
+                why = _CHANGED
+            else:
+                return
+            p = positions[f.attr].start
+            text = " ".join(_code(node).split())
+            out.append((p.line, p.column + 1, text if len(text) <= 60 else text[:57] + "...",
+                        NOT_RESTORABLE.format(why)))
+
+    wrapper.module.visit(_Find())
+    return out

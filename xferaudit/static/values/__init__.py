@@ -18,7 +18,9 @@ a value is. This package says it, per expression, from evidence in the file:
 * numpy functions, Python literals and builtins;
 * assignments, flow-sensitively within a function (a rebinding changes what a
   name is; branches are joined), ``self.attr`` set anywhere in the class,
-  parameters annotated as tensors.
+  parameters annotated as tensors or known to be by their uses
+  (``gt_classes.numel()``, ``torch.unique(gt_classes)``), instances of the
+  file's classes seeded from the calls of their methods.
 
 A value it cannot place is ``unknown`` and never reported. In the ``proven``
 reading only a device value the file shows (``dev``, and ``devx``/``devout``
@@ -41,7 +43,10 @@ One module per concern::
     flow.py         the walk through one function body, flow-sensitively
     walk.py         the walk of a module: top level, functions, classes
     summaries.py    what a function returns, and receives from its callers and frameworks
+    uses.py         parameters a tensor-only use in the function shows are tensors
+    classes.py      what instances of the file's classes hold, from the calls of their methods
     checks.py       the implicit rules, a hook on every statement
+    explain.py      the evidence behind a finding, in words (``sites --explain``)
     findings.py     what the rules report (Finding, Result), check's messages
     implicit.py     one file's implicit findings (find)
     sites.py        the finder analysis: implicit sites added, method-row sites re-judged

@@ -20,7 +20,7 @@ from .vocabulary import (
     FACTORIES, HOST_CTORS, MODULE_OUT_METHODS, MODULE_SAME_METHODS, MODULE_WRAPPER_CLASSES, MODULE_WRAPPERS,
     PY_BUILTINS, PY_RESULT_METHODS, SAME_BUILTINS, STDLIB_MODULES, TENSOR_BOOL_METHODS, TENSOR_METHODS,
     TENSOR_PY_METHODS, TENSOR_UNKNOWN_METHODS, TORCH_NOT_TENSOR, TORCH_NOT_TENSOR_PREFIX, TORCH_TENSOR_NAMESPACES,
-    camel, keyword,
+    camel, const_str, keyword,
 )
 
 #: Module-like values: an instance, a module on a device, one moved to a device.
@@ -52,6 +52,10 @@ def call(ev, node: ast.Call) -> Val:
                 return out if out.kind in ("dev", "py") else UNKNOWN
             if not camel(fid):
                 return UNKNOWN  # another builtin (type, getattr, next...): never a module call
+        classes = ev.classes
+        if classes is not None and fid in classes and fid not in ev.env and fid not in ev.local_names and \
+                fid not in ev.imports:
+            return classes.instance(fid, node, ev)  # meter = AverageMeter(...): an instance of this file's class
         fv = ev.name(func)
         if fv is FUNC:
             if ev.calls is not None and not node.keywords and \
@@ -70,6 +74,8 @@ def call(ev, node: ast.Call) -> Val:
                 return call_value(ev, fv, node)
             if fv is OTHER and func.attr in ev.methods:
                 return ev.returns("self", func.attr, node)  # self.helper(x): what the method returns
+            if fv.kind == "pymod" and (fv.qual or "").startswith("torch."):
+                return torch_function(ev, fv.qual, node) or UNKNOWN  # self.monitor_op(a, b): torch.lt
             if fv.kind == "unknown":
                 return UNKNOWN  # self.prepare(x), bound in no method here: a base class's method
         return method(ev, node, func)
@@ -109,8 +115,15 @@ def call_value(ev, fv: Val, node: ast.Call) -> Val:
         # module is where its input is (functions of this file and imported
         # ones are known as such, and are not taken for modules)
         where = args_place(ev, node)
-        return DEVOUT if where == "dev" else TENSORS if where == "tensor" else UNKNOWN
+        return _OPAQUE_DEVOUT if where == "dev" else _OPAQUE_TENSORS if where == "tensor" else UNKNOWN
     return UNKNOWN
+
+
+#: What calling a value the file does not know gives, on device (or unplaced)
+#: tensors: a module's output, maybe; none of its attributes is a tensor by
+#: that alone (`ctx = make(x)` then `ctx.flag`), only a model output's fields.
+_OPAQUE_DEVOUT = Val("devout", opaque=True)
+_OPAQUE_TENSORS = Val("tensors", opaque=True)
 
 
 def args_place(ev, node: ast.Call, keywords: bool = True) -> str:
@@ -151,7 +164,7 @@ def qualified(ev, q: str, node: ast.Call) -> Optional[Val]:
     """A call of an imported name `q` (None: not one the layer knows)."""
     if q.startswith("xferaudit.runtime."):
         return wrapper(ev, q[len("xferaudit.runtime."):], node)
-    if q.startswith(("numpy.", "np.")):
+    if q.startswith(("numpy.", "np.", "cv2.")):  # (OpenCV's functions give numpy arrays)
         return PY if q.rsplit(".", 1)[-1] in ("isscalar", "ndim", "shape", "size") else NUMPY
     if q.startswith("math."):
         return PY
@@ -190,9 +203,13 @@ def torch_function(ev, q: str, node: ast.Call) -> Optional[Val]:
     if last in HOST_CTORS:
         return HOST_PAGEABLE
     if q == "torch.device":
+        lit = literal_device(node.args[0]) if node.args else None
+        if lit is not None:  # torch.device("cuda"): a name bound to it says the direction of .to(name)
+            return _LITERAL_DEVICES[lit]
         return CPUDEV if node.args and device_value(ev, node.args[0]) == "cpu" else DEVICE
     if last in FACTORIES and q.count(".") == 1:
-        return factory(ev, last, node)
+        v = factory(ev, last, node)
+        return v.with_dims(1) if last in _VECTORS else v  # torch.arange(n), torch.randperm(n)
     if q.startswith(TORCH_NOT_TENSOR_PREFIX) or last in TORCH_NOT_TENSOR:
         return OTHER
     if camel(last):
@@ -206,7 +223,25 @@ def torch_function(ev, q: str, node: ast.Call) -> Optional[Val]:
         return v
     if last in TENSOR_BOOL_METHODS:
         return v.with_bool(True)
-    return v
+    return shaped(v, last, node, 1) if q.count(".") == 1 else v
+
+
+_LITERAL_DEVICES = {"cpu": Val("cpudev", device="cpu"), "dev": Val("device", device="dev")}
+#: Device types that hold data on an accelerator, as a literal names them.
+_ACCELERATORS = frozenset({"cuda", "mps", "xpu", "hpu", "npu", "mtia", "privateuseone", "xla"})
+
+
+def literal_device(node: ast.AST) -> Optional[str]:
+    """"cpu" or "dev" for a literal device (``"cpu"``, ``"cuda:1"``, ``0``), else None."""
+    if type(node) is not ast.Constant:
+        return None
+    v = node.value
+    if type(v) is int:
+        return "dev"
+    if type(v) is str:
+        head = v.split(":", 1)[0].strip().lower()
+        return "cpu" if head == "cpu" else "dev" if head in _ACCELERATORS else None
+    return None
 
 
 def clipped_norm(ev, node: ast.Call) -> Val:
@@ -239,6 +274,8 @@ def factory(ev, last: str, node: ast.Call) -> Val:
         if ev.default_device != "cpu":
             return DEV if ev.default_device == "dev" else TENSOR
         return HOST if pinned else HOST_PAGEABLE
+    if (const_str(dev) or "").split(":", 1)[0].strip().lower() == "meta":
+        return UNKNOWN  # a meta tensor holds no data: nothing of it crosses
     d = device_value(ev, dev)
     if d == "cpu":
         return HOST if pinned else HOST_PAGEABLE
@@ -317,7 +354,7 @@ def method(ev, node: ast.Call, func: ast.Attribute) -> Val:
         return object_method(ev, node, m)  # self.model.encode(x): a moved module's own method
     if k == "unknown":
         # what these return, whatever has them (tensors, arrays, framework tensors)
-        if m == "numpy":
+        if m == "numpy" or m == "astype":  # (only numpy and pandas have astype)
             return NUMPY
         if m in ("item", "tolist"):
             return PY
@@ -327,7 +364,7 @@ def method(ev, node: ast.Call, func: ast.Attribute) -> Val:
             return TENSOR
         return object_method(ev, node, m)
     if k in TENSORISH:
-        return tensor_method(rv, m)
+        return shaped(tensor_method(rv, m), m, node, 0)
     if k in ("obj", "devmod"):
         if m in MODULE_SAME_METHODS:
             return rv
@@ -337,6 +374,10 @@ def method(ev, node: ast.Call, func: ast.Attribute) -> Val:
             return DEVOUT
         if rv is SELF:
             return UNKNOWN  # self.helper(x) of a base class: what it returns is not in this file
+        if rv.cls is not None and ev.classes is not None:
+            v = ev.classes.called(rv, m, node, ev)  # meter.update(x): recorded; what it returns
+            if v.kind != "unknown":
+                return v
         return object_method(ev, node, m)
     if k == "tensors":
         if m in ("get", "to_tuple", "values"):
@@ -363,6 +404,32 @@ def object_method(ev, node: ast.Call, m: str) -> Val:
         return UNKNOWN
     where = args_place(ev, node)
     return DEVOUT if where == "dev" else TENSORS if where == "tensor" else UNKNOWN
+
+
+#: Reductions that, with no dimension given, make a tensor of no dimensions
+#: (`t.argmax()`: an index that indexing reads back).
+_REDUCTIONS = frozenset("argmax argmin sum max min prod count_nonzero amax amin".split())
+#: What makes a vector (one dimension): `order[0]` of one has none.
+_VECTORS = frozenset("argsort flatten ravel arange randperm".split())
+
+
+def shaped(v: Val, m: str, node: ast.Call, skip: int) -> Val:
+    """`v`, the tensor `m` gives (a method, or a torch function whose first
+    `skip` arguments are its input), with its dimensions where the call shows
+    them: a reduction with no dimension has none, `argsort`/`flatten`/
+    `view(-1)`/`arange` give a vector."""
+    if v.kind not in TENSORISH or v.boolean:
+        return v
+    if m in _REDUCTIONS:
+        if len(node.args) == skip and all(k.arg in ("dtype", "out") for k in node.keywords):
+            return v.with_dims(0)
+    elif m in _VECTORS:
+        if m != "flatten" or len(node.args) == skip and not node.keywords:
+            return v.with_dims(1)
+    elif m in ("view", "reshape") and len(node.args) == skip + 1 and type(node.args[skip]) is ast.UnaryOp and \
+            type(node.args[skip].operand) is ast.Constant and node.args[skip].operand.value == 1:
+        return v.with_dims(1)  # view(-1)
+    return v
 
 
 def tensor_method(rv: Val, m: str) -> Val:

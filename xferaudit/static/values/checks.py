@@ -14,9 +14,11 @@ from typing import Callable, Optional
 
 from ..unwrappable import passes_site
 from .calls import bare_method_call
+from .explain import explain
 from .expressions import Evaluator
+from .flow import narrowed
 from .findings import CODES, Finding, Result
-from .kinds import A_LIST, GPU_FIRST, ON_DEVICE, OTHER, SELF, Val, is_dev
+from .kinds import A_LIST, GPU_FIRST, ON_DEVICE, OTHER, SELF, TENSORISH, Val, is_dev
 from .vocabulary import MATCH, TRIES
 
 SELF_MODULE = Val("obj", qual="torch.nn.Module")  # `self` in a torch module
@@ -35,8 +37,9 @@ def on_device(v: Val) -> bool:
 
 def shown(v: Val) -> bool:
     """Formatting a device value: a device tensor or a device module's output
-    (a value moved with .to(dev) may be a module, whose printing reads nothing)."""
-    return v.kind == "dev" or v.kind == "devout"
+    (a value moved with .to(dev) may be a module, whose printing reads nothing;
+    what a call of a value the file does not know gives may be anything)."""
+    return v.kind == "dev" or v.kind == "devout" and not v.opaque
 
 _CONVERSIONS = frozenset({"float", "int", "bool", "complex"})
 _FORMATTERS = frozenset({"str", "repr", "format", "print", "ascii"})
@@ -44,6 +47,8 @@ _LOG_METHODS = frozenset({"debug", "info", "warning", "warn", "error", "critical
 _COUNT_METHODS = frozenset({"nonzero", "unique", "unique_consecutive", "masked_select", "argwhere"})
 #: Bases a device value indexes as a Python int, or that a device mask cannot index.
 _SEQUENCES = frozenset({"py", "pylist", "numpy", "host"})
+#: Bases an index of no dimensions is read back for (every tensor and sequence; not a dict).
+_INDEXABLE = frozenset({"dev", "devx", "devout", "host", "tensor", "either", "pylist", "numpy"})
 
 
 def _unparse(node: ast.AST, limit: int = 40) -> str:
@@ -60,11 +65,17 @@ _NOT_SHOWN = ("the code does not show `{}` to be a list or tuple, which reads th
               "as it is), so no wrapped form is proven to keep it")
 
 
+#: Why an index into a tensor (or numpy array) is left: it takes the tensor itself.
+_TAKES_TENSOR = ("a tensor or numpy array takes a tensor index itself (an integer one as a number, a "
+                 "float one raising IndexError, a 1-element one as a list), so `xfer.index` is not proven to "
+                 "keep it")
+
+
 def _indexes_by_index(base: Val) -> bool:
     """`base[t]` reads `t` through ``__index__`` and nothing else: a list (or
     range) or a tuple made in the code, never a dict."""
-    return base.items is None and (base.kind == "pylist" or base.kind == "py" and (
-        base.parts is not None or base.qual == A_LIST.qual))
+    return base.items is None and (base.kind == "pylist" or base.parts is not None and base.container or
+                                   base.kind == "py" and base.qual == A_LIST.qual)
 
 
 def _slices_by_index(base: Val) -> bool:
@@ -127,8 +138,12 @@ class Checker:
         self.seen.add(key)
         if label is None:  # the call itself (float(x), t.nonzero()), or op(expression)
             label = _unparse(node) if at is not None else f"{CODES[code][0]}({_unparse(node, 34)})"
+        if self.hot and any(id(n) in self.assumed for n in ast.walk(node)):
+            evidence = "a recorded run saw this line crossing"
+        else:
+            evidence = explain(self.ev, node, self.gpu_first and self.ev.gpu_first)
         self.res.findings.append(Finding(code, node, at or node, label, wrap, why,
-                                         self.ev.where))
+                                         self.ev.where, evidence))
 
     def value(self, node: ast.AST) -> Val:
         """The value of `node` as the implicit rules read it: the one place
@@ -137,12 +152,13 @@ class Checker:
         container or output of such tensors) is on the accelerator. (Run
         evidence changes what a value is taken for in :meth:`assume` alone.)"""
         v = self.ev.value(node)
-        if self.gpu_first:
+        if self.gpu_first and self.ev.gpu_first:  # (a processor class is read proven: .walk)
             placed = GPU_FIRST.get(v.kind)
             if placed is not None:
-                if v.parts is None and v.items is None and not v.container:
-                    return placed.with_bool(v.boolean)
-                return Val(placed.kind, v.boolean, parts=v.parts, items=v.items, container=v.container)
+                if v.parts is None and v.items is None and not v.container and not v.opaque:
+                    return placed.with_bool(v.boolean).with_dims(v.dims)
+                return Val(placed.kind, v.boolean, parts=v.parts, items=v.items, container=v.container,
+                           dims=v.dims, opaque=v.opaque)
         return v
 
     def dev(self, node: ast.AST, test: Callable[[Val], bool] = None) -> bool:
@@ -262,6 +278,17 @@ class Checker:
                         self.add("XFA401", b, wrap="" if why else "index", why=why)
                 continue
             pv = self.value(p)
+            if pv.dims == 0 and not pv.boolean and (on_device(pv) or self.assume(p, pv)) and \
+                    base.kind in _INDEXABLE and base.items is None:
+                # x1[i], i = order[0]: a tensor of no dimensions as an index is read back as an int;
+                # wrapped where the base reads it through __index__ (a list, a tuple): a tensor or
+                # numpy takes a tensor index itself (through a float one it raises IndexError)
+                if _indexes_by_index(base) or self._built_sequence(sub.value):
+                    self.add("XFA401", p, wrap="index")
+                else:
+                    self.add("XFA401", p, why=_TAKES_TENSOR if base.kind in TENSORISH or base.kind == "numpy"
+                             else _NOT_SHOWN.format(_unparse(sub.value, 30)))
+                continue
             if pv.kind == "dev" and pv.boolean:
                 # x[m], boxes[m]: whatever is indexed, a device mask's count is read back
                 # (writing through it, t[m] = 0.0, is a masked fill: nothing is read)
@@ -281,7 +308,7 @@ class Checker:
                     else:
                         self.add("XFA401", p, why=_NOT_SHOWN.format(_unparse(sub.value, 30)))
                 continue
-            if pv.kind in ("host", "numpy", "pylist") or isinstance(p, ast.List):
+            if pv.kind in ("host", "numpy", "pylist") or _list_display(p):
                 self.add("XFA406", sub, why="the index is uploaded inside the indexing itself")
 
     def _built_sequence(self, node: ast.AST) -> bool:
@@ -343,7 +370,17 @@ class Checker:
             self.scan(node.slice, False)
             return
         if t is ast.JoinedStr:
-            self.formatted([v.value for v in node.values if type(v) is ast.FormattedValue])
+            shown_ = [v.value for v in node.values if type(v) is ast.FormattedValue]
+            if shown_ and shown_[0].lineno != shown_[-1].lineno:
+                # f"a {x} "
+                # f"b {y}": one finding per physical line of an f-string made of several
+                lines: dict = {}
+                for v in shown_:
+                    lines.setdefault(v.lineno, []).append(v)
+                for group in lines.values():
+                    self.formatted(group)
+            else:
+                self.formatted(shown_)
             for v in node.values:
                 if type(v) is ast.FormattedValue:
                     self.scan(v.value, False)
@@ -360,8 +397,18 @@ class Checker:
             return
         if t is ast.IfExp:
             self.scan(node.test, True)
-            self.scan(node.body, boolctx)
-            self.scan(node.orelse, boolctx)
+            yes, no = narrowed(self.ev, node.test)  # g.cpu() if isinstance(g, Tensor) else np.asarray(g)
+            for part, env in ((node.body, yes), (node.orelse, no)):
+                if env:
+                    saved, self.ev.env = self.ev.env, {**self.ev.env, **env}
+                    self.ev.memo.clear()
+                    try:
+                        self.scan(part, boolctx)
+                    finally:
+                        self.ev.env = saved
+                        self.ev.memo.clear()
+                else:
+                    self.scan(part, boolctx)
             return
         if t in _COMPREHENSIONS:
             self.comprehension(node)
@@ -414,6 +461,8 @@ class Checker:
             if rv is SELF:
                 rv = SELF_MODULE if ev.self_module else OTHER  # self.compile(): nn.Module's only in a module
             self.res.receivers[id(node)] = rv
+            if func.attr == "to":
+                self._direction(node)
         q = ev.qual(func)
         if isinstance(func, ast.Name) and q is None and func.id not in ev.env and func.id not in ev.local_names:
             f = func.id
@@ -458,10 +507,15 @@ class Checker:
         if m in _LOG_METHODS and _looks_like_logger(recv):
             self._log_args(node)
             return
-        if m == "format" and _is_string(recv):
+        if m == "format" and (_is_string(recv) or type(recv) is ast.Name and self.ev.value(recv).kind == "py"):
+            # (of Python's values, only a str has .format: fmtstr = "{val" + fmt + "}")
             if not any(type(a) is ast.Call and (self.ev.qual(a.func) or "").startswith(_RUNTIME) for a in args):
                 self._reads("XFA403", node, [a for a in args if not isinstance(a, ast.Starred)] +
                             [k.value for k in node.keywords if k.arg is not None], shown)
+            for k in node.keywords:
+                if k.arg is None and self.dev(k.value, shown):  # .format(**self.__dict__)
+                    self.add("XFA403", k.value, why="a mapping unpacked into the formatting: the values it "
+                             "formats are read inside it, so it has no wrapped form")
             return
         if m in _COUNT_METHODS or m == "repeat_interleave":
             if self.dev(recv) and (m != "repeat_interleave" or _tensor_repeats(self.value, node, 0)):
@@ -481,6 +535,19 @@ class Checker:
         if passes_site(node) or any(k.arg is None for k in node.keywords):
             why = "the call passes `**` or a `site` keyword of its own, which the wrapper's `site=` could meet"
         self.add(code, node, node.func, wrap="" if why else "reads", why=why)
+
+    def _direction(self, node: ast.Call) -> None:
+        """`x.to(device)` with `device` a name this function binds to a literal
+        device (``torch.device("cuda")``, ``"cpu"``): the direction, for the explicit
+        rule to read (:attr:`.findings.Result.directions`)."""
+        dev = node.args[0] if node.args else None
+        kw = next((k.value for k in node.keywords if k.arg == "device"), None)
+        if dev is None or kw is not None and self.ev.device_value(dev) == "dtype":
+            dev = kw
+        if type(dev) is ast.Name and dev.id in self.ev.local_names:  # bound in this function
+            lit = self.ev.value(dev).device
+            if lit is not None:
+                self.res.directions[id(node)] = lit
 
     def _log_args(self, node: ast.Call) -> None:
         """A logging call: the arguments go to handlers the code does not show,
@@ -555,6 +622,17 @@ class Checker:
             if dev is None or self.ev.device_value(dev) in ("cpu", "dtype"):
                 return  # non_blocking=True promises an upload: any target but the host
         self.add("XFA451", node, func, why="a hazard, not a site: pin the host side instead")
+
+
+def _list_display(node: ast.AST) -> bool:
+    """A Python list made here: a display, a comprehension, or lists concatenated
+    or repeated (``keep + [n]``, ``[0] * k``), whatever their items are."""
+    t = type(node)
+    if t is ast.List or t is ast.ListComp:
+        return True
+    if t is ast.BinOp and type(node.op) in (ast.Add, ast.Mult):
+        return _list_display(node.left) or type(node.op) is ast.Add and _list_display(node.right)
+    return False
 
 
 def _tensor_repeats(value: Callable[[ast.AST], Val], node: ast.Call, pos: int) -> bool:

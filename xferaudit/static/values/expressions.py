@@ -14,11 +14,12 @@ from typing import Callable, Optional
 
 from . import calls as _calls
 from .kinds import (
-    CPUDEV, DEV, DEVICE, DEVLIKE, DEVOUT, NUMPY, ON_DEVICE, OTHER, PY, PYLIST, SELF, TENSOR,
+    CPUDEV, DEV, DEVICE, DEVLIKE, DEVOUT, NONE, NUMPY, ON_DEVICE, OTHER, PY, PYLIST, SELF, TENSOR,
     TENSORISH, TENSORS, UNKNOWN, Val, combine, join,
 )
+from .classes import attributes, is_property
 from .placement import device_value
-from .vocabulary import TENSOR_OTHER_ATTRS, TENSOR_PY_ATTRS, TENSOR_SAME_ATTRS, import_val
+from .vocabulary import OUTPUT_FIELDS, TENSOR_OTHER_ATTRS, TENSOR_PY_ATTRS, TENSOR_SAME_ATTRS, import_val
 
 Resolver = Callable[[ast.AST], Optional[str]]
 
@@ -40,12 +41,16 @@ class Evaluator:
         self.gpu_first = False  # the reading: a tensor the file does not place is on the accelerator
         self.default_device = "cpu"  # where a factory without device= puts its result: "cpu", "dev", "unknown"
         self.methods: dict = {}  # name -> def of the methods of the class walked (self.m(...) has a summary)
+        self.classes = None  # this file's classes (.classes.Classes): their instances' attributes and methods
         self.self_module = False  # the class walked is a torch module (self.compile() is nn.Module's)
         #: ("", name) for a function of the module, ("self", name) for a method of
         #: the class: what it returns (:class:`.summaries.Returns`); unknown without
         self.summaries = None
         self.returned: Optional[list] = None  # the values of the return statements walked (summaries)
         self.memo: dict = {}  # id(node) -> its value, for the statement being walked
+        self.param_uses: dict = {}  # parameter -> (line, use) that shows it is a tensor (.uses)
+        self.origins: dict = {}  # name -> the node its last binding walked took its value from (.explain)
+        self.seeded: dict = {}  # parameter -> why the walk starts with it placed (callers, a framework)
 
     # qualified names, through imports done in the function too
     def qual(self, node: ast.AST) -> Optional[str]:
@@ -117,7 +122,7 @@ class Evaluator:
         if t is ast.Name:
             return self.name(node)
         if t is ast.Constant or t is ast.JoinedStr:
-            return PY if t is ast.JoinedStr or node.value is not None else UNKNOWN  # x = None: filled later
+            return PY if t is ast.JoinedStr or node.value is not None else NONE  # x = None: filled later
         v = self.memo.get(id(node))
         if v is None:
             v = self.memo[id(node)] = self._value(node, t)
@@ -132,10 +137,12 @@ class Evaluator:
             return self._subscript(node)
         if t is ast.BinOp:
             left = node.left
-            if isinstance(left, ast.JoinedStr) or isinstance(left, ast.Constant) and isinstance(left.value, str):
-                return PY  # "%.3f" % t, "a" + s: a string
+            if _stringy(left) or type(node.op) is ast.Add and _stringy(node.right):
+                return PY  # "%.3f" % t, "a" + s, "{val" + fmt + "}": a string
             a, b = self.value(left), self.value(node.right)
             v = combine(a, b)
+            if a.dims == 1 and b.kind == "py" and v.kind in TENSORISH:
+                v = v.with_dims(1)  # inds + 1: still a vector
             if type(node.op) in _BITWISE and (a.boolean or b.boolean) and v.kind in TENSORISH:
                 return v.with_bool(True)  # m1 & m2, m | (x > 0): still a mask
             return v
@@ -161,7 +168,7 @@ class Evaluator:
                 out = out if out == v else UNKNOWN
             return out
         if t is ast.IfExp:
-            return join(self.value(node.body), self.value(node.orelse))
+            return join(self.value(node.body), self.value(node.orelse), self.gpu_first)
         if t in _COMPREHENSIONS:
             # {k: v.to(dev) for k, v in batch.items()}: a container of device tensors
             saved = self.env
@@ -222,6 +229,11 @@ class Evaluator:
             v = self.env.get(("self", node.attr))
             if v is not None:
                 return v
+            fn = self.methods.get(node.attr)
+            if fn is not None and is_property(fn):
+                return self.returns("self", node.attr)  # what the property returns
+            if node.attr == "__dict__":  # fmtstr.format(**self.__dict__)
+                return attributes({**self.class_attrs, **{k[1]: v for k, v in self.env.items() if type(k) is tuple}})
             return self.class_attrs.get(node.attr, UNKNOWN)
         q = self.qual(node)
         if q is not None:
@@ -229,10 +241,14 @@ class Evaluator:
         bv = self.value(base)
         k = bv.kind
         a = node.attr
+        if bv.cls is not None and self.classes is not None:
+            return self.classes.attr(bv, a)  # top1.avg: what this file's class binds to it
         if a == "module" and k in ("obj", "devmod", "devx"):
             return bv  # ddp_model.module: the module it wraps, where it is
         if k == "tensors":
-            return TENSOR if a not in TENSOR_PY_ATTRS else PY  # outputs.logits
+            if a in TENSOR_PY_ATTRS:
+                return PY
+            return TENSOR if not bv.opaque or a in OUTPUT_FIELDS else UNKNOWN  # outputs.logits
         if k in TENSORISH:
             if a in TENSOR_PY_ATTRS:
                 return PY
@@ -242,7 +258,7 @@ class Evaluator:
                 return OTHER
             if a in TENSOR_SAME_ATTRS:
                 return DEV if k in ("devx", "devout") else bv.with_bool(bv.boolean and a != "grad")
-            if k == "devout":
+            if k == "devout" and (not bv.opaque or a in OUTPUT_FIELDS):
                 return DEV  # outputs.logits, outputs.loss
             return UNKNOWN
         if k == "numpy":
@@ -264,6 +280,14 @@ class Evaluator:
                 return bv.parts[i]  # a, b = f()[0], f()[1]: per position
         if bv.items and isinstance(node.slice, ast.Constant) and node.slice.value in bv.items:
             return bv.items[node.slice.value]  # a dict made here: the key's value
+        if bv.opaque and type(node.slice) is ast.Constant and type(node.slice.value) is str and \
+                node.slice.value not in OUTPUT_FIELDS:
+            return UNKNOWN  # processor_output["image_size"]: no model output field
+        if bv.items and all(v.kind == "pymod" and (v.qual or "").startswith("torch.") for v in bv.items.values()):
+            return next(iter(bv.items.values()))  # {"min": torch.lt, "max": torch.gt}[mode]: a torch function
+        if bv.dims == 1 and k in TENSORISH:  # a vector: an item of it has no dimensions, a part is one
+            base = DEV if k in ("devout", "devx") else bv
+            return base.with_dims(_item_dims(self, node.slice))
         if k in ("dev", "devout", "devx"):
             return DEV if k != "dev" else bv
         if k in ("host", "numpy", "tensor", "either"):
@@ -296,7 +320,7 @@ class Evaluator:
         if v.parts:  # for a, t in (("q", q), ("k", k)): what the parts are, together
             out = v.parts[0]
             for p in v.parts[1:]:
-                out = join(out, p)
+                out = join(out, p, self.gpu_first)
             return out
         if k in ON_DEVICE:
             return DEV
@@ -307,6 +331,31 @@ class Evaluator:
         if k == "pylist":
             return PY
         return UNKNOWN
+
+
+def _stringy(node: ast.AST) -> bool:
+    """A str literal, an f-string, or text concatenated or %-formatted from one."""
+    t = type(node)
+    if t is ast.JoinedStr or t is ast.Constant and type(node.value) is str:
+        return True
+    return t is ast.BinOp and type(node.op) in (ast.Add, ast.Mod) and (
+        _stringy(node.left) or type(node.op) is ast.Add and _stringy(node.right))
+
+
+def _item_dims(ev: Evaluator, sl: ast.AST):
+    """The dimensions of `vector[sl]`: none for an int (``order[0]``, ``order[j]``),
+    one for a slice, a mask or a vector of indices, else unknown."""
+    t = type(sl)
+    if t is ast.Slice:
+        return 1
+    if t is ast.Constant:
+        return 0 if type(sl.value) is int else None
+    if t is ast.UnaryOp and type(sl.operand) is ast.Constant:
+        return 0 if type(sl.operand.value) is int else None  # order[-1]
+    v = ev.value(sl)
+    if v.kind == "py":
+        return 0
+    return 1 if v.boolean or v.dims == 1 else None
 
 
 _BITWISE = (ast.BitAnd, ast.BitOr, ast.BitXor)

@@ -41,6 +41,7 @@ class Finding:
     wrap: str = ""
     why: str = ""
     function: str = "<module>"  # enclosing qualified name
+    evidence: str = ""  # why the value is taken for a device value (.explain)
 
     @property
     def op(self) -> str:
@@ -57,6 +58,8 @@ class Result:
     def __init__(self) -> None:
         self.findings: list[Finding] = []
         self.receivers: dict[int, Val] = {}  # id(method call) -> its receiver's value
+        #: id(`x.to(name)` call) -> "cpu" or "dev": the literal device `name` is bound to
+        self.directions: dict[int, str] = {}
         self.free: Optional[Evaluator] = None  # for calls in functions not walked
 
     def value(self, node: ast.AST, local: Callable[[str], bool], call: Optional[ast.Call] = None) -> Val:
@@ -162,11 +165,13 @@ _WHAT = {
     "math": ("passes a device tensor to math/numpy: an implicit read to the host (down)",
              "`xferaudit wrap` counts it as `xfer.reads(fn, ..., site=...)`"),
     "count": ("reads a data-dependent size back from the device: an implicit sync (down)",
-              "no wrapped form; keep shapes static or suppress with `# noqa: XFA405`"),
+              "keep shapes static, or name its statement (`xferaudit wrap` appends `# xferaudit: site=...`)"),
     "upload": ("copies a host index or value to the device inside indexing (up)",
-               "no wrapped form; make the index or value on the device once, outside the loop"),
+               "make the index or value on the device once, outside the loop, or name its statement "
+               "(`xferaudit wrap` appends `# xferaudit: site=...`)"),
     "download": ("copies a device value into a host tensor inside the assignment (down)",
-                 "no wrapped form; keep it on the device or read it explicitly with `.cpu()`"),
+                 "keep it on the device or read it explicitly with `.cpu()`, or name its statement "
+                 "(`xferaudit wrap` appends `# xferaudit: site=...`)"),
     "save": ("saves device data: every storage is copied to the host (down)",
              "`xferaudit wrap` counts it as `xfer.save(torch.save, ..., site=...)`"),
     "hazard": ("is a non_blocking copy from pageable host memory: it runs synchronously",
@@ -174,10 +179,16 @@ _WHAT = {
 }
 
 
+_STATEMENT_FORM = ("count", "upload", "download")
+
+
 def message(op: str, text: str, wrapped: Optional[str] = None) -> str:
     """The `check` message of an implicit site (`text`: its source, one line;
     `wrapped`: what `wrap` writes instead, when it has a wrapped form)."""
     what, fix = _WHAT.get(op, ("is an implicit transfer", "run `xferaudit wrap`"))
-    if wrapped:  # the grammar's wrapped form, as `wrap` writes it
+    if wrapped and op in _STATEMENT_FORM:  # no call to wrap: its statement is named
+        fix = (f"{fix.split(', or name', 1)[0]}; or name its statement: end it with `{wrapped}` "
+               "or run `xferaudit wrap`")
+    elif wrapped:  # the grammar's wrapped form, as `wrap` writes it
         fix = f"wrap it: `{wrapped}` or run `xferaudit wrap`"
     return f"`{text}` {what}; {fix}"

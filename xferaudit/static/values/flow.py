@@ -9,16 +9,21 @@ before it.
 from __future__ import annotations
 
 import ast
+import re
 from typing import Callable, Optional
 
+from .calls import literal_device
 from .expressions import Evaluator
-from .kinds import ANNOTATED, CLASS, DEVMOD, OBJ, OTHER, PY, UNKNOWN, Val, combine, join, \
-    join_loop
+from .kinds import (
+    ANNOTATED, CLASS, DEVMOD, KEPT_BY_NONE, NUMPY, OBJ, OTHER, PY, PYLIST, UNKNOWN, Val, combine, join, join_loop,
+)
 from .placement import device_value
-from .vocabulary import MATCH, MODULE_SAME_METHODS, TRIES, annot_kind, import_val
+from .vocabulary import MATCH, MODULE_SAME_METHODS, NUMPY_CLASSES, PY_CLASSES, TRIES, annot_kind, import_val
 
 Hook = Callable[[ast.AST, Evaluator], None]
 _RUNTIME = "xferaudit.runtime."
+#: A name bound on some paths only keeps these (the proven reading; gpu-first: KEPT_BY_NONE).
+_KEPT_UNBOUND = frozenset({"dev", "devmod"})
 
 
 def _target_ids(t: ast.AST, out: set) -> None:
@@ -114,20 +119,22 @@ class Walker:
                 keys.update(k for k, v in e.items() if first.get(k) is not v)
                 keys.update(k for k in first if k not in e)
         out = dict(first)
+        gpu_first = self.ev.gpu_first
+        kept = KEPT_BY_NONE if gpu_first else _KEPT_UNBOUND
         for k in keys:
             vals = [e.get(k) for e in envs]
             if any(v is None for v in vals):
                 got = [v for v in vals if v is not None]
                 v = got[0]
                 for w in got[1:]:
-                    v = join(v, w)
+                    v = join(v, w, gpu_first)
                 # bound on some paths only: keep it when it was a device value
-                out[k] = v if v.kind in ("dev", "devmod") else UNKNOWN
+                out[k] = v if v.kind in kept else UNKNOWN
                 continue
             v = vals[1] if loop else vals[0]
             for w in vals[2 if loop else 1:]:
-                v = join(v, w)
-            out[k] = join_loop(vals[0], v) if loop else v
+                v = join(v, w, gpu_first)
+            out[k] = join_loop(vals[0], v, gpu_first) if loop else v
         self.ev.env = out
 
     def bind(self, target: ast.AST, v: Val, value_node: Optional[ast.AST] = None) -> None:
@@ -164,17 +171,30 @@ class Walker:
             self.hook(st, ev)
         if t is ast.Assign:
             v = ev.value(st.value)
+            if type(st.value) is ast.Constant and type(st.value.value) is str:
+                lit = literal_device(st.value)  # device = "cuda": what .to(device) names
+                if lit is not None:
+                    v = Val("py", device=lit)
+            elif (v.kind == "unknown" or v.opaque) and ev.gpu_first and type(st.value) is ast.Call and \
+                    len(st.targets) == 1:
+                v = self._passed_through(st.targets[0], st.value, v)
             for tg in st.targets:
                 self.bind(tg, v, st.value)
+                _origins(ev.origins, tg, st.value)
         elif t is ast.AugAssign:
             tg = st.target
             if isinstance(tg, (ast.Name, ast.Attribute)):
                 old = ev.value(tg)
                 if old.kind != "unknown":  # `n += 1` keeps an unknown n unknown (and unbound)
                     self.bind(tg, combine(old, ev.value(st.value)))
+                    _origins(ev.origins, tg, st)
+                elif ev.value(st.value).kind == "dev":  # self.sum += val * n, val on the device: a device sum
+                    self.bind(tg, ev.value(st.value))
+                    _origins(ev.origins, tg, st)
         elif t is ast.AnnAssign:
             if st.value is not None:
                 self.bind(st.target, ev.value(st.value), st.value)
+                _origins(ev.origins, st.target, st.value)
             else:
                 a = annot_kind(st.annotation)
                 if a is not None:
@@ -195,6 +215,8 @@ class Walker:
             elif isinstance(c, ast.NamedExpr) or (isinstance(c, ast.Call) and isinstance(c.func, ast.Name)
                                                  and ev.calls is not None):
                 ev.value(c)  # binds the walrus; records the call of a module function
+            elif type(c) is ast.Call and type(c.func) is ast.Attribute and type(c.func.value) is ast.Name:
+                self._called_on(c)
         elif t is ast.If:
             yes, no = self._narrowed(st.test)
             paths = [self._branch(st.body, yes), self._branch(st.orelse, no)]
@@ -203,6 +225,7 @@ class Walker:
         elif t in (ast.For, ast.AsyncFor):
             before = dict(ev.env)
             self._bind_loop(st.target, st.iter)
+            _origins(ev.origins, st.target, st)
             self.body(st.body)
             after = ev.env
             ev.env = dict(after)
@@ -219,7 +242,9 @@ class Walker:
             default = ev.default_device
             for item in st.items:
                 if item.optional_vars is not None:
-                    self.bind(item.optional_vars, UNKNOWN)
+                    # with np.load(f) as data: numpy's (its items are arrays); else unknown
+                    v = ev.value(item.context_expr)
+                    self.bind(item.optional_vars, NUMPY if v.kind == "numpy" else UNKNOWN)
                 c = item.context_expr
                 if isinstance(c, ast.Call) and c.args and ev.qual(c.func) == "torch.device":
                     d = device_value(ev, c.args[0])  # with torch.device("cuda"): factories there
@@ -269,40 +294,44 @@ class Walker:
             for n in st.names:
                 ev.env[n] = UNKNOWN
 
-    def _narrowed(self, test: ast.AST) -> tuple[dict, dict]:
-        """What an ``if`` test says of names in each branch: ``isinstance(x,
-        Tensor)`` (or ``torch.is_tensor(x)``) makes `x` no tensor where it does
-        not hold; ``not`` swaps, ``and`` adds up."""
-        yes: dict = {}
-        no: dict = {}
-        t = type(test)
-        if t is ast.UnaryOp and type(test.op) is ast.Not:
-            a, b = self._narrowed(test.operand)
-            return b, a
-        if t is ast.BoolOp and type(test.op) is ast.And:
-            for v in test.values:
-                a, _ = self._narrowed(v)
-                yes.update(a)
-            return yes, no
-        if t is not ast.Call or len(test.args) < 1 or type(test.args[0]) is not ast.Name:
-            return yes, no
+    def _called_on(self, c: ast.Call) -> None:
+        """`meter.update(x)` (an instance of this file's class), `res.append(x)`
+        (a list made here) as a statement: what the name holds after it."""
         ev = self.ev
-        q = ev.qual(test.func)
-        name = test.args[0].id
-        if q == "torch.is_tensor" and len(test.args) == 1:
-            pass
-        elif type(test.func) is ast.Name and test.func.id == "isinstance" and q is None and len(test.args) == 2:
-            classes = test.args[1].elts if type(test.args[1]) is ast.Tuple else [test.args[1]]
-            if "torch.Tensor" not in [ev.qual(c) for c in classes]:
-                return yes, no
-        else:
-            return yes, no
-        # Where the test holds, `name` is a tensor: nothing says where (a user's
-        # input checked before it is moved, often on the host), so it is left as
-        # it was. Where it fails, `name` is no tensor, whatever its annotation.
-        if ev.env.get(name, UNKNOWN).kind in ("tensor", "either", "tensors"):
-            no[name] = UNKNOWN
-        return yes, no
+        name = c.func.value.id
+        v = ev.env.get(name)
+        if v is None:
+            return
+        m = c.func.attr
+        if v.cls is not None and ev.classes is not None:
+            ev.value(c)  # (records the call for the class's attributes)
+            ev.env[name] = ev.classes.after_call(v, m, c, ev)
+        elif v.container and v.kind in ("py", "pylist") and v.items is None and m in ("append", "extend", "insert") \
+                and c.args:
+            a = ev.value(c.args[-1]).kind  # res.append(correct_k.mul_(100.0 / n)): a list of device values
+            if a in ("dev", "devout", "devx"):
+                ev.env[name] = Val("devout", container=True)
+            elif a in ("tensor", "tensors"):
+                ev.env[name] = Val("tensors", container=True)
+
+    def _passed_through(self, target: ast.AST, call: ast.Call, v: Val) -> Val:
+        """``x = f(x, ...)`` with `f` a function the file does not know and `x` a
+        tensor: `x` is taken to stay one, where it was (a transform handing
+        its input on: ``x = checkpoint(block, x)``, ``h = rearrange(h, ...)``),
+        unless `f`'s name says it converts (``to_numpy``, ``tolist``...)."""
+        if type(target) is not ast.Name or not any(type(a) is ast.Name and a.id == target.id for a in call.args):
+            return v
+        old = self.ev.env.get(target.id)
+        if old is None or old.kind not in ("dev", "tensor"):
+            return v
+        f = call.func
+        name = f.id if type(f) is ast.Name else f.attr if type(f) is ast.Attribute else ""
+        if not name or _converts(name):
+            return v
+        return Val(old.kind)
+
+    def _narrowed(self, test: ast.AST) -> tuple[dict, dict]:
+        return narrowed(self.ev, test)
 
     def _moved_in_place(self, recv: ast.AST, m: str, args: list, keywords: list) -> None:
         """`model.to(dev)`, `model.cuda()`, `net.eval().cpu()` as a statement (the
@@ -347,6 +376,75 @@ class Walker:
             if f == "enumerate" and it.args:
                 return UNKNOWN  # (index, item): unpacked below by position when possible
         return ev.iterated(ev.value(it))
+
+
+#: Words in the names of functions that convert what they are given, or read it
+#: (not a transform of a tensor): `to_numpy`, `tensor2img`, `get_size`...
+_CONVERT_WORDS = frozenset("""numpy np cpu list item items scalar float int str string text host python py json
+    pil image img array decode repr len shape size count num dict tuple bool save log print plot show write
+    is has get to as""".split())
+_CONVERT_ENDS = ("numpy", "list", "str", "array", "img", "image", "text", "json", "dict")
+
+
+def _converts(name: str) -> bool:
+    words = [w for w in re.split(r"[_\d]+", name.lower()) if w]
+    return not words or any(w in _CONVERT_WORDS or w.endswith(_CONVERT_ENDS) for w in words)
+
+
+def narrowed(ev, test: ast.AST) -> tuple[dict, dict]:
+    """What an ``if`` test says of names in each branch: ``isinstance(x,
+    Tensor)`` (or ``torch.is_tensor(x)``) makes `x` no tensor where it does
+    not hold; ``not`` swaps, ``and`` adds up."""
+    yes: dict = {}
+    no: dict = {}
+    t = type(test)
+    if t is ast.UnaryOp and type(test.op) is ast.Not:
+        a, b = narrowed(ev, test.operand)
+        return b, a
+    if t is ast.BoolOp and type(test.op) is ast.And:
+        for v in test.values:
+            a, _ = narrowed(ev, v)
+            yes.update(a)
+        return yes, no
+    if t is not ast.Call or len(test.args) < 1 or type(test.args[0]) is not ast.Name:
+        return yes, no
+    q = ev.qual(test.func)
+    name = test.args[0].id
+    if q == "torch.is_tensor" and len(test.args) == 1:
+        pass
+    elif type(test.func) is ast.Name and test.func.id == "isinstance" and q is None and len(test.args) == 2:
+        classes = test.args[1].elts if type(test.args[1]) is ast.Tuple else [test.args[1]]
+        quals = [ev.qual(c) or (c.id if type(c) is ast.Name else "") for c in classes]
+        if "torch.Tensor" not in quals:
+            # where the test holds, `name` is of the classes named, when they say what it is
+            if all(c in NUMPY_CLASSES for c in quals):
+                yes[name] = NUMPY  # isinstance(v, np.ndarray): v.item() is numpy's
+            elif all(c in PY_CLASSES for c in quals):
+                yes[name] = PY
+            elif quals == ["list"]:
+                yes[name] = PYLIST  # isinstance(idx, list): an index that uploads
+            return yes, no
+    else:
+        return yes, no
+    # Where the test holds, `name` is a tensor: nothing says where (a user's
+    # input checked before it is moved, often on the host), so it is left as
+    # it was. Where it fails, `name` is no tensor, whatever its annotation.
+    if ev.env.get(name, UNKNOWN).kind in ("tensor", "either", "tensors"):
+        no[name] = UNKNOWN
+    return yes, no
+
+
+def _origins(origins: dict, target: ast.AST, node: ast.AST) -> None:
+    """Where each name of `target` was last bound (its value's node, or the
+    loop or augmented assignment): what :mod:`.explain` reads back."""
+    t = type(target)
+    if t is ast.Name:
+        origins[target.id] = node
+    elif t is ast.Tuple or t is ast.List:
+        for e in target.elts:
+            _origins(origins, e, node)
+    elif t is ast.Starred:
+        _origins(origins, target.value, node)
 
 
 def _ends(stmts: list) -> bool:

@@ -40,6 +40,7 @@ from typing import Optional
 from .checks import Checker
 from .expressions import Evaluator, Resolver
 from .findings import CODES, OP_CODES, Finding, Result, message
+from .uses import Uses
 from .walk import analyse, module_imports
 
 def find(tree: ast.Module, text: str, qualname: Resolver, methods: frozenset = frozenset(),
@@ -60,8 +61,9 @@ def find(tree: ast.Module, text: str, qualname: Resolver, methods: frozenset = f
     res.free = Evaluator(qualname, imports)
     default = "unknown" if "set_default_device" in text else "cpu"
     res.free.default_device = default
+    uses = Uses(text, imports) if gpu_first else None  # (tensors the proven reading never reports)
     analyse(tree, qualname, Checker(res, methods, gpu_first, hot), gpu_first=gpu_first, default_device=default,
-            imports=imports)
+            imports=imports, uses=uses)
     return res
 
 

@@ -17,12 +17,21 @@ class Val:
     A tuple's value may also know its parts, position by position (``parts``),
     and a dict's the value of each constant key (``items``; a dict, iterated,
     gives its keys). ``container``: a list, tuple or dict made in the code or
-    annotated (not a module's output, which may be a tensor)."""
+    annotated (not a module's output, which may be a tensor). ``dims``: 0 for a
+    tensor known to have no dimensions (``t.argmax()``, ``order[0]`` of a
+    vector), 1 for a vector (``scores.argsort()``), else None. ``device``:
+    what a value names when handed over as a device ("cpu" or "dev": the
+    literal ``"cuda"``, ``torch.device("cuda")``), else None. ``cls``: the
+    name of this file's class a value is an instance of. ``opaque``: a
+    module's output read from a call of a value the file does not know
+    (``make(x)``): no attribute of it is a tensor by that alone."""
 
-    __slots__ = ("kind", "boolean", "pageable", "qual", "parts", "items", "container")
+    __slots__ = ("kind", "boolean", "pageable", "qual", "parts", "items", "container", "dims", "device", "cls",
+                 "opaque")
 
     def __init__(self, kind: str, boolean: bool = False, pageable: bool = False, qual: Optional[str] = None,
-                 parts: Optional[tuple] = None, items: Optional[dict] = None, container: bool = False):
+                 parts: Optional[tuple] = None, items: Optional[dict] = None, container: bool = False,
+                 dims: Optional[int] = None, device: Optional[str] = None, cls=None, opaque: bool = False):
         self.kind = kind
         self.boolean = boolean
         self.pageable = pageable
@@ -30,10 +39,16 @@ class Val:
         self.parts = parts
         self.items = items
         self.container = container
+        self.dims = dims
+        self.device = device
+        self.cls = cls
+        self.opaque = opaque
 
     def __eq__(self, other) -> bool:
-        return isinstance(other, Val) and (self.kind, self.boolean, self.pageable, self.parts) == (
-            other.kind, other.boolean, other.pageable, other.parts)
+        return isinstance(other, Val) and (self.kind, self.boolean, self.pageable, self.parts, self.dims,
+                                           self.device, self.cls, self.opaque) == (
+            other.kind, other.boolean, other.pageable, other.parts, other.dims, other.device, other.cls,
+            other.opaque)
 
     def __hash__(self) -> int:
         return hash((self.kind, self.boolean, self.pageable))
@@ -44,7 +59,11 @@ class Val:
         return f"Val({self.kind}{flags}{parts})"
 
     def with_bool(self, b: bool) -> "Val":
-        return self if self.boolean == b else Val(self.kind, b, self.pageable, self.qual)
+        return self if self.boolean == b else Val(self.kind, b, self.pageable, self.qual, dims=self.dims)
+
+    def with_dims(self, dims: Optional[int]) -> "Val":
+        """The same value with `dims` known (see the class's doc)."""
+        return self if self.dims == dims else Val(self.kind, self.boolean, self.pageable, dims=dims)
 
 
 #: Kinds. DEV: a device tensor. DEVX: moved to a device, tensor or module unknown.
@@ -83,6 +102,7 @@ DEVLIKE = Val("devlike")  # the device of a value the code does not place (`x.de
 DEVICE = Val("device")
 OTHER = Val("other")
 UNKNOWN = Val("unknown")
+NONE = Val("unknown")  # `x = None`: nothing yet (compared by identity)
 
 A_LIST = Val("py", qual="builtins.list")  # a Python list of values the file does not show (`list(x)`)
 SELF = Val("obj", qual=None)  # the `self` parameter of a method (compared by identity)
@@ -90,7 +110,7 @@ FUNC = Val("other", qual=None)  # a function defined at the module's top level (
 
 #: What an annotation (:func:`.vocabulary.annot_kind`) makes a parameter or a name.
 ANNOTATED = {"tensor": TENSOR, "tensors": Val("tensors", container=True),
-             "dict": Val("tensors", items={}, container=True), "pylist": PYLIST}
+             "dict": Val("tensors", items={}, container=True), "pylist": PYLIST, "numpy": NUMPY}
 
 DEVICE_KINDS = frozenset({"dev", "devx", "devout", "devmod", "devstate"})
 TENSORISH = frozenset({"dev", "devx", "devout", "host", "tensor", "either"})
@@ -107,21 +127,38 @@ def is_dev(v: Val) -> bool:
     return v.kind == "dev"
 
 
-def join(a: Val, b: Val) -> Val:
+#: What an unknown path leaves standing where paths meet, in the gpu-first
+#: reading: a value the code shows on a device (only host evidence cancels it)...
+KEPT_BY_UNKNOWN = frozenset({"dev", "devx", "devout", "devmod"})
+#: ...and what a path where the name is None or unbound leaves: any tensor too
+#: (`best = None` before the loop that sets it); an unknown value of another
+#: path may be numpy (`x.permute(...) if is_torch else x.transpose(...)`).
+KEPT_BY_NONE = KEPT_BY_UNKNOWN | {"tensor", "tensors"}
+
+
+def join(a: Val, b: Val, gpu_first: bool = False) -> Val:
     """What a name is after two paths meet (if/else, a loop run or not).
 
     Host evidence wins: a host tensor met by any other tensor is EITHER (no
     device value, in either reading). A device value met by a Python value is
-    no device value (see :func:`join_loop` for accumulators)."""
+    no device value (see :func:`join_loop` for accumulators). In the gpu-first
+    reading (`gpu_first`) an unknown path (``x = None`` on one branch, a value
+    nothing places) cancels nothing: only evidence does."""
     if a == b:
         return a
     ka, kb = a.kind, b.kind
+    if gpu_first and (ka == "unknown" or kb == "unknown"):
+        other, unknown = (b, a) if ka == "unknown" else (a, b)
+        if other.kind in (KEPT_BY_NONE if unknown is NONE else KEPT_BY_UNKNOWN):
+            return other
+    if ka == "obj" and kb == "obj" and a.cls is not None and b.cls is not None and a.cls[0] == b.cls[0]:
+        return Val("obj", cls=(a.cls[0], a.cls[1] | b.cls[1]))  # an instance of this file's class: all its calls
     if ka == kb:
         parts = None
         if a.parts is not None and b.parts is not None and len(a.parts) == len(b.parts):
-            parts = tuple(join(x, y) for x, y in zip(a.parts, b.parts))
+            parts = tuple(join(x, y, gpu_first) for x, y in zip(a.parts, b.parts))
         return Val(ka, a.boolean and b.boolean, a.pageable and b.pageable, parts=parts,
-                   container=a.container and b.container)
+                   container=a.container and b.container, opaque=a.opaque or b.opaque)
     s = {ka, kb}
     if s <= TENSORISH:
         if "host" in s or "either" in s:
@@ -136,13 +173,15 @@ def join(a: Val, b: Val) -> Val:
     return UNKNOWN
 
 
-def join_loop(before: Val, after: Val) -> Val:
+def join_loop(before: Val, after: Val, gpu_first: bool = False) -> Val:
     """A name before a loop met by the same name after its body: `total = 0`
     then `total += loss` in the loop is an accumulator of device values (the
     loop is taken to run), else as :func:`join`."""
     if before.kind == "py" and after.kind == "dev":
         return after
-    return join(before, after)
+    if before.parts == () and before.container and after.container and after.kind in ("devout", "tensors"):
+        return after  # keep = [] then keep.append(t) in the loop: a list of tensors
+    return join(before, after, gpu_first)
 
 
 def combine(a: Val, b: Val) -> Val:

@@ -38,6 +38,10 @@ def _device_value(ev, node: ast.AST) -> str:
     last = node.attr if isinstance(node, ast.Attribute) else node.id if isinstance(node, ast.Name) else None
     if last is not None and (last.lower().endswith("dtype") or last in DTYPES):
         return "dtype"
+    if last is not None:
+        lit = ev.value(node).device  # device = torch.device("cuda") (or "cuda") above
+        if lit is not None:
+            return lit
     if isinstance(node, ast.Attribute) and (ev.qual(node) or "").startswith("torch.") and node.attr != "device":
         return "dtype"  # torch.int, torch.float8_e4m3fn, torch.channels_last: a device is torch.device(...)
     if isinstance(node, ast.Call) and ev.qual(node.func) == "torch.device":

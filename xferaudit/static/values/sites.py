@@ -27,6 +27,7 @@ from typing import Callable, Optional
 
 from ...config import path_matches
 from ...rules import KIND_CODES
+from ...wrapform import IMPLICIT
 from .. import finder as _finder
 from ..classify import Classifier
 from ..finder import FileContext, implicit_site
@@ -64,7 +65,15 @@ def analyse(ctx: FileContext) -> list[Site]:
     except Exception:  # pragma: no cover - a value-layer bug must not stop the scan
         return []
     return [implicit_site(ctx.path, ctx.source, ctx.colmap, fd.node, fd.at, fd.op, fd.label, fd.function,
-                          no_wrap=fd.why, wrapper=fd.wrap) for fd in res.findings]
+                          no_wrap=fd.why if fd.op in _CALL_FORMS else "", wrapper=fd.wrap, evidence=fd.evidence)
+            for fd in res.findings]
+
+
+#: The categories whose sites have wrapped call forms (the wrap grammar's implicit
+#: wrappers): the value layer's reason why one has none is the site's `no_wrap`
+#: (`t = t or zero`); the others (counts, uploads, downloads) are named by their
+#: statement, and a hazard is no site (codemod/implicit.py says so).
+_CALL_FORMS = frozenset(cat for cat, _ in IMPLICIT.values())
 
 
 def gpu_first(ctx: FileContext) -> bool:
@@ -124,6 +133,11 @@ def _rejudge(ctx: FileContext, res, methods: list) -> None:
         if not _findings.row_allows(rule.id, node, res, local):
             drop.add(id(s))
             continue
+        lit = res.directions.get(id(node))
+        if lit is not None and rule.kind == "device" and s.kind == "move":
+            # device = torch.device("cuda") above: `.to(device)` goes up, not "either way"
+            kind = "down" if lit == "cpu" else "up"
+            s.kind, s.rule = kind, KIND_CODES[kind]
         if res.unbound(node, local):
             outer, fr.scope = fr.scope, scope
             try:

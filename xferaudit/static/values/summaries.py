@@ -54,8 +54,9 @@ class Returns:
         seeds = None
         if args and any(a.kind in _PLACED for a in args):
             plain = self.of(scope, name, ev)
-            if plain.kind not in _OPEN:
+            if plain.kind not in _OPEN and plain.parts != ():
                 return plain  # what it returns does not wait on where its arguments are
+                # (a list made empty may be filled with what the arguments give: res.append(...))
             params = [p.arg for p in fn.args.posonlyargs + fn.args.args][1 if scope == "self" else 0:]
             seeds = {p: a for p, a in zip(params, args) if a.kind in _PLACED} or None
         key = (id(fn),) if seeds is None else (id(fn),) + tuple(sorted((p, v.kind) for p, v in seeds.items()))
@@ -65,23 +66,24 @@ class Returns:
             return UNKNOWN  # recursion: what it returns is not known yet
         self.busy.add(key)
         try:
-            v = summary(self.walk(fn, ev, seeds))
+            v = summary(self.walk(fn, ev, seeds), ev.gpu_first)
         finally:
             self.busy.discard(key)
         self.done[key] = v
         return v
 
 
-def summary(returned: list) -> Val:
+def summary(returned: list, gpu_first: bool = False) -> Val:
     """The values of a function's returns joined (a tuple's position by
     position); a bare ``return`` or ``return None`` beside others is the
     caller's check, not a value it uses."""
-    vals = [v for v in returned if v is not None]
+    # (a literal device is read where it is written, not through a call: `dev = setup()` stays "either way")
+    vals = [v if v.device is None else Val(v.kind) for v in returned if v is not None]
     if not vals:
         return UNKNOWN
     out = vals[0]
     for v in vals[1:]:
-        out = join(out, v)
+        out = join(out, v, gpu_first)
     return out
 
 _LIGHTNING_STEPS = frozenset({"training_step", "validation_step", "test_step", "predict_step"})
@@ -118,6 +120,23 @@ def is_module_class(cls: ast.ClassDef, qualname: Callable, modules: set) -> bool
             return True
         last = b.attr if isinstance(b, ast.Attribute) else b.id if isinstance(b, ast.Name) else ""
         if last.endswith(("Module", "Model")):
+            return True
+    return False
+
+
+#: Classes that prepare or load data on the host (by their name or a base's):
+#: their methods are read proven, whatever the file's reading.
+_HOST_CLASSES = ("Processor", "ProcessorFast", "ProcessorMixin", "FeatureExtractor", "Tokenizer", "TokenizerFast",
+                 "Dataset", "Sampler")
+#: ...but not these, which run on the device (a logits processor, an attention processor).
+_DEVICE_CLASSES = ("LogitsProcessor", "AttnProcessor", "AttentionProcessor")
+
+
+def host_class(cls: ast.ClassDef) -> bool:
+    """The class prepares or loads data on the host: a processor, a feature
+    extractor, a tokenizer, a dataset, a sampler (by its name or a base's)."""
+    for b in [cls.name] + [b.attr if isinstance(b, ast.Attribute) else getattr(b, "id", "") for b in cls.bases]:
+        if b.endswith(_HOST_CLASSES) and not b.endswith(_DEVICE_CLASSES) and "Attn" not in b:
             return True
     return False
 

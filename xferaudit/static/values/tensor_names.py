@@ -70,39 +70,35 @@ TENSOR_ONLY_METHODS = frozenset("""
     atan2 atan2_ atan_ atanh atanh_ baddbmm baddbmm_ bernoulli bernoulli_ bincount bitwise_and
     bitwise_and_ bitwise_left_shift bitwise_left_shift_ bitwise_not bitwise_not_ bitwise_or
     bitwise_or_ bitwise_right_shift bitwise_right_shift_ bitwise_xor bitwise_xor_ bmm bool
-    broadcast_to byte cauchy_ ccol_indices cdouble ceil ceil_ cfloat chalf char cholesky
-    cholesky_inverse cholesky_solve chunk clamp clamp_ clamp_max clamp_max_ clamp_min clamp_min_
-    clip_ coalesce col_indices conj_physical conj_physical_ copy_ copysign copysign_ corrcoef cos_
-    cosh cosh_ count_nonzero cov crow_indices cummax cummin cumprod_ cumsum_ deg2rad deg2rad_
-    dequantize detach detach_ diag diag_embed diagflat diagonal_scatter digamma digamma_ div div_
-    divide divide_ dsplit eq eq_ erf erf_ erfc erfc_ erfinv erfinv_ exp2 exp2_ exp_ expand_as expm1
-    expm1_ exponential_ fill_ fill_diagonal_ fix_ fliplr flipud float_power float_power_ floor
-    floor_ floor_divide floor_divide_ fmax fmin fmod fmod_ frac frac_ frexp gcd gcd_ ge ge_
-    geometric_ geqrf ger greater greater_ greater_equal greater_equal_ gt gt_ hardshrink heaviside
+    broadcast_to byte cauchy_ ccol_indices cdouble ceil_ cfloat chalf char cholesky cholesky_inverse
+    cholesky_solve chunk clamp clamp_ clamp_max clamp_max_ clamp_min clamp_min_ clip_ coalesce
+    col_indices conj_physical conj_physical_ copy_ copysign copysign_ cos_ cosh cosh_ count_nonzero
+    crow_indices cummax cummin cumprod_ cumsum_ deg2rad deg2rad_ dequantize detach detach_
+    diag_embed diagflat diagonal_scatter digamma digamma_ div_ divide_ dsplit eq_ erf erf_ erfc
+    erfc_ erfinv erfinv_ exp2 exp2_ exp_ expand_as expm1 expm1_ exponential_ fill_diagonal_ fix_
+    fliplr flipud float_power float_power_ floor_ floor_divide floor_divide_ fmax fmin fmod fmod_
+    frac_ frexp gcd gcd_ ge_ geometric_ geqrf ger greater_ greater_equal_ gt_ hardshrink heaviside
     heaviside_ histc hsplit hypot hypot_ i0 i0_ igamma igamma_ igammac igammac_ index_add index_add_
     index_copy index_copy_ index_fill index_fill_ index_put index_put_ index_reduce index_reduce_
     index_select int int_repr isclose isfinite isinf isnan isneginf isposinf isreal istft kron
-    kthvalue lcm lcm_ ldexp ldexp_ le le_ lerp lerp_ less less_ less_equal less_equal_ lgamma
-    lgamma_ log10 log10_ log1p log1p_ log2 log2_ log_ log_normal_ log_softmax logaddexp logaddexp2
-    logcumsumexp logdet logical_and logical_and_ logical_not logical_not_ logical_or logical_or_
-    logical_xor logical_xor_ logit logit_ logsumexp long lstsq lt lt_ lu_solve masked_fill
-    masked_fill_ masked_scatter masked_scatter_ masked_select matmul matrix_exp matrix_power maximum
-    median minimum mm moveaxis movedim msort mul mul_ multinomial multiply multiply_ mv mvlgamma
-    mvlgamma_ nan_to_num nan_to_num_ nanmean nanmedian nanquantile nansum narrow narrow_copy ne ne_
-    neg neg_ negative negative_ new_empty new_empty_strided new_full new_ones new_tensor new_zeros
-    nextafter nextafter_ nonzero_static normal_ not_equal not_equal_ orgqr ormqr permute pin_memory
-    pinverse polygamma polygamma_ positive pow pow_ prelu put_ q_per_channel_scales
-    q_per_channel_zero_points quantile rad2deg rad2deg_ random_ reciprocal reciprocal_
-    register_post_accumulate_grad_hook relu relu_ remainder remainder_ renorm renorm_
-    repeat_interleave reshape_as resize_ resize_as resize_as_ resize_as_sparse_ resolve_conj
-    resolve_neg rot90 round_ row_indices rsqrt rsqrt_ scatter_ scatter_add scatter_add_
-    scatter_reduce scatter_reduce_ select_scatter sgn sgn_ share_memory_ short sigmoid sigmoid_
-    sign_ signbit sin_ sinc sinc_ sinh sinh_ slice_inverse slice_scatter slogdet smm softmax
-    sparse_mask sparse_resize_ sparse_resize_and_clear_ split_with_sizes sqrt_ square_ squeeze_
-    sspaddmm stft sub_ subtract subtract_ sum_to_size swapaxes_ swapdims swapdims_ t_ take_along_dim
-    tan_ tanh tanh_ tensor_split to_dense to_mkldnn to_padded_tensor to_sparse to_sparse_bsc
-    to_sparse_bsr to_sparse_coo to_sparse_csc to_sparse_csr topk transpose_ triangular_solve tril
-    tril_ triu triu_ true_divide true_divide_ trunc trunc_ type_as unbind unflatten unfold uniform_
-    unique_consecutive unsafe_chunk unsafe_split unsafe_split_with_sizes unsqueeze unsqueeze_
-    untyped_storage vdot view_as vsplit xlogy xlogy_ zero_
+    kthvalue lcm lcm_ ldexp ldexp_ le_ lerp lerp_ less_ less_equal_ lgamma lgamma_ log10 log10_
+    log1p log1p_ log2 log2_ log_ log_normal_ log_softmax logaddexp logaddexp2 logcumsumexp logdet
+    logical_and logical_and_ logical_not logical_not_ logical_or logical_or_ logical_xor
+    logical_xor_ logit logit_ logsumexp long lstsq lt_ lu_solve masked_fill masked_fill_
+    masked_scatter masked_scatter_ masked_select matmul matrix_exp matrix_power mm moveaxis movedim
+    msort mul_ multinomial multiply_ mv mvlgamma mvlgamma_ nan_to_num nan_to_num_ narrow narrow_copy
+    ne_ neg neg_ negative_ new_empty new_empty_strided new_full new_ones new_tensor new_zeros
+    nextafter nextafter_ nonzero_static normal_ not_equal_ orgqr ormqr permute pinverse polygamma
+    polygamma_ pow pow_ prelu put_ q_per_channel_scales q_per_channel_zero_points rad2deg rad2deg_
+    reciprocal reciprocal_ register_post_accumulate_grad_hook relu relu_ remainder remainder_ renorm
+    renorm_ repeat_interleave reshape_as resize_as_sparse_ resolve_conj resolve_neg rot90 round_
+    row_indices rsqrt rsqrt_ scatter_ scatter_add scatter_add_ scatter_reduce scatter_reduce_
+    select_scatter sgn sgn_ short sigmoid sigmoid_ sign_ signbit sin_ sinc sinc_ sinh sinh_
+    slice_inverse slice_scatter slogdet smm softmax sparse_mask sparse_resize_
+    sparse_resize_and_clear_ split_with_sizes sqrt_ square_ squeeze_ sspaddmm stft sub_ subtract_
+    sum_to_size swapaxes_ swapdims swapdims_ t_ take_along_dim tan_ tanh tanh_ tensor_split
+    to_mkldnn to_padded_tensor to_sparse_bsc to_sparse_bsr to_sparse_coo to_sparse_csc to_sparse_csr
+    topk transpose_ triangular_solve tril tril_ triu triu_ true_divide true_divide_ trunc_ type_as
+    unbind unflatten uniform_ unique_consecutive unsafe_chunk unsafe_split unsafe_split_with_sizes
+    unsqueeze unsqueeze_ untyped_storage vdot view_as vsplit xlogy xlogy_
 """.split())

@@ -31,6 +31,14 @@ TENSOR_METHODS = frozenset("""sum mean max min argmax argmin abs sqrt exp log fl
     type_as view_as reshape_as new_zeros new_ones new_empty new_full fill_ zero_ add_ mul_ sub_ div_
     copy_ where logical_and logical_or logical_not count_nonzero argwhere""".split())
 MODULE_OUT_METHODS = frozenset("forward generate".split())
+#: The fields of model outputs (transformers', diffusers', detection heads'): what an
+#: attribute of the output of a call the file does not know may be a tensor by
+#: (`unet(x, t).sample`), where any other attribute is no evidence (`make(x).flag`).
+OUTPUT_FIELDS = frozenset("""logits loss losses sample prev_sample pred_original_sample last_hidden_state
+    pooler_output hidden_states attentions cross_attentions encoder_last_hidden_state decoder_hidden_states
+    encoder_hidden_states past_key_values sequences scores image_embeds text_embeds embeddings latents
+    latent_dist images audio audio_values waveform waveforms spectrogram pred_boxes pred_logits pred_masks
+    boxes masks keypoints start_logits end_logits predicted_depth reconstruction mean std logvar""".split())
 MODULE_SAME_METHODS = frozenset("eval train half float double bfloat16 requires_grad_ share_memory".split())
 
 FACTORIES = frozenset("""tensor as_tensor asarray zeros ones empty full rand randn randint randperm arange
@@ -55,6 +63,12 @@ PY_BUILTINS = frozenset("""len int float bool str repr range list tuple dict set
 SAME_BUILTINS = frozenset("abs round".split())
 ANNOT_TENSOR = frozenset({"Tensor", "torch.Tensor", "FloatTensor", "LongTensor", "torch.FloatTensor",
                           "torch.LongTensor", "BoolTensor", "torch.BoolTensor"})
+#: Annotations of a numpy array (`np.ndarray`, `npt.NDArray[np.float32]`): a parameter so annotated is numpy.
+ANNOT_NUMPY = frozenset({"ndarray", "NDArray"})
+#: Classes an ``isinstance`` test names: numpy's array and scalar types, Python's scalars.
+NUMPY_CLASSES = frozenset(f"numpy.{n}" for n in """ndarray generic number integer floating signedinteger
+    unsignedinteger complexfloating bool_ float32 float64 float16 int64 int32 int16 int8 uint8""".split())
+PY_CLASSES = frozenset("int float bool complex str bytes numbers.Number numbers.Real numbers.Integral".split())
 #: Annotations of a sequence of tensors (`List[Tensor]`); `Optional` and `Union[..., None]` look through.
 ANNOT_CONTAINERS = frozenset({"List", "list", "Tuple", "tuple", "Sequence", "Iterable", "Iterator"})
 ANNOT_MAPPINGS = frozenset({"Dict", "dict", "Mapping", "MutableMapping"})
@@ -126,15 +140,19 @@ def annot_kind(node: Optional[ast.AST]) -> Optional[str]:
         text = node.value.strip()
         if text in ANNOT_TENSOR:
             return "tensor"
-        if "Tensor" not in text:
+        if "Tensor" not in text and "ndarray" not in text and "NDArray" not in text:
             return None
         try:
             node = ast.parse(text, mode="eval").body
         except (SyntaxError, ValueError):
             return None
     if isinstance(node, ast.Name):
+        if node.id in ANNOT_NUMPY:
+            return "numpy"
         return "tensor" if node.id in ANNOT_TENSOR else "pylist" if node.id == "list" else None
     if isinstance(node, ast.Attribute):
+        if node.attr in ANNOT_NUMPY and isinstance(node.value, ast.Name) and node.value.id in ("np", "numpy", "npt"):
+            return "numpy"  # np.ndarray, npt.NDArray
         ok = isinstance(node.value, ast.Name) and f"{node.value.id}.{node.attr}" in ANNOT_TENSOR
         return "tensor" if ok else None
     if isinstance(node, ast.BinOp) and isinstance(node.op, ast.BitOr):  # Tensor | None
@@ -145,6 +163,8 @@ def annot_kind(node: Optional[ast.AST]) -> Optional[str]:
         args = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
         if head == "Optional":
             return annot_kind(args[0])
+        if head in ANNOT_NUMPY:
+            return "numpy"  # NDArray[np.float32]
         if head == "Union":
             kinds = {annot_kind(a) for a in args if not _is_none(a)}
             return kinds.pop() if len(kinds) == 1 else None

@@ -14,10 +14,12 @@ from __future__ import annotations
 import ast
 from typing import Optional
 
+from .classes import Classes
 from .expressions import Evaluator, Resolver
 from .flow import Hook, Walker, bound_names
-from .kinds import ANNOTATED, FUNC, OTHER, SELF, UNKNOWN, Val, join
-from .summaries import Returns, call_seeds, framework, framework_seeds, is_module_class, summary
+from .kinds import ANNOTATED, FUNC, OTHER, SELF, TENSOR, UNKNOWN, Val, join
+from .summaries import Returns, call_seeds, framework, framework_seeds, host_class, is_module_class, summary
+from .uses import Uses
 from .vocabulary import annot_kind, import_val
 
 
@@ -66,7 +68,7 @@ def _params(fn, method: bool) -> dict:
 
 
 def analyse(tree: ast.Module, qualname: Resolver, hook: Optional[Hook] = None, gpu_first: bool = False,
-            default_device: str = "cpu", imports: Optional[dict] = None) -> None:
+            default_device: str = "cpu", imports: Optional[dict] = None, uses: Optional[Uses] = None) -> None:
     """Walk `tree`: module-level code, then every function, class and method,
     calling `hook` on each statement with the environment before it.
 
@@ -75,16 +77,19 @@ def analyse(tree: ast.Module, qualname: Resolver, hook: Optional[Hook] = None, g
     the values so). `default_device`: where factories without ``device=`` put
     their results ("cpu"; "unknown" when the file calls ``torch.set_default_device``).
     `imports`: :func:`module_imports` of the tree, when the caller has it.
+    `uses`: the file's tensor-only uses (:class:`.uses.Uses`): a parameter
+    they show is a tensor is one from the function's start.
     """
-    _Module(tree, qualname, hook, gpu_first, default_device, imports).run()
+    _Module(tree, qualname, hook, gpu_first, default_device, imports, uses).run()
 
 
 class _Module:
     """One walk of a module: what its functions and classes share."""
 
     def __init__(self, tree: ast.Module, qualname: Resolver, hook: Optional[Hook], gpu_first: bool,
-                 default_device: str, imports: Optional[dict] = None) -> None:
+                 default_device: str, imports: Optional[dict] = None, uses: Optional[Uses] = None) -> None:
         self.tree = tree
+        self.uses = uses
         self.qualname = qualname
         self.hook = hook
         self.gpu_first = gpu_first
@@ -96,15 +101,29 @@ class _Module:
         self.defs: dict = {}  # id(def) -> (its local names, its parameters' values, walked as a method)
         self.module_classes: set = set()  # names of this file's classes that are torch modules
         self.reported: set = set()  # ids of the module functions walked reporting
+        self.plain: dict = {}  # id(class) -> what its own methods bind to self.* (phase 1 of klass)
+        self.classes = Classes(tree, self.plain_attrs, self._class_walk)
 
     def evaluator(self, globals_env: dict, attrs: dict) -> Evaluator:
         ev = Evaluator(self.qualname, self.imports, globals_env, attrs)
         ev.gpu_first = self.gpu_first
         ev.default_device = self.default_device
         ev.summaries = self.summaries
+        ev.classes = self.classes
         return ev
 
     def run(self) -> None:
+        self._round()
+        if self.classes.seen and self.classes.changed():
+            # calls of this file's classes' methods give their instances device
+            # values: walked again, every instance and class method knowing it
+            self.classes.next_round()
+            self.summaries.done.clear()
+            self.reported.clear()
+            self.calls.clear()
+            self._round()
+
+    def _round(self) -> None:
         tree = self.tree
         # Module-level code first: its names are the globals functions see.
         mod_ev = self.evaluator({}, {})
@@ -135,7 +154,8 @@ class _Module:
                 continue
             seeds = call_seeds(fn, sites)
             if seeds:
-                self.function(fn, {}, self.hook, method=False, where=fn.name, seeds=seeds)
+                self.function(fn, {}, self.hook, method=False, where=fn.name, seeds=seeds,
+                              seeded=f"every call of {fn.name}() in this file passes a device value")
 
     def _report(self, fn) -> list:
         """The reporting walk of a module function, which gives what it returns
@@ -143,7 +163,7 @@ class _Module:
         self.reported.add(id(fn))
         returned: list = []
         self.function(fn, {}, self.hook, method=False, where=fn.name, calls=self.calls, returned=returned)
-        self.summaries.done.setdefault((id(fn),), summary(returned))
+        self.summaries.done.setdefault((id(fn),), summary(returned, self.gpu_first))
         return returned
 
     def _summary_walk(self, fn, caller: Evaluator, seeds: Optional[dict]) -> list:
@@ -160,11 +180,53 @@ class _Module:
             self.function(fn, {}, None, method=False, returned=returned, seeds=seeds)
         return returned
 
+    def _class_walk(self, fn, attrs: dict, methods: dict, seeds: Optional[dict], collect: bool):
+        """A method of a class of this file, walked for :class:`.classes.Classes`:
+        what it binds to ``self.*`` (`collect`), else the values it returns."""
+        if collect:
+            return self.function(fn, attrs, None, method=True, collect=True, seeds=seeds, methods=methods)
+        returned: list = []
+        self.function(fn, attrs, None, method=True, methods=methods, returned=returned, seeds=seeds)
+        return returned
+
+    def plain_attrs(self, cls: ast.ClassDef) -> dict:
+        """What each `self.attr` of `cls` is, from its methods' assignments (joined)."""
+        attrs = self.plain.get(id(cls))
+        if attrs is None:
+            attrs = self.plain[id(cls)] = self._attrs(cls, cls.name)
+        return attrs
+
     def klass(self, cls: ast.ClassDef, where: str) -> None:
+        self._class_body(cls, where)
         methods = [s for s in cls.body if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef))]
         by_name = {fn.name: fn for fn in methods}
-        # 1: what each `self.attr` is, from every method's assignments (joined)
+        attrs = self.plain_attrs(cls) if where == cls.name else self._attrs(cls, where)
+        if cls.name in self.classes and where == cls.name:
+            attrs = self.classes.state(cls.name, frozenset())  # (the second round: as the file's calls leave them)
+        # 2: the methods again, reporting, with the attributes known
+        contract = framework(cls, self.qualname)
+        module = is_module_class(cls, self.qualname, self.module_classes)
+        if module:
+            self.module_classes.add(cls.name)
+        host = host_class(cls)
+        for fn in methods:
+            self.function(fn, attrs, self.hook, method=True, where=f"{where}.{fn.name}", calls=self.calls,
+                          seeds=framework_seeds(contract, fn), methods=by_name, module=module,
+                          seeded="the framework hands it over on the module's device", proven=host)
+        for st in cls.body:
+            if isinstance(st, ast.ClassDef):
+                self.klass(st, f"{where}.{st.name}")
+
+    def _attrs(self, cls: ast.ClassDef, where: str) -> dict:
+        """Phase 1 of a class: what each `self.attr` is, from every method's assignments (joined)."""
+        methods = [s for s in cls.body if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef))]
         attrs: dict = {fn.name: OTHER for fn in methods}  # self.method(...) is no module call
+        body_ev = None
+        for st in cls.body:  # mode_dict = {"min": torch.lt, "max": torch.gt}: what self.mode_dict is
+            if type(st) is ast.Assign and len(st.targets) == 1 and type(st.targets[0]) is ast.Name:
+                body_ev = body_ev or self.evaluator(self.globals, {})
+                body_ev.memo.clear()
+                attrs[st.targets[0].id] = body_ev.value(st.value)
         for fn in methods:
             if not _stores_self(fn.body):
                 continue  # binds no attribute of the instance: nothing to learn
@@ -172,22 +234,34 @@ class _Module:
             for k, v in env.items():
                 if isinstance(k, tuple):
                     attrs[k[1]] = join(attrs[k[1]], v) if k[1] in attrs else v
-        # 2: the methods again, reporting, with the attributes known
-        contract = framework(cls, self.qualname)
-        module = is_module_class(cls, self.qualname, self.module_classes)
-        if module:
-            self.module_classes.add(cls.name)
-        for fn in methods:
-            self.function(fn, attrs, self.hook, method=True, where=f"{where}.{fn.name}", calls=self.calls,
-                          seeds=framework_seeds(contract, fn), methods=by_name, module=module)
-        for st in cls.body:
-            if isinstance(st, ast.ClassDef):
-                self.klass(st, f"{where}.{st.name}")
+        return attrs
+
+    def _used(self, fn, params: dict) -> dict:
+        """The parameters of `fn` that its uses show are tensors (:mod:`.uses`):
+        name -> (line, the use)."""
+        if self.uses is None:
+            return {}
+        a = fn.args
+        defaults = {p.arg for p, d in zip(a.args[len(a.args) - len(a.defaults):], a.defaults)
+                    if type(d) is ast.Constant and d.value is not None}  # x=0: a number, whatever its uses
+        open_ = [p for p, v in params.items() if v is UNKNOWN and p not in defaults]
+        return self.uses.of(fn, open_) if open_ else {}
+
+    def _class_body(self, cls: ast.ClassDef, where: str) -> None:
+        """The class body's own statements (``scale = float(t)``), run once when
+        the class is made, with the module's names: their reads are sites too."""
+        body = [s for s in cls.body if not isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))]
+        if not body or self.hook is None:
+            return
+        ev = self.evaluator(dict(self.globals), {})
+        ev.where = where
+        Walker(ev, self.hook, lambda fn, outer_ev: None).body(body)
 
     def function(self, fn, attrs: dict, hook: Optional[Hook], method: bool, collect: bool = False,
                  outer: Optional[dict] = None, where: str = "<module>", calls: Optional[dict] = None,
                  seeds: Optional[dict] = None, methods: Optional[dict] = None,
-                 returned: Optional[list] = None, module: bool = False) -> dict:
+                 returned: Optional[list] = None, module: bool = False, seeded: str = "",
+                 proven: bool = False) -> dict:
         """Walk one def; the environment after it (with `collect`: only what it
         binds to ``self.*``). `returned` collects its return values."""
         ev = self.evaluator(self.globals if outer is None else {**self.globals, **outer}, attrs)
@@ -196,14 +270,23 @@ class _Module:
         ev.methods = methods or {}
         ev.self_module = module
         ev.returned = returned
+        if proven:
+            ev.gpu_first = False  # a processor's, a dataset's method: read proven (.summaries.host_class)
         known = self.defs.get(id(fn))
         if known is None or known[2] != method:  # the same def is walked up to three times: read it once
             names = bound_names(fn.body) | {p.arg for p in fn.args.posonlyargs + fn.args.args + fn.args.kwonlyargs}
-            known = self.defs[id(fn)] = (names, _params(fn, method), method)
+            params = _params(fn, method)
+            used = self._used(fn, params)
+            known = self.defs[id(fn)] = (names, params, method, used)
         ev.local_names = known[0]
         ev.env.update(known[1])
+        if known[3]:  # parameters that the function's uses show are tensors
+            ev.env.update(dict.fromkeys(known[3], TENSOR))
+            ev.param_uses = known[3]
         if seeds:
             ev.env.update(seeds)
+            if seeded:
+                ev.seeded = dict.fromkeys(seeds, seeded)
 
         def nested(inner, outer_ev):
             if collect or hook is None:
