@@ -7,7 +7,8 @@ Copies every ``.py`` file of the torch package (or of --root) to a temporary
 folder (site-packages is never touched), then through the same code path as the
 CLI (``run_codemod``: pool, atomic writes):
 
-1. ``wrap`` every file, timed;
+1. ``wrap`` every file, timed (and, alone, its first step: the pass over the
+   whole tree that finds what TorchScript compiles, ``static/scripted.py``);
 2. compile every wrapped file;
 3. run the finder on every wrapped file: no unwrapped, unsuppressed site may
    remain except those ``wrap`` reported as not safely wrappable;
@@ -48,6 +49,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from xferaudit.config import iter_python_files, load_config  # noqa: E402
 from xferaudit.static.codemod_files import run_codemod  # noqa: E402
 from xferaudit.static.finder import decode_source, find_in_source  # noqa: E402
+from xferaudit.static.scripted import for_wrap  # noqa: E402
 
 
 def torch_dir() -> Path:
@@ -178,6 +180,9 @@ def bench_tree(src: Path, args, parts=None) -> int:
         if o.error and o.rel not in too_new_set:
             failures.append(f"wrap: {o.rel}: {o.error}")
 
+    t0 = time.perf_counter()  # wrap's first step, timed alone: what TorchScript compiles (reads every file)
+    scripted = for_wrap(files, cfg)
+    t_scripted = time.perf_counter() - t0
     sink = io.StringIO()
     t0 = time.perf_counter()
     run_codemod(files, "wrap", cfg, quiet=True, jobs=jobs, err=sink, on_outcome=on_wrap)
@@ -233,6 +238,8 @@ def bench_tree(src: Path, args, parts=None) -> int:
     total = sum(kinds.values())
     print(f"wrap:    {t_wrap:7.1f} s  {len(files) / t_wrap:6.1f} files/s  {nbytes / 1e6 / t_wrap:5.2f} MB/s"
           f"  ({len(changed)} files changed)")
+    print(f"  of which the TorchScript pass: {t_scripted:.1f} s ({sum(len(q) for q in scripted.values())} "
+          f"functions scripted, in {len(scripted)} files)")
     print(f"rewrap:  {t_again:7.1f} s  {len(files) / t_again:6.1f} files/s  (--check, nothing may change;"
           f" finder only: wrap takes {t_wrap / t_again:.1f}x this)")
     print(f"unwrap:  {t_unwrap:7.1f} s  {len(files) / t_unwrap:6.1f} files/s")

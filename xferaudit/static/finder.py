@@ -523,11 +523,13 @@ def analyse(
     relpath: Optional[str] = None,
     evidence: Optional[dict] = None,
     tree: Optional[ast.Module] = None,
+    scripted: Optional[dict] = None,
 ) -> tuple[FileResult, Optional[FileContext]]:
     """:func:`find_in_source`, plus the parsed file (None when it does not parse)
     for a caller that needs more of it than the sites (the codemod). `evidence`:
     the lines a recorded run saw crossing (:attr:`FileContext.evidence`); `tree`:
-    the text's parse, when the caller has made it."""
+    the text's parse, when the caller has made it; `scripted`: the file's
+    functions that TorchScript compiles from another file (:mod:`.scripted`)."""
     rules = rules or _default_rules()
     res = FileResult(path=path)
     colmap = None
@@ -571,7 +573,7 @@ def analyse(
     finally:
         sys.setrecursionlimit(limit)
     f.sites.sort(key=lambda s: (s.line, s.column))
-    mark_unwrappable(f.sites, text, tree, f.lines, nodes, f.resolver.qualname)
+    mark_unwrappable(f.sites, text, tree, f.lines, nodes, f.resolver.qualname, scripted)
     if "xferaudit:" in text:  # statements named by a site comment (the wrap grammar's statement form)
         from .statements import name_statements
 

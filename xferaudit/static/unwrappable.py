@@ -8,7 +8,9 @@ reason, and ``check`` says they cannot be wrapped instead of suggesting a form.
   ``@torch.jit.interface`` classes, and every function or class of the file
   that scripted code names (TorchScript compiles those too). The compiler
   cannot take the wrappers' ``*args`` and keyword-only ``site=``, so the
-  wrapped file would fail where it scripts.
+  wrapped file would fail where it scripts. ``wrap`` over a tree also leaves
+  the code that a ``torch.jit.script`` in another file of the project
+  reaches (:mod:`.scripted`).
 * A self-documenting f-string field, ``f"{x.item()=}"`` or ``{x.cpu() = }``:
   Python prints the field's own text, so wrapping it would change the output.
 * Not unwrappable, but wrapped another way: a method call whose arguments may
@@ -31,6 +33,8 @@ from ..wrapform import SITE
 
 TORCHSCRIPT = ("TorchScript compiles this code, and it cannot call a counting wrapper "
                "(scripted code runs outside Python); the guard still sees its crossings")
+TORCHSCRIPT_FROM = ("TorchScript compiles this code (`torch.jit.script` at {origin} reaches it), and it "
+                    "cannot call a counting wrapper; the guard still sees its crossings")
 SELF_DOCUMENTING = "a self-documenting f-string field `{x=}` prints its own text: wrapping would change it"
 SITE_KEYWORD = "the call passes a `site` keyword of its own, which the wrapper's `site=` would meet"
 
@@ -178,13 +182,31 @@ def _inside(spans: Iterable[Span], line: int, col: int) -> bool:
     return any((l0, c0) <= (line, col) < (l1, c1) for l0, c0, l1, c1 in spans)
 
 
+def scripted_from(function: str, scripted: dict) -> Optional[str]:
+    """Where the code of `function` (a site's qualified name, ``Net.forward.inner``)
+    is scripted from, by `scripted` (qualified name -> ``"file:line"``), or None."""
+    parts = function.split(".")
+    for i in range(len(parts), 0, -1):
+        origin = scripted.get(".".join(parts[:i]))
+        if origin is not None:
+            return origin
+    return None
+
+
 def mark(sites: list, text: str, tree: ast.Module, lines: list[str], nodes: dict,
-         qualname: Callable[[ast.AST], Optional[str]]) -> None:
+         qualname: Callable[[ast.AST], Optional[str]], scripted: Optional[dict] = None) -> None:
     """Set ``no_wrap`` on the unwrapped `sites` that no wrapped form can keep as
-    they are (`nodes`: id(site) -> (its call, its scope), for the explicit ones)."""
+    they are (`nodes`: id(site) -> (its call, its scope), for the explicit ones;
+    `scripted`: the file's functions that a ``torch.jit.script`` elsewhere in
+    the project compiles, qualified name -> where, from :mod:`.scripted`)."""
     todo = [s for s in sites if not s.wrapped and not s.no_wrap]
     if not todo:
         return
+    if scripted:
+        for s in todo:
+            origin = scripted_from(s.function, scripted)
+            if origin is not None:
+                s.no_wrap = TORCHSCRIPT_FROM.format(origin=origin)
     for s in todo:
         call = nodes.get(id(s), (None,))[0]
         if call is not None and passes_site(call):
@@ -194,7 +216,7 @@ def mark(sites: list, text: str, tree: ast.Module, lines: list[str], nodes: dict
                   n.end_lineno, n.end_col_offset) for n in scripted_defs(tree, qualname)]
         if spans:
             for s in todo:
-                if _inside(spans, s.line, s.byte_col):
+                if not s.no_wrap and _inside(spans, s.line, s.byte_col):
                     s.no_wrap = TORCHSCRIPT
     if _SELF_DOC_HINT.search(text):
         spans = self_documenting_fields(tree, lines)

@@ -130,6 +130,24 @@ def test_inductor_keeps_the_record_op():
     assert r["s"].calls == 3 and r["s"].crossings == 0 and r["c"].calls == 3
 
 
+def test_inductor_record_after_an_async_assert_equals_bare():
+    # kornia's solarize: `torch._assert_async(cond.all())` then a wrapped `.to`.
+    # Inductor's CPU backend groups kernels until an external call that has a
+    # device; a record with no tensor had none, so the assert's reduction was
+    # emitted after the record freed its buffer (UnboundLocalError: 'buf1').
+    def f(x, a):
+        torch._assert_async(((a < 0.5) & (a > -0.5)).all(), "out of range")
+        return x + xfer.to(a, x.device, site="s")
+
+    x, a = torch.rand(3, 4), torch.tensor([[0.1], [0.2], [-0.2]])
+    bare = f(x, a)
+    xfer.count(True)
+    g = torch.compile(f, fullgraph=True)
+    for _ in range(3):
+        assert torch.equal(g(x, a), bare)
+    assert rows()["s"].calls == 3
+
+
 def test_graph_around_compiled_module_and_function():
     net = torch.nn.Linear(4, 4)
     cm = xfer.graph(torch.compile(net, backend="eager"), site="mod")

@@ -204,9 +204,31 @@ def _register_effect(t: Any) -> bool:
         return False
 
 
-def _bump(site: str, key: str, direction: str, nbytes: int) -> None:
+def _bump(anchor: Any, site: str, key: str, direction: str, nbytes: int) -> None:
     if _S._on:
         record(site, key, direction, int(nbytes))
+
+
+def _anchor(out: Any, subject: Any) -> Any:
+    """The tensor the traced record is given (it reads nothing of it): an empty
+    one on the CUDA device of the call's result (else of its subject), else on
+    the host.
+
+    Why a tensor at all: an operator that takes none and returns none has no
+    device, and Inductor's scheduler flushes the kernels it is grouping only
+    before an external call that has one. Without, a CPU kernel group that
+    began before the record (``torch._assert_async(cond)``'s reduction) is
+    emitted after it, while the buffers it uses were freed at the record: the
+    generated code then fails (``UnboundLocalError: ... 'buf1'``). An empty
+    tensor, not the call's result, leaves the result's own fusion alone. On
+    CUDA, where a graph runs, so that no host node keeps it from CUDA graphs;
+    elsewhere on the host (an effectful operator has no kernel on every
+    backend: the simulated device has none).
+    """
+    t = out if isinstance(out, _Tensor) else subject if isinstance(subject, _Tensor) else None
+    if t is not None and t.device.type == "cuda":
+        return _torch.empty(0, device=t.device)
+    return _torch.empty(0)
 
 
 def _make_traced_record(t: Any) -> Any:
@@ -225,9 +247,9 @@ def _make_traced_record(t: Any) -> Any:
     lib_mod = getattr(t, "library", None)
     try:
         lib = lib_mod.Library("xferaudit", "DEF")
-        lib.define("record(str site, str kind, str direction, SymInt nbytes) -> ()")
+        lib.define("record(Tensor anchor, str site, str kind, str direction, SymInt nbytes) -> ()")
         lib.impl("record", _bump, "CompositeExplicitAutograd")
-        lib_mod.register_fake("xferaudit::record", lambda site, kind, direction, nbytes: None, lib=lib)
+        lib_mod.register_fake("xferaudit::record", lambda anchor, site, kind, direction, nbytes: None, lib=lib)
         _LIBS.append(lib)
         if _register_effect(t):
             _FEATURES["traced_record"] = "op"
@@ -437,7 +459,7 @@ def _counted(site: Optional[str], key: str, fn: Any, args: tuple, kwargs: dict,
         if _S._on:
             d, n = measure(subject, out)
             # the graph runs where no frame says which file the site is in: name it now
-            _traced_record(traced_name(site) if is_short(site) else site, key, d, n)
+            _traced_record(_anchor(out, subject), traced_name(site) if is_short(site) else site, key, d, n)
         return out
     if _S.plain:
         t0 = _ns()

@@ -193,6 +193,7 @@ def wrap_source(
     style: Optional[CodeStyle] = None,
     evidence=None,
     site_ok: Optional[Callable[[Site], bool]] = None,
+    scripted: Optional[dict] = None,
 ) -> CodemodResult:
     """Wrap every eligible unwrapped site of one file's bytes.
 
@@ -204,7 +205,9 @@ def wrap_source(
 
     `codes_ok(code) -> bool` filters sites by rule code (``--select`` and the
     config's select/ignore/per-file-ignores), `site_ok(site) -> bool` by site
-    (``check``'s fixes wrap one site at a time); suppressed sites are never wrapped
+    (``check``'s fixes wrap one site at a time); `scripted` names the file's
+    functions that a ``torch.jit.script`` in another file compiles (left, with
+    the reason: :mod:`..scripted`); suppressed sites are never wrapped
     (wrapping them would leave their suppression unused). `style` (the
     project's line length and import sorting, :func:`code_style`) decides
     where the runtime import goes and which long lines are broken. Raises
@@ -217,7 +220,7 @@ def wrap_source(
     res = CodemodResult(path=path)
     text = _decode(data, path)
     hot = evidence.hot if evidence is not None else None
-    found, ctx = analyse(text, path, rules, relpath if relpath is not None else path, hot)
+    found, ctx = analyse(text, path, rules, relpath if relpath is not None else path, hot, scripted=scripted)
     if found.error or ctx is None:
         raise CodemodError(f"cannot parse: {found.error} (line {found.error_line})")
     codes_ok = codes_ok or (lambda code: True)

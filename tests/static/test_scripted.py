@@ -1,0 +1,158 @@
+"""`wrap` over a tree leaves the code a `torch.jit.script` in another file reaches.
+
+A library's tests script its functions and modules (``torch.jit.script(
+kornia.color.rgb_to_hls)``); the code compiled lives in other files than the
+call. A wrapper there breaks the scripting call (``NotSupportedError``), and
+scripting the same module class again then fails with ``Can't redefine method:
+forward``.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from xferaudit.cli import main
+from xferaudit.static.scripted import scripted_in_project
+
+PKG = {
+    "pkg/__init__.py": "from .color import to_gray\nfrom . import nets\n",
+    "pkg/checks.py": '''\
+        import torch
+
+
+        def check(x: torch.Tensor) -> torch.Tensor:
+            return x.to("cpu")
+
+
+        def unrelated(x):
+            return x.cpu()
+    ''',
+    "pkg/color.py": '''\
+        import torch
+
+        from .checks import check
+
+
+        def to_gray(x: torch.Tensor) -> torch.Tensor:
+            w = torch.tensor([0.3, 0.6, 0.1], device=x.device)
+            return check(x) * w.sum()
+
+
+        def eager_only(x):
+            return x.cpu()
+    ''',
+    "pkg/nets.py": '''\
+        import torch
+
+        from pkg.checks import check
+
+
+        class Block(torch.nn.Module):
+            def forward(self, x: torch.Tensor) -> torch.Tensor:
+                return x.to("cpu") + 1
+
+
+        class Net(torch.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.block = Block()
+
+            def forward(self, x: torch.Tensor) -> torch.Tensor:
+                return self.part(self.block(x))
+
+            def part(self, x: torch.Tensor) -> torch.Tensor:
+                return check(x).cpu()
+
+            def not_scripted(self, x):
+                return x.cpu()
+
+            @torch.jit.ignore
+            def python_only(self, x):
+                return x.cpu()
+    ''',
+    "tests/test_pkg.py": '''\
+        import pytest
+        import torch
+
+        import pkg
+        from pkg.nets import Net
+
+
+        def test_gray():
+            op = pkg.to_gray
+            op_jit = torch.jit.script(op)
+            x = torch.ones(3)
+            assert torch.equal(op_jit(x), op(x))
+
+
+        @pytest.mark.parametrize("i", [0, 1])
+        def test_net(i):
+            # twice: a second scripting of a class whose first one failed raises
+            # "Can't redefine method: forward"
+            net = torch.jit.script(Net().eval())
+            assert torch.equal(net(torch.ones(2)), Net()(torch.ones(2)))
+
+
+        @pytest.mark.skip(reason="never runs")
+        def test_skipped():
+            torch.jit.script(pkg.color.eager_only)
+    ''',
+}
+
+
+@pytest.fixture
+def project(tmp_path):
+    (tmp_path / "pyproject.toml").write_text("[tool.xferaudit]\n", encoding="utf-8")
+    for rel, text in PKG.items():
+        p = tmp_path / rel
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_text(textwrap.dedent(text), encoding="utf-8")
+    return tmp_path
+
+
+def _files(root: Path) -> list:
+    return sorted(str(p) for p in root.rglob("*.py"))
+
+
+def test_the_pass_follows_imports_reexports_and_submodules(project):
+    found = scripted_in_project(_files(project), lambda p: str(Path(p).relative_to(project)))
+    by_file = {str(Path(p).relative_to(project)): sorted(q) for p, q in found.items()}
+    assert by_file["pkg/color.py"] == ["to_gray"]  # through `pkg.to_gray`, a re-export
+    assert by_file["pkg/checks.py"] == ["check"]  # imported by to_gray and by Net.part
+    # forward, what it calls on self, the submodule __init__ makes; not the others
+    assert by_file["pkg/nets.py"] == ["Block.forward", "Net.forward", "Net.part"]
+    assert found[str(project / "pkg/color.py")]["to_gray"] == "tests/test_pkg.py:10"
+
+
+def test_wrap_leaves_the_scripted_code_with_the_call_that_scripts_it(project, capsys):
+    code = main(["wrap", str(project / "pkg")])
+    err = capsys.readouterr().err
+    assert code == 1  # sites left
+    nets = (project / "pkg/nets.py").read_text()
+    color = (project / "pkg/color.py").read_text()
+    checks = (project / "pkg/checks.py").read_text()
+    # left: what TorchScript compiles
+    assert 'return x.to("cpu") + 1' in nets and "return check(x).cpu()" in nets
+    assert "torch.tensor([0.3, 0.6, 0.1], device=x.device)" in color
+    assert 'return x.to("cpu")\n' in checks
+    # wrapped: eager code, an ignored method, what only a skipped test scripts
+    assert 'xfer.cpu(x, site=":Net.not_scripted:x.cpu")' in nets
+    assert 'xfer.cpu(x, site=":Net.python_only:x.cpu")' in nets
+    assert 'xfer.cpu(x, site=":eager_only:x.cpu")' in color
+    assert 'xfer.cpu(x, site=":unrelated:x.cpu")' in checks
+    assert "`torch.jit.script` at tests/test_pkg.py:10 reaches it" in err
+    assert "`torch.jit.script` at tests/test_pkg.py:19 reaches it" in err
+
+
+def test_the_wrapped_package_still_scripts(project):
+    pytest.importorskip("torch")
+    assert main(["wrap", str(project / "pkg")]) == 1
+    p = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests"],
+                       cwd=project, capture_output=True, text=True, timeout=300,
+                       env={"PYTHONPATH": str(project), "PATH": "/usr/bin:/bin"})
+    assert "3 passed, 1 skipped" in p.stdout, p.stdout[-3000:]
