@@ -37,10 +37,14 @@ def memcpy_events(trace: dict) -> dict:
     return dict(out)
 
 
-#: Ops whose own work is a copy: a d2d memcpy under one of these (and no other
-#: aten op) is the copy the dispatcher saw.
-COPY_OPS = ("aten::copy_", "aten::_to_copy", "aten::to", "aten::clone", "aten::contiguous",
-            "aten::_copy_from", "aten::lift_fresh", "aten::_local_scalar_dense")
+#: The ops whose d2d copy the guard records as one (a same-device or
+#: device-to-device ``copy_`` / ``to``): a d2d memcpy under these alone is the
+#: copy the dispatcher saw at the program's line. Under any other op it is made
+#: inside that op: ``clone``/``contiguous`` (a memcpy inside an op that is no
+#: transfer), ``lift_fresh`` (the device-side clone torch.compile makes of a
+#: constant it put on the device: its upload is the guard's, its clone is not),
+#: a backward formula's own copy.
+COPY_OPS = ("aten::copy_", "aten::_to_copy", "aten::to", "aten::_copy_from")
 
 
 def d2d_inside_other_ops(trace: dict) -> list:

@@ -352,7 +352,6 @@ def _setup() -> None:
     if done is not None:
         SimulatedTensor = done[0]
         _ready = True
-        _fills_scalars()
         return
     current = torch._C._get_privateuse1_backend_name()
     if current not in ("privateuseone", NAME):
@@ -429,17 +428,8 @@ def _setup() -> None:
     fb.fallback(fallback, "PrivateUse1")
     _keep.extend((lib, fb))
     getattr(torch, NAME)._xferaudit_simulated = (cls, lib, fb)
-    _fills_scalars()
     SimulatedTensor = cls
     _ready = True
-
-
-def _fills_scalars() -> None:
-    """As CUDA does, the simulated device puts a scalar made from host data
-    (``torch.tensor(2.0, device=dev)``) in place with no copy on the wire."""
-    from .runtime.crossing import SCALAR_FILL
-
-    SCALAR_FILL.add(NAME)
 
 
 def simulated_device(index: int = 0) -> Any:

@@ -9,10 +9,6 @@ guard and the other packs' wrappers all decide direction here, so they agree.
   crossed.
 * A device type in the pack's ``no_data`` set (torch's ``meta``) holds no
   data: a copy to or from it moves nothing and is never a crossing.
-* A scalar made from host data on a device that fills it in place
-  (:data:`SCALAR_FILL`: CUDA puts ``torch.tensor(2.0, device="cuda")`` there
-  without a memcpy) is an upload of no copy: its crossing and its bytes count,
-  its copies are 0, as a profiler counts copies (:func:`upload_copies`).
 
 The torch vocabulary (host ``cpu``, no-data ``meta``) is the torch pack's
 (:mod:`xferaudit.packs.torch.devices`) and is the default here.
@@ -22,12 +18,7 @@ from __future__ import annotations
 
 from ..packs.torch.devices import HOST, NO_DATA
 
-__all__ = ["HOST", "NO_DATA", "SCALAR_FILL", "direction", "is_device", "largest", "nbytes", "upload_copies"]
-
-#: Device types on which a 0-dim tensor made from host data is filled in place,
-#: with no memcpy (the value goes up with the work that writes it). The
-#: simulated device of :mod:`xferaudit.testing` adds itself, standing for CUDA.
-SCALAR_FILL: set = {"cuda"}
+__all__ = ["HOST", "NO_DATA", "direction", "is_device", "largest", "nbytes"]
 
 
 def is_device(device_type: str, host: str = HOST, no_data: frozenset = NO_DATA) -> bool:
@@ -55,13 +46,6 @@ def direction(src_type: str, dst_type: str, same: bool = False, *, copy: bool = 
     if same and not copy:
         return "none"
     return "d2d"
-
-
-def upload_copies(device_type: str, dim: int) -> int:
-    """Copies on the wire of putting a tensor made from host data (``torch.tensor(v,
-    device=...)``) of `dim` dimensions on a `device_type` device: none for a
-    scalar where the device fills it in place, else one."""
-    return 0 if dim == 0 and device_type in SCALAR_FILL else 1
 
 
 def nbytes(numel: int, itemsize: int) -> int:

@@ -15,7 +15,7 @@ from __future__ import annotations
 from typing import Any, Optional
 
 from ..opforms import COUNT_OPS
-from .crossing import HOST, NO_DATA, upload_copies
+from .crossing import HOST, NO_DATA
 from .crossing import direction as _crossing
 
 GENERIC, SCALAR, TO_COPY, COPY, LIFT, SYNC, SYNC_BOOL_INDEX, REPEAT = range(8)
@@ -280,9 +280,8 @@ def classify(ops: Ops, func: Any, args: tuple, kwargs: dict) -> Event:
         return _empty(to_copy(ops.torch, a0, kwargs))
     if kind == COPY:
         return _empty(copy(Tensor, args))
-    if kind == LIFT:  # (a scalar the device fills in place: no copy on the wire)
-        return _empty(("up", nbytes(a0), ("torch.tensor(...) data put on {}", a0),
-                       upload_copies(a0.device.type, a0.dim()))) if dev0 else None
+    if kind == LIFT:
+        return _empty(("up", nbytes(a0), ("torch.tensor(...) data put on {}", a0))) if dev0 else None
     n = count_bytes(func)
     if kind == SYNC:
         if dev0:

@@ -51,7 +51,7 @@ from collections.abc import Mapping
 from typing import Any, Optional
 
 from ...runtime import fastpath as _fastpath
-from ...runtime.crossing import HOST, NO_DATA, largest, upload_copies
+from ...runtime.crossing import HOST, NO_DATA, largest
 from ...runtime.crossing import direction as _crossing
 from ...runtime.guard_hooks import ORIGINALS as _ORIGINALS
 from ...runtime.guard_ops import on_device as _off_host
@@ -473,16 +473,8 @@ def _counted(site: Optional[str], key: str, fn: Any, args: tuple, kwargs: dict,
     if kwargs and kwargs.get("non_blocking") and (d == "up" or d == "down"):
         record(site, key, d, n, 1, _pageable(d, subject, out), ns)
     else:
-        record(site, key, d, n, _made_copies(measure, d, out), 0, ns)
+        record(site, key, d, n, 1, 0, ns)
     return out
-
-
-def _made_copies(measure: Any, d: str, out: Any) -> int:
-    """Copies of one counted call: a scalar ``torch.tensor(v, device=...)`` the
-    device fills in place made none (:func:`~xferaudit.runtime.crossing.upload_copies`)."""
-    if measure is not _made or d != "up":
-        return 1
-    return upload_copies(out.device.type, out.dim())
 
 
 def _counted_other(site: Optional[str], key: str, fn: Any, args: tuple, kwargs: dict,
