@@ -300,3 +300,22 @@ def test_a_print_that_reads_nothing_is_no_crossing_and_generated_code_is_no_plac
     assert got == [(os.path.relpath(__file__), line, "Tensor.__repr__")], got
     assert run.result.report.unwrapped[0].copies > 0
     capsys.readouterr()
+
+
+@pytest.mark.parametrize("mode", ["full", "lite"])
+def test_a_copy_on_the_device_it_is_on_is_d2d_and_a_conversion_is_none(mode):
+    # Hugging Face's generate() copies its logits with `.to(copy=True, dtype=..., device=...)` on
+    # the device they are on: one DtoD memcpy a token on an H200 (torch 2.11); a dtype change
+    # there is a kernel that converts, no memcpy, and so is a new memory format
+    x = torch.ones(2, 256, device=DEV)
+    with xfer.counting(), xfer.guard("count", mode=mode):
+        a = x.to(copy=True, dtype=torch.float32, device=x.device)
+        b = x.to(copy=True)
+        x.to(torch.float16, copy=True)
+        x.to(copy=True, memory_format=torch.contiguous_format)
+        x.to(x.device)  # no copy at all: the tensor itself
+    line = sys._getframe().f_lineno
+    got = {(u.line - line, u.direction, u.count, u.copies, u.bytes) for u in xfer.snapshot().unwrapped}
+    xfer.count(False)
+    assert got == {(-5, "d2d", 1, 1, 2048), (-4, "d2d", 1, 1, 2048)}
+    assert a is not x and b is not x and torch.equal(a.cpu(), x.cpu())

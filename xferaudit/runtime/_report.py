@@ -43,9 +43,9 @@ __all__ = ["FORMAT", "SORTS", "Launch", "Report", "ReportError", "Row", "Unwrapp
 FORMAT = "xferaudit.report"
 VERSION = 1
 #: What a d2d row is, said under the table wherever one is shown.
-D2D = ("d2d: a same-device copy made at that line (`dst.copy_(src)` with both on the device; or one between two\n"
-       "     devices); copies made inside other ops or compiled regions are not attributed (in a fresh process\n"
-       "     most of a profiler's DtoD memcpys are those)")
+D2D = ("d2d: a same-device copy made at that line (`dst.copy_(src)` with both on the device, `x.to(copy=True)`;\n"
+       "     or one between two devices); copies made inside other ops (`clone`, `contiguous`) or compiled regions\n"
+       "     are not attributed (in a fresh process most of a profiler's DtoD memcpys are those)")
 NORMAL = (
     "normal: one upload per batch tensor per step, one download per logged scalar,\n"
     "        one launch per compiled call or graph replay; more is a copy nobody asked for"

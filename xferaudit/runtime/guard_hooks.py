@@ -92,7 +92,7 @@ def predicates(torch: Any) -> dict:
         return True
 
     def to(a: tuple, kw: dict) -> bool:
-        if "device" in kw or "other" in kw:
+        if "device" in kw or "other" in kw or kw.get("copy"):
             return True
         for x in a[1:]:
             if not isinstance(x, (dtype, bool)):

@@ -176,17 +176,31 @@ def mixed(Tensor: Any, args: tuple, kwargs: dict) -> Event:
 
 
 def to_copy(torch: Any, a0: Any, kwargs: dict) -> Event:
+    if not isinstance(a0, torch.Tensor):
+        return None
     d = kwargs.get("device")
-    if d is None or not isinstance(a0, torch.Tensor):
-        return None
-    d = torch.device(d)
     src = a0.device
-    if same_device(src, d):
-        return None
+    if d is None or same_device(src, torch.device(d)):
+        return _copy_within(torch, a0, kwargs)
+    d = torch.device(d)
     way = _crossing(src.type, d.type)
     if way == "none":
         return None
     return way, nbytes(a0), (_TO_COPY_DETAIL[way], src, d)
+
+
+def _copy_within(torch: Any, a0: Any, kwargs: dict) -> Event:
+    """``x.to(copy=True)`` on the device it is on (Hugging Face's generate() copies
+    its logits so): the data copied as it is, a device-to-device memcpy, as a
+    profiler sees it. A change of dtype, layout or memory format is a kernel
+    that converts, no copy."""
+    if not on_device(a0):
+        return None
+    dtype, fmt, layout = kwargs.get("dtype"), kwargs.get("memory_format"), kwargs.get("layout")
+    if (dtype is not None and dtype != a0.dtype) or (layout is not None and layout != a0.layout) \
+            or fmt not in (None, torch.preserve_format):
+        return None
+    return "d2d", nbytes(a0), (_COPY_DETAIL["same"], a0, a0)
 
 
 #: An event's detail, in words (values filled in when it is shown: :func:`detail_text`).
