@@ -24,8 +24,9 @@ reason, and ``check`` says they cannot be wrapped instead of suggesting a form.
 from __future__ import annotations
 
 import ast
+import bisect
 import re
-from typing import Callable, Iterable, Optional
+from typing import Callable, Iterable, Iterator, Optional
 
 from ..wrapform import SITE
 
@@ -64,6 +65,12 @@ def _class_name(node: ast.AST) -> Optional[str]:
     return node.id if isinstance(node, ast.Name) else None
 
 
+def _may_name_script(func: ast.AST) -> bool:
+    """`func` may resolve to ``torch.jit.script``: a name (an import alias), or
+    an attribute whose last part is ``script``."""
+    return type(func) is ast.Name or type(func) is ast.Attribute and func.attr == "script"
+
+
 def scripted_defs(tree: ast.Module, qualname: Callable[[ast.AST], Optional[str]]) -> list:
     """The functions of `tree` that TorchScript compiles (see the module docstring)."""
     defs: dict[str, list] = {}
@@ -83,7 +90,8 @@ def scripted_defs(tree: ast.Module, qualname: Callable[[ast.AST], Optional[str]]
             for t in node.targets:
                 if isinstance(t, ast.Name) and name:
                     made[t.id] = name
-        elif isinstance(node, ast.Call) and node.args and qualname(node.func) == "torch.jit.script":
+        elif isinstance(node, ast.Call) and node.args and _may_name_script(node.func) and \
+                qualname(node.func) == "torch.jit.script":
             name = _class_name(node.args[0])
             if name:
                 named.append(made.get(name, name) if isinstance(node.args[0], ast.Name) else name)
@@ -107,10 +115,11 @@ def scripted_defs(tree: ast.Module, qualname: Callable[[ast.AST], Optional[str]]
     return [n for n in out.values() if not isinstance(n, ast.ClassDef)]
 
 
-def self_documenting_fields(tree: ast.Module, lines: list[str]) -> list[Span]:
-    """Spans of the expressions of ``{expr=}`` f-string fields."""
+def self_documenting_fields(tree: ast.Module, lines: list[str], near: Optional[Iterable[int]] = None) -> list[Span]:
+    """Spans of the expressions of ``{expr=}`` f-string fields (with `near`,
+    only those in the statements spanning one of these lines)."""
     out = []
-    for node in ast.walk(tree):
+    for node in ast.walk(tree) if near is None else _walk_near(tree, sorted(set(near))):
         if not isinstance(node, ast.FormattedValue):
             continue
         v = node.value
@@ -122,6 +131,23 @@ def self_documenting_fields(tree: ast.Module, lines: list[str]) -> list[Span]:
         if m is not None:
             out.append((v.lineno, v.col_offset, end, v.end_col_offset))
     return out
+
+
+def _walk_near(tree: ast.Module, wanted: list[int]) -> Iterator[ast.AST]:
+    """The nodes of `tree` (as ``ast.walk``, in another order) less the
+    statements that span none of the sorted lines `wanted` (a statement holds
+    all of its expressions; a def's decorators start it)."""
+    stack: list = [tree]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, ast.stmt):
+            decos = getattr(node, "decorator_list", None)
+            lo = decos[0].lineno if decos else node.lineno
+            k = bisect.bisect_left(wanted, lo)
+            if k == len(wanted) or wanted[k] > node.end_lineno:
+                continue
+        yield node
+        stack.extend(ast.iter_child_nodes(node))
 
 
 _FREE_NODES = (ast.Name, ast.Constant, ast.Lambda)
@@ -197,7 +223,7 @@ def mark(sites: list, text: str, tree: ast.Module, lines: list[str], nodes: dict
                 if _inside(spans, s.line, s.byte_col):
                     s.no_wrap = TORCHSCRIPT
     if _SELF_DOC_HINT.search(text):
-        spans = self_documenting_fields(tree, lines)
+        spans = self_documenting_fields(tree, lines, near=[s.line for s in todo])
         if spans:
             for s in todo:
                 if _inside(spans, s.line, s.byte_col):
