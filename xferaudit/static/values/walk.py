@@ -80,7 +80,11 @@ def analyse(tree: ast.Module, qualname: Resolver, hook: Optional[Hook] = None, g
     `uses`: the file's tensor-only uses (:class:`.uses.Uses`): a parameter
     they show is a tensor is one from the function's start.
     """
-    _Module(tree, qualname, hook, gpu_first, default_device, imports, uses).run()
+    module = _Module(tree, qualname, hook, gpu_first, default_device, imports, uses)
+    try:
+        module.run()
+    finally:
+        module.close()
 
 
 class _Module:
@@ -103,6 +107,12 @@ class _Module:
         self.reported: set = set()  # ids of the module functions walked reporting
         self.plain: dict = {}  # id(class) -> what its own methods bind to self.* (phase 1 of klass)
         self.classes = Classes(tree, self.plain_attrs, self._class_walk)
+
+    def close(self) -> None:
+        """Cut the walkers' hold on this module's bound methods (a cycle): the
+        file's tree and values are then freed by their counts when the walk
+        ends, not left to the cycle collector, which would walk them all."""
+        self.summaries.walk = self.classes.walk = self.classes.plain = None
 
     def evaluator(self, globals_env: dict, attrs: dict) -> Evaluator:
         ev = Evaluator(self.qualname, self.imports, globals_env, attrs)
