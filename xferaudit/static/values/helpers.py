@@ -1,0 +1,117 @@
+"""Calls of the project's helpers that place their result on a device.
+
+A value moved to the accelerator by a helper in another module of the project
+(``batch = to_device(batch, dev)``, ``x = utils.move(x)``) is a device value
+in the file that calls it, as a helper of the same file is (:mod:`.summaries`).
+The project pass (:mod:`.project`) finds those helpers and hands each file the
+ones it may call (``placed``)::
+
+    {"module": "pkg.train", "package": False,
+     "helpers": {"pkg.utils.move": [proven, gpu_first, "pkg/utils.py:4"]}}
+
+where ``proven`` and ``gpu_first`` are what the helper returns in each reading
+(``[kind, [kind of each part of a tuple] or None]``, or None where it places
+nothing). :func:`local_helpers` reads that against the file's imports
+(``from .utils import move``, ``from . import utils``, ``import pkg.utils as U``)
+into the names the file calls them by; :func:`helper_call` answers for a call.
+"""
+
+from __future__ import annotations
+
+import ast
+from typing import Optional
+
+from .kinds import FUNC, OTHER, UNKNOWN, Val
+
+
+def _value(spec) -> Optional[Val]:
+    if not spec:
+        return None
+    kind, parts = spec[0], spec[1] if len(spec) > 1 else None
+    return Val(kind, parts=tuple(Val(p) for p in parts) if parts else None)
+
+
+def _absolute(st: ast.ImportFrom, module: str, package: bool) -> str:
+    mod = st.module or ""
+    if not st.level:
+        return mod
+    base = module.split(".") if module else []
+    if not package:
+        base = base[:-1]
+    base = base[:len(base) - st.level + 1] if st.level > 1 else base
+    return ".".join(base + ([mod] if mod else []))
+
+
+def local_helpers(tree: ast.Module, placed: Optional[dict], gpu_first: bool) -> dict:
+    """The dotted names the file calls the project's placing helpers by, bound
+    at its top level (``move``, ``utils.move``, ``pkg.utils.move``) -> (what
+    the call gives, the helper's qualified name, where it is defined)."""
+    helpers = (placed or {}).get("helpers") or {}
+    if not helpers:
+        return {}
+    module, package = placed.get("module") or "", bool(placed.get("package"))
+    out: dict = {}
+
+    def bind(local: str, target: str) -> None:
+        for q, (proven, gpu, where) in helpers.items():
+            v = _value(gpu if gpu_first else proven)
+            if v is None:
+                continue
+            if q == target:
+                out[local] = (v, q, where)
+            elif q.startswith(target + "."):
+                out[local + q[len(target):]] = (v, q, where)
+
+    for st in tree.body:
+        if type(st) is ast.Import:
+            for a in st.names:
+                bind(a.asname, a.name) if a.asname else bind(a.name.split(".", 1)[0], a.name.split(".", 1)[0])
+        elif type(st) is ast.ImportFrom:
+            base = _absolute(st, module, package)
+            for a in st.names:
+                if a.name != "*":
+                    bind(a.asname or a.name, f"{base}.{a.name}" if base else a.name)
+    return out
+
+
+def _chain(node: ast.AST) -> Optional[tuple]:
+    parts = []
+    while type(node) is ast.Attribute:
+        parts.append(node.attr)
+        node = node.value
+    if type(node) is not ast.Name:
+        return None
+    parts.append(node.id)
+    return node.id, ".".join(reversed(parts))
+
+
+#: What the module's walk binds an imported name to (a later `move = ...` is none of these).
+_IMPORTED = frozenset({"pymod", "unknown", "class", "other", "obj"})
+#: Arguments that say the helper is asked for the host (``to_device(x, "cpu")``).
+_HOST_KINDS = frozenset({"cpudev"})
+
+
+def helper_call(ev, node: ast.Call) -> Optional[tuple]:
+    """(value, helper's qualified name, "file:line") when `node` calls one of
+    the project's placing helpers through the file's imports (a name the
+    function or the module binds otherwise is not it); else None."""
+    got = _chain(node.func)
+    if got is None:
+        return None
+    head, dotted = got
+    found = ev.imported.get(dotted)
+    if found is None or head in ev.env or head in ev.local_names:
+        return None
+    g = ev.globals.get(head)  # (the module's names: its imports, or a later binding of the name)
+    if g is UNKNOWN or g is OTHER or g is FUNC or g is not None and g.kind not in _IMPORTED:
+        return None
+    for a in list(node.args) + [k.value for k in node.keywords]:
+        if type(a) is ast.Starred:
+            a = a.value
+        if type(a) is ast.Constant and type(a.value) is str and a.value.split(":", 1)[0].strip().lower() == "cpu":
+            return None  # the helper asked for the host: what it gives is not on the device
+        if type(a) is ast.Name or type(a) is ast.Call or type(a) is ast.Attribute:
+            v = ev.value(a)
+            if v.kind in _HOST_KINDS or v.device == "cpu":
+                return None
+    return found
