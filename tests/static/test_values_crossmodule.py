@@ -129,6 +129,7 @@ def test_each_import_form_and_reading(project, capsys, mode, want):
 
 def test_cold_cached_and_one_file_alone_agree(project, capsys):
     cold = _implicit(capsys, "pkg", "proven", "--no-cache")
+    assert cold == PROVEN
     assert _implicit(capsys, "pkg", "proven") == cold  # writes the cache
     assert _implicit(capsys, "pkg", "proven") == cold  # reads it
     assert _implicit(capsys, "pkg/train.py", "proven") == cold  # the project's root is walked
