@@ -53,6 +53,10 @@ def as_array(x):
 def wrapped(x):
     y = x.to("cuda")
     return make(y)
+
+
+def grid(n, device=None):
+    return torch.arange(n, device=device)
 '''
 
 TRAIN = '''\
@@ -61,7 +65,7 @@ import torch
 import pkg.utils as U
 from pkg.utils import zeros
 from . import utils
-from .utils import as_array, like, move, to_device, to_host, wrapped
+from .utils import as_array, grid, like, move, to_device, to_host, wrapped
 
 
 def step(model, x, ref):
@@ -92,10 +96,19 @@ def host(x):
         pass
     c = to_device({"a": x}, "cpu")
     print(c["a"])
+
+
+def grids(n, dev):
+    g = grid(n)  # the default device: the host
+    if g.any():
+        pass
+    k = grid(n, device=dev)
+    if k.any():
+        pass
 '''
 
 #: (line, code) of pkg/train.py's implicit findings, in each reading
-PROVEN = [(11, "XFA402"), (15, "XFA401"), (17, "XFA403"), (19, "XFA402")]
+PROVEN = [(11, "XFA402"), (15, "XFA401"), (17, "XFA403"), (19, "XFA402"), (44, "XFA402")]
 GPU_FIRST = sorted(PROVEN + [(21, "XFA402")])  # x.to(ref.device): where ref is, gpu-first the accelerator
 
 
@@ -195,8 +208,9 @@ def test_the_pass_reads_only_what_it_needs(project):
     files = [str(p) for p in sorted(Path(project).rglob("*.py"))]
     found = placed_in_project(files, lambda p: str(Path(p).relative_to(project)))
     helpers = found["helpers"]
-    assert sorted(helpers) == ["pkg.utils.like", "pkg.utils.move", "pkg.utils.on_gpu", "pkg.utils.to_device",
-                               "pkg.utils.zeros"]
+    assert sorted(helpers) == ["pkg.utils.grid", "pkg.utils.like", "pkg.utils.move", "pkg.utils.on_gpu",
+                               "pkg.utils.to_device", "pkg.utils.zeros"]
+    assert helpers["pkg.utils.grid"][3] == [["device", 1]] and helpers["pkg.utils.move"][3] == []
     assert helpers["pkg.utils.like"][0] is None and helpers["pkg.utils.like"][1] == ["devx", None]
     assert helpers["pkg.utils.move"][2] == "pkg/utils.py:8"
     assert found["files"][str(project / "pkg/train.py")] == ["pkg.train", False]

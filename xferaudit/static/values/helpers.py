@@ -7,11 +7,14 @@ The project pass (:mod:`.project`) finds those helpers and hands each file the
 ones it may call (``placed``)::
 
     {"module": "pkg.train", "package": False,
-     "helpers": {"pkg.utils.move": [proven, gpu_first, "pkg/utils.py:4"]}}
+     "helpers": {"pkg.utils.move": [proven, gpu_first, "pkg/utils.py:4", optional]}}
 
 where ``proven`` and ``gpu_first`` are what the helper returns in each reading
 (``[kind, [kind of each part of a tuple] or None]``, or None where it places
-nothing). :func:`local_helpers` reads that against the file's imports
+nothing), and ``optional`` its parameters with a default that it hands over as
+a device (``[name, position]``): a call that leaves one out
+(``make_grid(n)`` of ``def make_grid(n, device=None)``) gets the default, so
+its result is not taken for a device value. :func:`local_helpers` reads that against the file's imports
 (``from .utils import move``, ``from . import utils``, ``import pkg.utils as U``)
 into the names the file calls them by; :func:`helper_call` answers for a call.
 """
@@ -53,14 +56,14 @@ def local_helpers(tree: ast.Module, placed: Optional[dict], gpu_first: bool) -> 
     out: dict = {}
 
     def bind(local: str, target: str) -> None:
-        for q, (proven, gpu, where) in helpers.items():
+        for q, (proven, gpu, where, optional) in helpers.items():
             v = _value(gpu if gpu_first else proven)
             if v is None:
                 continue
             if q == target:
-                out[local] = (v, q, where)
+                out[local] = (v, q, where, optional)
             elif q.startswith(target + "."):
-                out[local + q[len(target):]] = (v, q, where)
+                out[local + q[len(target):]] = (v, q, where, optional)
 
     for st in tree.body:
         if type(st) is ast.Import:
@@ -92,9 +95,10 @@ _HOST_KINDS = frozenset({"cpudev"})
 
 
 def helper_call(ev, node: ast.Call) -> Optional[tuple]:
-    """(value, helper's qualified name, "file:line") when `node` calls one of
-    the project's placing helpers through the file's imports (a name the
-    function or the module binds otherwise is not it); else None."""
+    """(value, helper's qualified name, "file:line", optional) when `node`
+    calls one of the project's placing helpers through the file's imports (a
+    name the function or the module binds otherwise is not it) and passes
+    each of its optional device parameters; else None."""
     got = _chain(node.func)
     if got is None:
         return None
@@ -108,10 +112,20 @@ def helper_call(ev, node: ast.Call) -> Optional[tuple]:
     for a in list(node.args) + [k.value for k in node.keywords]:
         if type(a) is ast.Starred:
             a = a.value
+        if type(a) is ast.Constant and a.value is None:
+            return None  # to_device(x, None): the helper's default, no device
         if type(a) is ast.Constant and type(a.value) is str and a.value.split(":", 1)[0].strip().lower() == "cpu":
             return None  # the helper asked for the host: what it gives is not on the device
         if type(a) is ast.Name or type(a) is ast.Call or type(a) is ast.Attribute:
             v = ev.value(a)
             if v.kind in _HOST_KINDS or v.device == "cpu":
+                return None
+    optional = found[3]
+    if optional:
+        given = {k.arg for k in node.keywords}
+        if any(k.arg is None for k in node.keywords) or any(type(a) is ast.Starred for a in node.args):
+            return None  # (**kwargs, *args: what is passed is not shown)
+        for name, pos in optional:
+            if name not in given and not (0 <= pos < len(node.args)):
                 return None
     return found

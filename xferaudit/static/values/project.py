@@ -105,6 +105,26 @@ def _candidates(tree: ast.Module, lines: list) -> list:
     return out
 
 
+def _optional_devices(fn) -> list:
+    """[name, position] of each parameter of `fn` with a default that it hands
+    over as a device (``device=device``, ``.to(device)``): a call that does
+    not pass it gets the default (``None``: the host, for a factory)."""
+    a = fn.args
+    positional = a.posonlyargs + a.args
+    optional = {p.arg: i for i, p in enumerate(positional) if i >= len(positional) - len(a.defaults)}
+    optional.update((p.arg, -1) for p, d in zip(a.kwonlyargs, a.kw_defaults) if d is not None)
+    if not optional:
+        return []
+    used = set()
+    for n in ast.walk(fn):
+        if type(n) is ast.keyword and n.arg == "device" and type(n.value) is ast.Name:
+            used.add(n.value.id)
+        elif type(n) is ast.Call and type(n.func) is ast.Attribute and n.func.attr == "to" and n.args \
+                and type(n.args[0]) is ast.Name:
+            used.add(n.args[0].id)
+    return sorted([name, optional[name]] for name in used if name in optional)
+
+
 def _summaries(tree: ast.Module, text: str, fns: list, gpu_first: bool) -> dict:
     """name -> what each function of `fns` returns, by the value layer's walk of its module."""
     from ..finder import _default_rules
@@ -144,10 +164,13 @@ def _summaries(tree: ast.Module, text: str, fns: list, gpu_first: bool) -> dict:
 
 def placed_in_project(files: Iterable[str], relpath: Callable[[str], str] = lambda p: p,
                       gpu_first: bool = True) -> dict:
-    """``{"helpers": {"pkg.utils.move": [proven, gpu_first, "pkg/utils.py:4"]},
+    """``{"helpers": {"pkg.utils.move": [proven, gpu_first, "pkg/utils.py:4", optional]},
     "files": {absolute path: [dotted module name, is a package]}}``: the
     project's top-level functions whose return is a device value (see the
-    module's doc), and each file's module. `relpath(path)` names a file as
+    module's doc), and each file's module; `optional`: the parameters with a
+    default that it hands over as a device (``[name, position]``, -1 for a
+    keyword-only one), which a call must pass for its result to be on the
+    device. `relpath(path)` names a file as
     reports do; `gpu_first`: the project reads gpu-first (else that reading's
     summary is not made)."""
     helpers: dict = {}
@@ -184,7 +207,7 @@ def placed_in_project(files: Iterable[str], relpath: Callable[[str], str] = lamb
         for fn in fns:
             p, g = _spec(proven.get(fn.name)), _spec(gpu.get(fn.name))
             if p or g:
-                helpers[f"{modules[ap][0]}.{fn.name}"] = [p, g, f"{rel}:{fn.lineno}"]
+                helpers[f"{modules[ap][0]}.{fn.name}"] = [p, g, f"{rel}:{fn.lineno}", _optional_devices(fn)]
     return {"helpers": helpers, "files": modules}
 
 
@@ -269,8 +292,10 @@ def _checked(value) -> Optional[dict]:
             or not isinstance(value.get("files"), dict):
         return None
     for q, info in value["helpers"].items():
-        if not (isinstance(q, str) and isinstance(info, list) and len(info) == 3 and _is_spec(info[0])
-                and _is_spec(info[1]) and isinstance(info[2], str)):
+        if not (isinstance(q, str) and isinstance(info, list) and len(info) == 4 and _is_spec(info[0])
+                and _is_spec(info[1]) and isinstance(info[2], str) and isinstance(info[3], list)
+                and all(isinstance(o, list) and len(o) == 2 and isinstance(o[0], str) and isinstance(o[1], int)
+                        for o in info[3])):
             return None
     for p, mod in value["files"].items():
         if not (isinstance(p, str) and isinstance(mod, list) and len(mod) == 2 and isinstance(mod[0], str)
