@@ -214,3 +214,19 @@ def test_the_pass_reads_only_what_it_needs(project):
     assert helpers["pkg.utils.like"][0] is None and helpers["pkg.utils.like"][1] == ["devx", None]
     assert helpers["pkg.utils.move"][2] == "pkg/utils.py:8"
     assert found["files"][str(project / "pkg/train.py")] == ["pkg.train", False]
+
+
+def test_a_helper_the_package_re_exports(project, capsys):
+    (project / "pkg/__init__.py").write_text("from .utils import move as send\n", encoding="utf-8")
+    (project / "app.py").write_text(textwrap.dedent('''\
+        from pkg import send
+
+
+        def run(x):
+            x = send(x)
+            if x.sum() > 0:
+                pass
+    '''), encoding="utf-8")
+    found = [r for r in _sites(capsys, "app.py", "--implicit", "proven", "--no-cache") if r.get("implicit")]
+    assert [(r["line"], r["rule"]) for r in found] == [(6, "XFA402")]
+    assert "`pkg.send` (pkg/utils.py:8)" in found[0]["evidence"]

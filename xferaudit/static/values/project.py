@@ -53,7 +53,7 @@ from .walk import _Module, module_imports
 #: a placement on a line (the files without one, or without a return, are not parsed)
 _PLACES = re.compile(r"\.(?:to|cuda)[ \t]*\(|\bdevice[ \t]*=(?!=)")
 #: import statements, for which helpers a file may call
-_IMPORTS = re.compile(r"^[ \t]*(?:from[ \t]+([.\w]+)[ \t]+)?import[ \t]+([^\n#;]*(?:\([^)]*\))?)", re.M)
+_IMPORTS = re.compile(r"^[ \t]*(?:from[ \t]+([.\w]+)[ \t]+)?import[ \t]+(\([^)]*\)|[^\n#;]*)", re.M)
 _WORDS = re.compile(r"[A-Za-z_]\w*")
 #: what a helper may return to be kept: a value the code shows on a device
 _KEPT = frozenset({"dev", "devx", "devout", "devmod"})
@@ -176,6 +176,7 @@ def placed_in_project(files: Iterable[str], relpath: Callable[[str], str] = lamb
     helpers: dict = {}
     modules: dict = {}
     folders: dict = {}
+    inits: dict = {}  # a package's __init__: its text, for the helpers it re-exports
     for path in files:
         if not path.endswith(".py"):
             continue
@@ -186,6 +187,8 @@ def placed_in_project(files: Iterable[str], relpath: Callable[[str], str] = lamb
                 text = decode_source(f.read())
         except (OSError, SyntaxError, UnicodeDecodeError, LookupError):
             continue
+        if modules[ap][1]:
+            inits[ap] = text
         if "return" not in text:
             continue
         lines = sorted({text.count("\n", 0, m.start()) + 1 for m in _PLACES.finditer(text)})
@@ -208,7 +211,42 @@ def placed_in_project(files: Iterable[str], relpath: Callable[[str], str] = lamb
             p, g = _spec(proven.get(fn.name)), _spec(gpu.get(fn.name))
             if p or g:
                 helpers[f"{modules[ap][0]}.{fn.name}"] = [p, g, f"{rel}:{fn.lineno}", _optional_devices(fn)]
+    if helpers:
+        _reexports(helpers, inits, modules)
     return {"helpers": helpers, "files": modules}
+
+
+_NAMES = re.compile(r"(\w+)(?:\s+as\s+(\w+))?")
+
+
+def _reexports(helpers: dict, inits: dict, modules: dict) -> None:
+    """``pkg.move`` for ``pkg.utils.move`` where ``pkg/__init__.py`` has
+    ``from .utils import move`` (twice over: a re-export of a re-export)."""
+    for _ in range(2):
+        added = {}
+        names = {q.rpartition(".")[2] for q in helpers}
+        for ap, text in inits.items():
+            package = modules[ap][0]
+            for m in _IMPORTS.finditer(text):
+                source = m.group(1)
+                if not source:
+                    continue
+                level = len(source) - len(source.lstrip("."))
+                base = source[level:]
+                if level:
+                    parts = package.split(".")
+                    parts = parts[:len(parts) - level + 1] if level > 1 else parts
+                    base = ".".join(parts + ([base] if base else []))
+                for name, alias in _NAMES.findall(m.group(2)):
+                    if name not in names:
+                        continue
+                    info = helpers.get(f"{base}.{name}")
+                    local = f"{package}.{alias or name}"
+                    if info is not None and local not in helpers:
+                        added[local] = info
+        if not added:
+            return
+        helpers.update(added)
 
 
 def for_file(project: dict, path: str, text: Optional[str] = None) -> Optional[dict]:
