@@ -13,9 +13,10 @@ a helper in another module of the project is not::
 :func:`placed_in_project` finds them in one pass over the project's files,
 importing nothing:
 
-1. every file is read once; only those with a ``return`` and a placement
-   (``.to(``, ``.cuda(``, ``device=``) are parsed, and in them only the
-   top-level functions whose lines hold one are candidates;
+1. every file is read once; in those with a ``return`` and a placement
+   (``.to(``, ``.cuda(``, ``device=``), the top-level defs that hold both are
+   the candidates, found by their text, and only they, with the file's
+   top-level imports and assignments, are parsed (:func:`_reduced`);
 2. each candidate is summarised by the value layer's own walk of its module
    (the same reading of its return statements as for a call in that file:
    ``x.to(dev)``, ``x.cuda()``, a factory with ``device=``, a dict or tuple of
@@ -39,22 +40,23 @@ of it that file is handed, so a change to a helper reaches its callers'.
 from __future__ import annotations
 
 import ast
-import bisect
 import hashlib
 import json
 import os
 import re
 from typing import Callable, Iterable, Optional
 
-from ..source import decode_source, parse
+from ..source import collector_paused, decode_source, parse
 from .kinds import FUNC, OTHER
 from .walk import _Module, module_imports
 
-#: a placement on a line (the files without one, or without a return, are not parsed)
-_PLACES = re.compile(r"\.(?:to|cuda)[ \t]*\(|\bdevice[ \t]*=(?!=)")
+def _places(text: str) -> bool:
+    """`text` holds a placement (``.to(``, ``.cuda(``, ``device=``): plain
+    substring tests, which a regex with a word boundary is many times slower than."""
+    return ".to(" in text or ".cuda(" in text or "device=" in text or "device =" in text
 #: import statements, for which helpers a file may call
 _IMPORTS = re.compile(r"^[ \t]*(?:from[ \t]+([.\w]+)[ \t]+)?import[ \t]+(\([^)]*\)|[^\n#;]*)", re.M)
-_WORDS = re.compile(r"[A-Za-z_]\w*")
+_DOTTED = re.compile(r"[A-Za-z_][\w.]*")
 #: what a helper may return to be kept: a value the code shows on a device
 _KEPT = frozenset({"dev", "devx", "devout", "devmod"})
 _FUNCS = (ast.FunctionDef, ast.AsyncFunctionDef)
@@ -87,24 +89,6 @@ def _spec(v) -> Optional[list]:
     return [v.kind, [p.kind for p in v.parts] if v.parts else None]
 
 
-def _candidates(tree: ast.Module, lines: list) -> list:
-    """Top-level functions (under ``if``/``try`` too) with a placement line and a ``return <value>``."""
-    out = []
-    stack = list(tree.body)
-    while stack:
-        n = stack.pop()
-        if isinstance(n, _FUNCS):
-            i = bisect.bisect_left(lines, n.lineno)
-            if i < len(lines) and lines[i] <= (n.end_lineno or n.lineno) and any(
-                    type(r) is ast.Return and r.value is not None for r in ast.walk(n)):
-                out.append(n)
-        elif isinstance(n, (ast.If, ast.Try)):
-            stack.extend(n.body + n.orelse + getattr(n, "finalbody", []))
-            for h in getattr(n, "handlers", ()):
-                stack.extend(h.body)
-    return out
-
-
 def _optional_devices(fn) -> list:
     """[name, position] of each parameter of `fn` with a default that it hands
     over as a device (``device=device``, ``.to(device)``): a call that does
@@ -125,7 +109,38 @@ def _optional_devices(fn) -> list:
     return sorted([name, optional[name]] for name in used if name in optional)
 
 
-def _summaries(tree: ast.Module, text: str, fns: list, gpu_first: bool) -> dict:
+#: a line of code at column 0 (not a closing bracket of the line before): where a top-level statement starts
+_TOP = re.compile(r"^(?=[^\s#)\]}])", re.M)
+_KEEP_TOP = re.compile(r"(?:from|import)\b|\w+[ \t]*(?::[^=\n]*)?=(?!=)")
+_DEF = re.compile(r"(?:async[ \t]+)?def\b")
+
+
+def _reduced(text: str) -> Optional[str]:
+    """`text` with only what a helper's summary reads kept, line for line: the
+    top-level imports and assignments, and the top-level defs that return and
+    place something (``.to(``, ``.cuda(``, ``device=``); None where there is
+    no such def. Parsing this is a fraction of parsing the whole file."""
+    if "return" not in text or not _places(text):
+        return None
+    starts = [m.start() for m in _TOP.finditer(text)]
+    starts.append(len(text))
+    out = []
+    found = False
+    if starts[0] > 0:
+        out.append("\n" * text.count("\n", 0, starts[0]))
+    for s, e in zip(starts, starts[1:]):
+        keep = False
+        if _DEF.match(text, s):
+            chunk = text[s:e]
+            keep = "return" in chunk and _places(chunk)
+            found = found or keep
+        elif _KEEP_TOP.match(text, s):
+            keep = True
+        out.append(text[s:e] if keep else "\n" * text.count("\n", s, e))
+    return "".join(out) if found else None
+
+
+def _summaries(tree: ast.Module, text: str, fns: list, gpu_first: bool, default_device: bool = False) -> dict:
     """name -> what each function of `fns` returns, by the value layer's walk of its module."""
     from ..finder import _default_rules
     from ..resolver import Resolver
@@ -134,7 +149,7 @@ def _summaries(tree: ast.Module, text: str, fns: list, gpu_first: bool) -> dict:
     r.bind(hits=lambda node: False)
     qualname = r.qualname
     imports = module_imports(tree, qualname)
-    default = "unknown" if "set_default_device" in text else "cpu"
+    default = "unknown" if default_device else "cpu"
     uses = None
     if gpu_first:
         from .uses import Uses
@@ -177,43 +192,53 @@ def placed_in_project(files: Iterable[str], relpath: Callable[[str], str] = lamb
     modules: dict = {}
     folders: dict = {}
     inits: dict = {}  # a package's __init__: its text, for the helpers it re-exports
-    for path in files:
-        if not path.endswith(".py"):
-            continue
-        ap = os.path.abspath(path)
-        modules[ap] = list(module_of(ap, folders))
-        try:
-            with open(path, "rb") as f:
-                text = decode_source(f.read())
-        except (OSError, SyntaxError, UnicodeDecodeError, LookupError):
-            continue
-        if modules[ap][1]:
-            inits[ap] = text
-        if "return" not in text:
-            continue
-        lines = sorted({text.count("\n", 0, m.start()) + 1 for m in _PLACES.finditer(text)})
-        if not lines:
-            continue
-        try:
-            tree = parse(text, ap)
-        except (SyntaxError, ValueError, RecursionError, MemoryError):
-            continue
-        fns = _candidates(tree, lines)
-        if not fns:
-            continue
-        try:
-            proven = _summaries(tree, text, fns, False)
-            gpu = _summaries(tree, text, fns, True) if gpu_first else {}
-        except RecursionError:
-            continue
-        rel = relpath(path)
-        for fn in fns:
-            p, g = _spec(proven.get(fn.name)), _spec(gpu.get(fn.name))
-            if p or g:
-                helpers[f"{modules[ap][0]}.{fn.name}"] = [p, g, f"{rel}:{fn.lineno}", _optional_devices(fn)]
+    with collector_paused():  # (the trees are freed by their counts: see .scan.analyze)
+        for path in files:
+            _one(path, relpath, gpu_first, helpers, modules, folders, inits)
     if helpers:
         _reexports(helpers, inits, modules)
     return {"helpers": helpers, "files": modules}
+
+
+def _one(path: str, relpath: Callable[[str], str], gpu_first: bool, helpers: dict, modules: dict, folders: dict,
+         inits: dict) -> None:
+    """One file of :func:`placed_in_project`: its module, and its helpers."""
+    if not path.endswith(".py"):
+        return
+    ap = os.path.abspath(path)
+    modules[ap] = list(module_of(ap, folders))
+    try:
+        with open(path, "rb") as f:
+            text = decode_source(f.read())
+    except (OSError, SyntaxError, UnicodeDecodeError, LookupError):
+        return
+    if modules[ap][1]:
+        inits[ap] = text
+    reduced = _reduced(text)
+    if reduced is None:
+        return
+    try:
+        tree = parse(reduced, ap)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return  # (a top-level line of a multi-line string cut a def: left out)
+    fns = [n for n in tree.body if isinstance(n, _FUNCS)
+           and any(type(r) is ast.Return and r.value is not None for r in ast.walk(n))]
+    if not fns:
+        return
+    default = "set_default_device" in text
+    try:
+        proven = _summaries(tree, reduced, fns, False, default)
+        # (what the proven reading places, the gpu-first one places too: walked once)
+        gpu = _summaries(tree, reduced, [fn for fn in fns if _spec(proven.get(fn.name)) is None], True,
+                         default) if gpu_first else {}
+    except RecursionError:
+        return
+    rel = relpath(path)
+    for fn in fns:
+        p = _spec(proven.get(fn.name))
+        g = p if p is not None and gpu_first else _spec(gpu.get(fn.name))
+        if p or g:
+            helpers[f"{modules[ap][0]}.{fn.name}"] = [p, g, f"{rel}:{fn.lineno}", _optional_devices(fn)]
 
 
 _NAMES = re.compile(r"(\w+)(?:\s+as\s+(\w+))?")
@@ -227,16 +252,10 @@ def _reexports(helpers: dict, inits: dict, modules: dict) -> None:
         names = {q.rpartition(".")[2] for q in helpers}
         for ap, text in inits.items():
             package = modules[ap][0]
-            for m in _IMPORTS.finditer(text):
-                source = m.group(1)
-                if not source:
+            for m in _import_lines(text):
+                if not m.group(1):
                     continue
-                level = len(source) - len(source.lstrip("."))
-                base = source[level:]
-                if level:
-                    parts = package.split(".")
-                    parts = parts[:len(parts) - level + 1] if level > 1 else parts
-                    base = ".".join(parts + ([base] if base else []))
+                base = _absolute(m.group(1), package, True)
                 for name, alias in _NAMES.findall(m.group(2)):
                     if name not in names:
                         continue
@@ -249,10 +268,36 @@ def _reexports(helpers: dict, inits: dict, modules: dict) -> None:
         helpers.update(added)
 
 
+def _import_lines(text: str):
+    """The matches of :data:`_IMPORTS` in `text`, found from the word ``import``
+    (a search for the word is many times faster than one for a line start)."""
+    i = text.find("import")
+    while i != -1:
+        m = _IMPORTS.match(text, text.rfind("\n", 0, i) + 1)
+        if m is not None and m.end() > i:
+            yield m
+            i = text.find("import", m.end())
+        else:
+            i = text.find("import", i + 6)
+
+
+def _absolute(source: str, module: str, package: bool) -> str:
+    """The module ``from <source> import ...`` names, in the file of `module`."""
+    level = len(source) - len(source.lstrip("."))
+    if not level:
+        return source
+    parts = module.split(".") if module else []
+    if not package:
+        parts = parts[:-1]
+    parts = parts[:len(parts) - level + 1] if level > 1 else parts
+    rest = source[level:]
+    return ".".join(parts + ([rest] if rest else []))
+
+
 def for_file(project: dict, path: str, text: Optional[str] = None) -> Optional[dict]:
     """What the value layer of the file `path` is handed (:mod:`.helpers`): its
-    module, and the helpers of other modules its import lines name (by the
-    helper's name or its module's); None where there are none."""
+    module, and the helpers of other modules that its imports name (the
+    helper, or its module); None where there are none."""
     helpers = project.get("helpers") or {}
     ap = os.path.abspath(path)
     mod = (project.get("files") or {}).get(ap)
@@ -264,21 +309,22 @@ def for_file(project: dict, path: str, text: Optional[str] = None) -> Optional[d
                 text = decode_source(f.read())
         except (OSError, SyntaxError, UnicodeDecodeError, LookupError):
             return None
-    named: set = set()
-    for m in _IMPORTS.finditer(text):
-        named.update(_WORDS.findall(m.group(1) or ""))
-        named.update(_WORDS.findall(m.group(2)))
-    if not named:
-        return None
-    own = mod[0]
+    own, package = mod
+    targets: set = set()
+    for m in _import_lines(text):
+        if m.group(1):
+            base = _absolute(m.group(1), own, package)
+            targets.update(f"{base}.{name}" if base else name for name, _ in _NAMES.findall(m.group(2)))
+        else:
+            targets.update(_DOTTED.findall(m.group(2)))
     mine = {}
     for q, info in helpers.items():
-        module, _, name = q.rpartition(".")
-        if module != own and (name in named or module.rpartition(".")[2] in named):
+        module = q.rpartition(".")[0]
+        if module != own and (q in targets or module in targets):
             mine[q] = info
     if not mine:
         return None
-    return {"module": own, "package": mod[1], "helpers": mine}
+    return {"module": own, "package": package, "helpers": mine}
 
 
 def digest_of(placed: Optional[dict]) -> bytes:
