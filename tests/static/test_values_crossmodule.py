@@ -102,8 +102,14 @@ def grids(n, dev):
     g = grid(n)  # the default device: the host
     if g.any():
         pass
-    k = grid(n, device=dev)
+    k = grid(n, device="cuda")
     if k.any():
+        pass
+    d = grid(n, device=dev)  # a device the file does not show: the caller's default may be the host
+    if d.any():
+        pass
+    e = like(n, dev)  # a helper that places where its inputs are, given none on the device
+    if e.all():
         pass
 '''
 

@@ -24,7 +24,7 @@ from __future__ import annotations
 import ast
 from typing import Optional
 
-from .kinds import FUNC, OTHER, UNKNOWN, Val
+from .kinds import FUNC, ON_DEVICE as _ON_DEVICE, OTHER, UNKNOWN, Val
 
 
 def _value(spec) -> Optional[Val]:
@@ -48,7 +48,10 @@ def _absolute(st: ast.ImportFrom, module: str, package: bool) -> str:
 def local_helpers(tree: ast.Module, placed: Optional[dict], gpu_first: bool) -> dict:
     """The dotted names the file calls the project's placing helpers by, bound
     at its top level (``move``, ``utils.move``, ``pkg.utils.move``) -> (what
-    the call gives, the helper's qualified name, where it is defined)."""
+    the call gives, the helper's qualified name, where it is defined, its
+    optional device parameters, whether it places by its inputs alone: a
+    helper only the gpu-first reading places, ``torch.zeros(n,
+    device=x.device)``, gives a device value only where the call passes one)."""
     helpers = (placed or {}).get("helpers") or {}
     if not helpers:
         return {}
@@ -60,10 +63,11 @@ def local_helpers(tree: ast.Module, placed: Optional[dict], gpu_first: bool) -> 
             v = _value(gpu if gpu_first else proven)
             if v is None:
                 continue
+            entry = (v, q, where, optional, proven is None)
             if q == target:
-                out[local] = (v, q, where, optional)
+                out[local] = entry
             elif q.startswith(target + "."):
-                out[local + q[len(target):]] = (v, q, where, optional)
+                out[local + q[len(target):]] = entry
 
     for st in tree.body:
         if type(st) is ast.Import:
@@ -95,10 +99,11 @@ _HOST_KINDS = frozenset({"cpudev"})
 
 
 def helper_call(ev, node: ast.Call) -> Optional[tuple]:
-    """(value, helper's qualified name, "file:line", optional) when `node`
-    calls one of the project's placing helpers through the file's imports (a
-    name the function or the module binds otherwise is not it) and passes
-    each of its optional device parameters; else None."""
+    """(value, helper's qualified name, "file:line", ...) when `node` calls
+    one of the project's placing helpers through the file's imports (a name
+    the function or the module binds otherwise is not it), passes each of its
+    optional device parameters a device the file shows, and, for a helper that
+    places by its inputs, a value on the device; else None."""
     got = _chain(node.func)
     if got is None:
         return None
@@ -122,10 +127,39 @@ def helper_call(ev, node: ast.Call) -> Optional[tuple]:
                 return None
     optional = found[3]
     if optional:
-        given = {k.arg for k in node.keywords}
-        if any(k.arg is None for k in node.keywords) or any(type(a) is ast.Starred for a in node.args):
+        given = {k.arg: k.value for k in node.keywords}
+        if None in given or any(type(a) is ast.Starred for a in node.args):
             return None  # (**kwargs, *args: what is passed is not shown)
         for name, pos in optional:
-            if name not in given and not (0 <= pos < len(node.args)):
-                return None
+            a = given.get(name, node.args[pos] if 0 <= pos < len(node.args) else None)
+            if a is None or not _a_device(ev, a):
+                return None  # (random_boxes(n, device=device), device="cpu" by default in the caller)
+    if found[4] and not _inputs_placed(ev, node):
+        return None
     return found
+
+
+_ACCELERATORS = ("cuda", "mps", "xpu", "hpu", "npu", "mtia", "privateuseone", "xla")
+
+
+def _a_device(ev, a: ast.AST) -> bool:
+    """`a` is a device the file shows: ``"cuda"``, ``0``, a name bound to
+    ``torch.device("cuda")``, ``x.device`` of a device value."""
+    if type(a) is ast.Constant:
+        v = a.value
+        return type(v) is int or type(v) is str and v.split(":", 1)[0].strip().lower() in _ACCELERATORS
+    if ev.value(a).device == "dev":
+        return True
+    if type(a) is ast.Attribute and a.attr == "device":
+        return ev.value(a.value).kind in _ON_DEVICE
+    return False
+
+
+def _inputs_placed(ev, node: ast.Call) -> bool:
+    """An argument of the call is a device value (in the gpu-first reading, a
+    tensor the file does not place counts)."""
+    for a in list(node.args) + [k.value for k in node.keywords]:
+        k = ev.value(a.value if type(a) is ast.Starred else a).kind
+        if k in _ON_DEVICE or ev.gpu_first and k in ("tensor", "tensors"):
+            return True
+    return False
