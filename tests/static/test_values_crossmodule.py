@@ -98,14 +98,14 @@ def host(x):
     print(c["a"])
 
 
-def grids(n, dev):
+def grids(n, dev="cpu"):
     g = grid(n)  # the default device: the host
     if g.any():
         pass
     k = grid(n, device="cuda")
     if k.any():
         pass
-    d = grid(n, device=dev)  # a device the file does not show: the caller's default may be the host
+    d = grid(n, device=dev)  # the caller's own default: the host
     if d.any():
         pass
     e = like(n, dev)  # a helper that places where its inputs are, given none on the device

@@ -53,6 +53,7 @@ class Evaluator:
         self.seeded: dict = {}  # parameter -> why the walk starts with it placed (callers, a framework)
         #: the names the file calls the project's placing helpers by (.helpers.local_helpers)
         self.imported: dict = {}
+        self.function = None  # the def walked (None at module level)
 
     # qualified names, through imports done in the function too
     def qual(self, node: ast.AST) -> Optional[str]:

@@ -143,16 +143,27 @@ _ACCELERATORS = ("cuda", "mps", "xpu", "hpu", "npu", "mtia", "privateuseone", "x
 
 
 def _a_device(ev, a: ast.AST) -> bool:
-    """`a` is a device the file shows: ``"cuda"``, ``0``, a name bound to
-    ``torch.device("cuda")``, ``x.device`` of a device value."""
+    """`a` may be handed over as an accelerator: not a literal host or None,
+    nor a parameter of the function that has a default of its own (the
+    caller's default is then the helper's: ``def make(n, device="cpu"):
+    return grid(n, device=device)``)."""
     if type(a) is ast.Constant:
         v = a.value
         return type(v) is int or type(v) is str and v.split(":", 1)[0].strip().lower() in _ACCELERATORS
     if ev.value(a).device == "dev":
         return True
-    if type(a) is ast.Attribute and a.attr == "device":
-        return ev.value(a.value).kind in _ON_DEVICE
-    return False
+    if type(a) is ast.Name and a.id not in ev.env or ev.function is None:
+        return True  # (a global, or at module level)
+    return not (type(a) is ast.Name and a.id in _defaulted(ev.function))
+
+
+def _defaulted(fn) -> frozenset:
+    """The parameters of `fn` with a default."""
+    args = fn.args
+    positional = args.posonlyargs + args.args
+    out = {p.arg for p in positional[len(positional) - len(args.defaults):]} if args.defaults else set()
+    out.update(p.arg for p, d in zip(args.kwonlyargs, args.kw_defaults) if d is not None)
+    return frozenset(out)
 
 
 def _inputs_placed(ev, node: ast.Call) -> bool:

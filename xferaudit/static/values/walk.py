@@ -294,6 +294,7 @@ class _Module:
             used = self._used(fn, params)
             known = self.defs[id(fn)] = (names, params, method, used)
         ev.local_names = known[0]
+        ev.function = fn
         ev.env.update(known[1])
         if known[3]:  # parameters that the function's uses show are tensors
             ev.env.update(dict.fromkeys(known[3], TENSOR))
