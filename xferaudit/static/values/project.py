@@ -115,6 +115,29 @@ _KEEP_TOP = re.compile(r"(?:from|import)\b|\w+[ \t]*(?::[^=\n]*)?=(?!=)")
 _DEF = re.compile(r"(?:async[ \t]+)?def\b")
 
 
+_RETURN = re.compile(r"^[ \t]+return[ \t]+([^\n]*)", re.M)
+_WORD = re.compile(r"[A-Za-z_]\w*")
+_OPEN = str.maketrans("", "", "([{")
+
+
+def _returns_placed(chunk: str) -> bool:
+    """A return of the def `chunk` may give what it places, by its text: the
+    returned expression holds a placement, or names what a line with one
+    starts with (``x = x.to(dev)``, ``model.cuda()``), or runs over lines."""
+    placed = {m.group() for line in chunk.split("\n") if _places(line)
+              for m in [_WORD.search(line)] if m is not None}
+    for r in _RETURN.finditer(chunk):
+        expr = r.group(1).split("#", 1)[0].rstrip()
+        if _places(expr) or expr.endswith(("(", "[", "{", "\\", ",")):
+            return True
+        if len(expr) != len(expr.translate(_OPEN)) and expr.count("(") + expr.count("[") + expr.count("{") \
+                > expr.count(")") + expr.count("]") + expr.count("}"):
+            return True  # (a return over several lines)
+        if any(w in placed for w in _WORD.findall(expr)):
+            return True
+    return False
+
+
 def _reduced(text: str) -> Optional[str]:
     """`text` with only what a helper's summary reads kept, line for line: the
     top-level imports and assignments, and the top-level defs that return and
@@ -132,49 +155,61 @@ def _reduced(text: str) -> Optional[str]:
         keep = False
         if _DEF.match(text, s):
             chunk = text[s:e]
-            keep = "return" in chunk and _places(chunk)
+            keep = "return" in chunk and _places(chunk) and _returns_placed(chunk)
             found = found or keep
         elif _KEEP_TOP.match(text, s):
-            keep = True
+            keep = text.count("\n", s, e) <= 3  # (a name bound to a device; not a table)
         out.append(text[s:e] if keep else "\n" * text.count("\n", s, e))
     return "".join(out) if found else None
 
 
-def _summaries(tree: ast.Module, text: str, fns: list, gpu_first: bool, default_device: bool = False) -> dict:
-    """name -> what each function of `fns` returns, by the value layer's walk of its module."""
+def _summaries(tree: ast.Module, text: str, fns: list, gpu_first: bool, default_device: bool = False) -> tuple:
+    """(proven, gpu-first): name -> what each function of `fns` returns, by the
+    value layer's walk of its module in each reading (the gpu-first one only
+    where `gpu_first`, and only for what the proven one does not place: what
+    it places, the gpu-first reading places too). The module's names are read once."""
     from ..finder import _default_rules
     from ..resolver import Resolver
+    from .flow import Walker
 
     r = Resolver(tree, _default_rules())
     r.bind(hits=lambda node: False)
     qualname = r.qualname
     imports = module_imports(tree, qualname)
     default = "unknown" if default_device else "cpu"
-    uses = None
-    if gpu_first:
-        from .uses import Uses
+    known: list = []  # the module's names and functions, from the first walk
 
-        uses = Uses(text, imports)
-    m = _Module(tree, qualname, None, gpu_first, default, imports, uses)
-    out: dict = {}
-    try:
-        from .flow import Walker
+    def walk(reading: bool, wanted: list) -> dict:
+        uses = None
+        if reading:
+            from .uses import Uses
 
-        ev = m.evaluator({}, {})
-        defs: list = []
-        Walker(ev, None, lambda fn, outer: defs.append(fn)).body(
-            [s for s in tree.body if not isinstance(s, ast.ClassDef)])
-        g = m.globals = {k: v for k, v in ev.env.items() if isinstance(k, str)}
-        for fn in defs:
-            if g.get(fn.name) is OTHER:
-                g[fn.name] = FUNC
-        m.summaries.functions = {fn.name: fn for fn in defs if g.get(fn.name) is FUNC}
-        for fn in fns:
-            if m.summaries.functions.get(fn.name) is fn:
-                out[fn.name] = m.summaries.of("", fn.name, ev)
-    finally:
-        m.close()
-    return out
+            uses = Uses(text, imports)
+        m = _Module(tree, qualname, None, reading, default, imports, uses)
+        out: dict = {}
+        try:
+            ev = m.evaluator({}, {})
+            if not known:
+                defs: list = []
+                Walker(ev, None, lambda fn, outer: defs.append(fn)).body(
+                    [s for s in tree.body if not isinstance(s, ast.ClassDef)])
+                g = {k: v for k, v in ev.env.items() if isinstance(k, str)}
+                for fn in defs:
+                    if g.get(fn.name) is OTHER:
+                        g[fn.name] = FUNC
+                known.extend([g, {fn.name: fn for fn in defs if g.get(fn.name) is FUNC}])
+            m.globals = ev.globals = known[0]
+            m.summaries.functions = known[1]
+            for fn in wanted:
+                if known[1].get(fn.name) is fn:
+                    out[fn.name] = m.summaries.of("", fn.name, ev)
+        finally:
+            m.close()
+        return out
+
+    proven = walk(False, fns)
+    gpu = walk(True, [fn for fn in fns if _spec(proven.get(fn.name)) is None]) if gpu_first else {}
+    return proven, gpu
 
 
 def placed_in_project(files: Iterable[str], relpath: Callable[[str], str] = lambda p: p,
@@ -227,10 +262,7 @@ def _one(path: str, relpath: Callable[[str], str], gpu_first: bool, helpers: dic
         return
     default = "set_default_device" in text
     try:
-        proven = _summaries(tree, reduced, fns, False, default)
-        # (what the proven reading places, the gpu-first one places too: walked once)
-        gpu = _summaries(tree, reduced, [fn for fn in fns if _spec(proven.get(fn.name)) is None], True,
-                         default) if gpu_first else {}
+        proven, gpu = _summaries(tree, reduced, fns, gpu_first, default)
     except RecursionError:
         return
     rel = relpath(path)
