@@ -117,7 +117,7 @@ def _rewrite(data: bytes, path: str, rel: str, codes_ok, job: Optional[dict] = N
 
         res = wrap_source(data, path, job["table"], rel, codes_ok, job["style"], fe,
                           scripted=job["scripted"].get(os.path.abspath(path)),
-                          placed=for_file(job.get("placed") or {}, path, data.decode("latin-1")))
+                          placed=for_file(job.get("placed") or {}, path))
         if renamed is not None and res.new is None:
             res.new = data
     else:

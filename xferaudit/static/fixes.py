@@ -439,7 +439,7 @@ def attach(diags: list["Diagnostic"], scan, cfg: "Config", rules: "RuleTable",
 
     placed = getattr(scan, "placed", None) or {}
     items = [(data, res.path, rel, res.sites, any(d.code == "XFA302" for d in found),
-              scripted.get(os.path.abspath(res.path)), for_file(placed, res.path, data.decode("latin-1")))
+              scripted.get(os.path.abspath(res.path)), for_file(placed, res.path))
              for res, rel, found, data in todo]
     by_id = {r.id: r for r in rules.rules}
     for (res, rel, found, _), edits in zip(todo, _file_edits_all(items, cfg, rules, jobs, stop)):

@@ -224,11 +224,11 @@ def scan(
         cache = Cache.open(cache_dir or cfg.cache_path(), cfg)
     if files:
         from .scripted import for_check
+        from .values.project import digest_of, for_file, start
 
+        placed = start(files, cfg, cache)  # (a large project's: beside the TorchScript pass)
         out.scripted = for_check(files, cfg, cache)
-        from .values.project import digest_of, for_check as placed_for_check, for_file
-
-        out.placed = placed_for_check(files, cfg, cache)
+        out.placed = placed()
     todo: list[tuple[int, tuple]] = []  # (index in results, (data, display, relpath, evidence, scripted, placed))
     digests: dict[int, str] = {}
     for f in files:
@@ -248,7 +248,7 @@ def scan(
             continue
         entries = evidence.for_file(ap) if evidence else ()
         scripted = out.scripted.get(ap)
-        placed = for_file(out.placed, ap, data.decode("latin-1"))
+        placed = for_file(out.placed, ap)
         if entries:  # (findings on run evidence are never cached)
             todo.append((i, (data, display, rel, tuple(entries), scripted, placed)))
             out.results.append(None)  # type: ignore[arg-type]
@@ -317,7 +317,7 @@ def scan_source(data: "bytes | str", filename: str, cfg: Config, rules: Optional
     scripted = out.scripted.get(ap)
     from .values.project import for_file
 
-    placed = for_file(out.placed, ap, data if isinstance(data, str) else data.decode("latin-1"))
+    placed = for_file(out.placed, ap)
     if isinstance(data, str) and not is_notebook(filename) and not entries:
         # already text: no decoding
         out.results.append(find_in_source(data, display, rules, rel, scripted=scripted, placed=placed))
