@@ -14,7 +14,7 @@ mkdir -p "$out"
 export PYTHONUNBUFFERED=1 XLA_PYTHON_CLIENT_PREALLOCATE=false
 export PYTHONPATH=${PYTHONPATH:+$PYTHONPATH:}$PWD
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
-# The counted path in C (xferaudit/runtime/_fastcount.c): built in place, as an
+# The counted path in C (xferaudit/runtime/counted/_fastcount.c): built in place, as an
 # editable install builds it; where it cannot be built the Python wrappers run.
 python3 setup.py -q build_ext --inplace > "$out/build_ext.txt" 2>&1 || echo "(the C counted path was not built: see $out/build_ext.txt)"
 { nvidia-smi -L; python3 -c "import torch, sys; print('torch', torch.__version__, 'python', sys.version.split()[0])"

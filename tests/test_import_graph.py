@@ -17,7 +17,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 def _modules() -> dict[str, tuple[Path, bool]]:
     """module name -> (file, is a package's __init__); a C extension's source
-    (``xferaudit/runtime/_fastcount.c``) is a module that imports none of ours."""
+    (``xferaudit/runtime/counted/_fastcount.c``) is a module that imports none of ours."""
     out: dict[str, tuple[Path, bool]] = {}
     for path in sorted((ROOT / "xferaudit").rglob("*.c")):
         out[".".join(path.relative_to(ROOT).with_suffix("").parts)] = (path, False)

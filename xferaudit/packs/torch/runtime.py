@@ -18,7 +18,7 @@ twice) and opens the ranges (``recorder.timed_call``).
 simulated device (and on CUDA where there is one).
 
 Direction is what actually happened, from the devices of input and output,
-decided by :mod:`xferaudit.runtime.crossing`: ``up`` host -> device, ``down``
+decided by :mod:`xferaudit.runtime.counted.crossing`: ``up`` host -> device, ``down``
 device -> host, ``d2d`` device -> device, ``none`` when nothing crossed
 (``.item()`` on a host tensor, ``.to(d)`` to where it already is, anything to
 or from ``meta``, which holds no data). Bytes are exact: itemsize * numel of
@@ -50,14 +50,14 @@ from types import FunctionType, ModuleType
 from collections.abc import Mapping
 from typing import Any, Optional
 
-from ...runtime import fastpath as _fastpath
-from ...runtime.crossing import HOST, NO_DATA, largest
-from ...runtime.crossing import direction as _crossing
-from ...runtime.guard_hooks import ORIGINALS as _ORIGINALS
-from ...runtime.guard_ops import on_device as _off_host
-from ...runtime.recorder import STATE as _S
-from ...runtime.recorder import new_lock_after_fork, record, timed_call
-from ...runtime.sitenames import is_short, traced_name
+from ...runtime.counted import fastpath as _fastpath
+from ...runtime.counted.crossing import HOST, NO_DATA, largest
+from ...runtime.counted.crossing import direction as _crossing
+from ...runtime.guarding.guard_hooks import ORIGINALS as _ORIGINALS
+from ...runtime.guarding.guard_ops import on_device as _off_host
+from ...runtime.counted.recorder import STATE as _S
+from ...runtime.counted.recorder import new_lock_after_fork, record, timed_call
+from ...runtime.counted.sitenames import is_short, traced_name
 from .graphs import cuda_graph_nodes, graph, replay
 
 __all__ = [
