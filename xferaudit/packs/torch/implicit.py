@@ -51,6 +51,7 @@ from ...runtime.guarding.guard_hooks import ORIGINALS as _ORIGINALS
 from ...runtime.counted.recorder import STATE as _S
 from ...runtime.counted.recorder import call_marked, record, timed_call
 from ...runtime.counted.sitenames import named
+from . import functions as _functions
 from . import runtime as _w
 
 _ns = _w._ns
@@ -256,7 +257,7 @@ def save(fn: Any, obj: Any, /, *args: Any, site: Optional[str] = None, **kwargs:
         return fn(obj, *args, **kwargs)
     out, ns = timed_call(site, fn, (obj,) + args, kwargs)
     if _S._on:
-        n, copies = _w._storages_off_host(obj) if _w._Tensor is not None else (0, 0)
+        n, copies = _functions._storages_off_host(obj) if _w._Tensor is not None else (0, 0)
         record(site, "save", "down" if n else "none", n, max(copies, 1), 0, ns)
     return out
 
