@@ -66,7 +66,7 @@ def pytest_configure(config: Any) -> None:
     config.addinivalue_line(
         "markers",
         "xfer_guard(level=None, *, up=None, down=None, d2d=None): run the test under "
-        "xferaudit.runtime.guarding.guard(...), which flags transfers no wrapper names",
+        "xferaudit.runtime.guard(...), which flags transfers no wrapper names",
     )
     levels = config.getoption("xferaudit_guard", None)
     if levels is not None:
