@@ -35,7 +35,7 @@ sys.path.insert(0, str(HERE.parent))
 import numpy as np  # noqa: E402
 
 import xferaudit.runtime as xfer  # noqa: E402
-from xferaudit.runtime import recorder  # noqa: E402
+from xferaudit.runtime.counted import recorder  # noqa: E402
 
 
 def per_call(fn, n):

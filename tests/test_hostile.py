@@ -293,7 +293,7 @@ def test_bad_baseline_counts_exit_2(proj, capsys, count, field):
     ('{"budget": %s}' % NESTED, "nested"),
 ])
 def test_bad_budget_files_raise_budget_error(tmp_path, text, field):
-    from xferaudit.runtime.budget import BudgetError, load_budget
+    from xferaudit.runtime.runs.budget import BudgetError, load_budget
 
     f = tmp_path / "b.json"
     f.write_text(text)

@@ -17,7 +17,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 def _modules() -> dict[str, tuple[Path, bool]]:
     """module name -> (file, is a package's __init__); a C extension's source
-    (``xferaudit/runtime/_fastcount.c``) is a module that imports none of ours."""
+    (``xferaudit/runtime/counted/_fastcount.c``) is a module that imports none of ours."""
     out: dict[str, tuple[Path, bool]] = {}
     for path in sorted((ROOT / "xferaudit").rglob("*.c")):
         out[".".join(path.relative_to(ROOT).with_suffix("").parts)] = (path, False)
@@ -123,3 +123,86 @@ def test_relative_and_type_only_imports_are_edges():
 def test_the_import_graph_has_no_circle():
     found = cycles(import_graph())
     assert found == [], "import circles: " + "; ".join(" <-> ".join(c) for c in found)
+
+
+RUNTIME = "xferaudit.runtime"
+#: The runtime's layer folders, and the layers each may import (besides
+#: itself). The counted path is the bottom: the wrappers' recorder imports
+#: neither the guard, the report nor runs. ``""`` is ``xferaudit.runtime``
+#: itself, the facade over every layer: only runs reaches up to it (the runner
+#: turns counting on and takes the snapshot as a program would, ``xfer.count``).
+RUNTIME_LAYERS = {
+    "counted": set(),
+    "reporting": {"counted"},
+    "guarding": {"counted"},
+    "ranks": {"counted", "reporting"},
+    "runs": {"counted", "reporting", "guarding", "ranks", ""},
+}
+
+
+def _runtime_layer(module: str):
+    """The runtime layer a module is in ("" for the facade), or None outside the runtime."""
+    if module == RUNTIME:
+        return ""
+    if not module.startswith(RUNTIME + "."):
+        return None
+    return module[len(RUNTIME) + 1:].split(".")[0]
+
+
+def _runtime_edges_into_packs(graph: dict) -> list:
+    return sorted(f"{m} -> {t}" for m, ts in graph.items() if _runtime_layer(m) is not None
+                  for t in ts if t == "xferaudit.packs" or t.startswith("xferaudit.packs."))
+
+
+def _runtime_edges_against_layers(graph: dict) -> list:
+    bad = []
+    for m, targets in graph.items():
+        layer = _runtime_layer(m)
+        if layer is None:
+            continue
+        if layer != "" and layer not in RUNTIME_LAYERS:
+            bad.append(f"{m}: a runtime module outside the layer folders {sorted(RUNTIME_LAYERS)}")
+            continue
+        for t in targets:
+            other = _runtime_layer(t)
+            if other is None or other == layer or layer == "":
+                continue
+            if other not in RUNTIME_LAYERS[layer]:
+                bad.append(f"{m} -> {t}")
+    return sorted(bad)
+
+
+def test_runtime_never_imports_packs():
+    graph = import_graph()
+    assert any(m.startswith(RUNTIME + ".counted.") for m in graph)  # (the graph holds the runtime)
+    assert _runtime_edges_into_packs(graph) == []
+    # The check sees such an edge where one is added, and the registry is the way round.
+    graph["xferaudit.runtime.counted.crossing"] = graph["xferaudit.runtime.counted.crossing"] | {
+        "xferaudit.packs.torch.devices"}
+    assert _runtime_edges_into_packs(graph) == [
+        "xferaudit.runtime.counted.crossing -> xferaudit.packs.torch.devices"]
+    assert "xferaudit.registry" in graph[RUNTIME]
+    assert "xferaudit.registry" in graph["xferaudit.packs"]
+
+
+def test_runtime_layers_import_downward():
+    graph = import_graph()
+    layers = {_runtime_layer(m) for m in graph} - {None}
+    assert layers == set(RUNTIME_LAYERS) | {""}
+    assert _runtime_edges_against_layers(graph) == []
+    for m, t in [("xferaudit.runtime.counted.recorder", "xferaudit.runtime.guarding.guard"),
+                 ("xferaudit.runtime.reporting._report", "xferaudit.runtime.runs.budget"),
+                 ("xferaudit.runtime.ranks.merging", RUNTIME)]:
+        bent = {**graph, m: graph[m] | {t}}
+        assert _runtime_edges_against_layers(bent) == [f"{m} -> {t}"]
+
+
+def test_no_module_over_700_lines():
+    """Every module of the package (and the C counted path) fits in 700 lines."""
+    long = {}
+    for path in sorted((ROOT / "xferaudit").rglob("*")):
+        if path.suffix in (".py", ".c") and path.is_file():
+            n = len(path.read_text(encoding="utf-8").splitlines())
+            if n > 700:
+                long[str(path.relative_to(ROOT))] = n
+    assert long == {}, f"modules over 700 lines: {long}"

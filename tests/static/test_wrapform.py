@@ -14,7 +14,7 @@ from xferaudit.static.codemod import unwrap_source, wrap_source
 from xferaudit.static.codemod.style import CodeStyle
 from xferaudit.static.diagnostics import suggestion
 from xferaudit.static.finder import find_in_source
-from xferaudit.runtime.kinds import kind_of
+from xferaudit.runtime.counted.kinds import kind_of
 from xferaudit.wrapform import FORMS, GENERIC, IMPLICIT, form, form_of
 
 USER_ROWS = [

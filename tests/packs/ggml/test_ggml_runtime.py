@@ -22,7 +22,7 @@ except ImportError as e:  # say why in the test output (-rs)
                 "(pip install 'xferaudit[ggml]')", allow_module_level=True)
 
 import xferaudit.runtime as xfer  # noqa: E402
-from xferaudit.runtime import recorder  # noqa: E402
+from xferaudit.runtime.counted import recorder  # noqa: E402
 
 MODEL = Path(__file__).with_name("ggml_model.py")
 SITE = "tests/packs/ggml/ggml_model.py:TwoLayer.{}:ggml.{}"

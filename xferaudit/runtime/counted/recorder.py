@@ -28,7 +28,7 @@ compiled graph carry no time (the graph's own time is the launch's).
 Ranges (off by default, ``xfer.count(True, ranges=True)`` or
 ``XFERAUDIT_RANGES=1``): each counted call also runs inside a
 ``torch.profiler`` range and an NVTX range named by its site
-(:mod:`xferaudit.runtime.ranges`), so a profiler attributes the memcpys and
+(:mod:`xferaudit.runtime.counted.ranges`), so a profiler attributes the memcpys and
 syncs inside to the site.
 
 The live tally is one cell per site and direction (:class:`SiteTally`, a dict
@@ -258,7 +258,7 @@ def record(site: str, key: str, direction: str, nbytes: int, copies: int = 1,
 
     `key` names the wrapper (and, for the generic ones, the method or
     function): the site's kind is looked up from the rule table once, when the
-    site is first seen (see :mod:`xferaudit.runtime.kinds`). A short literal
+    site is first seen (see :mod:`xferaudit.runtime.counted.kinds`). A short literal
     (``":f:x.cpu"``) is named after the caller's file (:mod:`.sitenames`).
 
     Cost: a call of one copy, not pageable, in the direction the last call
@@ -375,7 +375,7 @@ def record_unwrapped(path: str, line: int, op: str, direction: str, nbytes: int,
 def record_event(place: tuple, op: str, direction: str, nbytes: int, copies: int = 1,
                  pageable: int = 0, ns: int = 0) -> None:
     """One crossing the guard saw outside every wrapper, at `place`
-    (:func:`xferaudit.runtime.frames.locate`'s answer; the frames on it are
+    (:func:`xferaudit.runtime.counted.frames.locate`'s answer; the frames on it are
     still running). No string is made and no path looked at, except the first
     time a line is seen.
 
@@ -435,7 +435,7 @@ def line_path(filename: str, shown: str = "") -> str:
         return shown or filename
     root = STATE.root
     if root is not None:
-        from ..runkeys import relative_path
+        from ...runkeys import relative_path
 
         return relative_path(filename, root)
     from .sitenames import file_name

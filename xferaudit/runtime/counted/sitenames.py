@@ -36,11 +36,11 @@ from typing import Any, Optional
 
 __all__ = ["SHORT", "file_name", "full_name", "is_short", "traced_name", "unnamed"]
 
-from ..wrapform import SHORT
+from ...wrapform import SHORT
 
 ROOT_ENV = "XFERAUDIT_ROOT"
 
-_HERE = os.path.dirname(os.path.abspath(__file__))
+_HERE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # xferaudit/runtime
 #: Frames in these folders are the runtime's own (wrappers, recorder), never the user's.
 _OWN_DIRS = (_HERE + os.sep, os.path.join(os.path.dirname(_HERE), "packs") + os.sep)
 _OURS: dict = {}  # a marker: the file is the runtime's own
@@ -147,7 +147,7 @@ def _roots(path: str):
         return
     from pathlib import Path
 
-    from ..config import marked_root
+    from ...config import marked_root
 
     try:
         cwd = os.getcwd()

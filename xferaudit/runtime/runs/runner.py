@@ -13,10 +13,10 @@ file is written, as Python runs them before it exits. While it runs:
 * the guard watches the main thread at the ``count`` level, so every crossing
   outside a wrapper is recorded at the user's line (with the host time it
   blocked, its pageable copies and the chain of user frames:
-  :mod:`xferaudit.runtime.frames`);
+  :mod:`xferaudit.runtime.counted.frames`);
 * launches of what ``torch.compile`` and ``make_graphed_callables`` return,
   and ``CUDAGraph.replay()`` calls, are counted per calling line, and steps at
-  each ``optimizer.step()`` (:mod:`xferaudit.runtime.run_hooks`).
+  each ``optimizer.step()`` (:mod:`xferaudit.runtime.runs.run_hooks`).
 
 torch is not imported before the program imports it (a program may set
 ``CUDA_VISIBLE_DEVICES`` or torch's own variables first): the guard and the
@@ -50,11 +50,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterator, Optional
 
-from . import frames as _frames
+from ..counted import frames as _frames
 from . import programs as _programs
-from . import recorder as _recorder
+from ..counted import recorder as _recorder
 from .programs import RunError
-from .recorder import STATE
+from ..counted.recorder import STATE
 
 __all__ = ["DEFAULT_OUTPUT", "RunError", "RunResult", "counted", "output_path", "project_root",
            "run_module", "run_path"]
@@ -81,7 +81,7 @@ class RunResult:
 def project_root(start: str) -> str:
     """The nearest folder at or above `start` holding ``pyproject.toml`` or
     ``.git``, else `start` itself (a file: its folder); absolute."""
-    from ..config import find_root
+    from ...config import find_root
 
     return str(find_root(Path(start)))
 
@@ -209,8 +209,8 @@ class _Session:
 
     def torch_ready(self, torch: Any) -> None:
         """The program's ``import torch`` has finished: the hooks and the guard go on."""
-        from ..packs import runtime_module
-        from .guard import resolve_mode
+        from ...registry import runtime_module
+        from ..guarding.guard import resolve_mode
         from .run_hooks import OptimizerSteps, hook_launches
 
         runtime_module("torch")._init()
@@ -247,7 +247,7 @@ class _Session:
 
     def report(self) -> Any:
         """The run's report: the tally, with the run's facts in ``meta``."""
-        from . import snapshot
+        from .. import snapshot
 
         rep = snapshot()
         torch = sys.modules.get("torch")
@@ -444,7 +444,7 @@ def run_module(module: str, args: list, output: str = DEFAULT_OUTPUT, quiet: boo
 
 def _new_session(output: Optional[str], argv: list, root: str, quiet: bool,
                  guard_mode: Optional[str]) -> "_Session":
-    from .guard import GuardConfigError, guard
+    from ..guarding.guard import GuardConfigError, guard
 
     try:  # (checked now: once the program runs, a bad mode would surface at its `import torch`)
         pending = guard("count", mode=guard_mode)
@@ -465,7 +465,7 @@ def counted(output: Optional[str] = None, root: Optional[str] = None, quiet: boo
     counting, the guard, launches and steps (for benchmarks, and programs
     that run code of their own). At the end the run file is written where
     `output` is given (else the report is only kept: ``session.result.report``),
-    and with `budget` (a :class:`~xferaudit.runtime.budget.Budget`) the run is
+    and with `budget` (a :class:`~xferaudit.runtime.runs.budget.Budget`) the run is
     checked against it (``session.result.problems``).
     `root` defaults to the project root above the working directory."""
     session = _new_session(output, [], root or project_root(os.getcwd()), quiet, guard_mode)

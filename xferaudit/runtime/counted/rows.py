@@ -1,6 +1,6 @@
 """The rows of a report: plain data, the snapshot of the live tally.
 
-The recorder keeps one live :class:`~xferaudit.runtime.recorder.SiteTally`
+The recorder keeps one live :class:`~xferaudit.runtime.counted.recorder.SiteTally`
 per wrapped site, updated under its lock; :meth:`SiteTally.snapshot` turns it
 into a :class:`Row`, the type the report, ``diff``, ``merge``, budgets and the
 plot read (and what a saved report's ``rows`` hold).

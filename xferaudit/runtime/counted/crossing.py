@@ -10,13 +10,23 @@ guard and the other packs' wrappers all decide direction here, so they agree.
 * A device type in the pack's ``no_data`` set (torch's ``meta``) holds no
   data: a copy to or from it moves nothing and is never a crossing.
 
-The torch vocabulary (host ``cpu``, no-data ``meta``) is the torch pack's
-(:mod:`xferaudit.packs.torch.devices`) and is the default here.
+The torch vocabulary is the default here: ``HOST``, the host's device type
+(``cpu``: a tensor there is in host memory), and ``NO_DATA``, the device types
+whose tensors have a shape and a dtype but no storage (``meta``), so the
+finder does not report ``x.to('meta')`` either. Both are read from the torch
+pack's rows (its ``rules.toml``'s ``[devices]`` table) as data, the same data
+the finder reads, so the two halves cannot disagree about a device; no torch
+import, and no import of the pack (:mod:`xferaudit.packs.torch.devices` takes
+them from here).
 """
 
 from __future__ import annotations
 
-from ..packs.torch.devices import HOST, NO_DATA
+from ...rules import load_pack
+
+_DEVICES = load_pack("torch").devices
+HOST = min(_DEVICES.host) if _DEVICES.host else "cpu"
+NO_DATA = frozenset(_DEVICES.no_data)
 
 __all__ = ["HOST", "NO_DATA", "direction", "is_device", "largest", "nbytes"]
 

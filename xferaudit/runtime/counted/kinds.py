@@ -30,7 +30,7 @@ from __future__ import annotations
 
 from typing import Any, Iterable, Optional
 
-from ..wrapform import IMPLICIT
+from ...wrapform import IMPLICIT
 
 __all__ = ["KINDS", "kind_of", "reload", "use_rules"]
 
@@ -40,16 +40,16 @@ _rules: Any = None  # the RuleTable in force, or None: load on first use
 def _table() -> Any:
     global _rules
     if _rules is None:
-        from ..rules import table
+        from ...rules import table
 
         try:
-            from ..config import load_config
+            from ...config import load_config
 
             _rules = load_config().table()
         except Exception as e:  # a broken pyproject: the packs alone, and say so once
             import warnings
 
-            from .._text import printable
+            from ..._text import printable
 
             warnings.warn(f"xferaudit.runtime: the rule rows of this project could not be read "
                           f"({printable(e)}); wrapped calls of your own rows are recorded as kind 'move'",

@@ -15,7 +15,7 @@ import dataclasses
 from itertools import filterfalse
 from operator import attrgetter
 
-from .._text import has_control, printable
+from ..._text import has_control, printable
 
 _FIELDS = (("rows", ("site", "kind", "direction")), ("launches", ("site",)),
            ("unwrapped", ("path", "op", "direction", "via", "function", "text")))

@@ -44,14 +44,14 @@ import sys
 from dataclasses import dataclass, field
 from typing import Any, Iterator, Optional, Sequence
 
-from .._validate import count
-from ._report import (
+from ..._validate import count
+from ..reporting._report import (
     SORTS, Launch, Report, ReportError, Reshape, Unwrapped, launch_order, read_file, read_parts,
     unwrapped_order,
 )
 from .merging import Merger, RankCells
-from .._gc import collector_paused
-from .report_json import Fields, Items, Pairs, encode
+from ..._gc import collector_paused
+from ..reporting.report_json import Fields, Items, Pairs, encode
 
 OUTLIER_RULE = (
     "a rank is flagged at a site when its crossings there exceed the median of all ranks' "

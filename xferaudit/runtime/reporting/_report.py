@@ -27,15 +27,15 @@ from itertools import islice
 from pathlib import Path
 from typing import IO, Any, Callable, ClassVar, Iterable, Iterator, Optional, Union
 
-from .._gc import collector_paused
-from .._units import human_bytes, ms, share, signed_bytes, signed_ms
+from ..._gc import collector_paused
+from ..._units import human_bytes, ms, share, signed_bytes, signed_ms
 from .report_json import Items, chunks, plain, read_pairs
 from .report_rows import (
     ReportError, _field, _lines_summing, _once, add_cells, launch_order, new_sums, row_from_dict, row_line,
     row_order, totals_of, unwrapped_order,
 )
-from .rows import Launch, Row, Unwrapped
-from .tallies import named_rows
+from ..counted.rows import Launch, Row, Unwrapped
+from ..counted.tallies import named_rows
 
 __all__ = ["FORMAT", "SORTS", "Launch", "Report", "ReportError", "Row", "Unwrapped", "diff",
            "format_diff"]
@@ -229,7 +229,7 @@ class Report:
         """Write the JSON form; atomic (a temporary file renamed into place),
         streamed (a row at a time, never the whole text in memory)."""
         p = Path(path)
-        from .._atomic import atomic_write
+        from ..._atomic import atomic_write
 
         with collector_paused():
             atomic_write(p, self.json_chunks())
@@ -385,7 +385,7 @@ def read_parts(pairs: Iterable[tuple[str, Any]], where: str, on_row: Optional[Ca
     "unwrapped", "meta", "timeline", and any other key as it was; "rows" says
     whether there were rows). `top`: the document's own object (its
     ``world_size`` and ``steps`` are checked too)."""
-    from .. import _validate as v
+    from ... import _validate as v
 
     out: dict = {}
     for key, value in pairs:
@@ -513,7 +513,7 @@ def read_file(path: Union[str, "os.PathLike[str]"], skip_rows: Optional[bool] = 
               into: Any = None, missing: Optional[str] = None) -> Optional["Report"]:
     """:func:`read_report` of a saved file, streamed (:mod:`.report_json`);
     only a regular file is opened, and read to :data:`~xferaudit._readfile.MAX_BYTES`."""
-    from .._readfile import open_text
+    from ..._readfile import open_text
 
     p = Path(path)
     try:  # (a regular file only, of bounded size: a FIFO or /dev/zero is refused unread)

@@ -4,7 +4,8 @@ launches counted per calling line, and steps counted at each optimizer step.
 Launches: nobody wrapped the program's ``torch.compile`` or CUDA graphs, so
 the run gives what ``torch.compile`` and ``torch.cuda.make_graphed_callables``
 return a launch site named from the line that called them (the same counting
-as ``xfer.graph``: :mod:`xferaudit.packs.torch.graphs`), and counts each
+as ``xfer.graph``: :mod:`xferaudit.packs.torch.graphs`, reached through the
+packs' registry by name, so the runtime imports no pack), and counts each
 ``CUDAGraph.replay()`` called from the user's code at the calling line (a
 replay torch makes itself, such as a ``reduce-overhead`` compiled function's,
 is that function's launch: not counted twice). A site reads
@@ -25,9 +26,10 @@ import functools
 import sys
 from typing import Any, Callable, Optional
 
-from ..runkeys import relative_path
-from . import frames as _frames
-from .recorder import STATE, record_launch
+from ... import registry as _registry
+from ...runkeys import relative_path
+from ..counted import frames as _frames
+from ..counted.recorder import STATE, record_launch
 
 __all__ = ["OptimizerSteps", "hook_launches", "launch_site"]
 
@@ -62,7 +64,7 @@ def _mark(obj: Any) -> Any:
 
 
 def _compile(orig: Callable) -> Callable:
-    from ..packs.torch.graphs import graph
+    graph = _registry.pack_module("torch", "graphs").graph
 
     @functools.wraps(orig)
     def compile(*args: Any, **kwargs: Any) -> Any:
@@ -81,7 +83,7 @@ def _compile(orig: Callable) -> Callable:
 
 
 def _graphed(orig: Callable) -> Callable:
-    from ..packs.torch.graphs import graph
+    graph = _registry.pack_module("torch", "graphs").graph
 
     @functools.wraps(orig)
     def make_graphed_callables(*args: Any, **kwargs: Any) -> Any:
@@ -92,7 +94,7 @@ def _graphed(orig: Callable) -> Callable:
 
 
 def _replay(orig: Callable) -> Callable:
-    from ..packs.torch.graphs import graph_nodes
+    graph_nodes = _registry.pack_module("torch", "graphs").graph_nodes
 
     sites: dict = {}  # (id(code), line) -> (code, site): the name made once per calling line
 

@@ -12,7 +12,7 @@ statement with a comment (the wrap grammar's statement form,
 and the guard, the first time it sees a crossing on a line of that statement
 outside every wrapper, reads the comment and counts the line's crossings under
 the site (a short literal is named after the file, as a wrapper's is:
-:func:`xferaudit.runtime.sitenames.file_name`). The report shows them as a row
+:func:`xferaudit.runtime.counted.sitenames.file_name`). The report shows them as a row
 of that name (kind ``statement``), budgets hold it, and the guard does not
 raise or warn about them: they are crossings somebody asked for and named.
 
@@ -32,7 +32,7 @@ import linecache
 import threading
 from typing import Optional
 
-from ..wrapform import SHORT, statement_sites
+from ...wrapform import SHORT, statement_sites
 
 __all__ = ["forget", "site_at"]
 

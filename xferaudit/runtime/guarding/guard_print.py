@@ -16,7 +16,7 @@ from time import perf_counter_ns
 from typing import Any, Callable
 
 from . import guard_ops
-from . import recorder as _recorder
+from ..counted import recorder as _recorder
 from .guard_state import sync, tls
 
 __all__ = ["count_reads", "counting_disable", "print_counter_class", "print_hooks", "printer"]

@@ -3,7 +3,7 @@
 :func:`classify` takes one aten op call (the op, its args and kwargs, as a
 ``TorchDispatchMode`` sees them) and returns ``(direction, bytes, detail)``
 for a host<->device crossing, or None. Direction follows
-:mod:`xferaudit.runtime.crossing` (``meta`` holds no data: never a crossing).
+:mod:`xferaudit.runtime.counted.crossing` (``meta`` holds no data: never a crossing).
 
 The op table (:class:`Ops`) is built once from torch (``Ops.of(torch)``);
 everything else here is a plain function of tensors' devices and sizes, so
@@ -14,9 +14,9 @@ from __future__ import annotations
 
 from typing import Any, Optional
 
-from ..opforms import COUNT_OPS
-from .crossing import HOST, NO_DATA
-from .crossing import direction as _crossing
+from ...opforms import COUNT_OPS
+from ..counted.crossing import HOST, NO_DATA
+from ..counted.crossing import direction as _crossing
 
 GENERIC, SCALAR, TO_COPY, COPY, LIFT, SYNC, SYNC_BOOL_INDEX, REPEAT = range(8)
 

@@ -302,7 +302,7 @@ static PyMethodDef methods[] = {
 
 static struct PyModuleDef module = {
     PyModuleDef_HEAD_INIT, "_fastcount",
-    "The counted path of xfer.float/int/bool/index/item in C (see xferaudit.runtime.fastpath).", -1,
+    "The counted path of xfer.float/int/bool/index/item in C (see xferaudit.runtime.counted.fastpath).", -1,
     methods, NULL, NULL, NULL, NULL,
 };
 

@@ -21,7 +21,7 @@ Two modes (``guard(..., mode=...)``, else ``$XFERAUDIT_GUARD_MODE``, else
 ``auto``: lite on a CUDA machine, full elsewhere and on the simulated device):
 
 * ``lite``, cheap enough to leave on: hooks on the few Python-level calls
-  that can cross (:mod:`xferaudit.runtime.guard_hooks`), on while a lite
+  that can cross (:mod:`xferaudit.runtime.guarding.guard_hooks`), on while a lite
   guard is; a call that could cross runs under the dispatch mode below, so
   its event is the full mode's own (a scalar read of one element, always one
   ``aten._local_scalar_dense``, is recorded by its hook directly); every
@@ -79,7 +79,7 @@ outside xferaudit, torch, the standard library and site-packages (configurable:
 :func:`set_frames`), with the innermost library frame kept as ``via``
 (``model.to(dev)`` on a transformers model is placed at your line, via
 ``transformers/modeling_utils.py``), and keeps the chain of user frames that
-reached it (:mod:`xferaudit.runtime.frames`), the copies among its crossings
+reached it (:mod:`xferaudit.runtime.counted.frames`), the copies among its crossings
 from pageable memory and the host time they blocked (wall time around the op).
 Crossings made inside a counting wrapper (``xfer.item(x, site=...)``) are the
 wrapper's and are not seen twice.
@@ -133,15 +133,15 @@ import warnings
 from time import perf_counter_ns
 from typing import Any, Mapping, Optional
 
-from .. import opforms as _opforms
-from .._text import printable
-from . import frames as _frames
+from ... import opforms as _opforms
+from ..._text import printable
+from ..counted import frames as _frames
 from . import guard_hooks as _guard_hooks
 from . import guard_ops
 from . import guard_print as _guard_print
 from . import guard_state as _guard_state
-from . import recorder as _recorder
-from . import statements as _statements
+from ..counted import recorder as _recorder
+from ..counted import statements as _statements
 from .guard_print import count_reads  # noqa: F401 - the implicit wrappers' (xfer.read)
 
 ENV = "XFERAUDIT_GUARD"
@@ -236,7 +236,7 @@ def _resolve(level: Optional[str], per: Mapping[str, Optional[str]]) -> dict:
     return levels
 
 
-# --- where an event happened: xferaudit/runtime/frames.py ---------------------------
+# --- where an event happened: xferaudit/runtime/counted/frames.py ---------------------------
 
 set_frames = _frames.set_frames
 user_frame = _frames.user_frame
@@ -556,7 +556,7 @@ class guard:
     ``"log"``). Usable as a decorator too.
 
     ``mode``: ``"lite"``, the cheap layer (hooks on the calls that can cross,
-    :mod:`xferaudit.runtime.guard_hooks`: cheap enough to leave on);
+    :mod:`xferaudit.runtime.guarding.guard_hooks`: cheap enough to leave on);
     ``"full"``, the dispatch mode (every op; sees crossings inside other ops'
     C++ and on autograd's device threads too, at a Python call per op);
     ``"auto"`` (the default, else ``$XFERAUDIT_GUARD_MODE``): lite on a CUDA

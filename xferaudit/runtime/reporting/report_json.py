@@ -25,7 +25,7 @@ import re
 from itertools import islice
 from typing import IO, Any, Callable, Iterable, Iterator, Optional
 
-from .._validate import DECODER, MAX_DEPTH, DuplicateKey, check_depth
+from ..._validate import DECODER, MAX_DEPTH, DuplicateKey, check_depth
 
 try:  # the C encoder, made once (json.dumps makes one a call)
     from json.encoder import c_make_encoder as _c_make_encoder

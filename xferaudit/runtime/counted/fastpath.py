@@ -69,7 +69,7 @@ def bind_tensor(tensor_type: Any) -> None:
 def install(recorder: Any, wrappers: dict, *namespaces: dict) -> None:
     """Put the C functions in place of the Python `wrappers` (key -> function:
     float, int, bool, index, item) wherever a namespace holds them; they
-    record through `recorder` (:mod:`xferaudit.runtime.recorder`, passed in:
+    record through `recorder` (:mod:`xferaudit.runtime.counted.recorder`, passed in:
     it imports this module)."""
     if _c is None:
         return

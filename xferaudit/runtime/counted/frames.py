@@ -39,7 +39,7 @@ import os
 import sys
 from typing import Any, Optional
 
-from ..runkeys import function_name, normalise_text, relative_path
+from ...runkeys import function_name, normalise_text, relative_path
 from .rows import MAX_CHAINS
 
 __all__ = [
@@ -77,7 +77,7 @@ _GENERATED_DIR = os.sep + "torchinductor_"
 LIBRARY_ENV = "XFERAUDIT_LIBRARY_PATHS"
 USER_ENV = "XFERAUDIT_USER_PATHS"
 
-_PKG_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
+_PKG_DIR = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))) + os.sep  # xferaudit/
 _skip_dirs: tuple = (_PKG_DIR,)  # never the place of an event: xferaudit, torch
 _library_dirs: tuple = ()  # the standard library and site-packages: not the user's code
 _user_dirs: tuple = ()  # the user's code even where it lies under a library folder
@@ -213,7 +213,7 @@ def _info(code: Any) -> tuple:
 def entry(code: Any) -> tuple:
     """`code`'s entry ``(code, kind, shown path, filename, lines, tallies)``,
     worked out once (`lines`: instruction -> line; `tallies`: the recorder's,
-    see :func:`xferaudit.runtime.recorder.record_at`)."""
+    see :func:`xferaudit.runtime.counted.recorder.record_at`)."""
     e = _codes.get(id(code))
     return e if e is not None and e[0] is code else _info(code)
 

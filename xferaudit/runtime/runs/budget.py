@@ -67,9 +67,9 @@ from fractions import Fraction
 from pathlib import Path
 from typing import IO, Any, Mapping, Optional, Union
 
-from .. import _validate
-from .._text import printable
-from . import recorder as _recorder
+from ... import _validate
+from ..._text import printable
+from ..counted import recorder as _recorder
 
 __all__ = [
     "Budget", "BudgetError", "BudgetExceeded", "Expectation", "Problem", "expect", "load_budget",
@@ -248,7 +248,7 @@ def load_budget(source: BudgetSource = None) -> Budget:
     if isinstance(source, Budget):
         return source
     if source is None:
-        from ..config import ConfigError, load_config
+        from ...config import ConfigError, load_config
 
         try:
             cfg = load_config()
@@ -262,7 +262,7 @@ def load_budget(source: BudgetSource = None) -> Budget:
         return budget_from_mapping(source)
     path = Path(source)
     where = str(path)
-    from .._readfile import read_text
+    from ..._readfile import read_text
 
     text = read_text(path, where, BudgetError, missing=f"{where}: no such budget file")
     if path.suffix.lower() == ".json":
@@ -448,9 +448,9 @@ class Expectation:
         self._prev_on = S.on
         if "torch" in sys.modules:
             try:  # bind torch for the wrappers now, outside any compiled region (as xfer.count does)
-                from .. import packs
+                from ... import registry
 
-                packs.runtime_module("torch")._init()
+                registry.runtime_module("torch")._init()
             except Exception:  # pragma: no cover - the wrappers bind lazily anyway
                 pass
         S.on = True
@@ -462,7 +462,7 @@ class Expectation:
             self._optimizer = OptimizerSteps()
             self._unhook = self._optimizer.install(sys.modules["torch"])
         if self.guard_level:
-            from .guard import active_levels, guard
+            from ..guarding.guard import active_levels, guard
 
             if active_levels() is None and _torch_available():
                 self._guard = guard(self.guard_level)

@@ -22,7 +22,7 @@ import tempfile
 from array import array
 from typing import IO, Any, Iterator, Optional
 
-from .report_rows import (
+from ..reporting.report_rows import (
     ReportError, Row, add_row, launch_order, new_sums, row_from_dict, row_line, row_order, totals_of, twice,
     unwrapped_order,
 )

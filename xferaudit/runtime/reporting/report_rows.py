@@ -17,7 +17,7 @@ from operator import attrgetter
 from typing import Any, Iterable, Iterator, Optional
 
 from .report_json import encode, escape
-from .rows import DIRECTIONS, Launch, Row, Unwrapped
+from ..counted.rows import DIRECTIONS, Launch, Row, Unwrapped
 
 
 class ReportError(ValueError):
