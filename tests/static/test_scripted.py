@@ -156,3 +156,48 @@ def test_the_wrapped_package_still_scripts(project):
                        cwd=project, capture_output=True, text=True, timeout=300,
                        env={"PYTHONPATH": str(project), "PATH": "/usr/bin:/bin"})
     assert "3 passed, 1 skipped" in p.stdout, p.stdout[-3000:]
+
+
+def _check_json(root: Path, *args: str) -> dict:
+    import json
+
+    p = subprocess.run([sys.executable, "-m", "xferaudit", "check", "pkg", "--format", "json", *args],
+                       cwd=root, capture_output=True, text=True, timeout=300)
+    assert p.returncode == 1, p.stderr
+    return {(Path(f["filename"]).name, f["location"]["row"]): f for f in json.loads(p.stdout)}
+
+
+def test_check_says_what_wrap_leaves_and_offers_no_fix_there(project):
+    for args in ((), ("--no-cache",)):
+        found = _check_json(project, *args)
+        left = found[("nets.py", 8)]  # Block.forward, scripted through Net from the tests
+        assert "`xferaudit wrap` leaves it" in left["message"]
+        assert "`torch.jit.script` at tests/test_pkg.py:19 reaches it" in left["message"]
+        assert left["fix"] is None
+        assert found[("color.py", 7)]["fix"] is None
+        eager = found[("nets.py", 23)]  # Net.not_scripted
+        assert "wrap it" in eager["message"] and eager["fix"] is not None
+
+
+def test_a_change_elsewhere_in_the_project_reaches_checks_cache(project):
+    assert "leaves it" in _check_json(project)[("nets.py", 8)]["message"]
+    assert "leaves it" in _check_json(project)[("nets.py", 8)]["message"]  # from the cache
+    tests = project / "tests/test_pkg.py"
+    tests.write_text(tests.read_text().replace("torch.jit.script(Net().eval())", "Net().eval()"))
+    now = _check_json(project)  # nets.py itself unchanged
+    assert "wrap it" in now[("nets.py", 8)]["message"] and now[("nets.py", 8)]["fix"] is not None
+    assert "leaves it" in now[("color.py", 7)]["message"]  # still scripted by test_gray
+
+
+def test_the_editor_and_flake8_engine_say_what_wrap_leaves(project, monkeypatch):
+    from xferaudit.config import load_config
+    from xferaudit.static.findings.lint import lint_source
+
+    monkeypatch.chdir(project)
+    cfg = load_config(project)
+    nets = project / "pkg/nets.py"
+    linted = lint_source(nets.read_text(), str(nets), cfg, fixes=True)
+    by_line = {d.line: d for d in linted.diags}
+    assert "`xferaudit wrap` leaves it" in by_line[8].message and by_line[8].fix is None
+    assert by_line[23].fix is not None
+    assert not (project / ".xferaudit_cache").exists()  # linting a text makes no cache folder

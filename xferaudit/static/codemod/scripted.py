@@ -46,6 +46,7 @@ from __future__ import annotations
 
 import ast
 import bisect
+import hashlib
 import os
 import re
 from collections import defaultdict
@@ -415,15 +416,63 @@ def scripted_in_project(files: Iterable[str], relpath: Callable[[str], str] = la
     return _Project(files, relpath).run()
 
 
-def for_wrap(paths: Iterable[str], cfg) -> dict:
-    """:func:`scripted_in_project` for ``wrap`` over `paths`: every Python file
-    of the project (the folder holding pyproject.toml or .git, its excludes
-    honoured), where the call that scripts often is (its tests); without such
-    a folder, the files being wrapped alone."""
+def _project_files(paths: Iterable[str], cfg) -> list:
+    """Every Python file of the project (the folder holding pyproject.toml or
+    .git, its excludes honoured), where the call that scripts often is (its
+    tests); without such a folder, `paths` alone."""
     from ...config import iter_python_paths, marked_root
 
     files = list(paths)
     if marked_root(cfg.root) is not None:
         seen = {os.path.abspath(p) for p in files}
         files += [p for p in iter_python_paths([cfg.root], cfg) if os.path.abspath(p) not in seen]
-    return scripted_in_project(files, lambda p: cfg.relpath(os.path.abspath(p)))
+    return files
+
+
+def for_wrap(paths: Iterable[str], cfg) -> dict:
+    """:func:`scripted_in_project` for ``wrap`` over `paths`: the whole project's files."""
+    return scripted_in_project(_project_files(paths, cfg), lambda p: cfg.relpath(os.path.abspath(p)))
+
+
+#: this process's maps, by the project's state (check in the editor server or flake8 asks once per file)
+_MEMO: dict = {}
+
+
+def for_check(paths: Iterable[str], cfg, cache=None) -> dict:
+    """:func:`for_wrap`'s map for ``check``, ``sites``, fixes and the editor, so
+    that they leave what ``wrap`` leaves. Remembered until a file of the
+    project changes (its path, size or modification time): in this process,
+    and in the findings cache (`cache`, a :class:`~..project.cache.Cache`), where the
+    next run finds it; a run whose files are unchanged reads one small file
+    instead of the project's code (a few seconds on torch's own tree)."""
+    files = _project_files(paths, cfg)
+    state = []
+    for p in files:
+        try:
+            st = os.stat(p)
+        except OSError:
+            continue
+        state.append((os.path.abspath(p), st.st_size, st.st_mtime_ns))
+    state.sort()
+    key = hashlib.blake2b(repr(state).encode("utf-8", "surrogateescape"), digest_size=16).hexdigest()
+    got = _MEMO.get(key)
+    if got is None and cache is not None:
+        got = _checked(cache.side_get("scripted", key))
+    if got is None:
+        got = scripted_in_project(files, lambda p: cfg.relpath(os.path.abspath(p)))
+        if cache is not None:
+            cache.side_put("scripted", key, got)
+    _MEMO.clear()  # (one project per process, in practice)
+    _MEMO[key] = got
+    return got
+
+
+def _checked(value) -> Optional[dict]:
+    """A saved map, if it has the shape :func:`scripted_in_project` gives."""
+    if not isinstance(value, dict):
+        return None
+    for path, names in value.items():
+        if not (isinstance(path, str) and isinstance(names, dict)
+                and all(isinstance(k, str) and isinstance(v, str) for k, v in names.items())):
+            return None
+    return value

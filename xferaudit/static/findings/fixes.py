@@ -47,6 +47,7 @@ cells' JSON) and a file that changed since it was read get no fix.
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Callable, Iterable, Optional, Sequence
 
@@ -226,10 +227,13 @@ class Stopped(Exception):
 
 def wrap_fixes(data: bytes, path: str, relpath: str, cfg: "Config", rules: "RuleTable",
                sites: Iterable["Site"], style=None,
-               stop: Optional[Callable[[], bool]] = None) -> dict[tuple[int, int, str], tuple[Edit, ...]]:
+               stop: Optional[Callable[[], bool]] = None,
+               scripted: Optional[dict] = None) -> dict[tuple[int, int, str], tuple[Edit, ...]]:
     """{(line, column, code) of a site: the edits that wrap it} for the sites of
     one file's bytes that ``wrap`` rewrites (the others are left out). `stop()`
-    is asked before each codemod run: True raises :class:`Stopped`."""
+    is asked before each codemod run: True raises :class:`Stopped`; `scripted`:
+    the file's functions TorchScript compiles from another file, left as ``wrap``
+    leaves them (:mod:`..codemod.scripted`)."""
     from ..codemod import CodemodError, code_style, wrap_source
 
     style = style or code_style(cfg.root)
@@ -243,7 +247,7 @@ def wrap_fixes(data: bytes, path: str, relpath: str, cfg: "Config", rules: "Rule
             raise Stopped
         site_ok = None if only is None else (lambda x: any(_same(x, s) for s in only))
         try:
-            res = wrap_source(data, path, rules, relpath, codes_ok, style, site_ok=site_ok)
+            res = wrap_source(data, path, rules, relpath, codes_ok, style, site_ok=site_ok, scripted=scripted)
         except (CodemodError, RecursionError):
             return None
         if only is None:
@@ -427,8 +431,9 @@ def attach(diags: list["Diagnostic"], scan, cfg: "Config", rules: "RuleTable",
             except OSError:
                 continue
         todo.append((res, rel, found, data))
-    items = [(data, res.path, rel, res.sites, any(d.code == "XFA302" for d in found))
-             for res, rel, found, data in todo]
+    scripted = getattr(scan, "scripted", None) or {}
+    items = [(data, res.path, rel, res.sites, any(d.code == "XFA302" for d in found),
+              scripted.get(os.path.abspath(res.path))) for res, rel, found, data in todo]
     by_id = {r.id: r for r in rules.rules}
     for (res, rel, found, _), edits in zip(todo, _file_edits_all(items, cfg, rules, jobs, stop)):
         at = {(s.line, s.column, "XFA302" if s.wrapped else s.rule): s for s in res.sites}
@@ -458,9 +463,9 @@ def _worker_init(cfg: "Config", rules: "RuleTable", run_pid: int) -> None:
 
 
 def _file_edits(item: tuple, stop: Optional[Callable[[], bool]] = None) -> dict:
-    data, path, rel, sites, rename = item
+    data, path, rel, sites, rename, scripted = item
     cfg, rules, style = _STATE[0]
-    edits = wrap_fixes(data, path, rel, cfg, rules, sites, style, stop)
+    edits = wrap_fixes(data, path, rel, cfg, rules, sites, style, stop, scripted)
     if rename:
         edits.update(rename_fixes(data, path, rel, rules, [s for s in sites if s.wrapped]))
     return edits

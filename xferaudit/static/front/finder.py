@@ -511,9 +511,11 @@ def find_in_source(
     relpath: Optional[str] = None,
     evidence: Optional[dict] = None,
     tree: Optional[ast.Module] = None,
+    scripted: Optional[dict] = None,
 ) -> FileResult:
-    """All sites of one file's text, in source order, named and with suppressions applied."""
-    return analyse(text, path, rules, relpath, evidence, tree)[0]
+    """All sites of one file's text, in source order, named and with suppressions
+    applied (`scripted`: as for :func:`analyse`)."""
+    return analyse(text, path, rules, relpath, evidence, tree, scripted)[0]
 
 
 def analyse(

@@ -40,7 +40,7 @@ import stat
 import sys
 from dataclasses import fields
 from pathlib import Path
-from typing import Optional
+from typing import Any, Optional
 
 from ... import __version__
 from ..._atomic import atomic_write
@@ -67,7 +67,8 @@ def _code_files() -> list[Path]:
 
 
 #: The names a cache folder may hold: findings files, the markers, temporaries.
-_OWN = re.compile(r"findings-[0-9a-f]+\.json|\.gitignore|CACHEDIR\.TAG|\.findings-.*\.xferaudit-tmp", re.S)
+_OWN = re.compile(r"(?:findings|scripted)-[0-9a-f]+\.json|\.gitignore|CACHEDIR\.TAG"
+                  r"|\.(?:findings|scripted)-.*\.xferaudit-tmp", re.S)
 
 
 class CacheError(ValueError):
@@ -254,18 +255,7 @@ class Cache:
         if not self.new:
             return True
         try:
-            try:
-                self.directory.mkdir(parents=True)
-                created = True
-            except FileExistsError:
-                created = False
-            if created:  # markers only in a folder this run made
-                (self.directory / ".gitignore").write_text("# Created by xferaudit automatically.\n*\n", encoding="utf-8")
-                (self.directory / "CACHEDIR.TAG").write_text(
-                    "Signature: 8a477f597d28d172789f06886806bc55\n"
-                    "# This file is a cache directory tag created by xferaudit.\n",
-                    encoding="utf-8",
-                )
+            self._make_folder()
             try:
                 if self.path.stat().st_mtime_ns != self._mtime:
                     fresh = Cache(self.directory, self.path.stem[len("findings-"):])
@@ -280,6 +270,50 @@ class Cache:
             return True
         except OSError:
             return False
+
+    def _make_folder(self) -> None:
+        try:
+            self.directory.mkdir(parents=True)
+        except FileExistsError:
+            return
+        # markers only in a folder this run made
+        (self.directory / ".gitignore").write_text("# Created by xferaudit automatically.\n*\n", encoding="utf-8")
+        (self.directory / "CACHEDIR.TAG").write_text(
+            "Signature: 8a477f597d28d172789f06886806bc55\n"
+            "# This file is a cache directory tag created by xferaudit.\n",
+            encoding="utf-8",
+        )
+
+    def _side_path(self, name: str) -> Path:
+        return self.directory / f"{name}-{self.path.stem[len('findings-'):]}.json"
+
+    def side_get(self, name: str, key: str) -> Any:
+        """A whole-project fact kept beside the findings (``scripted``: what
+        TorchScript compiles, :mod:`..codemod.scripted`), if it was saved under `key`;
+        else None."""
+        try:
+            fd = os.open(self._side_path(name), os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+            with open(fd, "rb") as fh:
+                if not stat.S_ISREG(os.fstat(fd).st_mode):
+                    return None
+                data = json.loads(fh.read())
+        except (OSError, ValueError, RecursionError, MemoryError):
+            return None
+        if isinstance(data, dict) and data.get("format") == FORMAT and data.get("key") == key:
+            return data.get("value")
+        return None
+
+    def side_put(self, name: str, key: str, value: Any) -> None:
+        """Save `value` for :meth:`side_get`; skipped when the folder is not writable."""
+        try:
+            self._make_folder()
+            payload = json.dumps({"format": FORMAT, "key": key, "value": value}, separators=(",", ":"))
+            atomic_write(self._side_path(name), payload, special="refuse")
+            for old in self.directory.glob(f"{name}-*.json"):
+                if old != self._side_path(name):
+                    old.unlink()
+        except OSError:
+            pass
 
     def _prune(self) -> None:
         others = sorted(

@@ -57,19 +57,23 @@ def _init(table: RuleTable, run_pid: int = 0) -> None:
     _STATE[:] = [table]
 
 
-def analyze(data: bytes, display: str, relpath: str, rules: RuleTable, evidence: Sequence = ()) -> FileResult:
+def analyze(data: bytes, display: str, relpath: str, rules: RuleTable, evidence: Sequence = (),
+            scripted: Optional[dict] = None) -> FileResult:
     """One file's findings from its bytes, decoded by its declared encoding;
-    `evidence`: the entries of run files naming it (``check --evidence``).
+    `evidence`: the entries of run files naming it (``check --evidence``);
+    `scripted`: its functions that TorchScript compiles from another file
+    (:mod:`..codemod.scripted`; ``wrap`` leaves their sites, so check says so).
 
     The cycle collector is paused for the whole file: its tree and the value
     layer's objects are freed by their counts on return, so the next
     collection walks what survives, not every node of the tree (as it did
     when only the parser ran paused: about a tenth of the scan)."""
     with collector_paused():
-        return _analyze(data, display, relpath, rules, evidence)
+        return _analyze(data, display, relpath, rules, evidence, scripted)
 
 
-def _analyze(data: bytes, display: str, relpath: str, rules: RuleTable, evidence: Sequence) -> FileResult:
+def _analyze(data: bytes, display: str, relpath: str, rules: RuleTable, evidence: Sequence,
+             scripted: Optional[dict]) -> FileResult:
     nb = is_notebook(relpath) or is_notebook(display)
     try:
         if nb:
@@ -81,13 +85,13 @@ def _analyze(data: bytes, display: str, relpath: str, rules: RuleTable, evidence
         res.error = f"cannot decode: {e}"
         return res
     if not evidence or nb:
-        return find_in_source(text, display, rules, relpath)
+        return find_in_source(text, display, rules, relpath, scripted=scripted)
     try:
         tree = parse(text, display)  # once, for the evidence and the finder
     except (SyntaxError, ValueError, RecursionError, MemoryError):
-        return find_in_source(text, display, rules, relpath)  # XFA001: nothing to match evidence to
+        return find_in_source(text, display, rules, relpath, scripted=scripted)  # XFA001: no evidence to match
     fe = _match_evidence(evidence, text, tree, data, display, rules)
-    res = find_in_source(text, display, rules, relpath, fe.hot, tree)
+    res = find_in_source(text, display, rules, relpath, fe.hot, tree, scripted=scripted)
     res.evidence = fe
     return res
 
@@ -110,8 +114,8 @@ def _match_evidence(entries: Sequence, text: str, tree, data: bytes, path: str, 
 
 
 def _work(item: tuple) -> FileResult:
-    data, display, relpath, evidence = item
-    return analyze(data, display, relpath, _STATE[0], evidence)
+    data, display, relpath, evidence, scripted = item
+    return analyze(data, display, relpath, _STATE[0], evidence, scripted)
 
 
 def _threads() -> int:
@@ -161,6 +165,8 @@ class Scan:
     relpaths: list[str] = field(default_factory=list)
     stats: ScanStats = field(default_factory=ScanStats)
     gone: list = field(default_factory=list)  # evidence of files under the paths that no longer exist
+    # absolute path -> its functions that TorchScript compiles from another file (:mod:`..codemod.scripted`)
+    scripted: dict = field(default_factory=dict)
 
 
 def display_path(path: str, cwd: str) -> str:
@@ -212,7 +218,11 @@ def scan(
         from .cache import Cache, line_bound
 
         cache = Cache.open(cache_dir or cfg.cache_path(), cfg)
-    todo: list[tuple[int, tuple]] = []  # (index in results, (data, display, relpath))
+    if files:
+        from ..codemod.scripted import for_check
+
+        out.scripted = for_check(files, cfg, cache)
+    todo: list[tuple[int, tuple]] = []  # (index in results, (data, display, relpath, evidence, scripted))
     digests: dict[int, str] = {}
     for f in files:
         ap = os.path.abspath(f)
@@ -230,12 +240,16 @@ def scan(
             tick(0)
             continue
         entries = evidence.for_file(ap) if evidence else ()
+        scripted = out.scripted.get(ap)
         if entries:  # (findings on run evidence are never cached)
-            todo.append((i, (data, display, rel, tuple(entries))))
+            todo.append((i, (data, display, rel, tuple(entries), scripted)))
             out.results.append(None)  # type: ignore[arg-type]
             continue
         if cache is not None:
-            digest = hashlib.blake2b(data, digest_size=16).hexdigest()
+            digest = hashlib.blake2b(data, digest_size=16)
+            if scripted:  # (what scripts the file from elsewhere changes its findings)
+                digest.update(repr(sorted(scripted.items())).encode("utf-8", "surrogateescape"))
+            digest = digest.hexdigest()
             hit = cache.get(rel, digest, display, line_bound(data))
             if hit is not None:
                 out.stats.cached += 1
@@ -243,7 +257,7 @@ def scan(
                 tick(len(hit.sites))
                 continue
             digests[i] = digest
-        todo.append((i, (data, display, rel, ())))
+        todo.append((i, (data, display, rel, (), scripted)))
         out.results.append(None)  # type: ignore[arg-type]
     if todo:
         out.stats.parsed = len(todo)
@@ -290,12 +304,30 @@ def scan_source(data: "bytes | str", filename: str, cfg: Config, rules: Optional
     out.relpaths.append(rel)
     display = display_path(ap, os.getcwd())
     entries = tuple(evidence.for_file(ap)) if evidence else ()
+    out.scripted = _scripted_for(ap, cfg)
+    scripted = out.scripted.get(ap)
     if isinstance(data, str) and not is_notebook(filename) and not entries:
-        out.results.append(find_in_source(data, display, rules, rel))  # already text: no decoding
+        # already text: no decoding
+        out.results.append(find_in_source(data, display, rules, rel, scripted=scripted))
     else:
         out.results.append(analyze(data.encode("utf-8") if isinstance(data, str) else data, display, rel, rules,
-                                   entries))
+                                   entries, scripted))
     return out
+
+
+def _scripted_for(path: str, cfg: Config) -> dict:
+    """The project's TorchScript map for a source not read from disk, from the
+    findings cache where it can be read (:func:`..codemod.scripted.for_check`)."""
+    from .cache import Cache, CacheError
+    from ..codemod.scripted import for_check
+
+    cache = None
+    if cfg.cache_path().is_dir():  # (a folder that check made: linting a text never makes one)
+        try:
+            cache = Cache.open(cfg.cache_path(), cfg)
+        except (CacheError, OSError):
+            pass
+    return for_check([path] if os.path.exists(path) else [], cfg, cache)
 
 
 def _run(todo: list, rules: RuleTable, jobs: Optional[int],
@@ -307,8 +339,8 @@ def _run(todo: list, rules: RuleTable, jobs: Optional[int],
     workers = max(1, min(workers, len(todo)))
     if workers == 1:
         done = []
-        for _, (d, disp, rel, ev) in todo:
-            done.append(analyze(d, disp, rel, rules, ev))
+        for _, (d, disp, rel, ev, scripted) in todo:
+            done.append(analyze(d, disp, rel, rules, ev, scripted))
             tick(len(done[-1].sites))
         return done, 1
     import multiprocessing
