@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from xferaudit.cli import main
-from xferaudit.static.codemod.scripted import scripted_in_project
+from xferaudit.static.project.scripted import scripted_in_project
 
 PKG = {
     "pkg/__init__.py": "from .color import to_gray\nfrom . import nets\n",

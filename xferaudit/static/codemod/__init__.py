@@ -21,7 +21,6 @@ One module per job::
     render.py     the new bytes: unchanged statements copied, changed ones generated
     rename.py     ``wrap --rename-sites``: site names made in another file
     skeleton.py   what libcst parses: the statements holding no site blanked, put back after
-    scripted.py   code TorchScript compiles, found across a project's files (wrap leaves it)
     files.py      over files: read, rewrite, write atomically, report (wrap and unwrap)
 
 The finder's parse serves the codemod too (:func:`~xferaudit.static.front.finder.analyse`
@@ -209,7 +208,7 @@ def wrap_source(
     config's select/ignore/per-file-ignores), `site_ok(site) -> bool` by site
     (``check``'s fixes wrap one site at a time); `scripted` names the file's
     functions that a ``torch.jit.script`` in another file compiles (left, with
-    the reason: :mod:`.scripted`); suppressed sites are never wrapped
+    the reason: :mod:`..project.scripted`); suppressed sites are never wrapped
     (wrapping them would leave their suppression unused). `style` (the
     project's line length and import sorting, :func:`code_style`) decides
     where the runtime import goes and which long lines are broken. Raises

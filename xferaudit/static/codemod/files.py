@@ -251,7 +251,7 @@ def _outcomes(paths: Sequence[str], mode: str, cfg: Config, select: tuple[str, .
     n = len(paths)
     scripted = None
     if mode == "wrap" and n:  # what TorchScript compiles, from any file of the project
-        from .scripted import for_wrap
+        from ..project.scripted import for_wrap
 
         scripted = for_wrap(paths, cfg)
     cpus = os.cpu_count() or 1

@@ -233,7 +233,7 @@ def wrap_fixes(data: bytes, path: str, relpath: str, cfg: "Config", rules: "Rule
     one file's bytes that ``wrap`` rewrites (the others are left out). `stop()`
     is asked before each codemod run: True raises :class:`Stopped`; `scripted`:
     the file's functions TorchScript compiles from another file, left as ``wrap``
-    leaves them (:mod:`..codemod.scripted`)."""
+    leaves them (:mod:`..project.scripted`)."""
     from ..codemod import CodemodError, code_style, wrap_source
 
     style = style or code_style(cfg.root)

@@ -531,7 +531,7 @@ def analyse(
     for a caller that needs more of it than the sites (the codemod). `evidence`:
     the lines a recorded run saw crossing (:attr:`FileContext.evidence`); `tree`:
     the text's parse, when the caller has made it; `scripted`: the file's
-    functions that TorchScript compiles from another file (:mod:`..codemod.scripted`)."""
+    functions that TorchScript compiles from another file (:mod:`..project.scripted`)."""
     rules = rules or _default_rules()
     res = FileResult(path=path)
     colmap = None

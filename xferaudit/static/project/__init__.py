@@ -4,6 +4,8 @@
 includes and excludes) and runs the finder over each, in worker processes
 when there are enough bytes to repay them. :mod:`.cache` keeps each file's
 findings, keyed by its bytes, the tool's own code and the rows in force.
-:mod:`.progress` is the progress line of a long run. ``check``, ``sites``,
-``wrap`` and the editor server all scan through here.
+:mod:`.scripted` is the one pass that needs the whole project: the code
+TorchScript compiles from another file, whose sites ``wrap`` leaves and every
+command reports as left. :mod:`.progress` is the progress line of a long run.
+``check``, ``sites``, ``wrap`` and the editor server all scan through here.
 """

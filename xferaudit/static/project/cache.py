@@ -289,7 +289,7 @@ class Cache:
 
     def side_get(self, name: str, key: str) -> Any:
         """A whole-project fact kept beside the findings (``scripted``: what
-        TorchScript compiles, :mod:`..codemod.scripted`), if it was saved under `key`;
+        TorchScript compiles, :mod:`.scripted`), if it was saved under `key`;
         else None."""
         try:
             fd = os.open(self._side_path(name), os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))

@@ -62,7 +62,7 @@ def analyze(data: bytes, display: str, relpath: str, rules: RuleTable, evidence:
     """One file's findings from its bytes, decoded by its declared encoding;
     `evidence`: the entries of run files naming it (``check --evidence``);
     `scripted`: its functions that TorchScript compiles from another file
-    (:mod:`..codemod.scripted`; ``wrap`` leaves their sites, so check says so).
+    (:mod:`.scripted`; ``wrap`` leaves their sites, so check says so).
 
     The cycle collector is paused for the whole file: its tree and the value
     layer's objects are freed by their counts on return, so the next
@@ -165,7 +165,7 @@ class Scan:
     relpaths: list[str] = field(default_factory=list)
     stats: ScanStats = field(default_factory=ScanStats)
     gone: list = field(default_factory=list)  # evidence of files under the paths that no longer exist
-    # absolute path -> its functions that TorchScript compiles from another file (:mod:`..codemod.scripted`)
+    # absolute path -> its functions that TorchScript compiles from another file (:mod:`.scripted`)
     scripted: dict = field(default_factory=dict)
 
 
@@ -219,7 +219,7 @@ def scan(
 
         cache = Cache.open(cache_dir or cfg.cache_path(), cfg)
     if files:
-        from ..codemod.scripted import for_check
+        from .scripted import for_check
 
         out.scripted = for_check(files, cfg, cache)
     todo: list[tuple[int, tuple]] = []  # (index in results, (data, display, relpath, evidence, scripted))
@@ -317,9 +317,9 @@ def scan_source(data: "bytes | str", filename: str, cfg: Config, rules: Optional
 
 def _scripted_for(path: str, cfg: Config) -> dict:
     """The project's TorchScript map for a source not read from disk, from the
-    findings cache where it can be read (:func:`..codemod.scripted.for_check`)."""
+    findings cache where it can be read (:func:`.scripted.for_check`)."""
     from .cache import Cache, CacheError
-    from ..codemod.scripted import for_check
+    from .scripted import for_check
 
     cache = None
     if cfg.cache_path().is_dir():  # (a folder that check made: linting a text never makes one)

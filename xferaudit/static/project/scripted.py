@@ -442,7 +442,7 @@ def for_check(paths: Iterable[str], cfg, cache=None) -> dict:
     """:func:`for_wrap`'s map for ``check``, ``sites``, fixes and the editor, so
     that they leave what ``wrap`` leaves. Remembered until a file of the
     project changes (its path, size or modification time): in this process,
-    and in the findings cache (`cache`, a :class:`~..project.cache.Cache`), where the
+    and in the findings cache (`cache`, a :class:`~.cache.Cache`), where the
     next run finds it; a run whose files are unchanged reads one small file
     instead of the project's code (a few seconds on torch's own tree)."""
     files = _project_files(paths, cfg)
