@@ -127,7 +127,7 @@ def bench_static(rounds):
     import jax
 
     from xferaudit.rules import table
-    from xferaudit.static.finder import find_in_source
+    from xferaudit.static.front.finder import find_in_source
 
     root = Path(jax.__file__).parent
     texts = [(str(p), p.read_text(encoding="utf-8")) for p in sorted(root.rglob("*.py"))]

@@ -115,9 +115,9 @@ def test_the_cycle_finder_sees_a_type_only_circle():
 def test_relative_and_type_only_imports_are_edges():
     graph = import_graph()
     # `from .source import ...` in the finder, resolved against its package.
-    assert "xferaudit.static.source" in graph["xferaudit.static.finder"]
+    assert "xferaudit.static.front.source" in graph["xferaudit.static.front.finder"]
     # `from xferaudit.static import finder` names the module, not the package.
-    assert "xferaudit.rules" in graph["xferaudit.static.finder"]
+    assert "xferaudit.rules" in graph["xferaudit.static.front.finder"]
 
 
 def test_the_import_graph_has_no_circle():
@@ -206,3 +206,74 @@ def test_no_module_over_700_lines():
             if n > 700:
                 long[str(path.relative_to(ROOT))] = n
     assert long == {}, f"modules over 700 lines: {long}"
+
+
+#: The static half's layers, lowest first, with the modules each holds (a
+#: name holds itself and everything under it; the longest name wins). A module
+#: may import its own layer and the layers below it, never one above it nor a
+#: peer of the same height: values and the codemod's core know nothing of each
+#: other, and the findings and the codemod's file runner neither.
+STATIC_LAYERS = (
+    (0, "records", ("xferaudit.static.site", "xferaudit.static.codes")),
+    (1, "front end", ("xferaudit.static.front",)),
+    (2, "values", ("xferaudit.static.values",)),
+    (2, "codemod", ("xferaudit.static.codemod",)),
+    (3, "project", ("xferaudit.static.project",)),
+    (4, "codemod files", ("xferaudit.static.codemod.files",)),
+    (4, "findings", ("xferaudit.static.findings",)),
+    (5, "package", ("xferaudit.static",)),
+)
+#: What composes the static half: it never imports them.
+STATIC_CALLERS = ("xferaudit.commands", "xferaudit.cli", "xferaudit.server", "xferaudit.flake8_plugin", "xferaudit.pytest_plugin", "xferaudit.__main__")
+
+
+def _static_layer(module: str):
+    """(height, name) of a module of the static half, or None outside it."""
+    best = None
+    for height, name, prefixes in STATIC_LAYERS:
+        for prefix in prefixes:
+            if (module == prefix or module.startswith(prefix + ".")) and (best is None or len(prefix) > best[0]):
+                best = (len(prefix), height, name)
+    return best[1:] if best else None
+
+
+def static_layer_violations(graph: dict[str, set[str]]) -> list[str]:
+    """Every import of the static half that runs up or sideways, or out to what composes it."""
+    out = []
+    for module in sorted(graph):
+        here = _static_layer(module)
+        if here is None:
+            continue
+        for target in sorted(graph[module]):
+            if any(target == c or target.startswith(c + ".") for c in STATIC_CALLERS):
+                out.append(f"{module} -> {target} (the static half never imports what composes it)")
+                continue
+            there = _static_layer(target)
+            if there is None or there[1] == here[1]:
+                continue
+            if there[0] >= here[0]:
+                out.append(f"{module} ({here[1]}) -> {target} ({there[1]})")
+    return out
+
+
+def test_static_layers_import_downward():
+    graph = import_graph()
+    static = [m for m in graph if m == "xferaudit.static" or m.startswith("xferaudit.static.")]
+    # Every folder of the static half has its place (a new one must be given one).
+    for module in static:
+        assert module == "xferaudit.static" or _static_layer(module)[1] != "package", module
+    # Edges inside a layer and down to it are read (the check has something to see).
+    assert "xferaudit.static.front.source" in graph["xferaudit.static.front.finder"]
+    assert "xferaudit.static.front.finder" in graph["xferaudit.static.project.scan"]
+    found = static_layer_violations(graph)
+    assert found == [], "imports against the static layers:\n" + "\n".join(found)
+    # The check sees an added edge: the finder importing the diagnostics, the
+    # value layer the codemod, the codemod's core its file runner, the scan the CLI.
+    for source, target in (
+        ("xferaudit.static.front.finder", "xferaudit.static.findings.diagnostics"),
+        ("xferaudit.static.values.checks", "xferaudit.static.codemod.wrap"),
+        ("xferaudit.static.codemod.wrap", "xferaudit.static.codemod.files"),
+        ("xferaudit.static.project.scan", "xferaudit.commands.check"),
+    ):
+        bad = {**graph, source: graph[source] | {target}}
+        assert static_layer_violations(bad), (source, target)

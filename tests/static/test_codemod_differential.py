@@ -26,7 +26,7 @@ from codemod_programs import CONTEXTS, inputs, outcome, programs, render  # noqa
 
 from xferaudit.opforms import SITE_CATEGORIES  # noqa: E402
 from xferaudit.static.codemod import unwrap_source, wrap_source  # noqa: E402
-from xferaudit.static.evidence import FileEvidence  # noqa: E402
+from xferaudit.static.front.evidence import FileEvidence  # noqa: E402
 
 DEV = None  # the simulated device (conftest sets it up before the first test)
 HOST = torch.device("cpu")

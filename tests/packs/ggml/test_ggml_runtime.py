@@ -139,7 +139,7 @@ def test_the_report_names_each_ggml_site(model, counting):
 
 
 def test_site_names_in_the_model_are_the_names_the_finder_gives_the_unwrapped_calls():
-    from xferaudit.static.finder import find_in_source
+    from xferaudit.static.front.finder import find_in_source
 
     wrapped = MODEL.read_text()
     # the model holds short literals (":f:label"): their full names put the file's path first

@@ -24,7 +24,7 @@ LIB = Path(__file__).parent / "gpu_first_lib" / "lib.py"
 
 
 def _static(reading: str) -> list[int]:
-    finder = pytest.importorskip("xferaudit.static.finder")
+    finder = pytest.importorskip("xferaudit.static.front.finder")
     from xferaudit.rules import table
 
     rules = dataclasses.replace(table(), implicit=reading)

@@ -67,7 +67,7 @@ def _tensor(x: Any) -> bool:
 
 def _count(x: Any, site: Optional[str], key: str, ns: int) -> None:
     """One read of `x` at `site` by the wrapper `key` (its kind: the wrap
-    grammar's, xferaudit.wrapform.IMPLICIT, through runtime.kinds), which
+    grammar's, xferaudit.wrapform.IMPLICIT, through runtime.counted.kinds), which
     spent `ns` in the bare conversion."""
     if _tensor(x) and not x.is_cpu:
         record(site, key, "down", _w._nbytes(x), 1, 0, ns)

@@ -270,7 +270,7 @@ def _nbytes(t: Any) -> int:
 
 
 def _dir(src: Any, dst: Any, copy: bool = False) -> str:
-    """Direction between two torch.device values (see runtime.crossing)."""
+    """Direction between two torch.device values (see runtime.counted.crossing)."""
     same = src == dst
     if same and not copy:
         return "none"
@@ -282,7 +282,7 @@ def _tdir(src: Any, dst: Any, copy: bool = False) -> str:
 
     The host cases by flags first (``is_cpu``, ``is_meta``: cheaper than
     building two torch.device objects, whose ``.type`` alone costs more than
-    the rest of a record); the same answers as runtime.crossing (tests hold
+    the rest of a record); the same answers as runtime.counted.crossing (tests hold
     them equal). Two devices are compared as devices.
     """
     if _META_ONLY:

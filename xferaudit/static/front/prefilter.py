@@ -14,8 +14,8 @@ import itertools
 import re
 from typing import Iterable, Optional
 
-from ..rules import RuleTable
-from ..wrapform import GENERIC, IMPLICIT
+from ...rules import RuleTable
+from ...wrapform import GENERIC, IMPLICIT
 
 _IMPORT_LINE = re.compile(r"^[ \t]*(?:from[ \t]+([\w.]+)[ \t]+import\b|import[ \t]+([^\n#;]+))", re.M)
 

@@ -13,8 +13,8 @@ from __future__ import annotations
 import ast
 from typing import Optional, Protocol
 
-from ..rules import Rule, RuleTable
-from ..wrapform import IMPLICIT, INNER, METHOD, RUNTIME_MODULE, SITE, VALUE, WrapperInfo, full_site, split
+from ...rules import Rule, RuleTable
+from ...wrapform import IMPLICIT, INNER, METHOD, RUNTIME_MODULE, SITE, VALUE, WrapperInfo, full_site, split
 from .classify import Classifier, const_str, fallback_kind
 
 

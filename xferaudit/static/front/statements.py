@@ -24,9 +24,9 @@ from __future__ import annotations
 import ast
 from typing import Optional
 
-from ..opforms import NO_CALL_FORM, STATEMENT
-from ..wrapform import full_site, statement_sites, statement_spans
-from .site import Site
+from ...opforms import NO_CALL_FORM, STATEMENT
+from ...wrapform import full_site, statement_sites, statement_spans
+from ..site import Site
 
 __all__ = ["covered", "name_statements", "statement_of", "statement_text"]
 

@@ -23,16 +23,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Optional, Sequence, TextIO
 
-from .._atomic import HardLinkError, atomic_write
-from .._text import printable, printable_path
-from .._workers import KeptInterrupt
-from ..config import Config
-from ..rules import KINDS
-from . import progress as _progress
-from . import notebook
-from .codemod import CodemodError, CodemodResult, code_style, unwrap_source, wrap_source
-from .codemod.rename import rename_sites_source
-from .scan import display_path
+from ..._atomic import HardLinkError, atomic_write
+from ..._text import printable, printable_path
+from ..._workers import KeptInterrupt
+from ...config import Config
+from ...rules import KINDS
+from ..project import progress as _progress
+from ..front import notebook
+from . import CodemodError, CodemodResult, code_style, unwrap_source, wrap_source
+from .rename import rename_sites_source
+from ..project.scan import display_path
 
 #: Below this many files the run stays in one process (a pool costs ~0.2 s to start).
 PARALLEL_MIN_FILES = 16
@@ -98,7 +98,7 @@ def _skip_class(error: str) -> str:
 
 def _rewrite(data: bytes, path: str, rel: str, codes_ok, job: Optional[dict] = None) -> CodemodResult:
     """wrap or unwrap one file's bytes; a notebook through the Python text of its
-    code cells, written back into the cells it changed (:mod:`.notebook`)."""
+    code cells, written back into the cells it changed (:mod:`..front.notebook`)."""
     job = job if job is not None else _JOB
     nb = renamed = None
     if notebook.is_notebook(path):
@@ -133,8 +133,8 @@ def _rewrite(data: bytes, path: str, rel: str, codes_ok, job: Optional[dict] = N
 
 def _evidence_of(path: str, data: bytes, job: dict):
     """``wrap --from``: the run's lines of this file, matched to its text."""
-    from .evidence import match_file
-    from .source import decode_source
+    from ..front.evidence import match_file
+    from ..front.source import decode_source
 
     try:
         text = decode_source(data)
@@ -238,7 +238,7 @@ def unified_diff(old: bytes, new: bytes, rel: str) -> str:
     return "".join(out)
 
 
-# --- progress (xferaudit.static.progress) --------------------------------------------------
+# --- progress (xferaudit.static.project.progress) --------------------------------------------------
 
 Progress = _progress.Progress
 
@@ -251,7 +251,7 @@ def _outcomes(paths: Sequence[str], mode: str, cfg: Config, select: tuple[str, .
     n = len(paths)
     scripted = None
     if mode == "wrap" and n:  # what TorchScript compiles, from any file of the project
-        from .scripted import for_wrap
+        from ..project.scripted import for_wrap
 
         scripted = for_wrap(paths, cfg)
     cpus = os.cpu_count() or 1
@@ -268,7 +268,7 @@ def _outcomes(paths: Sequence[str], mode: str, cfg: Config, select: tuple[str, .
 
 
 def _worker_init(run_pid: int, *args) -> None:
-    from .._workers import die_with_parent
+    from ..._workers import die_with_parent
 
     die_with_parent(run_pid)
     _init(*args)
@@ -289,7 +289,7 @@ def _pool_context():
 
     if "forkserver" in multiprocessing.get_all_start_methods():
         ctx = multiprocessing.get_context("forkserver")
-        ctx.set_forkserver_preload(["xferaudit.static.codemod_files"])
+        ctx.set_forkserver_preload(["xferaudit.static.codemod.files"])
         return ctx
     return multiprocessing.get_context()
 
@@ -556,8 +556,8 @@ def add_common_arguments(parser, mode: str, paths_optional: bool = False) -> Non
 
 
 def run_command(args, mode: str) -> int:
-    from ..errors import UserError
-    from ..config import ConfigError, iter_python_files, load_config
+    from ...errors import UserError
+    from ...config import ConfigError, iter_python_files, load_config
 
     stdin = "-" in args.paths
     if stdin and args.paths != ["-"]:
@@ -616,9 +616,9 @@ def _evidence_files(runs: Sequence[str], paths: Sequence[str], cfg: Config) -> t
     """``wrap --from``: (the evidence, the files it names that are to be
     rewritten, notes on the others). Without PATH, every file the runs name in
     the project; with PATH, those of them under PATH."""
-    from ..config import iter_python_paths
-    from ..errors import UserError
-    from .evidence import EvidenceError, load, seen
+    from ...config import iter_python_paths
+    from ...errors import UserError
+    from ..front.evidence import EvidenceError, load, seen
 
     try:
         evidence = load(runs, cfg.root)

@@ -15,7 +15,7 @@ import re
 import tokenize
 import warnings
 
-from .._gc import collector_paused  # (its callers import it from here too)
+from ..._gc import collector_paused  # (its callers import it from here too)
 
 _LINE_END = re.compile(r"(?<=\n)|(?<=\r)(?!\n)")
 

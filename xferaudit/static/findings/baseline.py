@@ -23,7 +23,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Iterable
 
-from .._atomic import atomic_write
+from ..._atomic import atomic_write
 from .diagnostics import Diagnostic
 
 FORMAT = 1
@@ -61,10 +61,10 @@ def load(path: Path) -> Counter:
     """The counts of a baseline file; :class:`BaselineError` (naming the file and
     the entry) for anything else: a count that is not a whole number from 0 to
     2**63-1, an entry without its four keys, JSON nested too deeply."""
-    from .._validate import MAX_COUNT, count, parse_json
+    from ..._validate import MAX_COUNT, count, parse_json
 
     path = Path(path)
-    from .._readfile import read_text
+    from ..._readfile import read_text
 
     text = read_text(path, str(path), BaselineError,
                      missing=f"{path}: no such baseline file (write one with --write-baseline)")

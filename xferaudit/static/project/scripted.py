@@ -17,7 +17,7 @@ scripts them. One pass over the project's files, importing nothing:
 1. every file is read once; a regex lists the names it defines, and only the
    files naming ``jit`` (and then those defining a name being followed) are
    parsed;
-2. the roots: the defs a file scripts itself (:func:`.unwrappable.scripted_defs`:
+2. the roots: the defs a file scripts itself (:func:`..front.unwrappable.scripted_defs`:
    ``@torch.jit.script``, ScriptModule methods...) and what each
    ``torch.jit.script(X)`` is given, X read through the file's imports and
    assignments (``op = kornia.color.rgb_to_hls; torch.jit.script(op)``,
@@ -52,8 +52,8 @@ import re
 from collections import defaultdict
 from typing import Callable, Iterable, Optional
 
-from .source import decode_source, parse
-from .unwrappable import _PYTHON_ONLY, _decorated, scripted_defs
+from ..front.source import decode_source, parse
+from ..front.unwrappable import _PYTHON_ONLY, _decorated, scripted_defs
 
 # a file that scripts (the calls, or decorators scripted_defs reads: `@torch.jit.script`, `@jit.export`,
 # a ScriptModule's `@script_method`...); the others are not parsed for roots
@@ -420,7 +420,7 @@ def _project_files(paths: Iterable[str], cfg) -> list:
     """Every Python file of the project (the folder holding pyproject.toml or
     .git, its excludes honoured), where the call that scripts often is (its
     tests); without such a folder, `paths` alone."""
-    from ..config import iter_python_paths, marked_root
+    from ...config import iter_python_paths, marked_root
 
     files = list(paths)
     if marked_root(cfg.root) is not None:

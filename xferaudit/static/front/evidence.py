@@ -43,8 +43,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable, Optional, Sequence
 
-from .. import opforms
-from ..runkeys import MODULE_FUNCTION, function_name, normalise_text
+from ... import opforms
+from ...runkeys import MODULE_FUNCTION, function_name, normalise_text
 from .source import split_lines
 
 __all__ = [
@@ -129,7 +129,7 @@ def read_run(path: str, root: Path) -> list:
     reader of saved reports (:meth:`xferaudit.runtime.Report.load`: a regular
     file only, of bounded size, every field checked, a key given twice refused,
     a path holding a NUL refused)."""
-    from ..runtime.reporting._report import Report, ReportError
+    from ...runtime.reporting._report import Report, ReportError
 
     try:
         rep = Report.load(path, missing=f"{path}: no such run file (record one with `xferaudit run`)")

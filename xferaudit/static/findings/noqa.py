@@ -21,10 +21,10 @@ import warnings
 from dataclasses import dataclass, field
 from typing import Iterable, Optional
 
-from .._atomic import atomic_write
+from ..._atomic import atomic_write
 from .diagnostics import Diagnostic
-from .source import comments as comment_tokens
-from .source import split_lines, tokens
+from ..front.source import comments as comment_tokens
+from ..front.source import split_lines, tokens
 
 #: Codes --add-noqa adds: every finding a noqa comment suppresses (sites, graphs,
 #: implicit transfers, run evidence); not XFA001 (cannot be suppressed) nor XFA101

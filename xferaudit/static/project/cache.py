@@ -42,17 +42,17 @@ from dataclasses import fields
 from pathlib import Path
 from typing import Any, Optional
 
-from .. import __version__
-from .._atomic import atomic_write
-from ..config import Config
-from .codes import CODES, IMPLICIT_OP_CODES
-from .finder import FileResult
-from .site import Site
+from ... import __version__
+from ..._atomic import atomic_write
+from ...config import Config
+from ..codes import CODES, IMPLICIT_OP_CODES
+from ..front.finder import FileResult
+from ..site import Site
 
 FORMAT = 1
 KEEP_FILES = 4  # findings files of other keys kept (older tool versions, other configs)
 _SITE_FIELDS = tuple(f.name for f in fields(Site) if f.name != "path")
-_PKG = Path(__file__).resolve().parent.parent
+_PKG = Path(__file__).resolve().parents[2]  # xferaudit/ (this is static/project/cache.py)
 #: Modules outside static/ whose code decides what the finder reports.
 _OTHER_CODE = ("rules.py", "config.py", "wrapform.py")
 
@@ -60,7 +60,7 @@ _OTHER_CODE = ("rules.py", "config.py", "wrapform.py")
 def _code_files() -> list[Path]:
     """Every file whose content can change a finding: the whole static package
     (found, not listed by hand), the rule table's modules, and every pack's data."""
-    from ..rules import pack_files
+    from ...rules import pack_files
 
     static = sorted(p for p in (_PKG / "static").rglob("*.py") if "__pycache__" not in p.parts)
     return static + [_PKG / p for p in _OTHER_CODE] + list(pack_files())

@@ -22,11 +22,11 @@ from collections import Counter
 from typing import Callable, Optional
 from xml.sax.saxutils import escape, quoteattr
 
-from .._text import printable, printable_path
-from .codes import CODES
+from ..._text import printable, printable_path
+from ..codes import CODES
 from .diagnostics import Diagnostic, reported, rule_url
-from .notebook import display_position, is_notebook
-from .source import decode_source, split_lines
+from ..front.notebook import display_position, is_notebook
+from ..front.source import decode_source, split_lines
 
 # --- gitlab ---------------------------------------------------------------------------
 
@@ -154,7 +154,7 @@ def _lines(path: str, data: Optional[bytes]) -> Optional[tuple[list[str], Callab
             with open(path, "rb") as fh:
                 data = fh.read()
         if is_notebook(path):
-            from . import notebook
+            from ..front import notebook
 
             nb = notebook.read(data)
             return split_lines(nb.text), lambda ln: notebook.position(nb, ln)[1]

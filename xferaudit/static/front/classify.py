@@ -13,7 +13,7 @@ import ast
 import re
 from typing import Callable, Optional
 
-from ..rules import KIND_CODES, Devices, Rule, RuleTable
+from ...rules import KIND_CODES, Devices, Rule, RuleTable
 
 _WS = re.compile(r"\s+")
 

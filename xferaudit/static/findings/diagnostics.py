@@ -30,23 +30,23 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Any, Iterable, Optional
 
-from .. import __version__
-from .._text import printable, printable_path
-from ..config import Config
-from ..rules import Rule, RuleTable
-from ..opforms import NO_CALL_FORM
-from ..wrapform import (
+from ... import __version__
+from ..._text import printable, printable_path
+from ...config import Config
+from ...rules import Rule, RuleTable
+from ...opforms import NO_CALL_FORM
+from ...wrapform import (
     ALIAS, CALLEE, IMPLICIT, INNER, METHOD, RECEIVER, VALUE, form, form_of, statement_comment,
 )
-from ..wrapform import suggestion as wf_suggestion
-from .codes import CODES
-from .evidence import Stale, check_findings, stale_message, static_function
-from .values.findings import message as implicit_message
-from .naming import renamed_site, short_receiver
-from .notebook import display_position, is_notebook, read as read_notebook
-from .site import Site
-from .source import decode_source, split_lines
-from .scan import Scan, display_path
+from ...wrapform import suggestion as wf_suggestion
+from ..codes import CODES
+from ..front.evidence import Stale, check_findings, stale_message, static_function
+from ..values.findings import message as implicit_message
+from ..front.naming import renamed_site, short_receiver
+from ..front.notebook import display_position, is_notebook, read as read_notebook
+from ..site import Site
+from ..front.source import decode_source, split_lines
+from ..project.scan import Scan, display_path
 
 
 @dataclass

@@ -16,10 +16,10 @@ import bisect
 import contextlib
 from typing import TYPE_CHECKING, Iterator, Optional
 
-from ..wrapform import RUNTIME_MODULE
+from ...wrapform import RUNTIME_MODULE
 
 if TYPE_CHECKING:  # pragma: no cover
-    from ..rules import RuleTable
+    from ...rules import RuleTable
 
 
 def import_pairs(st: ast.stmt) -> list[tuple[str, Optional[str]]]:

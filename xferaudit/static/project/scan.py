@@ -33,12 +33,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Optional, Sequence
 
-from ..config import Config, iter_python_paths
-from ..rules import RuleTable
-from .finder import FileResult, find_in_source
-from . import notebook
-from .notebook import is_notebook
-from .source import collector_paused, decode_source, parse
+from ...config import Config, iter_python_paths
+from ...rules import RuleTable
+from ..front.finder import FileResult, find_in_source
+from ..front import notebook
+from ..front.notebook import is_notebook
+from ..front.source import collector_paused, decode_source, parse
 
 #: Below this many bytes to parse, a process pool costs more than it saves.
 PARALLEL_MIN_BYTES = 1_500_000
@@ -51,7 +51,7 @@ _STATE: list = []  # the worker's rule table, set by _init (fork or spawn alike)
 
 
 def _init(table: RuleTable, run_pid: int = 0) -> None:
-    from .._workers import die_with_parent  # end with the run, leave Ctrl-C to it
+    from ..._workers import die_with_parent  # end with the run, leave Ctrl-C to it
 
     die_with_parent(run_pid)
     _STATE[:] = [table]
@@ -99,10 +99,10 @@ def _analyze(data: bytes, display: str, relpath: str, rules: RuleTable, evidence
 def _match_evidence(entries: Sequence, text: str, tree, data: bytes, path: str, rules: RuleTable):
     """The run's lines of one file, matched to its text (through its unwrapped
     text where ``wrap`` rewrote them: libcst is imported only then)."""
-    from .evidence import match_file
+    from ..front.evidence import match_file
 
     def bare() -> Optional[str]:
-        from .codemod import CodemodError, unwrap_source
+        from ..codemod import CodemodError, unwrap_source
 
         try:
             new = unwrap_source(data, path, rules).new
@@ -191,14 +191,14 @@ def scan(
 ) -> Scan:
     """Find the sites of every Python file under `paths`.
 
-    `evidence` (an :class:`~.evidence.Evidence`): run files whose lines are
+    `evidence` (an :class:`~..front.evidence.Evidence`): run files whose lines are
     matched to the files that they name; those files are analysed with it
     (each result's ``evidence``), never answered from the cache. Lines of files
     under `paths` that no longer exist are ``Scan.gone``.
 
     A path that cannot be read becomes a result with ``error`` set (reported as
     XFA001); the other files are still scanned. `progress`, if given (a
-    :class:`~xferaudit.static.progress.Progress`), is told the number of files,
+    :class:`~xferaudit.static.project.progress.Progress`), is told the number of files,
     then stepped once per file as it is done, with the sites found in it.
     """
     rules = rules if rules is not None else cfg.table()

@@ -15,10 +15,10 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Optional, Union
 
 if TYPE_CHECKING:  # pragma: no cover
-    from ..config import Config
-    from ..rules import RuleTable
+    from ...config import Config
+    from ...rules import RuleTable
     from .diagnostics import Diagnostic
-    from .scan import Scan
+    from ..project.scan import Scan
 
 
 @dataclass
@@ -38,7 +38,7 @@ def lint_source(source: Union[bytes, str], filename: str, cfg: "Config", rules: 
     """The findings of `source` (bytes as a file holds them, or text as an
     editor holds it) checked as the file `filename`, suppressed ones marked."""
     from .diagnostics import collect
-    from .scan import scan_source
+    from ..project.scan import scan_source
 
     rules = rules if rules is not None else cfg.table()
     result = scan_source(source, filename, cfg, rules, evidence)
@@ -57,11 +57,11 @@ def config_evidence(cfg: "Config", extra: Any = (), cwd: Optional[str] = None) -
     `extra` (``--evidence``), as ``check`` reads them; None when there is none.
     The editor server and the flake8 plugin read it here too, so they report
     what ``check`` reports; each set of files is read once until one of them
-    changes. Raises :class:`~xferaudit.static.evidence.EvidenceError`."""
+    changes. Raises :class:`~xferaudit.static.front.evidence.EvidenceError`."""
     import os
 
-    from .evidence import load
-    from .scan import display_path
+    from ..front.evidence import load
+    from ..project.scan import display_path
 
     here = cwd if cwd is not None else os.getcwd()
     runs = [display_path(p, here) for p in cfg.evidence] + list(extra or ())
@@ -89,7 +89,7 @@ def _stamp(path: str) -> tuple:
 
 def add_fixes(linted: Linted, cfg: "Config", rules: "RuleTable", stop: Any = None) -> None:
     """Set each reported finding's fix (the codemod's edits), after the fact
-    (`stop()`: see :func:`~xferaudit.static.fixes.attach`)."""
+    (`stop()`: see :func:`~xferaudit.static.findings.fixes.attach`)."""
     from .fixes import attach
 
     attach(linted.diags, linted.scan, cfg, rules, linted.sources, stop=stop)

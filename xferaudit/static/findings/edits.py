@@ -18,7 +18,7 @@ from bisect import bisect_right
 from dataclasses import dataclass
 from typing import Callable
 
-from .source import split_lines
+from ..front.source import split_lines
 
 
 @dataclass(frozen=True)

@@ -10,7 +10,7 @@ reason, and ``check`` says they cannot be wrapped instead of suggesting a form.
   cannot take the wrappers' ``*args`` and keyword-only ``site=``, so the
   wrapped file would fail where it scripts. ``wrap`` over a tree also leaves
   the code that a ``torch.jit.script`` in another file of the project
-  reaches (:mod:`.scripted`).
+  reaches (:mod:`..project.scripted`).
 * A self-documenting f-string field, ``f"{x.item()=}"`` or ``{x.cpu() = }``:
   Python prints the field's own text, so wrapping it would change the output.
 * Not unwrappable, but wrapped another way: a method call whose arguments may
@@ -30,7 +30,7 @@ import bisect
 import re
 from typing import Callable, Iterable, Iterator, Optional
 
-from ..wrapform import SITE
+from ...wrapform import SITE
 
 TORCHSCRIPT = ("TorchScript compiles this code, and it cannot call a counting wrapper "
                "(scripted code runs outside Python); the guard still sees its crossings")
@@ -227,7 +227,7 @@ def mark(sites: list, text: str, tree: ast.Module, lines: list[str], nodes: dict
     """Set ``no_wrap`` on the unwrapped `sites` that no wrapped form can keep as
     they are (`nodes`: id(site) -> (its call, its scope), for the explicit ones;
     `scripted`: the file's functions that a ``torch.jit.script`` elsewhere in
-    the project compiles, qualified name -> where, from :mod:`.scripted`)."""
+    the project compiles, qualified name -> where, from :mod:`..project.scripted`)."""
     todo = [s for s in sites if not s.wrapped and not s.no_wrap]
     if not todo:
         return

@@ -11,7 +11,7 @@ import copy
 import keyword
 import re
 
-from .site import Site
+from ..site import Site
 
 _WS = re.compile(r"\s+")
 LABEL_LIMIT = 40

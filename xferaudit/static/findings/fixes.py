@@ -8,7 +8,7 @@ codemod's output for it (:func:`~xferaudit.static.codemod.wrap_source`), so a
 fix is what ``wrap`` writes, and follows it when ``wrap`` changes.
 
 One codemod run serves a whole file: its output is split into runs of changed
-lines (:func:`~xferaudit.static.edits.hunks`). A run that holds no site is
+lines (:func:`~xferaudit.static.findings.edits.hunks`). A run that holds no site is
 shared by every fix (the ``import xferaudit.runtime as xfer`` line and the
 blank lines around it); a run that holds exactly one site is that site's. A
 site that shares its run with another (two sites in one statement, or on
@@ -52,14 +52,14 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Callable, Iterable, Optional, Sequence
 
 from .edits import Edit, Hunk, Positions, changed_runs, hunks, split_leading, trimmed
-from .notebook import is_notebook
-from .source import split_lines
+from ..front.notebook import is_notebook
+from ..front.source import split_lines
 
 if TYPE_CHECKING:  # pragma: no cover
-    from ..config import Config
-    from ..rules import RuleTable
+    from ...config import Config
+    from ...rules import RuleTable
     from .diagnostics import Diagnostic
-    from .site import Site
+    from ..site import Site
 
 SAFE, UNSAFE, DISPLAY = "safe", "unsafe", "display"
 
@@ -103,13 +103,13 @@ def _lines_of(s: "Site") -> tuple[int, int]:
 def _needs_import(s: "Site") -> bool:
     """Whether the wrapped form of `s` calls the runtime (a statement named by
     a comment does not: its fix is the comment alone)."""
-    from ..opforms import NO_CALL_FORM
+    from ...opforms import NO_CALL_FORM
 
     return not (s.implicit and s.op in NO_CALL_FORM)
 
 
 def _is_runtime_import(line: str) -> bool:
-    from ..wrapform import RUNTIME_MODULE
+    from ...wrapform import RUNTIME_MODULE
 
     return line.lstrip().startswith(("import " + RUNTIME_MODULE + " ", "from xferaudit import runtime "))
 
@@ -212,7 +212,7 @@ def source_bytes(text: str) -> Optional[bytes]:
 
 def source_text(data: bytes) -> Optional[str]:
     """A file's bytes as text by its coding declaration; None when they do not decode."""
-    from .source import decode_source
+    from ..front.source import decode_source
 
     try:
         return decode_source(data)
@@ -233,8 +233,8 @@ def wrap_fixes(data: bytes, path: str, relpath: str, cfg: "Config", rules: "Rule
     one file's bytes that ``wrap`` rewrites (the others are left out). `stop()`
     is asked before each codemod run: True raises :class:`Stopped`; `scripted`:
     the file's functions TorchScript compiles from another file, left as ``wrap``
-    leaves them (:mod:`.scripted`)."""
-    from .codemod import CodemodError, code_style, wrap_source
+    leaves them (:mod:`..project.scripted`)."""
+    from ..codemod import CodemodError, code_style, wrap_source
 
     style = style or code_style(cfg.root)
 
@@ -258,8 +258,8 @@ def wrap_fixes(data: bytes, path: str, relpath: str, cfg: "Config", rules: "Rule
     old = source_text(data)
     _STATEMENT_END.clear()
     if old is not None and any(not _needs_import(s) for s in wanted):
-        from ..wrapform import statement_spans
-        from .statements import statement_of
+        from ...wrapform import statement_spans
+        from ..front.statements import statement_of
 
         spans = statement_spans(old)
         for s in wanted:
@@ -376,8 +376,8 @@ def rename_fixes(data: bytes, path: str, relpath: str, rules: "RuleTable",
                  sites: Iterable["Site"]) -> dict[tuple[int, int, str], tuple[Edit, ...]]:
     """{(line, column): edits} renaming the site names of wrapped calls made in
     another file (XFA302), as ``wrap --rename-sites`` renames them."""
-    from .codemod import CodemodError
-    from .codemod.rename import rename_sites_source
+    from ..codemod import CodemodError
+    from ..codemod.rename import rename_sites_source
 
     old = source_text(data)
     try:
@@ -401,7 +401,7 @@ def attach(diags: list["Diagnostic"], scan, cfg: "Config", rules: "RuleTable",
            stop: Optional[Callable[[], bool]] = None) -> None:
     """Set ``fix`` on each reported finding that ``wrap`` can rewrite.
 
-    `scan` is the :class:`~xferaudit.static.scan.Scan` the findings came from
+    `scan` is the :class:`~xferaudit.static.project.scan.Scan` the findings came from
     (its sites); `sources` maps a displayed path to the source that was
     checked (standard input's bytes, an editor's text), else each file is
     read again. Many files are done on every core (`jobs` processes), as
@@ -450,13 +450,13 @@ _STATE: list = []  # a worker's (config, rules, style)
 
 
 def _init(cfg: "Config", rules: "RuleTable") -> None:
-    from .codemod import code_style
+    from ..codemod import code_style
 
     _STATE[:] = [(cfg, rules, code_style(cfg.root))]
 
 
 def _worker_init(cfg: "Config", rules: "RuleTable", run_pid: int) -> None:
-    from .._workers import die_with_parent  # end with the run, leave Ctrl-C to it
+    from ..._workers import die_with_parent  # end with the run, leave Ctrl-C to it
 
     die_with_parent(run_pid)
     _init(cfg, rules)
@@ -475,7 +475,7 @@ def _file_edits_all(items: list, cfg: "Config", rules: "RuleTable", jobs: Option
                     stop: Optional[Callable[[], bool]] = None) -> list[dict]:
     import os
 
-    from .scan import _start_method, worker_count
+    from ..project.scan import _start_method, worker_count
 
     workers = max(1, min(jobs if jobs is not None else worker_count(), len(items)))
     if workers == 1 or (jobs is None and len(items) < PARALLEL_MIN_FILES):

@@ -19,7 +19,7 @@ The static front end, one module per job::
     finder.py     this module: the visitor, :func:`analyse`, :func:`find_in_source`
 
 and, plugged in through :data:`ANALYSES` (below), the value layer, a package
-of its own (``values/``: see :mod:`.values`): what an expression holds (a
+of its own (``values/``: see :mod:`..values`): what an expression holds (a
 device tensor, a module, numpy...), followed through each function; it adds
 the implicit transfers (``float(t)``, ``if t:``, ``print(t)``...) and re-judges
 method-row sites (``values/sites.py``, the analysis).
@@ -34,12 +34,12 @@ of a Name/Attribute, ``"torch.tensor"``, ``"numpy.linspace"``; its ``source``
 for positions and text; the ``rules``; the ``sites`` found so far) and
 returning more :class:`Site` objects, and append it to :data:`ANALYSES`::
 
-    from xferaudit.static import finder
+    from xferaudit.static.front import finder
     finder.ANALYSES.append(my_analysis)   # def my_analysis(ctx) -> list[Site]
 
 An analysis may also drop or amend the sites found so far (``ctx.sites``, in
 place): ``ctx.nodes[id(site)]`` gives an unwrapped site's ``ast`` node and the
-resolver scope it was found in. The value layer (:mod:`.values.sites`,
+resolver scope it was found in. The value layer (:mod:`..values.sites`,
 registered by ``xferaudit.static``) is one: it adds the implicit sites and
 drops method calls whose receiver is shown to be no tensor.
 
@@ -59,14 +59,14 @@ import sys
 from dataclasses import dataclass, field
 from typing import Callable, Optional
 
-from ..rules import KIND_CODES, Rule, RuleTable, table as default_table
-from ..wrapform import RUNTIME_MODULE, wrapper_infos
+from ...rules import KIND_CODES, Rule, RuleTable, table as default_table
+from ...wrapform import RUNTIME_MODULE, wrapper_infos
 from .classify import Classifier
-from .codes import IMPLICIT_CODES, IMPLICIT_OP_CODES
+from ..codes import IMPLICIT_CODES, IMPLICIT_OP_CODES
 from .naming import LABEL_LIMIT, name_sites, short_label, short_receiver
 from .prefilter import candidate_lines, imported_modules
 from .resolver import COMPOUND_BODIES, Resolver, arg_names, target_names
-from .site import Site
+from ..site import Site
 from .source import Source, decode_source, parse, split_lines
 from .suppress import bare_own, file_suppressions, parse_suppressions
 from .unwrappable import arguments_may_have_effects, mark as mark_unwrappable
@@ -154,7 +154,7 @@ class FileContext:
     whole: bool = False  # `resolver` binds every scope (analyses may look anywhere)
     relpath: str = ""  # the path relative to the project root (settings by path: gpu-first-exclude)
     #: run evidence: line -> the site categories a recorded run saw crossing
-    #: on its statement (static/evidence.py); the value layer reads it
+    #: on its statement (static/front/evidence.py); the value layer reads it
     evidence: dict = field(default_factory=dict)
     _full: Optional[Resolver] = None
 
@@ -531,7 +531,7 @@ def analyse(
     for a caller that needs more of it than the sites (the codemod). `evidence`:
     the lines a recorded run saw crossing (:attr:`FileContext.evidence`); `tree`:
     the text's parse, when the caller has made it; `scripted`: the file's
-    functions that TorchScript compiles from another file (:mod:`.scripted`)."""
+    functions that TorchScript compiles from another file (:mod:`..project.scripted`)."""
     rules = rules or _default_rules()
     res = FileResult(path=path)
     colmap = None
