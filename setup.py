@@ -1,5 +1,5 @@
 """The optional C part of the runtime: the counted path of the scalar-read
-wrappers (xferaudit/runtime/_fastcount.c, see xferaudit/runtime/fastpath.py).
+wrappers (xferaudit/runtime/counted/_fastcount.c, see xferaudit/runtime/counted/fastpath.py).
 
 Optional: where it cannot be built (no C compiler, Windows, PyPy, a
 free-threaded CPython) the install goes on without it and the same wrappers
@@ -20,7 +20,7 @@ if (
     and not os.environ.get("XFERAUDIT_PURE_PYTHON")
 ):
     ext_modules.append(
-        Extension("xferaudit.runtime._fastcount", ["xferaudit/runtime/_fastcount.c"], optional=True)
+        Extension("xferaudit.runtime.counted._fastcount", ["xferaudit/runtime/counted/_fastcount.c"], optional=True)
     )
 
 setup(ext_modules=ext_modules)

@@ -8,7 +8,7 @@ folder (site-packages is never touched), then through the same code path as the
 CLI (``run_codemod``: pool, atomic writes):
 
 1. ``wrap`` every file, timed (and, alone, its first step: the pass over the
-   whole tree that finds what TorchScript compiles, ``static/scripted.py``);
+   whole tree that finds what TorchScript compiles, ``static/project/scripted.py``);
 2. compile every wrapped file;
 3. run the finder on every wrapped file: no unwrapped, unsuppressed site may
    remain except those ``wrap`` reported as not safely wrappable;
@@ -47,9 +47,9 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from xferaudit.config import iter_python_files, load_config  # noqa: E402
-from xferaudit.static.codemod_files import run_codemod  # noqa: E402
-from xferaudit.static.finder import decode_source, find_in_source  # noqa: E402
-from xferaudit.static.scripted import for_wrap  # noqa: E402
+from xferaudit.static.codemod.files import run_codemod  # noqa: E402
+from xferaudit.static.front.finder import decode_source, find_in_source  # noqa: E402
+from xferaudit.static.project.scripted import for_wrap  # noqa: E402
 
 
 def torch_dir() -> Path:

@@ -51,7 +51,7 @@ def make_run(tree: str, cfg, limit: int, out: Path) -> tuple:
     """A run file with one entry per unwrapped site line of the first `limit`
     files holding one; returns (its path, files, entries)."""
     from xferaudit.runkeys import normalise_text
-    from xferaudit.static.scan import scan
+    from xferaudit.static.project.scan import scan
 
     res = scan([tree], cfg, use_cache=False, jobs=1)
     entries, files = [], []
@@ -82,9 +82,9 @@ def main() -> int:
 
     from xferaudit.config import Config
     from xferaudit.static.codemod import wrap_source
-    from xferaudit.static.codemod_files import run_codemod
-    from xferaudit.static.evidence import load, match_file
-    from xferaudit.static.scan import scan
+    from xferaudit.static.codemod.files import run_codemod
+    from xferaudit.static.front.evidence import load, match_file
+    from xferaudit.static.project.scan import scan
 
     cfg = Config(root=Path(tree))
     with tempfile.TemporaryDirectory() as tmp:

@@ -54,8 +54,8 @@ def codemod_runs(root: str) -> tuple[int, int, int]:
     """(files with sites, codemod runs for their fixes, runs at one per site)."""
     import xferaudit.static.codemod as cm
     from xferaudit.config import iter_python_paths, load_config
-    from xferaudit.static import fixes
-    from xferaudit.static.finder import find_in_source
+    from xferaudit.static.findings import fixes
+    from xferaudit.static.front.finder import find_in_source
 
     cfg = load_config(root)
     rules = cfg.table()

@@ -33,7 +33,7 @@ sys.path.insert(0, str(HERE.parent))
 import torch  # noqa: E402
 
 import xferaudit.runtime as xfer  # noqa: E402
-from xferaudit.runtime.guard import resolve_mode  # noqa: E402
+from xferaudit.runtime.guarding.guard import resolve_mode  # noqa: E402
 
 
 def memcpys(prof) -> dict:

@@ -4,7 +4,7 @@ simulated device of a CPU machine, without the profiler's figures.)
 
 Two unmodified programs of a framework user, written here into a temporary
 project, each run whole under ``xferaudit run``'s runner in this process
-(:func:`xferaudit.runtime.runner.run_path`), in the guard mode ``--mode``:
+(:func:`xferaudit.runtime.runs.runner.run_path`), in the guard mode ``--mode``:
 
 * ``fit.py``: a small Lightning ``Trainer.fit`` (``--steps`` optimizer
   steps; Lightning moves each batch and reads the logged loss itself);
@@ -205,7 +205,7 @@ def _run(script: Path, argv: list, output: Path, mode: str, budget=None, profile
     `profile`, inside torch.profiler: (result, trace or None, the program's output)."""
     import torch
 
-    from xferaudit.runtime.runner import run_path
+    from xferaudit.runtime.runs.runner import run_path
 
     said = io.StringIO()
     prof = None
@@ -252,7 +252,7 @@ def _compare(rep, trace) -> tuple:
 def program(name: str, folder: Path, out: Path, a) -> dict:
     """One program: run A (profiled on CUDA), the budget frozen from it, run B held to it."""
     from xferaudit.cli import main as cli
-    from xferaudit.runtime.budget import load_budget
+    from xferaudit.runtime.runs.budget import load_budget
 
     file, text, frameworks = PROGRAMS[name]
     if not _installed(frameworks):

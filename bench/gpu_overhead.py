@@ -14,7 +14,7 @@ that the machine's noise hits all of them alike:
 * sync     the wrapped program, counting off, under
            ``torch.cuda.set_sync_debug_mode("warn")`` (warnings ignored)
 * run      the bare program under what ``xferaudit run`` puts on
-           (``xferaudit.runtime.runner.counted``: counting, the guard at the
+           (``xferaudit.runtime.runs.runner.counted``: counting, the guard at the
            count level, launches of its compiled module and graph counted at
            its lines, steps at each optimizer step), built under it too
 
@@ -51,7 +51,7 @@ sys.path.insert(0, str(HERE.parent))
 import torch  # noqa: E402
 
 import xferaudit.runtime as xfer  # noqa: E402
-from xferaudit.runtime.guard import resolve_mode  # noqa: E402
+from xferaudit.runtime.guarding.guard import resolve_mode  # noqa: E402
 
 
 def load(path: Path, name: str):
@@ -107,7 +107,7 @@ def main() -> int:
         return 0
     dev = torch.device("cuda")
     quiet = io.StringIO()
-    from xferaudit.runtime.runner import counted
+    from xferaudit.runtime.runs.runner import counted
 
     if a.small:
         tp, tw = SmallStep(dev, wrapped=False), SmallStep(dev, wrapped=True)

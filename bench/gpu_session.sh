@@ -14,11 +14,11 @@ mkdir -p "$out"
 export PYTHONUNBUFFERED=1 XLA_PYTHON_CLIENT_PREALLOCATE=false
 export PYTHONPATH=${PYTHONPATH:+$PYTHONPATH:}$PWD
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
-# The counted path in C (xferaudit/runtime/_fastcount.c): built in place, as an
+# The counted path in C (xferaudit/runtime/counted/_fastcount.c): built in place, as an
 # editable install builds it; where it cannot be built the Python wrappers run.
 python3 setup.py -q build_ext --inplace > "$out/build_ext.txt" 2>&1 || echo "(the C counted path was not built: see $out/build_ext.txt)"
 { nvidia-smi -L; python3 -c "import torch, sys; print('torch', torch.__version__, 'python', sys.version.split()[0])"
-  python3 -c "from xferaudit.runtime import fastpath; print('counted path in C:', fastpath.AVAILABLE)"; } | tee "$out/gpu_env.txt"
+  python3 -c "from xferaudit.runtime.counted import fastpath; print('counted path in C:', fastpath.AVAILABLE)"; } | tee "$out/gpu_env.txt"
 # The whole GPU suite in one process (-m gpu over every test module): modules
 # that set up the simulated device are collected too, so CUDA's pinned memory
 # must keep working beside it (tests/runtime/test_simulated_pinned_gpu.py).

@@ -90,7 +90,7 @@ def site_ranges(trace: dict, sites: set) -> list:
 #: The recorder's clock (time.perf_counter_ns), as the profiler's Python tracer names it:
 #: the two reads around each counted call mark where the call begins and ends.
 CLOCK = "<built-in function perf_counter_ns>"
-#: How the tracer names the runtime's own Python functions ("xferaudit/runtime/recorder.py(N): f").
+#: How the tracer names the runtime's own Python functions ("xferaudit/runtime/counted/recorder.py(N): f").
 OWN = ("xferaudit/runtime/", "xferaudit/packs/")
 HOST_CATS = ("cpu_op", "cuda_runtime", "cuda_driver")
 

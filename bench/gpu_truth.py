@@ -51,7 +51,7 @@ sys.path.insert(0, str(HERE.parent))
 import torch  # noqa: E402
 
 import xferaudit.runtime as xfer  # noqa: E402
-from xferaudit.runtime.guard import resolve_mode  # noqa: E402
+from xferaudit.runtime.guarding.guard import resolve_mode  # noqa: E402
 
 sys.path.insert(0, str(HERE))
 from trace_counts import (  # noqa: E402
@@ -98,7 +98,7 @@ def run_counted(a) -> int:
     import contextlib
     import io
 
-    from xferaudit.runtime.runner import run_path
+    from xferaudit.runtime.runs.runner import run_path
 
     if a.program == "copies":
         prog, args = HERE / "copies_program.py", ["--steps", str(a.steps)]

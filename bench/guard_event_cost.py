@@ -64,7 +64,7 @@ def _library_reader():
     import sys
     import tempfile
 
-    from xferaudit.runtime.guard import LIBRARY_ENV, set_frames
+    from xferaudit.runtime.guarding.guard import LIBRARY_ENV, set_frames
 
     lib = tempfile.mkdtemp(prefix="xferaudit_bench_lib_")
     with open(os.path.join(lib, "bench_reader.py"), "w") as f:

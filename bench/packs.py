@@ -35,7 +35,7 @@ sys.path.insert(0, str(HERE.parent))
 import numpy as np  # noqa: E402
 
 import xferaudit.runtime as xfer  # noqa: E402
-from xferaudit.runtime import recorder  # noqa: E402
+from xferaudit.runtime.counted import recorder  # noqa: E402
 
 
 def per_call(fn, n):
@@ -127,7 +127,7 @@ def bench_static(rounds):
     import jax
 
     from xferaudit.rules import table
-    from xferaudit.static.finder import find_in_source
+    from xferaudit.static.front.finder import find_in_source
 
     root = Path(jax.__file__).parent
     texts = [(str(p), p.read_text(encoding="utf-8")) for p in sorted(root.rglob("*.py"))]

@@ -74,7 +74,7 @@ import json
 import os
 
 import xferaudit.runtime as xfer
-from xferaudit.runtime import recorder
+from xferaudit.runtime.counted import recorder
 
 _turned_back_on = 0
 

@@ -18,7 +18,7 @@
    ``float(t)`` under ``guard("count", mode="lite")`` (an unwrapped event);
    the same for ``t.item()``; ``x.cpu()`` and ``h.to(dev)`` bare / off / on.
    ``on py``: counting on through the Python wrapper behind the C counted path
-   (:mod:`xferaudit.runtime.fastpath`), where the C one is in use.
+   (:mod:`xferaudit.runtime.counted.fastpath`), where the C one is in use.
    Targets: on adds at most 0.5 us to ``float(t)``; an unwrapped event under
    the lite guard at most 5 us. ``--device fakegpu`` runs it on the
    simulated device (the device path of the wrappers on a CPU machine; its own
@@ -51,7 +51,7 @@ import timeit
 import torch
 
 import xferaudit.runtime as xfer
-from xferaudit.runtime.recorder import STATE
+from xferaudit.runtime.counted.recorder import STATE
 
 
 #: CPU time of this thread: time spent descheduled on a busy shared machine
@@ -88,7 +88,7 @@ def ranges_on() -> None:
 
 
 try:  # the Python wrappers behind the C counted path (an older xferaudit has none)
-    from xferaudit.runtime.fastpath import PYTHON as PYTHON_TWINS
+    from xferaudit.runtime.counted.fastpath import PYTHON as PYTHON_TWINS
 except ImportError:
     PYTHON_TWINS = {}
 

@@ -51,7 +51,7 @@ WHAT = {
 def _tally(n: int, rank: int = 0) -> None:
     """N sites straight into the recorder: every site crossing 3 times up, some
     sites (different on each rank) a time more."""
-    from xferaudit.runtime import recorder
+    from xferaudit.runtime.counted import recorder
 
     sites = recorder.STATE.sites
     sites.clear()
@@ -106,7 +106,7 @@ def child(step: str, n: int, ranks: int, folder: Path) -> dict:
             _snapshot(r, ranks).save(f)
         out["bytes"] = sum(f.stat().st_size for f in files)
     elif step == "load":
-        from xferaudit.runtime._report import Report
+        from xferaudit.runtime.reporting._report import Report
 
         t0, c0 = time.perf_counter(), _cpu()
         rows = len(Report.load(files[0]).rows)

@@ -82,7 +82,7 @@ def main() -> int:
                                                      "codeAction", "hover", "lint in-process")}
     cpu: list[float] = []
     from xferaudit.config import load_config
-    from xferaudit.static.lint import lint_source
+    from xferaudit.static.findings.lint import lint_source
 
     cfg = load_config(work)
     rules = cfg.table()

@@ -26,8 +26,8 @@ import timeit
 from pathlib import Path
 
 import xferaudit.runtime as xfer
-from xferaudit.runtime import recorder
-from xferaudit.runtime.recorder import STATE, SiteTally
+from xferaudit.runtime.counted import recorder
+from xferaudit.runtime.counted.recorder import STATE, SiteTally
 
 
 _acquire = STATE.lock.acquire

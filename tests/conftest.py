@@ -10,7 +10,7 @@ import signal
 
 import pytest
 
-from xferaudit.runtime import recorder
+from xferaudit.runtime.counted import recorder
 
 
 def pytest_configure(config):

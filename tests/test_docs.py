@@ -65,7 +65,7 @@ def test_the_site_builds_strictly(tmp_path):
     assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-4000:]
     from xferaudit.static.codes import CODES
 
-    from xferaudit.static.diagnostics import rule_url
+    from xferaudit.static.findings.diagnostics import rule_url
 
     for code in CODES:
         assert (tmp_path / "site" / "rules" / code / "index.html").is_file()

@@ -293,7 +293,7 @@ def test_bad_baseline_counts_exit_2(proj, capsys, count, field):
     ('{"budget": %s}' % NESTED, "nested"),
 ])
 def test_bad_budget_files_raise_budget_error(tmp_path, text, field):
-    from xferaudit.runtime.budget import BudgetError, load_budget
+    from xferaudit.runtime.runs.budget import BudgetError, load_budget
 
     f = tmp_path / "b.json"
     f.write_text(text)
@@ -347,7 +347,7 @@ def test_check_and_sites_escape_paths(proj, capsys):
 
 def test_ctrl_c_during_wrap_says_which_files_were_rewritten(proj):
     from xferaudit.config import load_config
-    from xferaudit.static.codemod_files import run_codemod
+    from xferaudit.static.codemod.files import run_codemod
 
     files = [str(write(proj, f"m{i}.py")) for i in range(4)]
     seen = []
@@ -368,7 +368,7 @@ def test_ctrl_c_during_wrap_says_which_files_were_rewritten(proj):
 
 SIGINT_DRIVER = textwrap.dedent("""
     import os, signal, sys
-    from xferaudit.static import codemod_files
+    from xferaudit.static.codemod import files as codemod_files
     real, done = codemod_files._write, []
     def write(o, new):
         error = real(o, new)
@@ -423,7 +423,7 @@ def test_a_ctrl_c_raised_inside_a_finalizer_is_not_lost(proj):
 DRIVER = textwrap.dedent("""
     import multiprocessing, os, sys, time
     from xferaudit.config import load_config
-    from xferaudit.static import codemod_files
+    from xferaudit.static.codemod import files as codemod_files
     paths = sys.argv[1:]
     pool = codemod_files.pool_of(2, ("wrap", load_config(start=paths[0]), (), False))
     pool.map_async(time.sleep, [600, 600], chunksize=1)  # both workers busy

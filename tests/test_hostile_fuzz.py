@@ -20,7 +20,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from xferaudit.cli import main
-from xferaudit.runtime.budget import BudgetError, load_budget
+from xferaudit.runtime.runs.budget import BudgetError, load_budget
 
 
 class Raw(str):

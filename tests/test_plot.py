@@ -16,8 +16,8 @@ import pytest
 
 from xferaudit.cli import main
 from xferaudit.plot import MAX_SITES, _items, _short, _title, human_bytes
-from xferaudit.runtime._report import Report, Row, Unwrapped
-from xferaudit.runtime.distributed import merge
+from xferaudit.runtime.reporting._report import Report, Row, Unwrapped
+from xferaudit.runtime.ranks.distributed import merge
 
 SITES = ["train.py:Trainer.step:loss.item", "train.py:Trainer.step:batch.to",
          "eval.py:evaluate:acc.cpu"]

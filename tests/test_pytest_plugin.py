@@ -249,7 +249,7 @@ def test_fixture_yields_the_recorder_counting_and_reset(pytester):
         test_inner_fixture=STEP
         + textwrap.dedent(
             """
-            from xferaudit.runtime import recorder
+            from xferaudit.runtime.counted import recorder
 
             def test_first(xfer_recorder):
                 assert xfer_recorder.STATE is recorder.STATE and recorder.STATE.on
@@ -341,7 +341,7 @@ def test_failures_show_the_users_line_not_xferaudits_source(pytester):
     out = r.stdout.str()
     assert "over budget: m.py:step:loss.item: 3 crossings per step, budget 1" in out
     assert "UnexpectedTransfer: unexpected down transfer at test_inner_tb.py:" in out
-    for where in ("runtime/budget.py", "runtime/guard.py", "pytest_plugin.py", "_dynamo/eval_frame.py",
+    for where in ("runtime/runs/budget.py", "runtime/guarding/guard.py", "pytest_plugin.py", "_dynamo/eval_frame.py",
                   "torch/_compile.py"):
         assert where not in out, where
     assert ">       float(y.sum())" in out

@@ -22,9 +22,9 @@ from xferaudit.testing import NAME as DEVTYPE  # noqa: E402
 # A device on a CPU-only machine (meta holds no data: moving there crosses nothing).
 DEV = None  # the simulated device, set by tests/conftest.py before each test runs (not at import)
 from xferaudit.cli import main
-from xferaudit.runtime import recorder
-from xferaudit.runtime._report import Report, ReportError
-from xferaudit.runtime.distributed import merge
+from xferaudit.runtime.counted import recorder
+from xferaudit.runtime.reporting._report import Report, ReportError
+from xferaudit.runtime.ranks.distributed import merge
 from xferaudit.trace import TRIMONTH_SECONDS, base_ns, build_trace, write_trace
 
 torch = pytest.importorskip("torch")

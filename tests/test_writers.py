@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from xferaudit.cli import main
-from xferaudit.runtime._report import Report, Row
+from xferaudit.runtime.reporting._report import Report, Row
 
 SITE = "t.py:step:x.to"
 

@@ -3,8 +3,8 @@
 Registered as the ``flake8.extension`` entry point ``XFA`` (pyproject.toml), so
 an installed xferaudit adds its codes to flake8 with nothing to configure. The
 findings are the ones ``xferaudit check`` reports, with the same codes and
-messages: this is the same engine (:func:`xferaudit.static.scan.scan_source`
-and :func:`xferaudit.static.diagnostics.collect`) run on the text flake8 read,
+messages: this is the same engine (:func:`xferaudit.static.project.scan.scan_source`
+and :func:`xferaudit.static.findings.diagnostics.collect`) run on the text flake8 read,
 with the ``[tool.xferaudit]`` of the project the file belongs to (its select,
 ignore, per-file-ignores, excludes and rows). Suppressions work both ways:
 flake8's own ``# noqa: XFA202``, and ``# xferaudit: ignore``.
@@ -51,14 +51,14 @@ class XferauditChecker:
         self.lines = lines
 
     def run(self) -> Iterator[tuple[int, int, str, type]]:
-        from .static.lint import lint_source
+        from .static.findings.lint import lint_source
 
         cfg, rules, error = _config(self.filename)
         if error is not None:
             yield 1, 0, f"XFA001 cannot read the xferaudit config: {error}", type(self)
             return
-        from .static.evidence import EvidenceError
-        from .static.lint import config_evidence
+        from .static.front.evidence import EvidenceError
+        from .static.findings.lint import config_evidence
 
         try:  # the config's run files, as `check` reads them
             evidence = config_evidence(cfg)

@@ -73,7 +73,7 @@ def _short(label: str, width: int = MAX_LABEL) -> str:
 def _items(rep: Any, sort: str = "crossings") -> list:
     """One dict per bar: label, direction, crossings, bytes, seconds, per-rank
     cells ``(crossings, bytes, seconds)``, flagged ranks; in `sort` order."""
-    from .runtime.distributed import RankedReport, _flag, _uw_key
+    from .runtime.ranks.distributed import RankedReport, _flag, _uw_key
 
     ranked = isinstance(rep, RankedReport)
     per = rep.per_rank() if ranked else {}
@@ -104,7 +104,7 @@ def _items(rep: Any, sort: str = "crossings") -> list:
 
 
 def _title(rep: Any, shown: int, total: int) -> str:
-    from .runtime.distributed import RankedReport
+    from .runtime.ranks.distributed import RankedReport
 
     tot = rep.totals()
     cross = tot["all"]["crossings"] + sum(u.count for u in rep.unwrapped)
@@ -144,7 +144,7 @@ def plot_report(rep: Any, path: Union[str, "os.PathLike[str]"], top: Optional[in
     from matplotlib.patches import Patch
     from matplotlib.ticker import FuncFormatter, MaxNLocator
 
-    from .runtime.distributed import RankedReport
+    from .runtime.ranks.distributed import RankedReport
 
     out = Path(path)
     if not out.parent.is_dir():

@@ -24,7 +24,7 @@ it does nothing.
   user's lines) fails a test that runs a step the way it fails the run.
 * ``@pytest.mark.xfer_guard("raise", up=..., down=..., d2d=...)``: the test
   body runs under that guard.
-* fixture ``xfer_recorder``: the recorder (``xferaudit.runtime.recorder``)
+* fixture ``xfer_recorder``: the recorder (``xferaudit.runtime.counted.recorder``)
   with counting on and every tally reset; also ``.report()`` (a Report of what
   the test counted so far), ``.crossings(site=None)``, ``.unwrapped()`` and
   ``.step()``.
@@ -70,7 +70,7 @@ def pytest_configure(config: Any) -> None:
     )
     levels = config.getoption("xferaudit_guard", None)
     if levels is not None:
-        from .runtime.guard import GuardConfigError, parse_levels
+        from .runtime.guarding.guard import GuardConfigError, parse_levels
 
         try:
             parse_levels(levels, where="--xferaudit-guard")
@@ -97,7 +97,8 @@ class _Measure:
     """Snapshot diff of the tallies around a test body (counting on inside)."""
 
     def __init__(self) -> None:
-        from .runtime import budget, recorder
+        from .runtime.runs import budget
+        from .runtime.counted import recorder
 
         self._budget = budget
         self._state = recorder.STATE
@@ -144,8 +145,8 @@ def pytest_runtest_call(item: Any) -> Any:
 
     from contextlib import ExitStack
 
-    from .runtime.budget import expect
-    from .runtime.guard import guard
+    from .runtime.runs.budget import expect
+    from .runtime.guarding.guard import guard
 
     stack = ExitStack()
     measure: Optional[_Measure] = None
@@ -250,12 +251,12 @@ def pytest_runtest_makereport(item: Any, call: Any) -> Any:
 class XferRecorder:
     """What the ``xfer_recorder`` fixture yields: the recorder, counting, reset.
 
-    Attribute access falls through to ``xferaudit.runtime.recorder`` (``STATE``,
+    Attribute access falls through to ``xferaudit.runtime.counted.recorder`` (``STATE``,
     ``record``, ``reset``...); the methods here read the tallies.
     """
 
     def __init__(self, item: Any) -> None:
-        from .runtime import recorder
+        from .runtime.counted import recorder
 
         self._recorder = recorder
         self._item = item
@@ -272,7 +273,7 @@ class XferRecorder:
     def crossings(self, site: Optional[str] = None) -> int:
         """Crossings of one named site (a wrapped one, a library function's, a
         statement's site comment), or of all of them."""
-        from .runtime.budget import _snapshot
+        from .runtime.runs.budget import _snapshot
 
         sites = _snapshot()[0]
         if site is not None:
@@ -296,7 +297,7 @@ class XferRecorder:
 @pytest.fixture
 def xfer_recorder(request: Any) -> Any:
     """The xferaudit recorder with counting on and all tallies reset (restored after)."""
-    from .runtime import recorder
+    from .runtime.counted import recorder
 
     prev = recorder.STATE.on
     recorder.reset()

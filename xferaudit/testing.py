@@ -74,7 +74,7 @@ import threading
 import warnings
 from typing import Any
 
-from .runtime.recorder import new_lock_after_fork
+from .runtime.counted.recorder import new_lock_after_fork
 
 NAME = "fakegpu"
 

@@ -58,7 +58,7 @@ def base_ns(epoch_ns: int) -> int:
 
 def _sources(rep: Any) -> list:
     """(label, rank, timeline) for each rank (or the one report) that has a timeline."""
-    from .runtime.distributed import RankedReport
+    from .runtime.ranks.distributed import RankedReport
 
     reps = rep.ranks if isinstance(rep, RankedReport) else [rep]
     out = []

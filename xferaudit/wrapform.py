@@ -102,7 +102,7 @@ NOQA_LONG = "# noqa: E501 (xferaudit)"
 #: the site's name within its file. The full name puts the file's path (relative
 #: to the project root) before it, ``train.py:train_step:x.to``: the finder does
 #: (with the path it names the file by), and so does the runtime (with the path
-#: of the calling code's file, xferaudit/runtime/sitenames.py).
+#: of the calling code's file, xferaudit/runtime/counted/sitenames.py).
 SHORT = ":"
 #: Files whose code runs where no file path is known (a notebook's cells): wrap
 #: writes full names there.

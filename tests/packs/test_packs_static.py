@@ -15,7 +15,7 @@ import pytest
 
 from xferaudit.config import load_config
 from xferaudit.rules import RuleError, load_pack, table, user_rules
-from xferaudit.static.finder import find_in_source
+from xferaudit.static.front.finder import find_in_source
 
 PACKS = ("ggml", "cupy", "jax")
 TABLE = table()

@@ -10,8 +10,8 @@ import pytest
 
 import xferaudit.runtime as xfer
 from xferaudit.cli import main
-from xferaudit.runtime import recorder
-from xferaudit.runtime.budget import (
+from xferaudit.runtime.counted import recorder
+from xferaudit.runtime.runs.budget import (
     Budget,
     BudgetError,
     BudgetExceeded,

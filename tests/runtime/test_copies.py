@@ -122,9 +122,9 @@ def test_old_reports_without_copies_read_as_one_copy_per_crossing():
 def test_guard_events_inside_a_library_are_named_by_its_function_and_the_users_line(tmp_path, monkeypatch):
     # A "library" (a folder given as one) moves the tensor; the crossing is counted
     # under the library's function and this file's line that called it.
-    from xferaudit.runtime import guard as _g  # noqa: F401 - the class; the module below
+    from xferaudit.runtime.guarding import guard as _g  # noqa: F401 - the class; the module below
 
-    gmod = sys.modules["xferaudit.runtime.guard"]
+    gmod = sys.modules["xferaudit.runtime.guarding.guard"]
     lib = tmp_path / "somelib"
     lib.mkdir()
     (lib / "mover.py").write_text("def move(t, dev):\n    return t.to(dev)\n")
@@ -178,7 +178,7 @@ def test_bad_budget_tables_are_refused():
 def test_diff_merge_budget_and_plot_carry_copies(tmp_path, capsys):
     from xferaudit.cli import main
     from xferaudit.runtime import load_budget
-    from xferaudit.runtime.distributed import merge
+    from xferaudit.runtime.ranks.distributed import merge
 
     net = torch.nn.Linear(3, 2)
     with xfer.counting():
@@ -233,7 +233,7 @@ def test_count_read_backs_carry_the_wire_bytes():
 
 @pytest.mark.parametrize("mode", ["full", "lite"])
 def test_the_guard_can_flag_pageable_non_blocking_copies(mode):
-    from xferaudit.runtime.guard import parse_levels
+    from xferaudit.runtime.guarding.guard import parse_levels
 
     x = torch.ones(4)  # pageable
     with xfer.guard("count", pageable="count", mode=mode):
@@ -263,7 +263,7 @@ def test_a_scalar_made_from_host_data_is_a_copy_and_a_host_scalar_in_an_op_is_no
     # device="cuda"), as_tensor, new_tensor, torch.tensor(3, dtype=long), a 0-dim host tensor's
     # .to(dev) / copy_ each make one HtoD memcpy; torch.scalar_tensor, `t + host_0dim`,
     # `t[host_0dim]` and `t.fill_(host_0dim)` make none (the value goes as a kernel argument)
-    from xferaudit.runtime.runner import counted
+    from xferaudit.runtime.runs.runner import counted
 
     with counted() as run:
         scalar = torch.tensor(2.0, device=DEV)
@@ -290,7 +290,7 @@ def test_a_print_that_reads_nothing_is_no_crossing_and_generated_code_is_no_plac
     # code made from a string (as a compiled program's generated code is) printing an empty
     # device tensor reads nothing back: no event; a print that reads is placed at the line
     # that ran the generated code, never at <string>:3
-    from xferaudit.runtime.runner import counted
+    from xferaudit.runtime.runs.runner import counted
 
     empty, full = torch.empty(0, device=DEV), torch.ones(2, device=DEV)
     with counted() as run:

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from xferaudit.packs.torch.devices import HOST, NO_DATA
-from xferaudit.runtime import crossing
+from xferaudit.runtime.counted import crossing
 
 
 @pytest.mark.parametrize("src,dst,same,copy,want", [

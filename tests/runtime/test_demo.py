@@ -26,7 +26,7 @@ def wrapped_site_names(path: Path) -> list[str]:
 
 
 def test_wrapped_example_uses_the_names_wrap_gives_the_plain_one():
-    from xferaudit.static.finder import find_in_source
+    from xferaudit.static.front.finder import find_in_source
 
     plain = DEMO / "train_plain.py"
     res = find_in_source(plain.read_text(), str(plain), relpath="train.py")

@@ -253,7 +253,7 @@ def test_timeline_travels_with_each_rank(run):
 
 def test_not_initialized_is_a_one_rank_report_with_a_note(capsys):
     import xferaudit.runtime as xfer
-    from xferaudit.runtime.distributed import NOT_INITIALIZED, RankedReport
+    from xferaudit.runtime.ranks.distributed import NOT_INITIALIZED, RankedReport
 
     assert not torch.distributed.is_initialized()
     xfer.count(True)

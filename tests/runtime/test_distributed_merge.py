@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 
 from xferaudit.cli import main
-from xferaudit.runtime._report import Report, ReportError, Row, Unwrapped
-from xferaudit.runtime.distributed import OUTLIER_RULE, RankedReport, merge
+from xferaudit.runtime.reporting._report import Report, ReportError, Row, Unwrapped
+from xferaudit.runtime.ranks.distributed import OUTLIER_RULE, RankedReport, merge
 
 SITE = "train.py:Trainer.step:loss.item"
 OTHER = "train.py:Trainer.step:batch.to"

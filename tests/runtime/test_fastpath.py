@@ -1,4 +1,4 @@
-"""The C counted path of xfer.float/int/bool/index/item (xferaudit/runtime/_fastcount.c)
+"""The C counted path of xfer.float/int/bool/index/item (xferaudit/runtime/counted/_fastcount.c)
 gives what the Python wrappers give: the same results, the same exceptions,
 the same rows (calls, crossings, bytes, directions), in every state of the
 recorder, and hands Dynamo the Python wrapper to trace."""
@@ -18,7 +18,7 @@ import time
 import pytest
 
 import xferaudit.runtime as xfer
-from xferaudit.runtime import fastpath, recorder
+from xferaudit.runtime.counted import fastpath, recorder
 
 torch = pytest.importorskip("torch")
 
@@ -234,7 +234,7 @@ def test_a_first_call_before_torch_is_bound_is_counted_through_python():
     """Until torch is bound the C path hands every call to Python (which binds it)."""
     code = textwrap.dedent("""
         import xferaudit.runtime as xfer
-        from xferaudit.runtime import fastpath
+        from xferaudit.runtime.counted import fastpath
         import torch
         xfer.count(True)
         print(xfer.float(torch.tensor(2.0), site="a"), xfer.float(torch.tensor(2.0), site="a"))
@@ -250,7 +250,7 @@ DYNAMO = textwrap.dedent("""
     import xferaudit.runtime as xfer
     import torch
     from torch._dynamo.utils import counters
-    from xferaudit.runtime import fastpath
+    from xferaudit.runtime.counted import fastpath
     torch._dynamo.config.capture_scalar_outputs = True
 
     def f(x):
@@ -291,7 +291,7 @@ def test_the_c_path_itself_makes_the_plain_calls_and_hands_the_rest_to_python(si
     counting off, counting on (a site's first call through recorder.record,
     the next ones appended), on host and device tensors; anything else (a
     subclass, the guard on, a site that is not a str) reaches the Python one."""
-    from xferaudit.runtime import _fastcount
+    from xferaudit.runtime.counted import _fastcount
     from xferaudit.testing import SimulatedTensor
 
     class Handed(Exception):

@@ -16,7 +16,7 @@ torch = pytest.importorskip("torch")
 import xferaudit.runtime as xfer  # noqa: E402
 from xferaudit.packs.torch import runtime as tr  # noqa: E402
 
-guard_mod = importlib.import_module("xferaudit.runtime.guard")  # (the module, not xfer.guard)
+guard_mod = importlib.import_module("xferaudit.runtime.guarding.guard")  # (the module, not xfer.guard)
 
 if sys.version_info >= (3, 11):
     import tomllib

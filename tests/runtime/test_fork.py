@@ -18,7 +18,7 @@ import warnings
 
 import pytest
 
-from xferaudit.runtime import recorder
+from xferaudit.runtime.counted import recorder
 
 pytestmark = pytest.mark.skipif(not hasattr(os, "register_at_fork"), reason="needs os.fork")
 
@@ -129,7 +129,7 @@ def _locks() -> dict:
     from xferaudit import testing
     from xferaudit.packs.torch import runtime as torch_runtime
 
-    guard = importlib.import_module("xferaudit.runtime.guard")  # (the package's `guard` is the class)
+    guard = importlib.import_module("xferaudit.runtime.guarding.guard")  # (the package's `guard` is the class)
 
     return {"recorder": recorder.STATE.lock, "guard": guard._active_lock,
             "torch pack init": torch_runtime._init_lock, "simulated device": testing._lock}
@@ -150,7 +150,7 @@ def test_a_guard_entered_by_another_thread_is_not_active_in_the_child():
     torch = pytest.importorskip("torch")
     import xferaudit.runtime as xfer
 
-    guard = importlib.import_module("xferaudit.runtime.guard")
+    guard = importlib.import_module("xferaudit.runtime.guarding.guard")
 
     entered, release = threading.Event(), threading.Event()
 

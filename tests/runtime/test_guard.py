@@ -15,8 +15,8 @@ import pytest
 torch = pytest.importorskip("torch")
 
 import xferaudit.runtime as xfer
-from xferaudit.runtime import recorder
-from xferaudit.runtime.guard import (
+from xferaudit.runtime.counted import recorder
+from xferaudit.runtime.guarding.guard import (
     GuardConfigError,
     UnexpectedTransfer,
     UnexpectedTransferWarning,
@@ -26,7 +26,7 @@ from xferaudit.runtime.guard import (
 from xferaudit.testing import simulated_device
 
 # (xfer.guard is the class; the module is reached by its full name)
-guard_mod = importlib.import_module("xferaudit.runtime.guard")
+guard_mod = importlib.import_module("xferaudit.runtime.guarding.guard")
 HERE = "tests/runtime/test_guard.py"
 
 

@@ -10,7 +10,7 @@ import pytest
 torch = pytest.importorskip("torch")
 
 from xferaudit import opforms
-from xferaudit.runtime.guard import UnexpectedTransfer, guard
+from xferaudit.runtime.guarding.guard import UnexpectedTransfer, guard
 from xferaudit.static.codemod import wrap_source
 from xferaudit.testing import simulated_device
 

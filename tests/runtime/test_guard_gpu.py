@@ -14,9 +14,9 @@ import pytest
 torch = pytest.importorskip("torch")
 
 import xferaudit.runtime as xfer  # noqa: E402
-from xferaudit.runtime import recorder  # noqa: E402
-from xferaudit.runtime.budget import BudgetExceeded, expect  # noqa: E402
-from xferaudit.runtime.guard import UnexpectedTransfer, guard  # noqa: E402
+from xferaudit.runtime.counted import recorder  # noqa: E402
+from xferaudit.runtime.runs.budget import BudgetExceeded, expect  # noqa: E402
+from xferaudit.runtime.guarding.guard import UnexpectedTransfer, guard  # noqa: E402
 
 pytestmark = [
     pytest.mark.gpu,
@@ -38,7 +38,7 @@ def events():
 def _clean():
     import importlib
 
-    importlib.import_module("xferaudit.runtime.guard").clear_log_history()
+    importlib.import_module("xferaudit.runtime.guarding.guard").clear_log_history()
     yield
 
 

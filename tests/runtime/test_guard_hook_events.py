@@ -16,8 +16,8 @@ import pytest
 torch = pytest.importorskip("torch")
 
 import xferaudit.runtime as xfer
-from xferaudit.runtime import frames, recorder
-from xferaudit.runtime.guard import UnexpectedTransfer, UnexpectedTransferWarning, clear_log_history, guard
+from xferaudit.runtime.counted import frames, recorder
+from xferaudit.runtime.guarding.guard import UnexpectedTransfer, UnexpectedTransferWarning, clear_log_history, guard
 
 HERE = "tests/runtime/test_guard_hook_events.py"
 MODES = ("full", "lite")
@@ -247,7 +247,7 @@ def test_one_event_calls_inside_a_wrapper_or_on_host_tensors_record_nothing():
 
 
 def test_the_bytes_of_a_size_read_follow_the_measure_set():
-    from xferaudit.runtime import guard_ops
+    from xferaudit.runtime.guarding import guard_ops
 
     t = torch.tensor([0.0, 1.5]).to(DEV)
     before = dict(guard_ops.COUNT_BYTES), dict(guard_ops.COUNT_COPIES)
@@ -350,7 +350,7 @@ def test_events_recorded_without_the_lock_add_up_through_folds_and_snapshots(mon
 def test_reads_made_while_torch_compiles_are_not_events(monkeypatch):
     from types import SimpleNamespace
 
-    from xferaudit.runtime import guard_hooks
+    from xferaudit.runtime.guarding import guard_hooks
 
     t = torch.tensor(2.0).to(DEV)
     monkeypatch.setattr(torch.compiler, "_is_compiling_flag", True)  # (as in a compile session)

@@ -14,11 +14,12 @@ import pytest
 torch = pytest.importorskip("torch")
 
 import xferaudit.runtime as xfer
-from xferaudit.runtime import guard_hooks, recorder
-from xferaudit.runtime.guard import GuardConfigError, guard, resolve_mode
+from xferaudit.runtime.guarding import guard_hooks
+from xferaudit.runtime.counted import recorder
+from xferaudit.runtime.guarding.guard import GuardConfigError, guard, resolve_mode
 from xferaudit.testing import simulated_device
 
-guard_mod = importlib.import_module("xferaudit.runtime.guard")
+guard_mod = importlib.import_module("xferaudit.runtime.guarding.guard")
 HERE = "tests/runtime/test_guard_lite.py"
 
 

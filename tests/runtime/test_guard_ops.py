@@ -6,7 +6,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from xferaudit.runtime import guard_ops  # noqa: E402
+from xferaudit.runtime.guarding import guard_ops  # noqa: E402
 
 aten = torch.ops.aten
 OPS = guard_ops.Ops(torch)

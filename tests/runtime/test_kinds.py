@@ -7,7 +7,7 @@ import pytest
 
 import xferaudit.runtime as xfer
 from xferaudit.rules import available_packs, load_pack
-from xferaudit.runtime import fastpath, kinds, recorder
+from xferaudit.runtime.counted import fastpath, kinds, recorder
 
 
 def _runtime_kind(rule):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from xferaudit.runtime._lazy import library
+from xferaudit.runtime.counted._lazy import library
 
 
 class NoLib(ImportError):

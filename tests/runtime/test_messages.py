@@ -15,8 +15,8 @@ torch = pytest.importorskip("torch")
 
 import xferaudit.runtime as xfer  # noqa: E402
 from xferaudit.cli import main  # noqa: E402
-from xferaudit.runtime._report import Launch, Report, Row  # noqa: E402
-from xferaudit.runtime.budget import BudgetExceeded, expect  # noqa: E402
+from xferaudit.runtime.reporting._report import Launch, Report, Row  # noqa: E402
+from xferaudit.runtime.runs.budget import BudgetExceeded, expect  # noqa: E402
 
 EVIL = "t.py:step:x\n::error file=a.py,line=1::injected\x1b[2J"
 SHOWN = "t.py:step:x\\n::error file=a.py,line=1::injected\\x1b[2J"

@@ -18,8 +18,8 @@ pytest.importorskip("libcst")
 
 import xferaudit.runtime as xfer  # noqa: E402
 from xferaudit.cli import main  # noqa: E402
-from xferaudit.runtime import frames, statements  # noqa: E402
-from xferaudit.runtime.budget import load_budget  # noqa: E402
+from xferaudit.runtime.counted import frames, statements  # noqa: E402
+from xferaudit.runtime.runs.budget import load_budget  # noqa: E402
 
 TRAIN = textwrap.dedent("""\
     import torch
@@ -178,8 +178,8 @@ def mods(tmp_path, monkeypatch):
 def test_a_named_statement_is_counted_under_its_site_and_neither_raised_nor_warned(mods):
     import warnings
 
-    from xferaudit.runtime.guard import UnexpectedTransfer, clear_log_history, guard
-    from xferaudit.runtime.sitenames import file_name
+    from xferaudit.runtime.guarding.guard import UnexpectedTransfer, clear_log_history, guard
+    from xferaudit.runtime.counted.sitenames import file_name
 
     stmts = mods[0]
     t = torch.arange(4.0).to(DEV())
@@ -205,7 +205,7 @@ def test_a_named_statement_is_counted_under_its_site_and_neither_raised_nor_warn
 
 
 def test_a_librarys_nested_function_is_named_without_locals_and_comprehensions(mods):
-    from xferaudit.runtime.guard import guard
+    from xferaudit.runtime.guarding.guard import guard
 
     nested, lib = mods[1], mods[2]
     frames.set_frames(library=list(frames._default_library_dirs()) + [str(lib)])
@@ -228,7 +228,7 @@ def DEV():  # noqa: N802 - the simulated device, as the other tests name it
 def test_code_torch_generates_is_never_the_place_of_a_crossing(tmp_path, where):
     # (a compiled call's first run uploads its constants from Inductor's Python wrapper:
     # the call of the compiled function is the place, where `wrap --from` names the statement)
-    from xferaudit.runtime.guard import guard
+    from xferaudit.runtime.guarding.guard import guard
 
     filename = str(tmp_path / where) if not where.startswith("<") else where
     ns: dict = {}

@@ -9,7 +9,7 @@ import threading
 import pytest
 
 import xferaudit.runtime as xfer
-from xferaudit.runtime import recorder
+from xferaudit.runtime.counted import recorder
 
 
 @pytest.fixture

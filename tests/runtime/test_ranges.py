@@ -8,7 +8,7 @@ import pytest
 torch = pytest.importorskip("torch")
 
 import xferaudit.runtime as xfer  # noqa: E402
-from xferaudit.runtime import ranges, recorder  # noqa: E402
+from xferaudit.runtime.counted import ranges, recorder  # noqa: E402
 
 DEV = None  # the simulated device, set by tests/conftest.py before each test runs (not at import)
 

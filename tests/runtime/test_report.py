@@ -10,8 +10,8 @@ import pytest
 
 import xferaudit.runtime as xfer
 from xferaudit.cli import main
-from xferaudit.runtime import recorder
-from xferaudit.runtime._report import NORMAL, Report, ReportError, diff
+from xferaudit.runtime.counted import recorder
+from xferaudit.runtime.reporting._report import NORMAL, Report, ReportError, diff
 
 
 def fill(sites):

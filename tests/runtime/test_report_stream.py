@@ -13,11 +13,11 @@ import os
 import pytest
 
 from xferaudit.cli import main
-from xferaudit.runtime import report_json
-from xferaudit.runtime._report import Report, ReportError, Row, Unwrapped
-from xferaudit.runtime.distributed import RankedReport, merge, merge_files
-from xferaudit.runtime.report_json import Fields, Items, chunks, plain, read_pairs
-from xferaudit.runtime.rows import Launch
+from xferaudit.runtime.reporting import report_json
+from xferaudit.runtime.reporting._report import Report, ReportError, Row, Unwrapped
+from xferaudit.runtime.ranks.distributed import RankedReport, merge, merge_files
+from xferaudit.runtime.reporting.report_json import Fields, Items, chunks, plain, read_pairs
+from xferaudit.runtime.counted.rows import Launch
 
 DOC = {
     "format": "xferaudit.report", "n": 1234567890123, "f": -0.5e-3, "t": True, "z": None,
@@ -249,8 +249,8 @@ def test_an_in_memory_merge_refuses_a_site_twice_in_one_report():
 
 
 def test_a_row_line_is_what_encoding_to_dict_gives_and_a_new_row_field_is_never_left_out(monkeypatch):
-    from xferaudit.runtime import report_rows as _report
-    from xferaudit.runtime.report_json import encode
+    from xferaudit.runtime.reporting import report_rows as _report
+    from xferaudit.runtime.reporting.report_json import encode
 
     assert _report._DIRECT  # the direct line is in use for rows of the usual shape
     cell = {"calls": 2, "bytes": 10, "copies": 2, "pageable": 1, "seconds": 0.1 + 0.2}

@@ -15,8 +15,10 @@ torch = pytest.importorskip("torch")
 
 import xferaudit.runtime as xfer
 from xferaudit.cli import main
-from xferaudit.runtime import Report, recorder, run_hooks
-from xferaudit.runtime.runner import RunError, output_path, run_module, run_path
+from xferaudit.runtime import Report
+from xferaudit.runtime.counted import recorder
+from xferaudit.runtime.runs import run_hooks
+from xferaudit.runtime.runs.runner import RunError, output_path, run_module, run_path
 from xferaudit.testing import simulated_device
 
 # Every category of crossing, nothing wrapped. What each line moves, by hand:
@@ -400,7 +402,7 @@ def test_the_state_is_put_back_after_a_run(project, dev):
 
 
 def test_counted_puts_the_run_on_around_a_block(project, dev):
-    from xferaudit.runtime.runner import counted
+    from xferaudit.runtime.runs.runner import counted
 
     t = torch.ones(2).to(dev)
     net = torch.nn.Linear(2, 1)

@@ -18,8 +18,8 @@ import pytest
 torch = pytest.importorskip("torch")
 
 import xferaudit.runtime as xfer  # noqa: E402
-from xferaudit.runtime.guard import guard  # noqa: E402
-from xferaudit.runtime.runner import counted, run_path  # noqa: E402
+from xferaudit.runtime.guarding.guard import guard  # noqa: E402
+from xferaudit.runtime.runs.runner import counted, run_path  # noqa: E402
 
 pytestmark = [
     pytest.mark.gpu,

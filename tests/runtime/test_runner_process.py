@@ -59,7 +59,7 @@ def test_the_report_goes_to_stderr(tmp_path):
 def test_a_signal_ends_it_as_it_ends_python_and_the_file_is_written(tmp_path, sig):
     plain, ours = both(tmp_path, f"""\
         import os, signal, time
-        import xferaudit.runtime.recorder as r
+        import xferaudit.runtime.counted.recorder as r
         r.record_unwrapped("x.py", 1, "op", "down", 4)  # something to find in the file
         os.kill(os.getpid(), {int(sig)})
         time.sleep(30)
@@ -84,7 +84,7 @@ def test_os_exit_still_writes_the_file(tmp_path):
 def test_a_forked_child_writes_its_own_file(tmp_path):
     _, ours = both(tmp_path, """\
         import os
-        import xferaudit.runtime.recorder as r
+        import xferaudit.runtime.counted.recorder as r
         r.record_unwrapped("parent.py", 1, "op", "down", 4)
         pid = os.fork()
         if pid == 0:

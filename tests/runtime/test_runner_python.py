@@ -26,7 +26,7 @@ shown = {k: (type(v).__name__ if k in ("__builtins__", "__loader__", "__spec__")
          for k, v in vars(m).items() if k not in ("sys", "m", "shown")}
 print(sorted(shown.items()), sys.argv, sys.path[0], getattr(m.__spec__, "name", None))
 """
-RECORD = "import xferaudit.runtime.recorder as r\n"
+RECORD = "import xferaudit.runtime.counted.recorder as r\n"
 
 
 def go(cwd, *argv, env=None, run=True, quiet=True):

@@ -12,7 +12,7 @@ import xferaudit.runtime as xfer  # noqa: E402
 
 # A device on a CPU-only machine (meta holds no data: moving there crosses nothing).
 DEV = None  # the simulated device, set by tests/conftest.py before each test runs (not at import)
-from xferaudit.runtime.recorder import STATE  # noqa: E402
+from xferaudit.runtime.counted.recorder import STATE  # noqa: E402
 
 THREADS, CALLS = 8, 10_000
 
@@ -61,7 +61,7 @@ def test_depth_is_per_thread():
             return self
 
     def other():
-        from xferaudit.runtime.recorder import in_wrapper
+        from xferaudit.runtime.counted.recorder import in_wrapper
 
         inside.wait(5)
         seen["other"] = in_wrapper()
@@ -76,7 +76,7 @@ def test_depth_is_per_thread():
 
 
 def test_a_new_lock_and_sites_dict_are_used_after_a_rebind():
-    from xferaudit.runtime import recorder
+    from xferaudit.runtime.counted import recorder
 
     old_lock, old_sites = STATE.lock, STATE.sites
     try:

@@ -18,9 +18,9 @@ torch = pytest.importorskip("torch")
 import xferaudit.runtime as xfer  # noqa: E402
 from xferaudit.cli import main  # noqa: E402
 from xferaudit.packs.torch import runtime as torch_wrappers  # noqa: E402
-from xferaudit.runtime import recorder  # noqa: E402
-from xferaudit.runtime._report import Report, ReportError, diff, format_diff  # noqa: E402
-from xferaudit.runtime.distributed import merge  # noqa: E402
+from xferaudit.runtime.counted import recorder  # noqa: E402
+from xferaudit.runtime.reporting._report import Report, ReportError, diff, format_diff  # noqa: E402
+from xferaudit.runtime.ranks.distributed import merge  # noqa: E402
 
 DEV = None  # the simulated device, set by tests/conftest.py before each test runs (not at import)
 DELAY = 0.02
@@ -271,7 +271,7 @@ def test_diff_shows_the_change_of_time():
     line = next(ln for ln in text.splitlines() if ln.endswith("  s"))
     assert "2.000->0.500" in line
     assert "ms 3.000 -> 3.500 (+0.500)" in text
-    from xferaudit.runtime._report import diff_to_dict
+    from xferaudit.runtime.reporting._report import diff_to_dict
 
     sd = next(x for x in diff_to_dict(d)["sites"] if x["site"] == "s")
     assert sd["seconds"] == [0.002, 0.0005] and sd["delta"]["seconds"] == pytest.approx(-0.0015)

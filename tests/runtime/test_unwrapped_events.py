@@ -15,10 +15,10 @@ import pytest
 torch = pytest.importorskip("torch")
 
 import xferaudit.runtime as xfer
-from xferaudit.runtime import frames
-from xferaudit.runtime._report import Report, ReportError
-from xferaudit.runtime.guard import UnexpectedTransfer, guard
-from xferaudit.runtime.rows import MAX_CHAINS
+from xferaudit.runtime.counted import frames
+from xferaudit.runtime.reporting._report import Report, ReportError
+from xferaudit.runtime.guarding.guard import UnexpectedTransfer, guard
+from xferaudit.runtime.counted.rows import MAX_CHAINS
 from xferaudit.testing import simulated_device
 
 HERE = "tests/runtime/test_unwrapped_events.py"
@@ -305,7 +305,7 @@ def _frame(line):
 
 
 def test_merging_adds_counts_and_keeps_distinct_chains_up_to_the_bound():
-    from xferaudit.runtime.rows import Unwrapped
+    from xferaudit.runtime.counted.rows import Unwrapped
 
     a = Unwrapped("t.py", 3, "op", "down", 2, 8, copies=2, pageable=1, seconds=0.5,
                   function="f", text="x3", frames=[_frame(3), _frame(10)])
@@ -322,7 +322,7 @@ def test_merging_adds_counts_and_keeps_distinct_chains_up_to_the_bound():
     ([{"kind": "run", "root": "/p"}, {"kind": "run", "root": "/q"}], "different project roots"),
 ])
 def test_merge_refuses_to_mix_run_files_with_others(metas, message):
-    from xferaudit.runtime.distributed import merge
+    from xferaudit.runtime.ranks.distributed import merge
 
     reps = [Report([], [], [], dict(m, rank=i)) for i, m in enumerate(metas)]
     with pytest.raises(ReportError, match=message):
@@ -356,8 +356,8 @@ def test_report_escapes_the_chain_and_via_it_prints(tmp_path, capsys):
 
 
 def test_diff_finds_a_line_again_after_lines_were_added_above_it():
-    from xferaudit.runtime._report import diff
-    from xferaudit.runtime.rows import Unwrapped
+    from xferaudit.runtime.reporting._report import diff
+    from xferaudit.runtime.counted.rows import Unwrapped
 
     def rep(line, count, text="return float(t)"):
         return Report([], [], [Unwrapped("m.py", line, "aten._local_scalar_dense", "down", count,
@@ -372,7 +372,7 @@ def test_diff_finds_a_line_again_after_lines_were_added_above_it():
 
 
 def test_a_budget_sees_a_copy_within_the_device_unless_d2d_is_off(dev):
-    from xferaudit.runtime.budget import BudgetExceeded
+    from xferaudit.runtime.runs.budget import BudgetExceeded
 
     a, b = torch.zeros(2).to(dev), torch.ones(2).to(dev)
     with xfer.expect({}, guard="count,d2d:off", steps=1):

@@ -370,7 +370,7 @@ def test_fixes_wait_for_a_pause_and_an_edit_stops_them(proj):
 
 def test_an_outdated_document_gets_no_fixes_and_a_stop_ends_them_between_codemod_runs(proj):
     from xferaudit.server import documents as D
-    from xferaudit.static import fixes
+    from xferaudit.static.findings import fixes
 
     doc = D.Document(uri="file:///t.py", path=str(proj / "train.py"), version=1, text=TRAIN)
     projects = D.Projects()

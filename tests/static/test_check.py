@@ -324,7 +324,7 @@ def test_cache_answers_a_warm_run_and_follows_content(proj, capsys, monkeypatch)
     cache = list((proj / ".xferaudit_cache").glob("findings-*.json"))
     assert len(cache) == 1 and (proj / ".xferaudit_cache" / ".gitignore").read_text().strip().endswith("*")
 
-    from xferaudit.static import scan as scan_mod
+    from xferaudit.static.project import scan as scan_mod
 
     calls = []
     real = scan_mod.analyze
@@ -340,7 +340,7 @@ def test_cache_answers_a_warm_run_and_follows_content(proj, capsys, monkeypatch)
 
 def test_parallel_and_serial_scans_agree(proj):
     from xferaudit.config import load_config
-    from xferaudit.static.scan import scan
+    from xferaudit.static.project.scan import scan
 
     for i in range(6):
         write(proj, f"pkg/m{i}.py", STEP * (i + 1))
@@ -444,7 +444,7 @@ def test_without_a_docs_site_no_address_is_made_up(proj, capsys):
     assert all("helpUri" not in r and "xferaudit rule " + r["id"] in r["help"]["text"]
                for r in run_["tool"]["driver"]["rules"])
     assert "informationUri" not in run_["tool"]["driver"]
-    from xferaudit.static import diagnostics
+    from xferaudit.static.findings import diagnostics
 
     assert not hasattr(diagnostics, "DOCS_URL")
 
@@ -458,7 +458,7 @@ def test_a_bad_docs_url_is_a_config_error(proj, capsys, value):
 
 
 def test_the_installed_packages_documentation_address_is_the_default(monkeypatch):
-    from xferaudit.static import diagnostics
+    from xferaudit.static.findings import diagnostics
 
     monkeypatch.setattr(diagnostics, "_INSTALLED", ["https://pkg.example.org/docs/"])
     assert diagnostics.rule_url("XFA202", diagnostics.docs_base(None)) == "https://pkg.example.org/docs/rules/XFA202/"
@@ -470,13 +470,14 @@ def test_the_cache_key_covers_every_module_of_the_static_package_and_every_pack(
 
     import xferaudit
     from xferaudit.rules import pack_files
-    from xferaudit.static import cache
+    from xferaudit.static.project import cache
 
     pkg = Path(xferaudit.__file__).parent
     hashed = set(cache._code_files())
     static = {p for p in (pkg / "static").rglob("*.py") if "__pycache__" not in p.parts}
     assert static <= hashed  # found, not listed by hand: a new module is covered too
-    assert (pkg / "static" / "codemod" / "shapes.py") in hashed and (pkg / "wrapform.py") in hashed
+    assert (pkg / "static" / "codemod" / "shapes.py") in hashed and (pkg / "static" / "front" / "finder.py") in hashed
+    assert (pkg / "wrapform.py") in hashed
     assert set(pack_files()) <= hashed and pack_files()
 
 

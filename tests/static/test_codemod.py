@@ -19,7 +19,7 @@ from xferaudit.static.codemod import (
     wrap_source,
 )
 from xferaudit.static.codemod.style import CodeStyle
-from xferaudit.static.finder import decode_source, find_in_source
+from xferaudit.static.front.finder import decode_source, find_in_source
 
 WIDE = CodeStyle(line_length=10_000)  # no wrapped line is broken
 

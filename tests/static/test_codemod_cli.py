@@ -12,15 +12,15 @@ import pytest
 
 from xferaudit.cli import main
 from xferaudit.config import load_config
-from xferaudit.static import codemod_files
-from xferaudit.static.codemod_files import (
+from xferaudit.static.codemod import files as codemod_files
+from xferaudit.static.codemod.files import (
     Progress,
     Summary,
     atomic_write,
     format_summary,
     run_codemod,
 )
-from xferaudit.static.finder import decode_source, find_in_source
+from xferaudit.static.front.finder import decode_source, find_in_source
 
 TRAIN = b'''"""Training loop."""
 import torch

@@ -7,7 +7,7 @@ from hypothesis import HealthCheck, assume, example, given, settings
 from hypothesis import strategies as st
 
 from xferaudit.static.codemod import unwrap_source, wrap_source
-from xferaudit.static.finder import decode_source, find_in_source
+from xferaudit.static.front.finder import decode_source, find_in_source
 
 RECEIVERS = ["x", "self.x", "x[0]", "(a + b)", "model(x)", "f(x)(y)", "'s'", "x.y.z", "(x)",
              "[x][0]", "{0: x}[0]", "x.detach()", "(w := x)", "super()", '"a\\tb"', "b'\\x00'"]

@@ -18,8 +18,8 @@ torch = pytest.importorskip("torch")
 from xferaudit.cli import main  # noqa: E402
 from xferaudit.opforms import SITE_CATEGORIES  # noqa: E402
 from xferaudit.static.codemod import CodemodError, unwrap_source, wrap_source  # noqa: E402
-from xferaudit.static.evidence import FileEvidence  # noqa: E402
-from xferaudit.static.finder import find_in_source  # noqa: E402
+from xferaudit.static.front.evidence import FileEvidence  # noqa: E402
+from xferaudit.static.front.finder import find_in_source  # noqa: E402
 
 DEV = None  # the simulated device (conftest sets it up before the first test)
 

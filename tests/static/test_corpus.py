@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from xferaudit.static.finder import decode_source, find_in_source
+from xferaudit.static.front.finder import decode_source, find_in_source
 
 CORPUS = Path(__file__).resolve().parent.parent / "corpus"
 FILES = sorted(CORPUS.glob("*.py"))

@@ -11,7 +11,7 @@ import pytest
 from evidence_util import entry, write_run
 
 from xferaudit.static.codemod import unwrap_source, wrap_source
-from xferaudit.static.evidence import (
+from xferaudit.static.front.evidence import (
     EvidenceError, code_key, load, match_file, read_run, static_function,
 )
 

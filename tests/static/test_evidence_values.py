@@ -7,7 +7,7 @@ from __future__ import annotations
 import textwrap
 
 from xferaudit import opforms
-from xferaudit.static.finder import find_in_source
+from xferaudit.static.front.finder import find_in_source
 
 SCALAR = opforms.site_categories("aten._local_scalar_dense", "down")
 FORMAT = opforms.site_categories("Tensor.__format__", "down")

@@ -6,7 +6,7 @@ import textwrap
 
 import pytest
 
-from xferaudit.static.finder import find_in_source, name_sites, split_lines
+from xferaudit.static.front.finder import find_in_source, name_sites, split_lines
 
 
 def sites(src: str, path: str = "train.py"):
@@ -341,7 +341,7 @@ def test_the_device_vocabulary_is_the_torch_packs_data():
 def test_an_analysis_plugs_in_with_a_couple_of_lines(monkeypatch):
     import ast
 
-    from xferaudit.static import finder
+    from xferaudit.static.front import finder
 
     seen = []
 

@@ -17,8 +17,8 @@ import pytest
 
 from xferaudit.cli import main
 from xferaudit.static.codemod import code_style, wrap_source
-from xferaudit.static.edits import Positions, hunks, text_edits
-from xferaudit.static.source import decode_source, split_lines
+from xferaudit.static.findings.edits import Positions, hunks, text_edits
+from xferaudit.static.front.source import decode_source, split_lines
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -314,7 +314,7 @@ def test_adjacent_sites_and_sites_sharing_a_line_take_one_codemod_run(proj, caps
 
 
 def test_the_line_diff_is_a_diff_and_keeps_changes_apart():
-    from xferaudit.static.edits import changed_runs
+    from xferaudit.static.findings.edits import changed_runs
 
     a = ["def f():\n", "    x = 1\n", "\n", "    return x\n"] * 500
     b = list(a)

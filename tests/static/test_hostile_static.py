@@ -10,7 +10,7 @@ import textwrap
 import pytest
 
 from xferaudit.static.codemod import unwrap_source, wrap_source
-from xferaudit.static.finder import find_in_source
+from xferaudit.static.front.finder import find_in_source
 
 
 def _kinds(src: str):

@@ -12,8 +12,8 @@ import pytest
 torch = pytest.importorskip("torch")
 
 import xferaudit.runtime as xfer  # noqa: E402
-from xferaudit.runtime import recorder  # noqa: E402
-from xferaudit.runtime.guard import guard  # noqa: E402
+from xferaudit.runtime.counted import recorder  # noqa: E402
+from xferaudit.runtime.guarding.guard import guard  # noqa: E402
 from xferaudit.testing import simulated_device  # noqa: E402
 
 

@@ -10,7 +10,7 @@ import pytest
 from xferaudit.rules import table
 from xferaudit.static.codemod import unwrap_source, wrap_source
 from xferaudit.static.codemod.style import CodeStyle
-from xferaudit.static.finder import find_in_source
+from xferaudit.static.front.finder import find_in_source
 
 WIDE = CodeStyle(line_length=10_000)  # (the forms compared here are one-line)
 CORPUS = Path(__file__).resolve().parent / "values_corpus"
@@ -82,7 +82,7 @@ def test_checks_suggestion_is_what_wrap_writes_for_implicit_sites(path: Path, mo
     (site=... aside) is the text wrap wrote on that line."""
     import re
 
-    from xferaudit.static.diagnostics import implicit_suggestion
+    from xferaudit.static.findings.diagnostics import implicit_suggestion
 
     rules = TABLES[mode]
     data = path.read_bytes()

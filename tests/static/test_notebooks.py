@@ -10,7 +10,7 @@ import sys
 
 import pytest
 
-from xferaudit.static import notebook
+from xferaudit.static.front import notebook
 
 CELLS = [
     {"cell_type": "markdown", "metadata": {}, "source": ["# Training \u00fcn\u00efcode\n", "x.cpu()"]},

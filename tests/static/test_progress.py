@@ -7,7 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from xferaudit.static.progress import Progress
+from xferaudit.static.project.progress import Progress
 
 
 class Clock:
@@ -76,7 +76,7 @@ def _slow_env(tmp_path: Path) -> dict:
 
     shim = tmp_path / "shim"
     shim.mkdir()
-    (shim / "sitecustomize.py").write_text("import xferaudit.static.progress as p\np.EVERY_S = 0.0\n")
+    (shim / "sitecustomize.py").write_text("import xferaudit.static.project.progress as p\np.EVERY_S = 0.0\n")
     root = str(Path(__file__).resolve().parents[2])
     return {**os.environ, "PYTHONPATH": os.pathsep.join([str(shim), root])}
 

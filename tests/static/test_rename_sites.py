@@ -9,7 +9,7 @@ import subprocess
 import sys
 
 from xferaudit.static.codes import CODES
-from xferaudit.static.naming import renamed_site
+from xferaudit.static.front.naming import renamed_site
 
 SRC = (
     "import torch\nimport xferaudit.runtime as xfer\n\n\n"

@@ -1,10 +1,10 @@
 """Old Python the parser refuses is read anyway, so its sites are listed at
-their original positions (xferaudit/static/repair.py)."""
+their original positions (xferaudit/static/front/repair.py)."""
 
 from __future__ import annotations
 
-from xferaudit.static.finder import find_in_source, split_lines
-from xferaudit.static.repair import repair
+from xferaudit.static.front.finder import find_in_source, split_lines
+from xferaudit.static.front.repair import repair
 
 
 def positions(src: str):

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from xferaudit.rules import available_packs, load_pack, table
-from xferaudit.static.finder import find_in_source
+from xferaudit.static.front.finder import find_in_source
 
 RULES = [(name, rule) for name in available_packs() for rule in load_pack(name).rules]
 

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from xferaudit.cli import main
-from xferaudit.static.scripted import scripted_in_project
+from xferaudit.static.project.scripted import scripted_in_project
 
 PKG = {
     "pkg/__init__.py": "from .color import to_gray\nfrom . import nets\n",
@@ -191,7 +191,7 @@ def test_a_change_elsewhere_in_the_project_reaches_checks_cache(project):
 
 def test_the_editor_and_flake8_engine_say_what_wrap_leaves(project, monkeypatch):
     from xferaudit.config import load_config
-    from xferaudit.static.lint import lint_source
+    from xferaudit.static.findings.lint import lint_source
 
     monkeypatch.chdir(project)
     cfg = load_config(project)

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from xferaudit.static.finder import LABEL_LIMIT, find_in_source
-from xferaudit.static.naming import compact_label
+from xferaudit.static.front.finder import LABEL_LIMIT, find_in_source
+from xferaudit.static.front.naming import compact_label
 
 HEAD = "import torch\nimport xferaudit.runtime as xfer\n"
 

@@ -8,7 +8,7 @@ import pytest
 
 from xferaudit.static.codemod import unwrap_source, wrap_source
 from xferaudit.static.codemod.style import CodeStyle
-from xferaudit.static.finder import find_in_source
+from xferaudit.static.front.finder import find_in_source
 from xferaudit.wrapform import (
     statement_comment,
     statement_sites,

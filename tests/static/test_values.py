@@ -21,8 +21,8 @@ import pytest
 
 from xferaudit.cli import main
 from xferaudit.rules import table
-from xferaudit.static.finder import analyse as analyse_file
-from xferaudit.static.finder import decode_source, find_in_source
+from xferaudit.static.front.finder import analyse as analyse_file
+from xferaudit.static.front.finder import decode_source, find_in_source
 from xferaudit.static.values import implicit
 from xferaudit.static.values import walk as V
 from xferaudit.static.values.sites import gpu_first as reads_gpu_first
@@ -337,7 +337,7 @@ def test_every_implicit_code_is_documented(code, capsys):
 def test_the_value_layer_is_a_finder_analysis_reading_names_through_the_one_resolver():
     """Plugged in through the finder's seam, and its module-level imports are
     the resolver's answers (no import reader of its own)."""
-    from xferaudit.static import finder
+    from xferaudit.static.front import finder
     from xferaudit.static.values import sites as value_sites
 
     assert value_sites.analyse in finder.ANALYSES

@@ -12,7 +12,7 @@ import pytest
 
 from xferaudit.cli import main
 from xferaudit.rules import table
-from xferaudit.static.finder import find_in_source
+from xferaudit.static.front.finder import find_in_source
 
 RULES = {m: dataclasses.replace(table(), implicit=m) for m in ("proven", "gpu-first")}
 

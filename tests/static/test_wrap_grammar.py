@@ -18,7 +18,7 @@ import pytest
 pytest.importorskip("libcst")
 
 from xferaudit.static.codemod import unwrap_source, wrap_source  # noqa: E402
-from xferaudit.static.finder import find_in_source  # noqa: E402
+from xferaudit.static.front.finder import find_in_source  # noqa: E402
 
 torch = pytest.importorskip("torch")
 

@@ -10,11 +10,11 @@ import pytest
 
 import xferaudit.runtime as xfer
 from xferaudit.rules import KINDS, RuleTable, available_packs, load_pack, table, user_rules
+from xferaudit.runtime.counted.kinds import kind_of
 from xferaudit.static.codemod import unwrap_source, wrap_source
 from xferaudit.static.codemod.style import CodeStyle
-from xferaudit.static.diagnostics import suggestion
-from xferaudit.static.finder import find_in_source
-from xferaudit.runtime.kinds import kind_of
+from xferaudit.static.findings.diagnostics import suggestion
+from xferaudit.static.front.finder import find_in_source
 from xferaudit.wrapform import FORMS, GENERIC, IMPLICIT, form, form_of
 
 USER_ROWS = [

@@ -55,8 +55,8 @@ def _steps(text: str) -> int:
 
 
 def _fmt(x) -> str:
-    """An allowance as TOML, exactly (see :func:`~xferaudit.runtime.budget.written`)."""
-    from ..runtime.budget import written
+    """An allowance as TOML, exactly (see :func:`~xferaudit.runtime.runs.budget.written`)."""
+    from ..runtime.runs.budget import written
 
     v = written(x)
     return json.dumps(v) if isinstance(v, str) else repr(v)
@@ -91,8 +91,8 @@ class BudgetCommand(Command):
                             help="headroom per site: '10%%' of its count or N crossings per step")
 
     def run(self, args: argparse.Namespace) -> int:
-        from ..runtime._report import Report, ReportError
-        from ..runtime.budget import written
+        from ..runtime.reporting._report import Report, ReportError
+        from ..runtime.runs.budget import written
 
         from .._validate import steps_of
 
@@ -108,7 +108,7 @@ class BudgetCommand(Command):
         def allowance(total: int) -> Fraction:  # exact: the run it came from passes
             return Fraction(total, steps) * (1 + pct) + absolute if total else absolute
 
-        from ..runtime.budget import line_name
+        from ..runtime.runs.budget import line_name
 
         # Every row, the empty name too: `site=""` is a name the runtime records.
         totals = {r.site: (r.crossings, r.copies) for r in rep.rows}

@@ -113,7 +113,7 @@ def read_stdin() -> bytes:
 
 def scan_or_exit(scan, paths, cfg, rules, args, **kw):
     """Run `scan`; a cache folder that cannot be used is an error (exit 2)."""
-    from ..static.cache import CacheError
+    from ..static.project.cache import CacheError
 
     try:
         return scan(paths, cfg, rules, use_cache=not args.no_cache, jobs=args.jobs, **kw)
@@ -158,14 +158,14 @@ class CheckCommand(Command):
                                  "config's `evidence`)")
 
     def run(self, args: argparse.Namespace) -> int:
-        from ..static import baseline as bl
-        from ..static.diagnostics import (
+        from ..static.findings import baseline as bl
+        from ..static.findings.diagnostics import (
             collect, docs_base, format_github, format_json, format_sarif, format_statistics, format_text, reported,
         )
-        from ..static.lint import lint_source
-        from ..static.scan import scan
+        from ..static.findings.lint import lint_source
+        from ..static.project.scan import scan
 
-        from ..static.progress import Progress
+        from ..static.project.progress import Progress
 
         name = stdin_name(args)
         sources = None
@@ -202,7 +202,7 @@ class CheckCommand(Command):
             except bl.BaselineError as e:
                 raise UserError(str(e)) from None
         if args.add_noqa:
-            from ..static.noqa import add_noqa
+            from ..static.findings.noqa import add_noqa
 
             res = add_noqa(diags)
             for msg in res.skipped:
@@ -215,7 +215,7 @@ class CheckCommand(Command):
 
         shown = reported(diags)
         if args.format in ("json", "sarif") and not args.statistics:
-            from ..static.fixes import attach
+            from ..static.findings.fixes import attach
 
             attach(diags, result, cfg, rules, sources, args.jobs)  # the edits `wrap` would make (the codemod)
         if args.statistics:
@@ -227,7 +227,7 @@ class CheckCommand(Command):
         elif args.format == "sarif":
             text = format_sarif(diags, str(cfg.root), docs_base(cfg))
         elif args.format in ("gitlab", "junit", "full"):
-            from ..static import formats
+            from ..static.findings import formats
 
             text = (formats.format_full(diags, args.show_suppressed, sources, docs_base(cfg)) if args.format == "full"
                     else getattr(formats, f"format_{args.format}")(diags))
@@ -253,8 +253,8 @@ class CheckCommand(Command):
 def _evidence(cfg, extra):
     """The run files in force: the config's `evidence`, then `--evidence` (read
     with plain JSON: no torch, no libcst)."""
-    from ..static.evidence import EvidenceError
-    from ..static.lint import config_evidence
+    from ..static.front.evidence import EvidenceError
+    from ..static.findings.lint import config_evidence
 
     try:
         return config_evidence(cfg, extra)

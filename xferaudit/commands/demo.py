@@ -29,7 +29,7 @@ def _say(out: TextIO, text: str = "") -> None:
 
 def static_part(out: TextIO) -> int:
     """Print the unwrapped sites of the plain example; returns how many."""
-    from ..static.finder import find_in_source
+    from ..static.front.finder import find_in_source
 
     here = Path(__file__).resolve().parent.parent / "demo"
     plain, wrapped = here / "train_plain.py", here / "train.py"
@@ -39,7 +39,7 @@ def static_part(out: TextIO) -> int:
     unwrapped = [s for s in res.sites if not s.wrapped]
     try:  # the wording of `xferaudit check`
         from ..rules import table
-        from ..static.diagnostics import site_message
+        from ..static.findings.diagnostics import site_message
 
         rows = {r.id: r for r in table().rules}
 

@@ -28,7 +28,7 @@ class DiffCommand(Command):
         parser.add_argument("--all", action="store_true", help="list unchanged sites too")
 
     def run(self, args: argparse.Namespace) -> int:
-        from ..runtime._report import Report, ReportError, diff, diff_to_dict, format_diff
+        from ..runtime.reporting._report import Report, ReportError, diff, diff_to_dict, format_diff
 
         try:
             a = Report.load(args.a)

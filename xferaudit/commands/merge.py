@@ -47,8 +47,8 @@ class MergeCommand(Command):
                             help="print nothing (with -o: only write the file)")
 
     def run(self, args: argparse.Namespace) -> int:
-        from ..runtime._report import ReportError
-        from ..runtime.distributed import merge_files
+        from ..runtime.reporting._report import ReportError
+        from ..runtime.ranks.distributed import merge_files
 
         try:  # streamed: a row at a time, whatever the files' size
             merged = merge_files(args.files)

@@ -19,7 +19,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from ..runtime.printable import printable_report
+from ..runtime.reporting.printable import printable_report
 from . import EXIT_OK, Command, UserError
 
 __all__ = ["ReportCommand", "printable_report"]
@@ -51,7 +51,7 @@ class ReportCommand(Command):
                                  "in one file, on the profiler's time base")
 
     def run(self, args: argparse.Namespace) -> int:
-        from ..runtime._report import Report, ReportError
+        from ..runtime.reporting._report import Report, ReportError
 
         if args.top is not None and args.top < 0:
             raise UserError("--top must be 0 or more")

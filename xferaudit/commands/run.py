@@ -2,7 +2,7 @@
 
 Runs an unmodified program in this process, as ``python SCRIPT ARGS`` would,
 with counting and the guard on for the whole run
-(:mod:`xferaudit.runtime.runner`): every crossing, wrapped or not, is
+(:mod:`xferaudit.runtime.runs.runner`): every crossing, wrapped or not, is
 attributed to the user's line. At the end the report is printed to stderr and
 the run file written (default ``xferaudit-run.json``; under ``torchrun`` one
 per rank, the rank in its name).
@@ -59,7 +59,7 @@ class RunCommand(Command):
                             help="the script and its arguments, as `python SCRIPT ARGS`")
 
     def run(self, args: argparse.Namespace) -> int:
-        from ..runtime.runner import DEFAULT_OUTPUT, RunError, output_problem, run_module, run_path
+        from ..runtime.runs.runner import DEFAULT_OUTPUT, RunError, output_problem, run_module, run_path
 
         module = args.module
         if args.program[:1] == ["--"]:  # `xferaudit run -q -- script.py`: the script follows
@@ -77,7 +77,7 @@ class RunCommand(Command):
             raise UserError(problem)
         budget = _budget(args, args.program[0] if module is None else None)
         whole = bool(getattr(args, "_whole_process", False))
-        from ..runtime.ranges import ENV
+        from ..runtime.counted.ranges import ENV
 
         before = os.environ.get(ENV)
         if args.ranges:  # read when the run starts counting (and by the program's own xfer.count)
@@ -117,7 +117,7 @@ def _budget(args: argparse.Namespace, script: Optional[str]):
     ``run-budget`` (found from the script's folder, else the working
     directory), else None. Read before the program runs: a budget that cannot
     be read is an error (exit 2), never a run that cannot be judged."""
-    from ..runtime.budget import BudgetError, load_budget
+    from ..runtime.runs.budget import BudgetError, load_budget
 
     if args.budget is not None and args.no_budget:
         raise UserError("give --budget or --no-budget, not both")
@@ -138,7 +138,7 @@ def _budget(args: argparse.Namespace, script: Optional[str]):
         if cfg.run_budget is None:
             return None
         if cfg.run_budget is True:
-            from ..runtime.budget import budget_from_mapping
+            from ..runtime.runs.budget import budget_from_mapping
 
             if not cfg.budget:
                 raise UserError(f"{cfg.source}: run-budget = true, but there is no [tool.xferaudit.budget] "

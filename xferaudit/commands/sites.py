@@ -17,7 +17,7 @@ Positions are 1-based; the column is that of the called name (the ``cpu`` of
 ``x.cpu()``), counted in characters. ``select``/``ignore`` do not apply: this
 lists what is there. Exit 0, or 2 when a file cannot be read or parsed. A file
 in old Python syntax (``print "x"``, ``x.cuda(async=True)``) is read as such
-(:mod:`xferaudit.static.repair`): its sites are listed, with a warning.
+(:mod:`xferaudit.static.front.repair`): its sites are listed, with a warning.
 """
 
 from __future__ import annotations
@@ -43,8 +43,8 @@ class SitesCommand(Command):
                             help="under each implicit site, the evidence that its value is on the device")
 
     def run(self, args: argparse.Namespace) -> int:
-        from ..static.notebook import display_position
-        from ..static.scan import scan
+        from ..static.front.notebook import display_position
+        from ..static.project.scan import scan
 
         cfg, rules, paths = load(args)
         result = scan_or_exit(scan, paths, cfg, rules, args)

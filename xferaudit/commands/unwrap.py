@@ -16,12 +16,12 @@ class UnwrapCommand(Command):
     DESCRIPTION = "Restore the bare calls of every counting wrapper (the inverse of wrap)."
 
     def add_arguments(self, parser: argparse.ArgumentParser) -> None:
-        from ..static.codemod_files import add_common_arguments
+        from ..static.codemod.files import add_common_arguments
 
         add_common_arguments(parser, "unwrap")
 
     def run(self, args: argparse.Namespace) -> int:
-        from ..static.codemod_files import run_command
+        from ..static.codemod.files import run_command
         from ._args import require_python_files
 
         require_python_files(args.paths)

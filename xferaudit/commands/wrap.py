@@ -5,7 +5,7 @@ and ``import xferaudit.runtime as xfer`` is added once per file. ``unwrap``
 restores the bare calls byte for byte. See :mod:`xferaudit.static.codemod`.
 
 ``xferaudit wrap --from RUN.json`` wraps exactly the lines a recorded run saw
-crossing outside every wrapper (:mod:`xferaudit.static.evidence`).
+crossing outside every wrapper (:mod:`xferaudit.static.front.evidence`).
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ class WrapCommand(Command):
     DESCRIPTION = "Rewrite every unwrapped transfer site into its named counting wrapper."
 
     def add_arguments(self, parser: argparse.ArgumentParser) -> None:
-        from ..static.codemod_files import add_common_arguments
+        from ..static.codemod.files import add_common_arguments
 
         from ._args import add_implicit_argument
 
@@ -41,7 +41,7 @@ class WrapCommand(Command):
                                  "moved file's old names would stop matching")
 
     def run(self, args: argparse.Namespace) -> int:
-        from ..static.codemod_files import run_command
+        from ..static.codemod.files import run_command
         from . import UserError
         from ._args import require_known_codes, require_python_files, split_codes
 

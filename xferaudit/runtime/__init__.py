@@ -25,8 +25,9 @@ call. Launches are counted always. torch is imported lazily, never by
 
 The wrappers (``xfer.cpu``, ``xfer.jax_jit``, ``xfer.ggml_backend_tensor_set``...)
 belong to the packs (``xferaudit/packs/<name>/runtime.py``); this module takes
-every pack's from the packs' registry (:mod:`xferaudit.packs`), so a new pack
-is a folder and nothing here changes.
+every pack's from the packs' registry (:mod:`xferaudit.registry`), so a new pack
+is a folder and nothing here changes; nothing under ``xferaudit.runtime``
+imports a pack.
 """
 
 from __future__ import annotations
@@ -36,16 +37,16 @@ import os
 import sys
 from typing import IO, Iterator, Optional, Union
 
-from .. import packs as _packs
-from . import distributed as _distributed  # noqa: F401 - registers the multi-rank report
-from . import ranges as _ranges
-from . import recorder as _recorder
+from .. import registry as _registry
+from .ranks import distributed as _distributed  # noqa: F401 - registers the multi-rank report
+from .counted import ranges as _ranges
+from .counted import recorder as _recorder
 
 # Re-exported (see _OWN; the full __all__ adds the packs' wrappers).
-from ._report import Launch, Report, ReportError, Row, Unwrapped  # noqa: F401
-from .budget import BudgetError, BudgetExceeded, expect, load_budget  # noqa: F401
-from .guard import UnexpectedTransfer, UnexpectedTransferWarning, guard  # noqa: F401
-from .recorder import STATE
+from .reporting._report import Launch, Report, ReportError, Row, Unwrapped  # noqa: F401
+from .runs.budget import BudgetError, BudgetExceeded, expect, load_budget  # noqa: F401
+from .guarding.guard import UnexpectedTransfer, UnexpectedTransferWarning, guard  # noqa: F401
+from .counted.recorder import STATE
 
 _OWN = [
     "STATE", "BudgetError", "BudgetExceeded", "Launch", "Report", "ReportError", "Row",
@@ -64,7 +65,7 @@ def _register_packs() -> list:
     specialising the lookup, about 30 ns on every wrapped call.
     """
     names = []
-    for mod in _packs.runtime_modules():
+    for mod in _registry.runtime_modules():
         for name in getattr(mod, "__all__", ()):
             if name not in globals():
                 globals()[name] = getattr(mod, name)
@@ -76,9 +77,9 @@ def features() -> dict:
     """What this torch offers the runtime, found by feature (imports torch):
     the torch wrappers' (see ``xferaudit.packs.torch.runtime.features``) and
     the guard's (``guard_dispatch_mode``, ``guard_compile_internals``)."""
-    from .guard import features as guard_features
+    from .guarding.guard import features as guard_features
 
-    out = dict(_packs.runtime_module("torch").features())
+    out = dict(_registry.runtime_module("torch").features())
     out.update({"guard_" + k: v for k, v in guard_features().items()})
     return out
 
@@ -87,7 +88,7 @@ def _bind_torch() -> None:
     """Bind torch (and register the op compiled code records through) now,
     outside any compiled region, if the program imported it."""
     if "torch" in sys.modules:
-        _packs.runtime_module("torch")._init()
+        _registry.runtime_module("torch")._init()
 
 
 def count(on: bool = True, timeline: Optional[bool] = None, ranges: Optional[bool] = None) -> bool:
@@ -96,7 +97,7 @@ def count(on: bool = True, timeline: Optional[bool] = None, ranges: Optional[boo
     ``timeline=True`` also starts the event timeline (see :func:`timeline`),
     ``timeline=False`` stops it; None leaves it as it is. ``ranges=True`` runs
     every counted call inside a torch.profiler range and an NVTX range named by
-    its site (:mod:`xferaudit.runtime.ranges`; torch must be installed); None,
+    its site (:mod:`xferaudit.runtime.counted.ranges`; torch must be installed); None,
     when counting is turned on, takes ``$XFERAUDIT_RANGES``. Ranges stop with
     counting.
     """

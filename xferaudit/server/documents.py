@@ -2,9 +2,9 @@
 it, without the protocol: no pygls here (:mod:`.lsp` is the thin shell).
 
 Everything goes through the engine ``check -`` and ``wrap -`` use
-(:func:`~xferaudit.static.lint.lint_source`,
-:func:`~xferaudit.static.codemod_files.rewrite_source`,
-:func:`~xferaudit.static.noqa.noqa_text`), with the config of the project the
+(:func:`~xferaudit.static.findings.lint.lint_source`,
+:func:`~xferaudit.static.codemod.files.rewrite_source`,
+:func:`~xferaudit.static.findings.noqa.noqa_text`), with the config of the project the
 document's path belongs to (its ``pyproject.toml``, read again when it
 changes). Positions here are the static half's: lines as Python splits them,
 columns in characters, both from 1; the shell converts them to the client's
@@ -21,9 +21,9 @@ from typing import Optional
 
 from ..config import Config, ConfigError, find_root, load_config
 from ..rules import RuleTable
-from ..static.edits import Edit, text_edits
-from ..static.evidence import EvidenceError
-from ..static.lint import Linted, add_fixes, config_evidence, lint_source
+from ..static.findings.edits import Edit, text_edits
+from ..static.front.evidence import EvidenceError
+from ..static.findings.lint import Linted, add_fixes, config_evidence, lint_source
 
 
 @dataclass
@@ -93,7 +93,7 @@ def fixes(doc: Document, cfg: Config, rules: RuleTable) -> None:
     """Attach to each finding the edits ``wrap`` makes for it (runs the codemod:
     hundreds of milliseconds on a large file, so the shell runs it off the
     event loop, after the findings are shown; the config is read on the loop)."""
-    from ..static.fixes import Stopped
+    from ..static.findings.fixes import Stopped
 
     with doc.lock:
         if doc.fixes_done or doc.linted is None or doc.outdated.is_set():
@@ -107,8 +107,8 @@ def fixes(doc: Document, cfg: Config, rules: RuleTable) -> None:
 
 def wrap_all(doc: Document, cfg: Config) -> list[Edit]:
     """The edits of ``wrap`` over the whole document (none when it changes nothing)."""
-    from ..static.codemod_files import rewrite_source
-    from ..static.fixes import source_bytes, source_text
+    from ..static.codemod.files import rewrite_source
+    from ..static.findings.fixes import source_bytes, source_text
 
     data = source_bytes(doc.text)
     if data is None:
@@ -122,7 +122,7 @@ def wrap_all(doc: Document, cfg: Config) -> list[Edit]:
 
 def noqa(doc: Document, line: int, codes: set) -> list[Edit]:
     """The edits that add ``# noqa: CODES`` to `line` (as ``--add-noqa`` writes it)."""
-    from ..static.noqa import noqa_text
+    from ..static.findings.noqa import noqa_text
 
     new, _, _ = noqa_text(doc.text, {line: set(codes)}, doc.path)
     return text_edits(doc.text, new) if new is not None else []

@@ -39,9 +39,9 @@ from pygls.workspace.position_codec import ServerTextPosition, ServerTextRange
 
 from .. import __version__
 from ..config import ConfigError
-from ..static.diagnostics import docs_base, rule_url
-from ..static.edits import Edit
-from ..static.source import split_lines
+from ..static.findings.diagnostics import docs_base, rule_url
+from ..static.findings.edits import Edit
+from ..static.front.source import split_lines
 from . import documents as D
 
 CONVERTER = get_converter()  # lsprotocol's: LSP types <-> JSON-ready data

@@ -36,7 +36,7 @@ class Site:
     # an implicit site's category (conversion, truth, format...); "unbound" for Tensor.m(x);
     # "bound" for x.m(args) whose arguments may have side effects (wrapped as xfer.call(x.m, args))
     op: str = ""
-    no_wrap: str = ""  # why no wrapped form can keep this code as it is (static/unwrappable.py); "" if one can
+    no_wrap: str = ""  # why no wrapped form can keep this code as it is (static/front/unwrappable.py); "" if one can
     evidence: str = ""  # an implicit site's: why its value is taken for a device value (`sites --explain`)
     # an implicit site's wrapper as the value layer chose it (the wrap grammar's implicit style:
     # "bool", "index", "read", "reads", "save", or "call" for the builtin's own: float(t) -> xfer.float(t))

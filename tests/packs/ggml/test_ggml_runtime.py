@@ -22,7 +22,7 @@ except ImportError as e:  # say why in the test output (-rs)
                 "(pip install 'xferaudit[ggml]')", allow_module_level=True)
 
 import xferaudit.runtime as xfer  # noqa: E402
-from xferaudit.runtime import recorder  # noqa: E402
+from xferaudit.runtime.counted import recorder  # noqa: E402
 
 MODEL = Path(__file__).with_name("ggml_model.py")
 SITE = "tests/packs/ggml/ggml_model.py:TwoLayer.{}:ggml.{}"
@@ -139,7 +139,7 @@ def test_the_report_names_each_ggml_site(model, counting):
 
 
 def test_site_names_in_the_model_are_the_names_the_finder_gives_the_unwrapped_calls():
-    from xferaudit.static.finder import find_in_source
+    from xferaudit.static.front.finder import find_in_source
 
     wrapped = MODEL.read_text()
     # the model holds short literals (":f:label"): their full names put the file's path first

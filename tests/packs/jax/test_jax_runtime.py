@@ -107,7 +107,7 @@ def test_launches_are_counted_with_counting_off_and_transfers_are_not():
 
 
 def test_site_names_in_the_model_are_the_names_the_finder_gives_the_unwrapped_calls():
-    from xferaudit.static.finder import find_in_source
+    from xferaudit.static.front.finder import find_in_source
 
     wrapped = MODEL.read_text()
     # the model holds short literals (":f:label"): their full names put the file's path first

@@ -17,14 +17,14 @@ import pytest
 torch = pytest.importorskip("torch")
 
 import xferaudit.runtime as xfer  # noqa: E402
-from xferaudit.runtime import recorder  # noqa: E402
-from xferaudit.runtime.guard import guard  # noqa: E402
+from xferaudit.runtime.counted import recorder  # noqa: E402
+from xferaudit.runtime.guarding.guard import guard  # noqa: E402
 
 LIB = Path(__file__).parent / "gpu_first_lib" / "lib.py"
 
 
 def _static(reading: str) -> list[int]:
-    finder = pytest.importorskip("xferaudit.static.finder")
+    finder = pytest.importorskip("xferaudit.static.front.finder")
     from xferaudit.rules import table
 
     rules = dataclasses.replace(table(), implicit=reading)

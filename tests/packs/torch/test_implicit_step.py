@@ -18,8 +18,8 @@ import pytest
 torch = pytest.importorskip("torch")
 
 import xferaudit.runtime as xfer  # noqa: E402
-from xferaudit.runtime import recorder  # noqa: E402
-from xferaudit.runtime.guard import guard  # noqa: E402
+from xferaudit.runtime.counted import recorder  # noqa: E402
+from xferaudit.runtime.guarding.guard import guard  # noqa: E402
 
 HERE = Path(__file__).parent / "implicit_step"
 PLAIN = HERE / "step_plain.py"

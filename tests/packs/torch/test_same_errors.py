@@ -10,7 +10,7 @@ import pytest
 torch = pytest.importorskip("torch")
 
 import xferaudit.runtime as xfer  # noqa: E402
-from xferaudit.runtime.recorder import STATE  # noqa: E402
+from xferaudit.runtime.counted.recorder import STATE  # noqa: E402
 
 
 def _error(fn):

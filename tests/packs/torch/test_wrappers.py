@@ -17,7 +17,7 @@ from xferaudit.testing import NAME as DEVTYPE  # noqa: E402
 # A device on a CPU-only machine (meta holds no data: moving there crosses nothing).
 DEV = None  # the simulated device, set by tests/conftest.py before each test runs (not at import)
 from xferaudit.packs.torch import runtime as _wrappers  # noqa: E402
-from xferaudit.runtime.recorder import STATE  # noqa: E402
+from xferaudit.runtime.counted.recorder import STATE  # noqa: E402
 
 
 def rows():
@@ -356,7 +356,7 @@ def test_depth_marks_wrapper_while_bare_call_runs():
 
     class Probe:
         def to(self, *a):
-            from xferaudit.runtime.recorder import in_wrapper
+            from xferaudit.runtime.counted.recorder import in_wrapper
 
             seen.append(in_wrapper())
             return self
@@ -408,7 +408,7 @@ def test_cpu_memory_format_passes_through():
 
 
 def test_guard_on_marks_tensor_calls_as_inside_a_wrapper(fake_cuda):
-    from xferaudit.runtime.recorder import in_wrapper
+    from xferaudit.runtime.counted.recorder import in_wrapper
 
     seen = []
     x = fake_cuda(torch.arange(3.0))

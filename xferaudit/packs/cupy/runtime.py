@@ -27,10 +27,10 @@ from __future__ import annotations
 import sys
 from typing import Any, Optional
 
-from ...runtime._lazy import library
-from ...runtime.crossing import direction as _crossing
-from ...runtime.recorder import STATE as _S
-from ...runtime.recorder import record, timed_call
+from ...runtime.counted._lazy import library
+from ...runtime.counted.crossing import direction as _crossing
+from ...runtime.counted.recorder import STATE as _S
+from ...runtime.counted.recorder import record, timed_call
 
 
 class CupyMissingError(ImportError):

@@ -33,9 +33,9 @@ from __future__ import annotations
 
 from typing import Any, Callable, Optional
 
-from ...runtime._lazy import library
-from ...runtime.recorder import STATE as _S
-from ...runtime.recorder import record, record_launch, timed_call
+from ...runtime.counted._lazy import library
+from ...runtime.counted.recorder import STATE as _S
+from ...runtime.counted.recorder import record, record_launch, timed_call
 
 
 class GgmlMissingError(ImportError):

@@ -36,12 +36,12 @@ import sys
 import types
 from typing import Any, Optional
 
-from ...runtime._lazy import library
-from ...runtime.crossing import direction as _crossing
-from ...runtime.crossing import largest
-from ...runtime.recorder import STATE as _S
-from ...runtime.recorder import call_inside, record, record_launch, timed_call
-from ...runtime.sitenames import named
+from ...runtime.counted._lazy import library
+from ...runtime.counted.crossing import direction as _crossing
+from ...runtime.counted.crossing import largest
+from ...runtime.counted.recorder import STATE as _S
+from ...runtime.counted.recorder import call_inside, record, record_launch, timed_call
+from ...runtime.counted.sitenames import named
 
 
 class JaxMissingError(ImportError):

@@ -1,9 +1,10 @@
 """torch's device vocabulary: which device types are the host, and which hold no data.
 
-Read from the pack's own rows (``rules.toml``, its ``[devices]`` table), the
-same data the finder reads, so the two halves cannot disagree about a device;
-no torch import. The runtime's wrappers, its guard and the crossing rules
-(:mod:`xferaudit.runtime.crossing`) all read it from here.
+Read from the pack's own rows (``rules.toml``, its ``[devices]`` table) by the
+crossing rules (:mod:`xferaudit.runtime.counted.crossing`), which hold them so
+that the runtime needs no import of this pack; named here too, for the pack's
+own code. The runtime's wrappers, its guard and the crossing rules all read
+the same two values.
 
 * ``HOST``: the host's device type. A tensor there is in host memory.
 * ``NO_DATA``: device types whose tensors have a shape and a dtype but no
@@ -13,8 +14,6 @@ no torch import. The runtime's wrappers, its guard and the crossing rules
 
 from __future__ import annotations
 
-from ...rules import load_pack
+from ...runtime.counted.crossing import HOST, NO_DATA
 
-_DEVICES = load_pack("torch").devices
-HOST = min(_DEVICES.host) if _DEVICES.host else "cpu"
-NO_DATA = frozenset(_DEVICES.no_data)
+__all__ = ["HOST", "NO_DATA"]

@@ -34,8 +34,8 @@ import sys
 import weakref
 from typing import Any, Optional
 
-from ...runtime.recorder import record_launch
-from ...runtime.sitenames import named
+from ...runtime.counted.recorder import record_launch
+from ...runtime.counted.sitenames import named
 
 # module -> (site, hook handles): a module wrapped twice keeps one set of hooks.
 _hooked: "weakref.WeakKeyDictionary[Any, Any]" = weakref.WeakKeyDictionary()

@@ -36,7 +36,7 @@ counted around it.
 A host value goes through with direction ``none``; the result is always what
 the bare conversion returns, and an exception is the bare conversion's. The
 kind recorded (``down``) is the wrap grammar's (``xferaudit.wrapform.IMPLICIT``),
-looked up like every row's kind (:mod:`xferaudit.runtime.kinds`).
+looked up like every row's kind (:mod:`xferaudit.runtime.counted.kinds`).
 """
 
 from __future__ import annotations
@@ -45,12 +45,13 @@ import builtins
 import operator
 from typing import Any, Optional
 
-from ...runtime import fastpath as _fastpath
-from ...runtime import recorder as _recorder
-from ...runtime.guard_hooks import ORIGINALS as _ORIGINALS
-from ...runtime.recorder import STATE as _S
-from ...runtime.recorder import call_marked, record, timed_call
-from ...runtime.sitenames import named
+from ...runtime.counted import fastpath as _fastpath
+from ...runtime.counted import recorder as _recorder
+from ...runtime.guarding.guard_hooks import ORIGINALS as _ORIGINALS
+from ...runtime.counted.recorder import STATE as _S
+from ...runtime.counted.recorder import call_marked, record, timed_call
+from ...runtime.counted.sitenames import named
+from . import functions as _functions
 from . import runtime as _w
 
 _ns = _w._ns
@@ -66,7 +67,7 @@ def _tensor(x: Any) -> bool:
 
 def _count(x: Any, site: Optional[str], key: str, ns: int) -> None:
     """One read of `x` at `site` by the wrapper `key` (its kind: the wrap
-    grammar's, xferaudit.wrapform.IMPLICIT, through runtime.kinds), which
+    grammar's, xferaudit.wrapform.IMPLICIT, through runtime.counted.kinds), which
     spent `ns` in the bare conversion."""
     if _tensor(x) and not x.is_cpu:
         record(site, key, "down", _w._nbytes(x), 1, 0, ns)
@@ -161,7 +162,7 @@ class _Read:
         x = self._value
         if not _S.active or not _S._on or not _tensor(x) or x.is_cpu:
             return self._do(fn, *args)
-        from ...runtime.guard import count_reads
+        from ...runtime.guarding.guard import count_reads
 
         # (count_reads times the printer alone: `ns`)
         out, copies, nbytes, ns = call_marked(self._site, count_reads, (fn, x) + args, _EMPTY)
@@ -224,7 +225,7 @@ def reads(fn: Any, /, *args: Any, site: Optional[str] = None, **kwargs: Any) -> 
         return fn(*args, **kwargs)
     if not _S._on:
         return timed_call(site, fn, args, kwargs)[0]
-    from ...runtime.guard import count_reads
+    from ...runtime.guarding.guard import count_reads
 
     out, copies, nbytes, ns = call_marked(site, count_reads, (_Call(fn, args, kwargs),), _EMPTY)
     if copies is None:  # (this torch cannot count inside: one read of the first device tensor)
@@ -256,7 +257,7 @@ def save(fn: Any, obj: Any, /, *args: Any, site: Optional[str] = None, **kwargs:
         return fn(obj, *args, **kwargs)
     out, ns = timed_call(site, fn, (obj,) + args, kwargs)
     if _S._on:
-        n, copies = _w._storages_off_host(obj) if _w._Tensor is not None else (0, 0)
+        n, copies = _functions._storages_off_host(obj) if _w._Tensor is not None else (0, 0)
         record(site, "save", "down" if n else "none", n, max(copies, 1), 0, ns)
     return out
 
@@ -264,7 +265,7 @@ def save(fn: Any, obj: Any, /, *args: Any, site: Optional[str] = None, **kwargs:
 __all__ = ["bool", "complex", "float", "index", "int", "read", "reads", "save"]
 
 
-# The C counted path (xferaudit.runtime.fastpath), where it was built: these
+# The C counted path (xferaudit.runtime.counted.fastpath), where it was built: these
 # names (and runtime.item) become its functions, which hand every case but the
 # plainest to the Python functions above.
 _fastpath.install(_recorder, {"float": float, "int": int, "bool": bool, "index": index, "item": _w.item},

@@ -18,7 +18,7 @@ twice) and opens the ranges (``recorder.timed_call``).
 simulated device (and on CUDA where there is one).
 
 Direction is what actually happened, from the devices of input and output,
-decided by :mod:`xferaudit.runtime.crossing`: ``up`` host -> device, ``down``
+decided by :mod:`xferaudit.runtime.counted.crossing`: ``up`` host -> device, ``down``
 device -> host, ``d2d`` device -> device, ``none`` when nothing crossed
 (``.item()`` on a host tensor, ``.to(d)`` to where it already is, anything to
 or from ``meta``, which holds no data). Bytes are exact: itemsize * numel of
@@ -46,31 +46,31 @@ from __future__ import annotations
 import sys
 import threading
 import time
-from types import FunctionType, ModuleType
+from types import FunctionType
 from collections.abc import Mapping
 from typing import Any, Optional
 
-from ...runtime import fastpath as _fastpath
-from ...runtime.crossing import HOST, NO_DATA, largest
-from ...runtime.crossing import direction as _crossing
-from ...runtime.guard_hooks import ORIGINALS as _ORIGINALS
-from ...runtime.guard_ops import on_device as _off_host
-from ...runtime.recorder import STATE as _S
-from ...runtime.recorder import new_lock_after_fork, record, timed_call
-from ...runtime.sitenames import is_short, traced_name
+from ...runtime.counted import fastpath as _fastpath
+from ...runtime.counted.crossing import HOST, NO_DATA, largest
+from ...runtime.counted.crossing import direction as _crossing
+from ...runtime.guarding.guard_hooks import ORIGINALS as _ORIGINALS
+from ...runtime.guarding.guard_ops import on_device as _off_host
+from ...runtime.counted.recorder import STATE as _S
+from ...runtime.counted.recorder import new_lock_after_fork, record, timed_call
+from ...runtime.counted.sitenames import is_short, traced_name
 from .graphs import cuda_graph_nodes, graph, replay
 
 __all__ = [
-    "TorchMissingError", "as_tensor", "asarray", "call", "copy_", "cpu", "cuda",
-    "cuda_graph_nodes", "features", "graph", "item", "load", "method", "numpy", "replay",
-    "tensor", "to", "tolist",
+    "TorchMissingError", "copy_", "cpu", "cuda", "cuda_graph_nodes", "features", "graph",
+    "item", "method", "numpy", "replay", "to", "tolist",
 ]
 
 #: The other modules of this pack's wrappers (registered beside this one's,
-#: see xferaudit.packs): implicit transfers (float(t), if t:, print(t),
+#: see xferaudit.registry): the functions that make or load tensors (tensor,
+#: as_tensor, asarray, load) and `call`, implicit transfers (float(t), if t:, print(t),
 #: torch.save) and the rows the value layer checks (new_tensor, new, type,
 #: module compile).
-RUNTIME_PARTS = ("implicit", "value_rows")
+RUNTIME_PARTS = ("functions", "implicit", "value_rows")
 
 _META_ONLY = NO_DATA == frozenset({"meta"})  # then Tensor.is_meta answers, cheaply
 
@@ -270,7 +270,7 @@ def _nbytes(t: Any) -> int:
 
 
 def _dir(src: Any, dst: Any, copy: bool = False) -> str:
-    """Direction between two torch.device values (see runtime.crossing)."""
+    """Direction between two torch.device values (see runtime.counted.crossing)."""
     same = src == dst
     if same and not copy:
         return "none"
@@ -282,7 +282,7 @@ def _tdir(src: Any, dst: Any, copy: bool = False) -> str:
 
     The host cases by flags first (``is_cpu``, ``is_meta``: cheaper than
     building two torch.device objects, whose ``.type`` alone costs more than
-    the rest of a record); the same answers as runtime.crossing (tests hold
+    the rest of a record); the same answers as runtime.counted.crossing (tests hold
     them equal). Two devices are compared as devices.
     """
     if _META_ONLY:
@@ -595,45 +595,6 @@ def method(recv: Any, name: str, /, *args: Any, site: Optional[str] = None, **kw
     return _move(recv, name, args, kwargs, site, "method:" + name)
 
 
-def _qualname(fn: Any) -> str:
-    mod = getattr(fn, "__module__", None) or ""
-    name = getattr(fn, "__qualname__", None) or getattr(fn, "__name__", None) or ""
-    return f"{mod}.{name}" if mod else name
-
-
-def call(fn: Any, /, *args: Any, site: Optional[str] = None, **kwargs: Any) -> Any:
-    """``fn(*args, **kwargs)`` for a function row without a wrapper of its own
-    (``send_to_device(batch, dev)``): the first argument is taken as what moves,
-    and the result as where it went; the kind is the row's.
-
-    `fn` may also be a bound method, ``xfer.call(x.to, next(it), site=...)``:
-    ``wrap`` writes that form where the arguments may have side effects, so
-    that ``x.to`` is looked up before they are evaluated, as in ``x.to(next(it))``.
-    It is counted as the method's own wrapper counts it (``xfer.to(x, ...)``)."""
-    if not _S.active:
-        return fn(*args, **kwargs)
-    if _torch is None:
-        _init()
-    recv = getattr(fn, "__self__", None)
-    if recv is not None and not isinstance(recv, (ModuleType, type)):
-        name = getattr(fn, "__name__", "")
-        own = _BOUND.get(name)
-        if own is not None:
-            return own(recv, *args, site=site, **kwargs)
-        return _counted_other(site, "method:" + name, fn, args, kwargs, recv)
-    on = _S._on
-    subject = args[0] if args else None
-    before = _devices(subject) if (on and args and _Tensor is not None) else None
-    out, ns = timed_call(site, fn, args, kwargs)
-    if on and _S._on:
-        if before is None:
-            d, n, c = "none", 0, 0
-        else:
-            d, n, c = _compare(before, subject if out is None else out)
-        record(site, "call:" + _qualname(fn), d, n, c, 0, ns)
-    return out
-
-
 # --- reads: item, tolist, numpy -------------------------------------------------
 
 
@@ -704,78 +665,3 @@ def copy_(dst: Any, /, *args: Any, site: Optional[str] = None, **kwargs: Any) ->
         return _counted_other(site, "copy_", dst.copy_, args, kwargs, dst)
     src = args[0] if args else kwargs.get("src")
     return _counted(site, "copy_", dst.copy_, args, kwargs, _copied, (dst, src))
-
-
-# --- functions: tensor, as_tensor, asarray, load --------------------------------
-
-
-def _make(fname: str, args: tuple, kwargs: dict, site: Optional[str]) -> Any:
-    fn = getattr(_torch if _torch is not None else _need_torch(), fname)
-    if not _S.active:
-        return fn(*args, **kwargs)
-    return _counted(site, fname, fn, args, kwargs, _made, args[0] if args else kwargs.get("data"))
-
-
-def tensor(*args: Any, site: Optional[str] = None, **kwargs: Any) -> Any:
-    """``torch.tensor(data, ...)``: ``up`` with the result's bytes when it lands off-host."""
-    return _make("tensor", args, kwargs, site)
-
-
-def as_tensor(*args: Any, site: Optional[str] = None, **kwargs: Any) -> Any:
-    """``torch.as_tensor(data, ...)``; ``none`` when it returns `data` itself."""
-    return _make("as_tensor", args, kwargs, site)
-
-
-def asarray(*args: Any, site: Optional[str] = None, **kwargs: Any) -> Any:
-    """``torch.asarray(data, ...)``; ``none`` when no copy crossed."""
-    return _make("asarray", args, kwargs, site)
-
-
-def _storages_off_host(obj: Any) -> tuple:
-    """``(bytes, storages)`` of the device storages reachable from `obj`, each
-    storage once however many tensors view it: what ``torch.save`` copies to
-    the host (one copy per storage, as a profiler counts its memcpys) and
-    ``torch.load`` puts back on a device."""
-    seen: set = set()
-    total = 0
-    for tt in _tensors(obj).values():
-        if tt.device.type == HOST or tt.device.type in NO_DATA:
-            continue
-        try:
-            st = tt.untyped_storage()
-            key = st._cdata
-            n = st.nbytes()
-        except Exception:  # exotic tensor subclasses (the simulated device's): the tensor itself
-            key, n = id(tt), _nbytes(tt)
-        if key in seen or not n:  # (an empty storage: nothing on the wire)
-            continue
-        seen.add(key)
-        total += n
-    return total, len(seen)
-
-
-def _storage_bytes_off_host(obj: Any) -> int:
-    return _storages_off_host(obj)[0]
-
-
-def _loaded(_: Any, out: Any) -> tuple:
-    n = _storage_bytes_off_host(out)
-    return ("up" if n else "none"), n
-
-
-def load(*args: Any, site: Optional[str] = None, **kwargs: Any) -> Any:
-    """``torch.load(f, ...)``: ``up`` with the bytes of the loaded storages that
-    landed off-host (shared storages once)."""
-    t = _torch if _torch is not None else _need_torch()
-    if not _S.active:
-        return t.load(*args, **kwargs)
-    out, ns = timed_call(site, t.load, args, kwargs)
-    if _S._on:
-        n, copies = _storages_off_host(out)
-        record(site, "load", "up" if n else "none", n, max(copies, 1), 0, ns)
-    return out
-
-
-#: The methods with a wrapper of their own, for ``call`` of a bound method.
-_BOUND = {"cpu": cpu, "cuda": cuda, "to": to, "item": item, "tolist": tolist, "numpy": numpy,
-          "copy_": copy_}

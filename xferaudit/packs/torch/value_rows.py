@@ -6,15 +6,15 @@ Like every wrapper they make exactly the bare call and return what it returns.
 An upload is counted with the result's bytes when the result is off the host
 and the data was not already a tensor there (direction ``none`` otherwise);
 the kind recorded is the row's (``rules.toml``: ``up``, ``graph`` for
-``torch.module_compile``), looked up through :mod:`xferaudit.runtime.kinds`.
+``torch.module_compile``), looked up through :mod:`xferaudit.runtime.counted.kinds`.
 """
 
 from __future__ import annotations
 
 from typing import Any, Optional
 
-from ...runtime.recorder import STATE as _S
-from ...runtime.recorder import record, timed_call
+from ...runtime.counted.recorder import STATE as _S
+from ...runtime.counted.recorder import record, timed_call
 from . import runtime as _w
 
 

@@ -1,6 +1,6 @@
 """``xferaudit wrap`` / ``unwrap``: rewrite sites into counting wrappers and back.
 
-Data flow: file bytes -> the ast finder (:mod:`xferaudit.static.finder`), which
+Data flow: file bytes -> the ast finder (:mod:`xferaudit.static.front.finder`), which
 decides what is a site, its kind, its rule row and its name -> one libcst parse
 and ONE transformer pass per file that rewrites the calls whose called-name
 position matches a site. Files without a site (wrap) or a wrapper call (unwrap)
@@ -21,8 +21,9 @@ One module per job::
     render.py     the new bytes: unchanged statements copied, changed ones generated
     rename.py     ``wrap --rename-sites``: site names made in another file
     skeleton.py   what libcst parses: the statements holding no site blanked, put back after
+    files.py      over files: read, rewrite, write atomically, report (wrap and unwrap)
 
-The finder's parse serves the codemod too (:func:`~xferaudit.static.finder.analyse`
+The finder's parse serves the codemod too (:func:`~xferaudit.static.front.finder.analyse`
 returns the ``ast`` tree and the resolver with the sites). libcst then parses
 only the file's *skeleton* (:mod:`.skeleton`): every statement that holds no
 site is one placeholder of the same height, so libcst reads a small part of a
@@ -91,10 +92,10 @@ from libcst.metadata import MetadataWrapper, PositionProvider
 from ...opforms import STATEMENT
 from ...rules import RuleTable
 from ...wrapform import ALIAS, site_literal, wrapper_infos
-from ..evidence import category_of, wrap_outcome
-from ..finder import analyse
+from ..front.evidence import category_of, wrap_outcome
+from ..front.finder import analyse
 from ..site import Site
-from ..source import char_col, collector_paused, decode_source
+from ..front.source import char_col, collector_paused, decode_source
 from .imports import (
     _alias_import, choose_alias, import_bindings, import_index,
     spell,
@@ -198,7 +199,7 @@ def wrap_source(
 ) -> CodemodResult:
     """Wrap every eligible unwrapped site of one file's bytes.
 
-    With `evidence` (``wrap --from``: the file's :class:`~..evidence.FileEvidence`),
+    With `evidence` (``wrap --from``: the file's :class:`~..front.evidence.FileEvidence`),
     only the sites on the lines a recorded run saw crossing, in the categories
     its ops can come from, with values the file does not place taken for device
     tensors there; each evidenced line without such a site, and each stale one,
@@ -208,7 +209,7 @@ def wrap_source(
     config's select/ignore/per-file-ignores), `site_ok(site) -> bool` by site
     (``check``'s fixes wrap one site at a time); `scripted` names the file's
     functions that a ``torch.jit.script`` in another file compiles (left, with
-    the reason: :mod:`..scripted`); `placed`: the helpers of other modules
+    the reason: :mod:`..project.scripted`); `placed`: the helpers of other modules
     that place what they return (:mod:`..values.project`); suppressed sites are never wrapped
     (wrapping them would leave their suppression unused). `style` (the
     project's line length and import sorting, :func:`code_style`) decides

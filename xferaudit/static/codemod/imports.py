@@ -11,7 +11,7 @@ from typing import Optional, Sequence
 import libcst as cst
 
 from ...wrapform import ALIAS, RUNTIME_MODULE
-from ..resolver import Resolver
+from ..front.resolver import Resolver
 from .nodes import _dotted
 from .results import CodemodError
 

@@ -20,9 +20,9 @@ from typing import Optional
 import libcst as cst
 
 from ...rules import RuleTable
-from ..finder import analyse
+from ..front.finder import analyse
 from ...wrapform import site_literal
-from ..naming import renamed_site
+from ..front.naming import renamed_site
 from .nodes import string_literal
 from .results import CodemodError
 
@@ -80,7 +80,7 @@ def stale_names(sites, relpath: str) -> dict[str, str]:
 
 def rename_sites_source(data: bytes, path: str, rules: RuleTable, relpath: str) -> Optional[bytes]:
     """The file's bytes with its stale site names renamed, or None when none is."""
-    from ..source import decode_source
+    from ..front.source import decode_source
 
     try:
         text = decode_source(data)

@@ -23,7 +23,7 @@ statement's, counting off or on.
 
 Done on the bytes, before the calls are rewritten (a comment moves no line and
 no column): :func:`add` returns the new bytes, and ``wrap`` analyses them again
-(the finder reads the statements back as wrapped sites: :mod:`..statements`).
+(the finder reads the statements back as wrapped sites: :mod:`..front.statements`).
 """
 
 from __future__ import annotations
@@ -42,9 +42,9 @@ from ...wrapform import (
     statement_spans,
     strip_statement_comment,
 )
-from ..evidence import fitting, static_function
-from ..naming import compact_label, short_receiver
-from ..statements import statement_of, statement_text
+from ..front.evidence import fitting, static_function
+from ..front.naming import compact_label, short_receiver
+from ..front.statements import statement_of, statement_text
 from .nodes import string_literal
 
 __all__ = ["Named", "add", "plan", "strip"]
@@ -170,7 +170,7 @@ def strip(data: bytes) -> tuple:
     enc = _encoding(data)
     if enc is None:
         return None, 0
-    from ..source import decode_source, tokens
+    from ..front.source import decode_source, tokens
 
     try:
         text = decode_source(data)

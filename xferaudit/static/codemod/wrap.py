@@ -14,7 +14,7 @@ from .implicit import ImplicitWrap
 from .imports import spell
 from .layout import _Layout
 from ...wrapform import site_literal
-from ..unwrappable import SELF_DOCUMENTING
+from ..front.unwrappable import SELF_DOCUMENTING
 from .nodes import _called_name, _code, _encodable, string_literal
 from .shapes import _Shapes
 
@@ -175,7 +175,7 @@ class _WrapTransformer(cst.CSTTransformer):
             return "it runs at import time above the runtime import (`import xferaudit.runtime as ...`)", None
         if rule.wrap != "result" and not isinstance(call, cst.Call):
             return "not a call", None
-        if site.no_wrap:  # the finder's reason (static/unwrappable.py)
+        if site.no_wrap:  # the finder's reason (static/front/unwrappable.py)
             return site.no_wrap, None
         if rule.wrap == "receiver":
             attr = orig.func

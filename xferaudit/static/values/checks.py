@@ -12,7 +12,7 @@ from __future__ import annotations
 import ast
 from typing import Callable, Optional
 
-from ..unwrappable import passes_site
+from ..front.unwrappable import passes_site
 from .calls import bare_method_call
 from .explain import explain
 from .expressions import Evaluator

@@ -31,22 +31,22 @@ importing nothing:
 
 Module names follow the package folders (those holding ``__init__.py``), so
 ``src/pkg/utils.py`` and ``lib/pkg/utils.py`` are both ``pkg.utils``.
-:func:`for_check` remembers the map as the TorchScript pass does
-(:func:`..scripted.for_check`): in the process and beside the findings cache,
-until a file of the project changes; a file's findings are keyed on the part
-of it that file is handed, so a change to a helper reaches its callers'.
+:func:`..project.placed.for_check` runs it over the project's files and
+remembers the map as the TorchScript pass does: in the process and beside
+the findings cache, until a file of the project changes; a file's findings
+are keyed on the part of it that file is handed, so a change to a helper
+reaches its callers'.
 """
 
 from __future__ import annotations
 
 import ast
-import hashlib
 import json
 import os
 import re
 from typing import Callable, Iterable, Optional
 
-from ..source import collector_paused, decode_source, parse
+from ..front.source import collector_paused, decode_source, parse
 from .kinds import FUNC, OTHER
 from .walk import _Module, module_imports
 
@@ -196,8 +196,8 @@ def _summaries(tree: ast.Module, text: str, fns: list, gpu_first: bool, default_
     value layer's walk of its module in each reading (the gpu-first one only
     where `gpu_first`, and only for what the proven one does not place: what
     it places, the gpu-first reading places too). The module's names are read once."""
-    from ..finder import _default_rules
-    from ..resolver import Resolver
+    from ..front.finder import _default_rules
+    from ..front.resolver import Resolver
     from .flow import Walker
 
     r = Resolver(tree, _default_rules())
@@ -258,7 +258,7 @@ def placed_in_project(files: Iterable[str], relpath: Callable[[str], str] = lamb
     inits: dict = {}  # a package's __init__: its text, for the helpers it re-exports
     targets: dict = {}  # absolute path -> what its imports name (dotted, absolute)
     pending: list = []  # (path, absolute path, text, reduced text) of the files with candidates
-    with collector_paused():  # (the trees are freed by their counts: see .scan.analyze)
+    with collector_paused():  # (the trees are freed by their counts: see ..project.scan.analyze)
         for path in files:
             if not path.endswith(".py"):
                 continue
@@ -404,94 +404,12 @@ def digest_of(placed: Optional[dict]) -> bytes:
     return json.dumps(placed, sort_keys=True).encode("utf-8") if placed else b""
 
 
-#: this process's maps, by the project's state
-_MEMO: dict = {}
-
-
-def for_check(paths: Iterable[str], cfg, cache=None) -> dict:
-    """:func:`placed_in_project` over the project's files (as the TorchScript
-    pass finds them), remembered until a file of the project changes: in this
-    process, and in the findings cache (`cache`), where the next run finds it."""
-    return start(paths, cfg, cache)()
-
-
-#: From this many files on, the pass runs in a process of its own while the
-#: caller does the TorchScript pass (one core each; torch's tree: 0.7 s saved).
-BESIDE_MIN_FILES = 400
-
-
-def start(paths: Iterable[str], cfg, cache=None) -> Callable[[], dict]:
-    """:func:`for_check`, begun: the map is had by calling what this returns.
-    A large project's pass runs in a forked process meanwhile (where forking
-    is safe: this process has one thread), a small one's when asked for."""
-    from ..scripted import _project_files
-
-    files = _project_files(paths, cfg)
-    gpu_first = getattr(cfg, "implicit", "gpu-first") == "gpu-first"
-    state = []
-    for p in files:
-        try:
-            st = os.stat(p)
-        except OSError:
-            continue
-        state.append((os.path.abspath(p), st.st_size, st.st_mtime_ns))
-    state.sort()
-    key = hashlib.blake2b(repr((gpu_first, state)).encode("utf-8", "surrogateescape"), digest_size=16).hexdigest()
-    got = _MEMO.get(key)
-    if got is None and cache is not None:
-        got = _checked(cache.side_get("placed", key))
-    if got is not None:
-        return _keep(key, got)
-    pool = future = None
-    if len(files) >= BESIDE_MIN_FILES and _one_thread():
-        import multiprocessing
-        from concurrent.futures import ProcessPoolExecutor
-
-        from ..._workers import die_with_parent
-
-        pool = ProcessPoolExecutor(max_workers=1, mp_context=multiprocessing.get_context("fork"),
-                                   initializer=die_with_parent, initargs=(os.getpid(),))
-        future = pool.submit(_job, files, cfg, gpu_first)
-
-    def result() -> dict:
-        if future is not None:
-            try:
-                value = future.result()
-            finally:
-                pool.shutdown()
-        else:
-            value = _job(files, cfg, gpu_first)
-        if cache is not None:
-            cache.side_put("placed", key, value)
-        return _keep(key, value)()
-
-    return result
-
-
-def _job(files: list, cfg, gpu_first: bool) -> dict:
-    return placed_in_project(files, lambda p: cfg.relpath(os.path.abspath(p)), gpu_first)
-
-
-def _keep(key: str, value: dict) -> Callable[[], dict]:
-    _MEMO.clear()  # (one project per process, in practice)
-    _MEMO[key] = value
-    return lambda: value
-
-
-def _one_thread() -> bool:
-    """This process has one OS thread (forking it is then safe)."""
-    try:
-        return len(os.listdir("/proc/self/task")) == 1
-    except OSError:  # pragma: no cover - not Linux
-        return False
-
-
 def _is_spec(v) -> bool:
     return v is None or (isinstance(v, list) and len(v) == 2 and isinstance(v[0], str) and v[0] in _KEPT
                          and (v[1] is None or isinstance(v[1], list) and all(isinstance(k, str) for k in v[1])))
 
 
-def _checked(value) -> Optional[dict]:
+def checked(value) -> Optional[dict]:
     """A saved map, if it has the shape :func:`placed_in_project` gives."""
     if not isinstance(value, dict) or not isinstance(value.get("helpers"), dict) \
             or not isinstance(value.get("files"), dict):

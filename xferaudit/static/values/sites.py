@@ -28,9 +28,9 @@ from typing import Callable, Optional
 from ...config import path_matches
 from ...rules import KIND_CODES
 from ...wrapform import IMPLICIT
-from .. import finder as _finder
-from ..classify import Classifier
-from ..finder import FileContext, implicit_site
+from ..front import finder as _finder
+from ..front.classify import Classifier
+from ..front.finder import FileContext, implicit_site
 from ..site import Site
 from . import findings as _findings
 from . import implicit as _implicit
@@ -57,7 +57,7 @@ def analyse(ctx: FileContext) -> list[Site]:
     qualname = _lazy_qualname(ctx)
     try:
         res = _implicit.find(ctx.tree, ctx.source.text, qualname, frozenset(ctx.rules.methods), gpu_first(ctx),
-                             ctx.evidence,  # lines a recorded run saw crossing (static/evidence.py)
+                             ctx.evidence,  # lines a recorded run saw crossing (static/front/evidence.py)
                              getattr(ctx, "placed", None))  # other modules' placing helpers (.helpers)
         if methods:
             _rejudge(ctx, res, methods)

@@ -1,0 +1,328 @@
+"""The on-disk cache of ``xferaudit check``: each file's findings, not a clean bit.
+
+One JSON file per *key* under ``.xferaudit_cache/`` (or ``--cache-dir``, or
+``cache-dir`` in the config). The key covers everything that changes what the
+finder reports besides the file itself: the tool's version and its own source
+(finder, rules, packs), the Python version (its parser), the rows in force
+(packs and the user's ``[[tool.xferaudit.rule]]``) and the value layer's
+reading (``implicit``, ``gpu-first-exclude``). Inside, each file (by its
+path relative to the project root) maps to its content hash and its findings:
+sites, suppression comments, parse error. ``select``, ``ignore``, baselines and
+output formats are applied after the cache, so changing them costs nothing.
+
+Writes are atomic (a temporary file renamed over the old one); a cache that
+cannot be read is ignored and one that cannot be written is skipped, silently:
+the cache only ever saves time. What is read back is checked before use, since
+anything may have written the file: a cache that is not the expected shape
+(``"files": null``, a list, JSON nested too deeply, not a regular file) is
+read as empty, and an entry whose findings are malformed (a field of the wrong
+type, a line below 1 or past the file's size, an unknown code or kind) is a
+miss; either way the file is parsed again and the cache rewritten.
+
+The cache folder is the tool's alone. When the tool creates it, it also writes
+a ``.gitignore`` (``*``, so git never sees the cache) and a ``CACHEDIR.TAG``
+(so backup tools skip it); it writes them nowhere else. A folder that already
+exists is used only when it holds nothing but the cache's own files (an empty
+folder is used as it is, without markers); one that holds anything else is
+refused with :class:`CacheError` (``--cache-dir .`` must not turn the project
+into a cache). The config's ``cache-dir`` must lie inside the project
+(checked in :func:`xferaudit.config.load_config`); ``--cache-dir`` may point
+anywhere.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import stat
+import sys
+from dataclasses import fields
+from pathlib import Path
+from typing import Any, Optional
+
+from ... import __version__
+from ..._atomic import atomic_write
+from ...config import Config
+from ..codes import CODES, IMPLICIT_OP_CODES
+from ..front.finder import FileResult
+from ..site import Site
+
+FORMAT = 1
+KEEP_FILES = 4  # findings files of other keys kept (older tool versions, other configs)
+_SITE_FIELDS = tuple(f.name for f in fields(Site) if f.name != "path")
+_PKG = Path(__file__).resolve().parents[2]  # xferaudit/ (this is static/project/cache.py)
+#: Modules outside static/ whose code decides what the finder reports.
+_OTHER_CODE = ("rules.py", "config.py", "wrapform.py")
+
+
+def _code_files() -> list[Path]:
+    """Every file whose content can change a finding: the whole static package
+    (found, not listed by hand), the rule table's modules, and every pack's data."""
+    from ...rules import pack_files
+
+    static = sorted(p for p in (_PKG / "static").rglob("*.py") if "__pycache__" not in p.parts)
+    return static + [_PKG / p for p in _OTHER_CODE] + list(pack_files())
+
+
+#: The names a cache folder may hold: findings files, the markers, temporaries.
+_OWN = re.compile(r"(?:findings|scripted|placed)-[0-9a-f]+\.json|\.gitignore|CACHEDIR\.TAG"
+                  r"|\.(?:findings|scripted|placed)-.*\.xferaudit-tmp", re.S)
+
+
+class CacheError(ValueError):
+    """The cache folder cannot be used (it holds other files, or is not a folder)."""
+
+
+def check_folder(directory: Path) -> None:
+    """Raise :class:`CacheError` unless `directory` is missing, empty, or holds
+    only the cache's own files. An unreadable folder passes (the cache is then
+    skipped, as any cache that cannot be read)."""
+    try:
+        names = os.listdir(directory)
+    except FileNotFoundError:
+        return
+    except NotADirectoryError:
+        raise CacheError(f"cache folder {directory}: not a folder") from None
+    except OSError:
+        return
+    foreign = sorted(n for n in names if not _OWN.fullmatch(n))
+    if foreign:
+        shown = ", ".join(repr(n) for n in foreign[:3]) + (", ..." if len(foreign) > 3 else "")
+        raise CacheError(
+            f"cache folder {directory} holds other files ({shown}); xferaudit keeps its cache "
+            "in a folder of its own: give a new or empty one with --cache-dir (or use --no-cache)"
+        )
+
+
+def code_fingerprint() -> str:
+    """A hash of the tool's own classifying code and packs: a changed finder
+    must not be answered from an old cache even if the version string is the same."""
+    h = hashlib.blake2b(digest_size=16)
+    h.update(f"{__version__}|{FORMAT}|{sys.version_info[:2]}".encode())
+    for p in _code_files():
+        try:
+            h.update(p.relative_to(_PKG).as_posix().encode() if p.is_relative_to(_PKG) else p.name.encode())
+            h.update(p.read_bytes())
+        except OSError:
+            pass
+    return h.hexdigest()
+
+
+def cache_key(cfg: Config) -> str:
+    h = hashlib.blake2b(digest_size=12)
+    h.update(code_fingerprint().encode())
+    h.update(
+        json.dumps(
+            {"packs": list(cfg.packs), "rules": list(cfg.rule_rows), "implicit": cfg.implicit,
+             "gpu-first-exclude": list(cfg.gpu_first_exclude)}, sort_keys=True, default=str
+        ).encode()
+    )
+    return h.hexdigest()
+
+
+def _encode(res: FileResult) -> list:
+    return [
+        res.error,
+        res.error_line,
+        res.error_column,
+        [[ln, list(codes)] for ln, codes in res.suppressions],
+        [[getattr(s, f) for f in _SITE_FIELDS] for s in res.sites],
+        res.bare_own,
+        res.repaired,
+    ]
+
+
+class _Malformed(ValueError):
+    """A cache entry that no run of the finder wrote."""
+
+
+def _want(ok: bool) -> None:
+    if not ok:
+        raise _Malformed
+
+
+def _is_int(v: object, low: int, high: int) -> bool:
+    return type(v) is int and low <= v <= high
+
+
+def _is_line(v: object, lines: int) -> bool:
+    return _is_int(v, 1, lines)
+
+
+def _strings(v: object) -> bool:
+    return isinstance(v, list) and all(type(c) is str for c in v)
+
+
+# Each site field's JSON type: the types Site declares (its annotations are strings).
+_FIELD_TYPES = {"int": (int,), "str": (str,), "bool": (bool,), "Optional[str]": (str, type(None))}
+_SITE_TYPES = tuple(_FIELD_TYPES[f.type] for f in fields(Site) if f.name != "path")
+_KINDS = frozenset({"up", "down", "move", "graph"})
+
+
+def _site(vals: object, display: str, lines: int) -> Site:
+    _want(isinstance(vals, list) and len(vals) == len(_SITE_TYPES))
+    _want(all(type(v) in types for v, types in zip(vals, _SITE_TYPES)))
+    s = Site(display, *vals)
+    _want(_is_line(s.line, lines) and _is_int(s.end_line, s.line, lines))
+    _want(s.column >= 1 and s.end_column >= 1 and s.byte_col >= 0)
+    _want(s.kind in _KINDS and s.rule in CODES)
+    _want(not s.implicit or IMPLICIT_OP_CODES.get(s.op) == s.rule)
+    return s
+
+
+def _decode(row: object, display: str, lines: int = 2**31) -> FileResult:
+    """The FileResult of a cache entry; :class:`_Malformed` (a ValueError) unless
+    every field has the type and range the finder writes (`lines`: a bound on
+    the file's line count)."""
+    _want(isinstance(row, list) and len(row) == 7)
+    error, eline, ecol, sups, sites, bare_own, repaired = row
+    _want(error is None or type(error) is str)
+    _want(_is_line(eline, lines) and _is_int(ecol, 1, 2**31) and type(repaired) is bool)
+    _want(isinstance(bare_own, list) and all(_is_line(n, lines) for n in bare_own))
+    _want(isinstance(sups, list) and isinstance(sites, list))
+    _want(all(isinstance(x, list) and len(x) == 2 and _is_line(x[0], lines) and _strings(x[1]) for x in sups))
+    res = FileResult(path=display, error=error, error_line=eline, error_column=ecol, bare_own=bare_own,
+                     repaired=repaired)
+    res.suppressions = [(ln, tuple(codes)) for ln, codes in sups]
+    res.sites = [_site(vals, display, lines) for vals in sites]
+    return res
+
+
+def line_bound(data: bytes) -> int:
+    """A line count no file of these bytes exceeds, for free: its length (a line
+    takes a byte at least; a notebook's code, in JSON strings, two). Counting its
+    line ends would cost as much as hashing it, on every cached file."""
+    return len(data) + 1
+
+
+class Cache:
+    def __init__(self, directory: Path, key: str) -> None:
+        self.directory = Path(directory)
+        self.path = self.directory / f"findings-{key}.json"
+        self.entries: dict[str, list] = {}
+        self.new: dict[str, list] = {}
+        self._mtime: Optional[int] = None
+        self._load()
+
+    @classmethod
+    def open(cls, directory: Path, cfg: Config) -> "Cache":
+        """The cache in `directory` for `cfg`; :class:`CacheError` when the folder
+        holds files that are not the cache's."""
+        check_folder(Path(directory))
+        return cls(directory, cache_key(cfg))
+
+    def _load(self) -> None:
+        try:
+            # Non-blocking, and only a regular file: a FIFO in the cache's place
+            # would block the open and the read.
+            fd = os.open(self.path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+            with open(fd, "rb") as fh:
+                st = os.fstat(fd)
+                if not stat.S_ISREG(st.st_mode):
+                    return
+                data = json.loads(fh.read())
+        except (OSError, ValueError, RecursionError, MemoryError):
+            return
+        files = data.get("files") if isinstance(data, dict) and data.get("format") == FORMAT else None
+        if isinstance(files, dict):
+            # [digest, findings] per path; the findings are checked when used (get)
+            self.entries = {k: v for k, v in files.items()
+                            if isinstance(v, list) and len(v) == 2 and type(v[0]) is str}
+            self._mtime = st.st_mtime_ns
+
+    def get(self, relpath: str, digest: str, display: str, lines: int = 2**31) -> Optional[FileResult]:
+        """The cached findings of `relpath` if its content hash is `digest` and
+        the entry is well formed (`lines`: a bound on the file's line count,
+        see :func:`line_bound`); else None (parse it again)."""
+        e = self.entries.get(relpath)
+        if e is None or e[0] != digest:
+            return None
+        try:
+            return _decode(e[1], display, lines)
+        except (TypeError, ValueError):
+            return None
+
+    def put(self, relpath: str, digest: str, res: FileResult) -> None:
+        entry = [digest, _encode(res)]
+        self.entries[relpath] = entry
+        self.new[relpath] = entry
+
+    def save(self) -> bool:
+        """Write the new entries (merged over what another run may have written
+        meanwhile); False when the cache folder is not writable."""
+        if not self.new:
+            return True
+        try:
+            self._make_folder()
+            try:
+                if self.path.stat().st_mtime_ns != self._mtime:
+                    fresh = Cache(self.directory, self.path.stem[len("findings-"):])
+                    fresh.entries.update(self.new)
+                    self.entries = fresh.entries
+            except OSError:
+                pass
+            payload = json.dumps({"format": FORMAT, "files": self.entries}, separators=(",", ":"))
+            atomic_write(self.path, payload, special="refuse")
+            self._prune()
+            self.new = {}
+            return True
+        except OSError:
+            return False
+
+    def _make_folder(self) -> None:
+        try:
+            self.directory.mkdir(parents=True)
+        except FileExistsError:
+            return
+        # markers only in a folder this run made
+        (self.directory / ".gitignore").write_text("# Created by xferaudit automatically.\n*\n", encoding="utf-8")
+        (self.directory / "CACHEDIR.TAG").write_text(
+            "Signature: 8a477f597d28d172789f06886806bc55\n"
+            "# This file is a cache directory tag created by xferaudit.\n",
+            encoding="utf-8",
+        )
+
+    def _side_path(self, name: str) -> Path:
+        return self.directory / f"{name}-{self.path.stem[len('findings-'):]}.json"
+
+    def side_get(self, name: str, key: str) -> Any:
+        """A whole-project fact kept beside the findings (``scripted``: what
+        TorchScript compiles, :mod:`.scripted`), if it was saved under `key`;
+        else None."""
+        try:
+            fd = os.open(self._side_path(name), os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+            with open(fd, "rb") as fh:
+                if not stat.S_ISREG(os.fstat(fd).st_mode):
+                    return None
+                data = json.loads(fh.read())
+        except (OSError, ValueError, RecursionError, MemoryError):
+            return None
+        if isinstance(data, dict) and data.get("format") == FORMAT and data.get("key") == key:
+            return data.get("value")
+        return None
+
+    def side_put(self, name: str, key: str, value: Any) -> None:
+        """Save `value` for :meth:`side_get`; skipped when the folder is not writable."""
+        try:
+            self._make_folder()
+            payload = json.dumps({"format": FORMAT, "key": key, "value": value}, separators=(",", ":"))
+            atomic_write(self._side_path(name), payload, special="refuse")
+            for old in self.directory.glob(f"{name}-*.json"):
+                if old != self._side_path(name):
+                    old.unlink()
+        except OSError:
+            pass
+
+    def _prune(self) -> None:
+        others = sorted(
+            (p for p in self.directory.glob("findings-*.json") if p != self.path),
+            key=lambda p: p.stat().st_mtime,
+            reverse=True,
+        )
+        for p in others[KEEP_FILES:]:
+            try:
+                p.unlink()
+            except OSError:
+                pass

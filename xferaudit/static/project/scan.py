@@ -1,0 +1,379 @@
+"""Scan a tree: which files, what the cache already knows, and on how many cores.
+
+``xferaudit check`` must keep up with ruff on a 2,000-file tree and answer in a
+blink for the ten files pre-commit hands it. What it costs, measured over the
+installed torch package (``bench/scan_speed.py``): parsing with ``ast`` is most
+of it; the finder's own pass is a fraction, because of three layers:
+
+1. **Cache** (:mod:`.cache`): each file's findings, keyed on its content hash,
+   the tool's own code and the rows in force. A warm run reads and hashes the
+   files and parses none.
+2. **Prefilter**, inside the finder (``prefilter.candidate_lines``): one regex
+   pass over the text lists the lines where a rule's name is called
+   (``cpu(``, ``to(``, ``tensor(``, an import alias of one, a graph decorator);
+   the finder visits only the statements that span such a line and binds names
+   only in the functions around them. A file with no such line is parsed (so a
+   syntax error is still reported, as XFA001, whatever the file contains) and
+   not visited. A separate bytes prefilter that skipped the parse for those
+   files was measured too: it cost as much CPU as it saved on the finder's side
+   and would have let syntax errors in such files pass unreported.
+3. **Workers**: the cache misses are analysed on every core when there are
+   enough bytes to repay a process pool's start-up; a handful is analysed
+   in-process.
+
+The rule table is the one the finder, the codemod and the runtime share; this
+module only reads it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Optional, Sequence
+
+from ...config import Config, iter_python_paths
+from ...rules import RuleTable
+from ..front.finder import FileResult, find_in_source
+from ..front import notebook
+from ..front.notebook import is_notebook
+from ..front.source import collector_paused, decode_source, parse
+
+#: Below this many bytes to parse, a process pool costs more than it saves.
+PARALLEL_MIN_BYTES = 1_500_000
+PARALLEL_MIN_FILES = 8
+
+
+# --- one file ------------------------------------------------------------------------
+
+_STATE: list = []  # the worker's rule table, set by _init (fork or spawn alike)
+
+
+def _init(table: RuleTable, run_pid: int = 0) -> None:
+    from ..._workers import die_with_parent  # end with the run, leave Ctrl-C to it
+
+    die_with_parent(run_pid)
+    _STATE[:] = [table]
+
+
+def analyze(data: bytes, display: str, relpath: str, rules: RuleTable, evidence: Sequence = (),
+            scripted: Optional[dict] = None, placed: Optional[dict] = None) -> FileResult:
+    """One file's findings from its bytes, decoded by its declared encoding;
+    `evidence`: the entries of run files naming it (``check --evidence``);
+    `scripted`: its functions that TorchScript compiles from another file
+    (:mod:`.scripted`; ``wrap`` leaves their sites, so check says so);
+    `placed`: the helpers of other modules that place what they return
+    (:mod:`..values.project`).
+
+    The cycle collector is paused for the whole file: its tree and the value
+    layer's objects are freed by their counts on return, so the next
+    collection walks what survives, not every node of the tree (as it did
+    when only the parser ran paused: about a tenth of the scan)."""
+    with collector_paused():
+        return _analyze(data, display, relpath, rules, evidence, scripted, placed)
+
+
+def _analyze(data: bytes, display: str, relpath: str, rules: RuleTable, evidence: Sequence,
+             scripted: Optional[dict], placed: Optional[dict] = None) -> FileResult:
+    nb = is_notebook(relpath) or is_notebook(display)
+    try:
+        if nb:
+            text = notebook.read(data).text  # its code cells (positions mapped back on display)
+        else:
+            text = decode_source(data)
+    except (SyntaxError, UnicodeDecodeError, LookupError, notebook.NotebookError) as e:
+        res = FileResult(path=display)
+        res.error = f"cannot decode: {e}"
+        return res
+    if not evidence or nb:
+        return find_in_source(text, display, rules, relpath, scripted=scripted, placed=placed)
+    try:
+        tree = parse(text, display)  # once, for the evidence and the finder
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return find_in_source(text, display, rules, relpath, scripted=scripted, placed=placed)  # XFA001: no evidence to match
+    fe = _match_evidence(evidence, text, tree, data, display, rules)
+    res = find_in_source(text, display, rules, relpath, fe.hot, tree, scripted=scripted, placed=placed)
+    res.evidence = fe
+    return res
+
+
+def _match_evidence(entries: Sequence, text: str, tree, data: bytes, path: str, rules: RuleTable):
+    """The run's lines of one file, matched to its text (through its unwrapped
+    text where ``wrap`` rewrote them: libcst is imported only then)."""
+    from ..front.evidence import match_file
+
+    def bare() -> Optional[str]:
+        from ..codemod import CodemodError, unwrap_source
+
+        try:
+            new = unwrap_source(data, path, rules).new
+        except CodemodError:
+            return None
+        return decode_source(new) if new is not None else None
+
+    return match_file(entries, text, tree, bare=bare)
+
+
+def _work(item: tuple) -> FileResult:
+    data, display, relpath, evidence, scripted, placed = item
+    return analyze(data, display, relpath, _STATE[0], evidence, scripted, placed)
+
+
+def _threads() -> int:
+    """OS threads in this process (native ones too: a library's thread pool)."""
+    try:
+        return len(os.listdir("/proc/self/task"))
+    except OSError:  # pragma: no cover - not Linux
+        import threading
+
+        return threading.active_count()
+
+
+def _start_method() -> str:
+    """fork when it is safe (one thread: the command line), else spawn: forking
+    a process whose other threads hold locks (JAX's, a test runner's) can hang."""
+    import multiprocessing
+
+    if "fork" in multiprocessing.get_all_start_methods() and _threads() == 1:
+        return "fork"
+    return "spawn"
+
+
+def worker_count() -> int:
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):  # pragma: no cover - not Linux
+        return max(1, os.cpu_count() or 1)
+
+
+# --- the scan ------------------------------------------------------------------------
+
+
+@dataclass
+class ScanStats:
+    files: int = 0
+    cached: int = 0
+    parsed: int = 0  # not answered by the cache
+    workers: int = 1
+
+
+@dataclass
+class Scan:
+    """Results in the order the files were found, paths displayed relative to
+    the working directory (like ruff), plus each file's path relative to the root."""
+
+    results: list[FileResult] = field(default_factory=list)
+    relpaths: list[str] = field(default_factory=list)
+    stats: ScanStats = field(default_factory=ScanStats)
+    gone: list = field(default_factory=list)  # evidence of files under the paths that no longer exist
+    # absolute path -> its functions that TorchScript compiles from another file (:mod:`.scripted`)
+    scripted: dict = field(default_factory=dict)
+    # the project's helpers that place what they return, and its files' modules (:mod:`..values.project`)
+    placed: dict = field(default_factory=dict)
+
+
+def display_path(path: str, cwd: str) -> str:
+    """`path` relative to `cwd` when it is under it, else absolute (ruff's habit)."""
+    ap = os.path.abspath(path)
+    prefix = cwd.rstrip(os.sep) + os.sep
+    if ap.startswith(prefix):
+        ap = ap[len(prefix):]
+    return ap.replace(os.sep, "/") if os.sep != "/" else ap
+
+
+def scan(
+    paths: Sequence,
+    cfg: Config,
+    rules: Optional[RuleTable] = None,
+    *,
+    use_cache: bool = True,
+    cache_dir: Optional[Path] = None,
+    jobs: Optional[int] = None,
+    progress: Optional[Any] = None,
+    evidence: Optional[Any] = None,
+) -> Scan:
+    """Find the sites of every Python file under `paths`.
+
+    `evidence` (an :class:`~..front.evidence.Evidence`): run files whose lines are
+    matched to the files that they name; those files are analysed with it
+    (each result's ``evidence``), never answered from the cache. Lines of files
+    under `paths` that no longer exist are ``Scan.gone``.
+
+    A path that cannot be read becomes a result with ``error`` set (reported as
+    XFA001); the other files are still scanned. `progress`, if given (a
+    :class:`~xferaudit.static.project.progress.Progress`), is told the number of files,
+    then stepped once per file as it is done, with the sites found in it.
+    """
+    rules = rules if rules is not None else cfg.table()
+    out = Scan()
+    cwd = os.getcwd()
+    files = list(iter_python_paths([os.fspath(p) for p in paths], cfg))
+    out.stats.files = len(files)
+    if progress is not None:
+        progress.total = len(files)
+
+    def tick(sites: int) -> None:
+        if progress is not None:
+            progress.step(sites)
+
+    cache = None
+    if use_cache and files:
+        from .cache import Cache, line_bound
+
+        cache = Cache.open(cache_dir or cfg.cache_path(), cfg)
+    if files:
+        from .scripted import for_check
+        from ..values.project import digest_of, for_file
+        from .placed import start
+
+        placed = start(files, cfg, cache)  # (a large project's: beside the TorchScript pass)
+        out.scripted = for_check(files, cfg, cache)
+        out.placed = placed()
+    todo: list[tuple[int, tuple]] = []  # (index in results, (data, display, relpath, evidence, scripted, placed))
+    digests: dict[int, str] = {}
+    for f in files:
+        ap = os.path.abspath(f)
+        display = display_path(ap, cwd)
+        rel = cfg.relpath(ap)
+        i = len(out.results)
+        out.relpaths.append(rel)
+        try:
+            with open(f, "rb") as fh:
+                data = fh.read()
+        except OSError as e:
+            res = FileResult(path=display)
+            res.error = f"cannot read: {e.strerror or e}"
+            out.results.append(res)
+            tick(0)
+            continue
+        entries = evidence.for_file(ap) if evidence else ()
+        scripted = out.scripted.get(ap)
+        placed = for_file(out.placed, ap)
+        if entries:  # (findings on run evidence are never cached)
+            todo.append((i, (data, display, rel, tuple(entries), scripted, placed)))
+            out.results.append(None)  # type: ignore[arg-type]
+            continue
+        if cache is not None:
+            digest = hashlib.blake2b(data, digest_size=16)
+            if scripted:  # (what scripts the file from elsewhere changes its findings)
+                digest.update(repr(sorted(scripted.items())).encode("utf-8", "surrogateescape"))
+            digest.update(digest_of(placed))  # (so do the helpers elsewhere that it calls)
+            digest = digest.hexdigest()
+            hit = cache.get(rel, digest, display, line_bound(data))
+            if hit is not None:
+                out.stats.cached += 1
+                out.results.append(hit)
+                tick(len(hit.sites))
+                continue
+            digests[i] = digest
+        todo.append((i, (data, display, rel, (), scripted, placed)))
+        out.results.append(None)  # type: ignore[arg-type]
+    if todo:
+        out.stats.parsed = len(todo)
+        found, out.stats.workers = _run(todo, rules, jobs, tick)
+        for (i, _), res in zip(todo, found):
+            out.results[i] = res
+    if cache is not None:
+        for i, digest in digests.items():
+            cache.put(out.relpaths[i], digest, out.results[i])
+        cache.save()
+    if evidence:
+        out.gone = _gone(evidence, paths)
+    return out
+
+
+def _gone(evidence: Any, paths: Sequence) -> list:
+    """Entries naming a file under `paths` that no longer exists (a file named
+    on the command line is one pre-commit passes: it exists)."""
+    tops = [os.path.abspath(os.fspath(p)) for p in paths]
+    out = []
+    for e in evidence.entries:
+        if os.path.exists(e.file):
+            continue
+        if any(e.file == t or e.file.startswith(t.rstrip(os.sep) + os.sep) for t in tops):
+            out.append(e)
+    return out
+
+
+def scan_source(data: "bytes | str", filename: str, cfg: Config, rules: Optional[RuleTable] = None,
+                evidence: Optional[Any] = None) -> Scan:
+    """The scan of one file's source that was not read from disk (standard
+    input's bytes, an editor's or flake8's text), reported under `filename`:
+    its path relative to the project root names its sites and picks its
+    per-file-ignores, and an excluded path has no result at all (as when a
+    folder is walked); `evidence` as for :func:`scan`."""
+    rules = rules if rules is not None else cfg.table()
+    out = Scan()
+    ap = os.path.abspath(filename)
+    rel = cfg.relpath(ap)
+    root = str(cfg.root)
+    if (ap == root or ap.startswith(root.rstrip(os.sep) + os.sep)) and cfg.excluded(rel):
+        return out
+    out.stats.files = out.stats.parsed = 1
+    out.relpaths.append(rel)
+    display = display_path(ap, os.getcwd())
+    entries = tuple(evidence.for_file(ap)) if evidence else ()
+    out.scripted, out.placed = _scripted_for(ap, cfg)
+    scripted = out.scripted.get(ap)
+    from ..values.project import for_file
+
+    placed = for_file(out.placed, ap)
+    if isinstance(data, str) and not is_notebook(filename) and not entries:
+        # already text: no decoding
+        out.results.append(find_in_source(data, display, rules, rel, scripted=scripted, placed=placed))
+    else:
+        out.results.append(analyze(data.encode("utf-8") if isinstance(data, str) else data, display, rel, rules,
+                                   entries, scripted, placed))
+    return out
+
+
+def _scripted_for(path: str, cfg: Config) -> tuple:
+    """The project's TorchScript map and placing helpers for a source not read
+    from disk, from the findings cache where it can be read
+    (:func:`.scripted.for_check`, :func:`.placed.for_check`)."""
+    from .cache import Cache, CacheError
+    from .scripted import for_check
+    from .placed import for_check as placed_for_check
+
+    cache = None
+    if cfg.cache_path().is_dir():  # (a folder that check made: linting a text never makes one)
+        try:
+            cache = Cache.open(cfg.cache_path(), cfg)
+        except (CacheError, OSError):
+            pass
+    paths = [path] if os.path.exists(path) else []
+    return for_check(paths, cfg, cache), placed_for_check(paths, cfg, cache)
+
+
+def _run(todo: list, rules: RuleTable, jobs: Optional[int],
+         tick: Callable[[int], None] = lambda sites: None) -> tuple[list[FileResult], int]:
+    nbytes = sum(len(item[0]) for _, item in todo)
+    workers = jobs if jobs is not None else worker_count()
+    if jobs is None and (nbytes < PARALLEL_MIN_BYTES or len(todo) < PARALLEL_MIN_FILES):
+        workers = 1
+    workers = max(1, min(workers, len(todo)))
+    if workers == 1:
+        done = []
+        for _, (d, disp, rel, ev, scripted, placed) in todo:
+            done.append(analyze(d, disp, rel, rules, ev, scripted, placed))
+            tick(len(done[-1].sites))
+        return done, 1
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    # Largest files first, so no worker is left with a big one at the end.
+    order = sorted(range(len(todo)), key=lambda k: -len(todo[k][1][0]))
+    items = [todo[k][1] for k in order]
+    ctx = multiprocessing.get_context(_start_method())
+    chunk = max(1, min(16, len(items) // (workers * 8)))
+    with ProcessPoolExecutor(max_workers=workers, mp_context=ctx, initializer=_init,
+                             initargs=(rules, os.getpid())) as ex:
+        found = []
+        for res in ex.map(_work, items, chunksize=chunk):
+            found.append(res)
+            tick(len(res.sites))
+    results: list = [None] * len(todo)
+    for k, res in zip(order, found):
+        results[k] = res
+    return results, workers
