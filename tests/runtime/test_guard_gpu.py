@@ -72,23 +72,26 @@ def test_implicit_crossings_on_cuda(code, op, direction, mode):
 
 def test_the_events_the_hooks_record_themselves_are_the_full_modes_on_cuda():
     """A scalar read, cpu(), tolist(), nonzero() and argwhere() of one CUDA
-    tensor are recorded by their hook in the lite mode: the same events, bytes
+    tensor, and a plain upload (to(dev), cuda()) of a host tensor, are
+    recorded by their hook in the lite mode: the same events, bytes
     and copies as the dispatch mode's."""
     y = torch.tensor([1.0, 0.0, 3.0], device="cuda")
     s = y.sum()
     code = ("float(s); int(s); bool(s); complex(s); s.item(); y.cpu(); y.tolist(); y[1:].cpu(); "
-            "y.nonzero(); y.argwhere(); torch.nonzero(y); torch.argwhere(y)")
+            "y.nonzero(); y.argwhere(); torch.nonzero(y); torch.argwhere(y); "
+            "h.to('cuda'); h.to(device='cuda:0'); h.cuda(); h[:0].to(y.device)")
     compiled = compile(code, HERE, "exec")
     seen = {}
+    h = torch.ones(4)
     for mode in ("full", "lite"):
         recorder.reset()
         with guard("count", mode=mode):
-            exec(compiled, {"torch": torch, "y": y, "s": s})
+            exec(compiled, {"torch": torch, "y": y, "s": s, "h": h})
         seen[mode] = sorted((u.op, u.direction, u.count, u.copies, u.bytes)
                             for u in recorder.STATE.unwrapped.values())
     assert seen["lite"] == seen["full"]
     assert seen["lite"] == [("aten._local_scalar_dense", "down", 5, 5, 20), ("aten._to_copy", "down", 3, 3, 32),
-                            ("aten.nonzero", "down", 4, 4, 16)]
+                            ("aten._to_copy", "up", 4, 3, 48), ("aten.nonzero", "down", 4, 4, 16)]
 
 
 @pytest.mark.parametrize("mode", ["lite", "full"])

@@ -223,6 +223,61 @@ def test_one_event_calls_record_the_dispatch_modes_event(name, call, level):
         assert a == b2
 
 
+UPLOAD_CALLS = [
+    ("h.to(dev)", lambda h: h.to(DEV)),
+    ("h.to('fakegpu')", lambda h: h.to("fakegpu")),
+    ("h.to(device=)", lambda h: h.to(device="fakegpu:0")),
+    ("empty h.to(dev)", lambda h: h[:0].to(DEV)),
+    # other forms: the dispatch mode takes them, in both modes
+    ("h.to(dev, non_blocking=True)", lambda h: h.to(DEV, non_blocking=True)),
+    ("h.to(dev, dtype)", lambda h: h.to(DEV, torch.float64)),
+    ("h.to(dev, copy=True)", lambda h: h.to(DEV, copy=True)),
+]
+
+
+@pytest.mark.parametrize("name, call", UPLOAD_CALLS, ids=[c[0] for c in UPLOAD_CALLS])
+@pytest.mark.parametrize("level", ["count", "log"])
+def test_uploads_record_the_dispatch_modes_event_and_message(name, call, level):
+    h = torch.tensor([0.0, 1.5, 2.0])
+    results, said = [], []
+
+    def run():
+        results.append(call(h))
+
+    for mode in MODES:
+        xfer.reset()
+        clear_log_history()
+        with warnings.catch_warnings(record=True) as w:
+            warnings.simplefilter("always")
+            with guard(level, mode=mode):
+                run()
+        said.append((events(), [str(x.message) for x in w if issubclass(x.category, UnexpectedTransferWarning)]))
+    assert said[0] == said[1]
+    ((path, line, op, direction, count, copies, nbytes, _),) = said[0][0]
+    assert (path, line, op, direction, count) == (HERE, call.__code__.co_firstlineno, "aten._to_copy", "up", 1)
+    assert (copies, nbytes) == ((0, 0) if "empty" in name else (1, 12))  # (the bytes sent: the source's)
+    assert len(said[0][1]) == (1 if level == "log" else 0)
+    a, b = results  # and the calls return what they return without the guard
+    assert a.device == b.device and a.dtype == b.dtype and torch.equal(a.cpu(), b.cpu())
+
+
+def test_the_hook_records_a_plain_upload_itself_and_leaves_the_rest_to_the_mode():
+    from xferaudit.runtime.guarding.guard_hooks import single_events
+
+    up = single_events()["to"]
+    h = torch.ones(2)
+    ev = up((h, DEV), {})
+    assert ev[:4] == ("aten._to_copy", "up", 8, 1)
+    assert up((h,), {"device": "fakegpu"})[:4] == ("aten._to_copy", "up", 8, 1)
+    assert up((h, DEV), {"non_blocking": True}) is None  # a pageable copy to flag: the mode's
+    assert up((h, DEV, torch.float64), {}) is None
+    assert up((h, torch.float64), {}) is None
+    assert up((h, "cpu"), {}) is None and up((h, "meta"), {}) is None
+    assert up((h, "no such device"), {}) is None  # the bare call raises its own error
+    assert up((h.to(DEV), "cpu"), {}) is None
+    assert up((torch.nn.Parameter(h), DEV), {}) is None  # a subclass: the mode's
+
+
 def test_the_messages_of_one_event_calls_are_the_modes():
     t = torch.tensor([0.0, 1.5]).to(DEV)
     for call in (lambda: t.cpu(), lambda: t.tolist(), lambda: t.nonzero(), lambda: t[0].item()):

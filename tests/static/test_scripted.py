@@ -201,3 +201,37 @@ def test_the_editor_and_flake8_engine_say_what_wrap_leaves(project, monkeypatch)
     assert "`xferaudit wrap` leaves it" in by_line[8].message and by_line[8].fix is None
     assert by_line[23].fix is not None
     assert not (project / ".xferaudit_cache").exists()  # linting a text makes no cache folder
+
+
+def test_a_scripted_function_with_a_statement_site_is_left_whole(tmp_path, capsys):
+    # the statement form (a site comment for `x[x > 0]`) re-reads the file: the
+    # second reading still knows what another file scripts
+    (tmp_path / "pyproject.toml").write_text("[tool.xferaudit]\n", encoding="utf-8")
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg/__init__.py").write_text("", encoding="utf-8")
+    ops = tmp_path / "pkg/ops.py"
+    ops.write_text(textwrap.dedent('''\
+        import torch
+
+
+        def positive(x: torch.Tensor) -> torch.Tensor:
+            kept = x[x > 0]
+            if torch.any(kept > 1):
+                return kept.cpu()
+            return kept
+
+
+        def eager(x: torch.Tensor):
+            kept = x[x > 0]
+            return kept.cpu()
+    '''), encoding="utf-8")
+    (tmp_path / "test_ops.py").write_text(
+        "import torch\nfrom pkg.ops import positive\n\n\ndef test_it():\n    torch.jit.script(positive)\n",
+        encoding="utf-8")
+    assert main(["wrap", str(tmp_path / "pkg")]) == 1
+    out = ops.read_text()
+    scripted = out.split("def positive")[1].split("def eager")[0]
+    assert "_xfer" not in scripted and "xferaudit:" not in scripted, scripted
+    assert '_xfer.cpu(kept, site=":eager:kept.cpu")' in out
+    assert "# xferaudit: site=" in out.split("def eager")[1]  # (the statement form, which re-reads the file)
+    assert "`torch.jit.script` at test_ops.py:6 reaches it" in capsys.readouterr().err

@@ -24,7 +24,8 @@ Two modes (``guard(..., mode=...)``, else ``$XFERAUDIT_GUARD_MODE``, else
   that can cross (:mod:`xferaudit.runtime.guarding.guard_hooks`), on while a lite
   guard is; a call that could cross runs under the dispatch mode below, so
   its event is the full mode's own (a scalar read of one element, always one
-  ``aten._local_scalar_dense``, is recorded by its hook directly); every
+  ``aten._local_scalar_dense``, and the other calls of one event,
+  :func:`~.guard_hooks.single_events`, are recorded by their hook directly); every
   other op runs untouched. On an H200 (torch 2.11) it measured
   0.99x of the plain program on a small eager step and 1.001x on the example
   GPT step (``bench/gpu_overhead.py``).

@@ -168,6 +168,7 @@ def function_predicates(torch: Any) -> dict:
 #: mode's words for the same op (``guard_ops.classify``).
 SCALAR_WORDS = guard_ops.SCALAR_WORDS
 TO_HOST_WORDS = guard_ops._TO_COPY_DETAIL["down"]
+TO_DEVICE_WORDS = guard_ops._TO_COPY_DETAIL["up"]
 SIZE_WORDS = guard_ops.SIZE_WORDS
 
 
@@ -182,6 +183,46 @@ def single_events() -> dict:
     whole tensor); ``nonzero()`` and ``argwhere()`` one ``aten.nonzero``,
     which reads its size back (``guard_ops.COUNT_BYTES``)."""
     count_bytes = guard_ops.COUNT_BYTES
+    import torch
+
+    Tensor, device, strided = torch.Tensor, torch.device, torch.strided
+    crossing, nbytes = guard_ops._crossing, guard_ops.nbytes
+
+    def to_device(a: tuple, kw: dict) -> Any:
+        # `t.to(dev)`, `t.to(device=dev)`, `t.cuda()` of a plain host tensor: one
+        # aten._to_copy up (non_blocking, a dtype, copy=, a subclass: the mode's)
+        if kw:
+            if len(a) != 1 or len(kw) != 1 or "device" not in kw:
+                return None
+            d = kw["device"]
+        elif len(a) == 2:
+            d = a[1]
+        else:
+            return None
+        t = a[0]
+        if type(t) is not Tensor or not t.is_cpu or t.layout is not strided:
+            return None
+        if type(d) is str:
+            try:
+                d = device(d)
+            except Exception:  # (the bare call raises its own error, under the mode)
+                return None
+        elif type(d) is not device:
+            return None
+        if crossing(guard_ops.HOST, d.type) != "up":
+            return None
+        if d.index is None:  # (named as the mode names it: the device's current index)
+            try:
+                d = device(d.type, getattr(torch, d.type).current_device())
+            except Exception:
+                return None
+        n = nbytes(t)
+        return "aten._to_copy", "up", n, 1 if n else 0, (TO_DEVICE_WORDS, t.device, d)
+
+    def cuda(a: tuple, kw: dict) -> Any:
+        if len(a) != 1 or kw:
+            return None
+        return to_device((a[0], "cuda"), kw)
 
     def to_host(a: tuple, kw: dict) -> Any:
         if len(a) != 1 or kw:
@@ -196,7 +237,8 @@ def single_events() -> dict:
         return ("aten.nonzero", "down", count_bytes.get("nonzero", 8), 1,
                 (SIZE_WORDS, "nonzero", a[0]))
 
-    return {"cpu": to_host, "tolist": to_host, "nonzero": nonzero, "argwhere": nonzero}
+    return {"cpu": to_host, "tolist": to_host, "nonzero": nonzero, "argwhere": nonzero,
+            "to": to_device, "cuda": cuda}
 
 
 class _NotWrapped:

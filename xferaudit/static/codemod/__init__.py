@@ -241,7 +241,7 @@ def wrap_source(
                 res.skipped.append(Skipped(s.line, s.column, s.rule, s.label or s.call, reason))
         if commented != data:
             data, text = commented, _decode(commented, path)
-            found, ctx = analyse(text, path, rules, rel, hot, placed=placed)
+            found, ctx = analyse(text, path, rules, rel, hot, scripted=scripted, placed=placed)
             if found.error or ctx is None:  # pragma: no cover - a comment never breaks a parse
                 raise CodemodError(f"cannot parse: {found.error} (line {found.error_line})")
             sites, res.suppressed, res.not_selected = _eligible(found.sites, codes_ok, hot, site_ok)
