@@ -195,6 +195,7 @@ def wrap_source(
     evidence=None,
     site_ok: Optional[Callable[[Site], bool]] = None,
     scripted: Optional[dict] = None,
+    placed: Optional[dict] = None,
 ) -> CodemodResult:
     """Wrap every eligible unwrapped site of one file's bytes.
 
@@ -208,7 +209,8 @@ def wrap_source(
     config's select/ignore/per-file-ignores), `site_ok(site) -> bool` by site
     (``check``'s fixes wrap one site at a time); `scripted` names the file's
     functions that a ``torch.jit.script`` in another file compiles (left, with
-    the reason: :mod:`..project.scripted`); suppressed sites are never wrapped
+    the reason: :mod:`..project.scripted`); `placed`: the helpers of other modules
+    that place what they return (:mod:`..values.project`); suppressed sites are never wrapped
     (wrapping them would leave their suppression unused). `style` (the
     project's line length and import sorting, :func:`code_style`) decides
     where the runtime import goes and which long lines are broken. Raises
@@ -221,7 +223,8 @@ def wrap_source(
     res = CodemodResult(path=path)
     text = _decode(data, path)
     hot = evidence.hot if evidence is not None else None
-    found, ctx = analyse(text, path, rules, relpath if relpath is not None else path, hot, scripted=scripted)
+    found, ctx = analyse(text, path, rules, relpath if relpath is not None else path, hot, scripted=scripted,
+                         placed=placed)
     if found.error or ctx is None:
         raise CodemodError(f"cannot parse: {found.error} (line {found.error_line})")
     codes_ok = codes_ok or (lambda code: True)
@@ -238,7 +241,7 @@ def wrap_source(
                 res.skipped.append(Skipped(s.line, s.column, s.rule, s.label or s.call, reason))
         if commented != data:
             data, text = commented, _decode(commented, path)
-            found, ctx = analyse(text, path, rules, rel, hot, scripted=scripted)
+            found, ctx = analyse(text, path, rules, rel, hot, scripted=scripted, placed=placed)
             if found.error or ctx is None:  # pragma: no cover - a comment never breaks a parse
                 raise CodemodError(f"cannot parse: {found.error} (line {found.error_line})")
             sites, res.suppressed, res.not_selected = _eligible(found.sites, codes_ok, hot, site_ok)

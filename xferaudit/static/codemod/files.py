@@ -72,15 +72,16 @@ _JOB: dict = {}
 
 
 def _job(mode: str, cfg: Config, select: tuple[str, ...], want_old: bool, rename: bool = False,
-         evidence=None, scripted=None) -> dict:
+         evidence=None, scripted=None, placed=None) -> dict:
     return dict(mode=mode, cfg=cfg, table=cfg.table(), select=select, want_old=want_old,
-                style=code_style(cfg.root), rename=rename, evidence=evidence, scripted=scripted or {})
+                style=code_style(cfg.root), rename=rename, evidence=evidence, scripted=scripted or {},
+                placed=placed or {})
 
 
 def _init(mode: str, cfg: Config, select: tuple[str, ...], want_old: bool, rename: bool = False,
-          evidence=None, scripted=None) -> None:
+          evidence=None, scripted=None, placed=None) -> None:
     _JOB.clear()
-    _JOB.update(_job(mode, cfg, select, want_old, rename, evidence, scripted))
+    _JOB.update(_job(mode, cfg, select, want_old, rename, evidence, scripted, placed))
 
 
 def _read_bytes(path: str) -> bytes:
@@ -112,8 +113,11 @@ def _rewrite(data: bytes, path: str, rel: str, codes_ok, job: Optional[dict] = N
             renamed = rename_sites_source(data, path, job["table"], rel)
             data = renamed if renamed is not None else data
         fe = _evidence_of(path, data, job) if job.get("evidence") is not None and nb is None else None
+        from ..values.project import for_file
+
         res = wrap_source(data, path, job["table"], rel, codes_ok, job["style"], fe,
-                          scripted=job["scripted"].get(os.path.abspath(path)))
+                          scripted=job["scripted"].get(os.path.abspath(path)),
+                          placed=for_file(job.get("placed") or {}, path))
         if renamed is not None and res.new is None:
             res.new = data
     else:
@@ -249,21 +253,23 @@ Progress = _progress.Progress
 def _outcomes(paths: Sequence[str], mode: str, cfg: Config, select: tuple[str, ...], want_old: bool,
               jobs: Optional[int], rename: bool = False, evidence=None):
     n = len(paths)
-    scripted = None
+    scripted = placed = None
     if mode == "wrap" and n:  # what TorchScript compiles, from any file of the project
         from ..project.scripted import for_wrap
+        from ..project.placed import for_check as placed_for_check
 
         scripted = for_wrap(paths, cfg)
+        placed = placed_for_check(paths, cfg)  # the helpers elsewhere that place what they return
     cpus = os.cpu_count() or 1
     workers = jobs if jobs else (min(cpus, 8) if n >= PARALLEL_MIN_FILES else 1)
     workers = max(1, min(workers, n or 1))
     if workers == 1:
-        _init(mode, cfg, select, want_old, rename, evidence, scripted)
+        _init(mode, cfg, select, want_old, rename, evidence, scripted, placed)
         for p in paths:
             yield process_file(p)
         return
     chunk = max(1, min(16, n // (workers * 8)))
-    with pool_of(workers, (mode, cfg, select, want_old, rename, evidence, scripted)) as pool:
+    with pool_of(workers, (mode, cfg, select, want_old, rename, evidence, scripted, placed)) as pool:
         yield from pool.imap(process_file, paths, chunksize=chunk)
 
 

@@ -228,12 +228,14 @@ class Stopped(Exception):
 def wrap_fixes(data: bytes, path: str, relpath: str, cfg: "Config", rules: "RuleTable",
                sites: Iterable["Site"], style=None,
                stop: Optional[Callable[[], bool]] = None,
-               scripted: Optional[dict] = None) -> dict[tuple[int, int, str], tuple[Edit, ...]]:
+               scripted: Optional[dict] = None,
+               placed: Optional[dict] = None) -> dict[tuple[int, int, str], tuple[Edit, ...]]:
     """{(line, column, code) of a site: the edits that wrap it} for the sites of
     one file's bytes that ``wrap`` rewrites (the others are left out). `stop()`
     is asked before each codemod run: True raises :class:`Stopped`; `scripted`:
     the file's functions TorchScript compiles from another file, left as ``wrap``
-    leaves them (:mod:`..project.scripted`)."""
+    leaves them (:mod:`..project.scripted`); `placed`: the helpers elsewhere that place
+    what they return (:mod:`..values.project`)."""
     from ..codemod import CodemodError, code_style, wrap_source
 
     style = style or code_style(cfg.root)
@@ -247,7 +249,8 @@ def wrap_fixes(data: bytes, path: str, relpath: str, cfg: "Config", rules: "Rule
             raise Stopped
         site_ok = None if only is None else (lambda x: any(_same(x, s) for s in only))
         try:
-            res = wrap_source(data, path, rules, relpath, codes_ok, style, site_ok=site_ok, scripted=scripted)
+            res = wrap_source(data, path, rules, relpath, codes_ok, style, site_ok=site_ok, scripted=scripted,
+                              placed=placed)
         except (CodemodError, RecursionError):
             return None
         if only is None:
@@ -432,8 +435,12 @@ def attach(diags: list["Diagnostic"], scan, cfg: "Config", rules: "RuleTable",
                 continue
         todo.append((res, rel, found, data))
     scripted = getattr(scan, "scripted", None) or {}
+    from ..values.project import for_file
+
+    placed = getattr(scan, "placed", None) or {}
     items = [(data, res.path, rel, res.sites, any(d.code == "XFA302" for d in found),
-              scripted.get(os.path.abspath(res.path))) for res, rel, found, data in todo]
+              scripted.get(os.path.abspath(res.path)), for_file(placed, res.path))
+             for res, rel, found, data in todo]
     by_id = {r.id: r for r in rules.rules}
     for (res, rel, found, _), edits in zip(todo, _file_edits_all(items, cfg, rules, jobs, stop)):
         at = {(s.line, s.column, "XFA302" if s.wrapped else s.rule): s for s in res.sites}
@@ -463,9 +470,9 @@ def _worker_init(cfg: "Config", rules: "RuleTable", run_pid: int) -> None:
 
 
 def _file_edits(item: tuple, stop: Optional[Callable[[], bool]] = None) -> dict:
-    data, path, rel, sites, rename, scripted = item
+    data, path, rel, sites, rename, scripted, placed = item
     cfg, rules, style = _STATE[0]
-    edits = wrap_fixes(data, path, rel, cfg, rules, sites, style, stop, scripted)
+    edits = wrap_fixes(data, path, rel, cfg, rules, sites, style, stop, scripted, placed)
     if rename:
         edits.update(rename_fixes(data, path, rel, rules, [s for s in sites if s.wrapped]))
     return edits

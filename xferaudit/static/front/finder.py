@@ -156,6 +156,9 @@ class FileContext:
     #: run evidence: line -> the site categories a recorded run saw crossing
     #: on its statement (static/front/evidence.py); the value layer reads it
     evidence: dict = field(default_factory=dict)
+    #: the helpers of other modules of the project that place what they return,
+    #: handed to this file by the project pass (values/project.py), or None
+    placed: Optional[dict] = None
     _full: Optional[Resolver] = None
 
     @property
@@ -512,10 +515,11 @@ def find_in_source(
     evidence: Optional[dict] = None,
     tree: Optional[ast.Module] = None,
     scripted: Optional[dict] = None,
+    placed: Optional[dict] = None,
 ) -> FileResult:
     """All sites of one file's text, in source order, named and with suppressions
-    applied (`scripted`: as for :func:`analyse`)."""
-    return analyse(text, path, rules, relpath, evidence, tree, scripted)[0]
+    applied (`scripted`, `placed`: as for :func:`analyse`)."""
+    return analyse(text, path, rules, relpath, evidence, tree, scripted, placed)[0]
 
 
 def analyse(
@@ -526,12 +530,15 @@ def analyse(
     evidence: Optional[dict] = None,
     tree: Optional[ast.Module] = None,
     scripted: Optional[dict] = None,
+    placed: Optional[dict] = None,
 ) -> tuple[FileResult, Optional[FileContext]]:
     """:func:`find_in_source`, plus the parsed file (None when it does not parse)
     for a caller that needs more of it than the sites (the codemod). `evidence`:
     the lines a recorded run saw crossing (:attr:`FileContext.evidence`); `tree`:
     the text's parse, when the caller has made it; `scripted`: the file's
-    functions that TorchScript compiles from another file (:mod:`..project.scripted`)."""
+    functions that TorchScript compiles from another file (:mod:`..project.scripted`);
+    `placed`: the helpers of other modules of the project that place what
+    they return (:mod:`..values.project`)."""
     rules = rules or _default_rules()
     res = FileResult(path=path)
     colmap = None
@@ -565,7 +572,7 @@ def analyse(
         # may look anywhere, so it gets every scope (`whole`).
         ctx = FileContext(path, f.source, tree, rules, f.resolver, f.sites, nodes, colmap, f.cand,
                           whole=bool(ANALYSES), relpath=relpath if relpath is not None else path,
-                          evidence=evidence or {})
+                          evidence=evidence or {}, placed=placed)
         if ANALYSES:
             for extra in ANALYSES:
                 f.sites.extend(extra(ctx))

@@ -58,22 +58,24 @@ def _init(table: RuleTable, run_pid: int = 0) -> None:
 
 
 def analyze(data: bytes, display: str, relpath: str, rules: RuleTable, evidence: Sequence = (),
-            scripted: Optional[dict] = None) -> FileResult:
+            scripted: Optional[dict] = None, placed: Optional[dict] = None) -> FileResult:
     """One file's findings from its bytes, decoded by its declared encoding;
     `evidence`: the entries of run files naming it (``check --evidence``);
     `scripted`: its functions that TorchScript compiles from another file
-    (:mod:`.scripted`; ``wrap`` leaves their sites, so check says so).
+    (:mod:`.scripted`; ``wrap`` leaves their sites, so check says so);
+    `placed`: the helpers of other modules that place what they return
+    (:mod:`..values.project`).
 
     The cycle collector is paused for the whole file: its tree and the value
     layer's objects are freed by their counts on return, so the next
     collection walks what survives, not every node of the tree (as it did
     when only the parser ran paused: about a tenth of the scan)."""
     with collector_paused():
-        return _analyze(data, display, relpath, rules, evidence, scripted)
+        return _analyze(data, display, relpath, rules, evidence, scripted, placed)
 
 
 def _analyze(data: bytes, display: str, relpath: str, rules: RuleTable, evidence: Sequence,
-             scripted: Optional[dict]) -> FileResult:
+             scripted: Optional[dict], placed: Optional[dict] = None) -> FileResult:
     nb = is_notebook(relpath) or is_notebook(display)
     try:
         if nb:
@@ -85,13 +87,13 @@ def _analyze(data: bytes, display: str, relpath: str, rules: RuleTable, evidence
         res.error = f"cannot decode: {e}"
         return res
     if not evidence or nb:
-        return find_in_source(text, display, rules, relpath, scripted=scripted)
+        return find_in_source(text, display, rules, relpath, scripted=scripted, placed=placed)
     try:
         tree = parse(text, display)  # once, for the evidence and the finder
     except (SyntaxError, ValueError, RecursionError, MemoryError):
-        return find_in_source(text, display, rules, relpath, scripted=scripted)  # XFA001: no evidence to match
+        return find_in_source(text, display, rules, relpath, scripted=scripted, placed=placed)  # XFA001: no evidence to match
     fe = _match_evidence(evidence, text, tree, data, display, rules)
-    res = find_in_source(text, display, rules, relpath, fe.hot, tree, scripted=scripted)
+    res = find_in_source(text, display, rules, relpath, fe.hot, tree, scripted=scripted, placed=placed)
     res.evidence = fe
     return res
 
@@ -114,8 +116,8 @@ def _match_evidence(entries: Sequence, text: str, tree, data: bytes, path: str, 
 
 
 def _work(item: tuple) -> FileResult:
-    data, display, relpath, evidence, scripted = item
-    return analyze(data, display, relpath, _STATE[0], evidence, scripted)
+    data, display, relpath, evidence, scripted, placed = item
+    return analyze(data, display, relpath, _STATE[0], evidence, scripted, placed)
 
 
 def _threads() -> int:
@@ -167,6 +169,8 @@ class Scan:
     gone: list = field(default_factory=list)  # evidence of files under the paths that no longer exist
     # absolute path -> its functions that TorchScript compiles from another file (:mod:`.scripted`)
     scripted: dict = field(default_factory=dict)
+    # the project's helpers that place what they return, and its files' modules (:mod:`..values.project`)
+    placed: dict = field(default_factory=dict)
 
 
 def display_path(path: str, cwd: str) -> str:
@@ -220,9 +224,13 @@ def scan(
         cache = Cache.open(cache_dir or cfg.cache_path(), cfg)
     if files:
         from .scripted import for_check
+        from ..values.project import digest_of, for_file
+        from .placed import start
 
+        placed = start(files, cfg, cache)  # (a large project's: beside the TorchScript pass)
         out.scripted = for_check(files, cfg, cache)
-    todo: list[tuple[int, tuple]] = []  # (index in results, (data, display, relpath, evidence, scripted))
+        out.placed = placed()
+    todo: list[tuple[int, tuple]] = []  # (index in results, (data, display, relpath, evidence, scripted, placed))
     digests: dict[int, str] = {}
     for f in files:
         ap = os.path.abspath(f)
@@ -241,14 +249,16 @@ def scan(
             continue
         entries = evidence.for_file(ap) if evidence else ()
         scripted = out.scripted.get(ap)
+        placed = for_file(out.placed, ap)
         if entries:  # (findings on run evidence are never cached)
-            todo.append((i, (data, display, rel, tuple(entries), scripted)))
+            todo.append((i, (data, display, rel, tuple(entries), scripted, placed)))
             out.results.append(None)  # type: ignore[arg-type]
             continue
         if cache is not None:
             digest = hashlib.blake2b(data, digest_size=16)
             if scripted:  # (what scripts the file from elsewhere changes its findings)
                 digest.update(repr(sorted(scripted.items())).encode("utf-8", "surrogateescape"))
+            digest.update(digest_of(placed))  # (so do the helpers elsewhere that it calls)
             digest = digest.hexdigest()
             hit = cache.get(rel, digest, display, line_bound(data))
             if hit is not None:
@@ -257,7 +267,7 @@ def scan(
                 tick(len(hit.sites))
                 continue
             digests[i] = digest
-        todo.append((i, (data, display, rel, (), scripted)))
+        todo.append((i, (data, display, rel, (), scripted, placed)))
         out.results.append(None)  # type: ignore[arg-type]
     if todo:
         out.stats.parsed = len(todo)
@@ -304,22 +314,27 @@ def scan_source(data: "bytes | str", filename: str, cfg: Config, rules: Optional
     out.relpaths.append(rel)
     display = display_path(ap, os.getcwd())
     entries = tuple(evidence.for_file(ap)) if evidence else ()
-    out.scripted = _scripted_for(ap, cfg)
+    out.scripted, out.placed = _scripted_for(ap, cfg)
     scripted = out.scripted.get(ap)
+    from ..values.project import for_file
+
+    placed = for_file(out.placed, ap)
     if isinstance(data, str) and not is_notebook(filename) and not entries:
         # already text: no decoding
-        out.results.append(find_in_source(data, display, rules, rel, scripted=scripted))
+        out.results.append(find_in_source(data, display, rules, rel, scripted=scripted, placed=placed))
     else:
         out.results.append(analyze(data.encode("utf-8") if isinstance(data, str) else data, display, rel, rules,
-                                   entries, scripted))
+                                   entries, scripted, placed))
     return out
 
 
-def _scripted_for(path: str, cfg: Config) -> dict:
-    """The project's TorchScript map for a source not read from disk, from the
-    findings cache where it can be read (:func:`.scripted.for_check`)."""
+def _scripted_for(path: str, cfg: Config) -> tuple:
+    """The project's TorchScript map and placing helpers for a source not read
+    from disk, from the findings cache where it can be read
+    (:func:`.scripted.for_check`, :func:`.placed.for_check`)."""
     from .cache import Cache, CacheError
     from .scripted import for_check
+    from .placed import for_check as placed_for_check
 
     cache = None
     if cfg.cache_path().is_dir():  # (a folder that check made: linting a text never makes one)
@@ -327,7 +342,8 @@ def _scripted_for(path: str, cfg: Config) -> dict:
             cache = Cache.open(cfg.cache_path(), cfg)
         except (CacheError, OSError):
             pass
-    return for_check([path] if os.path.exists(path) else [], cfg, cache)
+    paths = [path] if os.path.exists(path) else []
+    return for_check(paths, cfg, cache), placed_for_check(paths, cfg, cache)
 
 
 def _run(todo: list, rules: RuleTable, jobs: Optional[int],
@@ -339,8 +355,8 @@ def _run(todo: list, rules: RuleTable, jobs: Optional[int],
     workers = max(1, min(workers, len(todo)))
     if workers == 1:
         done = []
-        for _, (d, disp, rel, ev, scripted) in todo:
-            done.append(analyze(d, disp, rel, rules, ev, scripted))
+        for _, (d, disp, rel, ev, scripted, placed) in todo:
+            done.append(analyze(d, disp, rel, rules, ev, scripted, placed))
             tick(len(done[-1].sites))
         return done, 1
     import multiprocessing

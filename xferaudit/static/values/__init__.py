@@ -20,7 +20,10 @@ a value is. This package says it, per expression, from evidence in the file:
   name is; branches are joined), ``self.attr`` set anywhere in the class,
   parameters annotated as tensors or known to be by their uses
   (``gt_classes.numel()``, ``torch.unique(gt_classes)``), instances of the
-  file's classes seeded from the calls of their methods.
+  file's classes seeded from the calls of their methods;
+* what a helper of another module of the project returns, where its returns
+  are device values (``x = utils.move(x)``): found by one pass over the
+  project's files and handed to each file (``project.py``, ``helpers.py``).
 
 A value it cannot place is ``unknown`` and never reported. In the ``proven``
 reading only a device value the file shows (``dev``, and ``devx``/``devout``
@@ -43,6 +46,8 @@ One module per concern::
     flow.py         the walk through one function body, flow-sensitively
     walk.py         the walk of a module: top level, functions, classes
     summaries.py    what a function returns, and receives from its callers and frameworks
+    project.py      the project pass: other modules' helpers that place what they return
+    helpers.py      calls of those helpers, through the file's imports
     uses.py         parameters a tensor-only use in the function shows are tensors
     classes.py      what instances of the file's classes hold, from the calls of their methods
     checks.py       the implicit rules, a hook on every statement

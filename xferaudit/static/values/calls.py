@@ -14,6 +14,7 @@ from .kinds import (
     A_LIST, CPUDEV, DEV, DEVICE, DEVOUT, DEVSTATE, DEVX, FUNC, HOST, HOST_PAGEABLE, NUMPY, OBJ, ON_DEVICE, OTHER, PY,
     PYLIST, SELF, TENSOR, TENSORISH, TENSORS, UNKNOWN, Val, combine,
 )
+from .helpers import helper_call
 from .placement import device_value, moved, moved_to
 from .tensor_names import TENSOR_METHOD_NAMES, TENSOR_ONLY_METHODS
 from .vocabulary import (
@@ -30,6 +31,10 @@ _MODULES = ("obj", "devmod", "devx")
 def call(ev, node: ast.Call) -> Val:
     """The value of the call `node`."""
     func = node.func
+    if ev.imported:  # a helper of another module of the project that places its result (.helpers)
+        got = helper_call(ev, node)
+        if got is not None:
+            return got[0]
     q = ev.qual(func)
     if q is not None:
         v = qualified(ev, q, node)

@@ -19,6 +19,7 @@ from __future__ import annotations
 import ast
 from typing import Optional
 
+from .helpers import helper_call
 from .kinds import ON_DEVICE, TENSORISH, Val
 
 _DEPTH = 6
@@ -138,6 +139,10 @@ def _name(ev, node: ast.Name, out: list, seen: set, depth: int) -> None:
 
 def _call(ev, node: ast.Call, out: list, seen: set, depth: int) -> None:
     func = node.func
+    helper = helper_call(ev, node) if ev.imported else None
+    if helper is not None:  # a helper of another module that places what it returns
+        out.append(f"result of `{_text(node)}`: moved to the device by `{helper[1]}` ({helper[2]})")
+        return
     q = ev.qual(func) or ""
     if type(func) is ast.Attribute and func.attr in _MOVES and not q:
         out.append(f"moved to the device by `{_text(node)}`{_line(node)}")

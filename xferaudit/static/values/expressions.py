@@ -51,6 +51,9 @@ class Evaluator:
         self.param_uses: dict = {}  # parameter -> (line, use) that shows it is a tensor (.uses)
         self.origins: dict = {}  # name -> the node its last binding walked took its value from (.explain)
         self.seeded: dict = {}  # parameter -> why the walk starts with it placed (callers, a framework)
+        #: the names the file calls the project's placing helpers by (.helpers.local_helpers)
+        self.imported: dict = {}
+        self.function = None  # the def walked (None at module level)
 
     # qualified names, through imports done in the function too
     def qual(self, node: ast.AST) -> Optional[str]:

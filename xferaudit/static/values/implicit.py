@@ -39,12 +39,13 @@ from typing import Optional
 
 from .checks import Checker
 from .expressions import Evaluator, Resolver
+from .helpers import local_helpers
 from .findings import CODES, OP_CODES, Finding, Result, message
 from .uses import Uses
 from .walk import analyse, module_imports
 
 def find(tree: ast.Module, text: str, qualname: Resolver, methods: frozenset = frozenset(),
-         gpu_first: bool = False, hot: Optional[dict] = None) -> Result:
+         gpu_first: bool = False, hot: Optional[dict] = None, placed: Optional[dict] = None) -> Result:
     """The implicit findings of one parsed file, and the values of the receivers
     of method calls named in `methods` (for the explicit rules).
 
@@ -55,6 +56,8 @@ def find(tree: ast.Module, text: str, qualname: Resolver, methods: frozenset = f
     the file does not place, not a host one. `hot` (line -> site categories)
     gives the lines a recorded run saw crossing: there a value the code does
     not place counts as a device tensor (:meth:`.checks.Checker.value`).
+    `placed`: the helpers of other modules of the project that place what
+    they return, as the project pass hands them to this file (:mod:`.helpers`).
     """
     res = Result()
     imports = module_imports(tree, qualname)
@@ -63,7 +66,7 @@ def find(tree: ast.Module, text: str, qualname: Resolver, methods: frozenset = f
     res.free.default_device = default
     uses = Uses(text, imports) if gpu_first else None  # (tensors the proven reading never reports)
     analyse(tree, qualname, Checker(res, methods, gpu_first, hot), gpu_first=gpu_first, default_device=default,
-            imports=imports, uses=uses)
+            imports=imports, uses=uses, imported=local_helpers(tree, placed, gpu_first) if placed else None)
     return res
 
 

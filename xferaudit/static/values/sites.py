@@ -57,7 +57,8 @@ def analyse(ctx: FileContext) -> list[Site]:
     qualname = _lazy_qualname(ctx)
     try:
         res = _implicit.find(ctx.tree, ctx.source.text, qualname, frozenset(ctx.rules.methods), gpu_first(ctx),
-                             ctx.evidence)  # lines a recorded run saw crossing (static/front/evidence.py)
+                             ctx.evidence,  # lines a recorded run saw crossing (static/front/evidence.py)
+                             getattr(ctx, "placed", None))  # other modules' placing helpers (.helpers)
         if methods:
             _rejudge(ctx, res, methods)
     except RecursionError:

@@ -68,7 +68,8 @@ def _params(fn, method: bool) -> dict:
 
 
 def analyse(tree: ast.Module, qualname: Resolver, hook: Optional[Hook] = None, gpu_first: bool = False,
-            default_device: str = "cpu", imports: Optional[dict] = None, uses: Optional[Uses] = None) -> None:
+            default_device: str = "cpu", imports: Optional[dict] = None, uses: Optional[Uses] = None,
+            imported: Optional[dict] = None) -> None:
     """Walk `tree`: module-level code, then every function, class and method,
     calling `hook` on each statement with the environment before it.
 
@@ -78,9 +79,10 @@ def analyse(tree: ast.Module, qualname: Resolver, hook: Optional[Hook] = None, g
     their results ("cpu"; "unknown" when the file calls ``torch.set_default_device``).
     `imports`: :func:`module_imports` of the tree, when the caller has it.
     `uses`: the file's tensor-only uses (:class:`.uses.Uses`): a parameter
-    they show is a tensor is one from the function's start.
+    they show is a tensor is one from the function's start. `imported`: the
+    names the file calls the project's placing helpers by (:mod:`.helpers`).
     """
-    module = _Module(tree, qualname, hook, gpu_first, default_device, imports, uses)
+    module = _Module(tree, qualname, hook, gpu_first, default_device, imports, uses, imported)
     try:
         module.run()
     finally:
@@ -91,8 +93,10 @@ class _Module:
     """One walk of a module: what its functions and classes share."""
 
     def __init__(self, tree: ast.Module, qualname: Resolver, hook: Optional[Hook], gpu_first: bool,
-                 default_device: str, imports: Optional[dict] = None, uses: Optional[Uses] = None) -> None:
+                 default_device: str, imports: Optional[dict] = None, uses: Optional[Uses] = None,
+                 imported: Optional[dict] = None) -> None:
         self.tree = tree
+        self.imported = imported or {}
         self.uses = uses
         self.qualname = qualname
         self.hook = hook
@@ -120,6 +124,7 @@ class _Module:
         ev.default_device = self.default_device
         ev.summaries = self.summaries
         ev.classes = self.classes
+        ev.imported = self.imported
         return ev
 
     def run(self) -> None:
@@ -289,6 +294,7 @@ class _Module:
             used = self._used(fn, params)
             known = self.defs[id(fn)] = (names, params, method, used)
         ev.local_names = known[0]
+        ev.function = fn
         ev.env.update(known[1])
         if known[3]:  # parameters that the function's uses show are tensors
             ev.env.update(dict.fromkeys(known[3], TENSOR))
