@@ -255,11 +255,12 @@ def _outcomes(paths: Sequence[str], mode: str, cfg: Config, select: tuple[str, .
     n = len(paths)
     scripted = placed = None
     if mode == "wrap" and n:  # what TorchScript compiles, from any file of the project
-        from ..project.scripted import for_wrap
         from ..project.placed import for_check as placed_for_check
+        from ..project.scripted import for_wrap, project_of
 
-        scripted = for_wrap(paths, cfg)
-        placed = placed_for_check(paths, cfg)  # the helpers elsewhere that place what they return
+        project = project_of(paths, cfg)
+        scripted = for_wrap(project, cfg)
+        placed = placed_for_check(project, cfg)  # the helpers elsewhere that place what they return
     cpus = os.cpu_count() or 1
     workers = jobs if jobs else (min(cpus, 8) if n >= PARALLEL_MIN_FILES else 1)
     workers = max(1, min(workers, n or 1))

@@ -7,20 +7,22 @@ from __future__ import annotations
 
 import hashlib
 import os
-from typing import Callable, Iterable
+from typing import Callable
 
 from ..values.project import checked, placed_in_project
+from .scripted import Project
 
 
 #: this process's maps, by the project's state
 _MEMO: dict = {}
 
 
-def for_check(paths: Iterable[str], cfg, cache=None) -> dict:
-    """:func:`placed_in_project` over the project's files (as the TorchScript
-    pass finds them), remembered until a file of the project changes: in this
-    process, and in the findings cache (`cache`), where the next run finds it."""
-    return start(paths, cfg, cache)()
+def for_check(project: Project, cfg, cache=None) -> dict:
+    """:func:`placed_in_project` over the project's files (`project`, as the
+    TorchScript pass reads them), remembered until a file of the project
+    changes: in this process, and in the findings cache (`cache`), where the
+    next run finds it."""
+    return start(project, cfg, cache)()
 
 
 #: From this many files on, the pass runs in a process of its own while the
@@ -28,23 +30,13 @@ def for_check(paths: Iterable[str], cfg, cache=None) -> dict:
 BESIDE_MIN_FILES = 400
 
 
-def start(paths: Iterable[str], cfg, cache=None) -> Callable[[], dict]:
+def start(project: Project, cfg, cache=None) -> Callable[[], dict]:
     """:func:`for_check`, begun: the map is had by calling what this returns.
     A large project's pass runs in a forked process meanwhile (where forking
     is safe: this process has one thread), a small one's when asked for."""
-    from .scripted import _project_files
-
-    files = _project_files(paths, cfg)
+    files = project.files
     gpu_first = getattr(cfg, "implicit", "gpu-first") == "gpu-first"
-    state = []
-    for p in files:
-        try:
-            st = os.stat(p)
-        except OSError:
-            continue
-        state.append((os.path.abspath(p), st.st_size, st.st_mtime_ns))
-    state.sort()
-    key = hashlib.blake2b(repr((gpu_first, state)).encode("utf-8", "surrogateescape"), digest_size=16).hexdigest()
+    key = hashlib.blake2b(repr((gpu_first, project.state)).encode(), digest_size=16).hexdigest()
     got = _MEMO.get(key)
     if got is None and cache is not None:
         got = checked(cache.side_get("placed", key))

@@ -223,12 +223,13 @@ def scan(
 
         cache = Cache.open(cache_dir or cfg.cache_path(), cfg)
     if files:
-        from .scripted import for_check
+        from .scripted import for_check, project_of
         from ..values.project import digest_of, for_file
         from .placed import start
 
-        placed = start(files, cfg, cache)  # (a large project's: beside the TorchScript pass)
-        out.scripted = for_check(files, cfg, cache)
+        project = project_of(files, cfg)  # (the project's files, walked and stat'ed once for both passes)
+        placed = start(project, cfg, cache)  # (a large project's: beside the TorchScript pass)
+        out.scripted = for_check(project, cfg, cache)
         out.placed = placed()
     todo: list[tuple[int, tuple]] = []  # (index in results, (data, display, relpath, evidence, scripted, placed))
     digests: dict[int, str] = {}
@@ -333,7 +334,7 @@ def _scripted_for(path: str, cfg: Config) -> tuple:
     from disk, from the findings cache where it can be read
     (:func:`.scripted.for_check`, :func:`.placed.for_check`)."""
     from .cache import Cache, CacheError
-    from .scripted import for_check
+    from .scripted import for_check, project_of
     from .placed import for_check as placed_for_check
 
     cache = None
@@ -342,8 +343,8 @@ def _scripted_for(path: str, cfg: Config) -> tuple:
             cache = Cache.open(cfg.cache_path(), cfg)
         except (CacheError, OSError):
             pass
-    paths = [path] if os.path.exists(path) else []
-    return for_check(paths, cfg, cache), placed_for_check(paths, cfg, cache)
+    project = project_of([path] if os.path.exists(path) else [], cfg)
+    return for_check(project, cfg, cache), placed_for_check(project, cfg, cache)
 
 
 def _run(todo: list, rules: RuleTable, jobs: Optional[int],

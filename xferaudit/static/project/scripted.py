@@ -50,7 +50,7 @@ import hashlib
 import os
 import re
 from collections import defaultdict
-from typing import Callable, Iterable, Optional
+from typing import Callable, Iterable, NamedTuple, Optional
 
 from ..front.source import decode_source, parse
 from ..front.unwrappable import _PYTHON_ONLY, _decorated, scripted_defs
@@ -416,36 +416,24 @@ def scripted_in_project(files: Iterable[str], relpath: Callable[[str], str] = la
     return _Project(files, relpath).run()
 
 
-def _project_files(paths: Iterable[str], cfg) -> list:
-    """Every Python file of the project (the folder holding pyproject.toml or
-    .git, its excludes honoured), where the call that scripts often is (its
-    tests); without such a folder, `paths` alone."""
+class Project(NamedTuple):
+    """The project's Python files (the folder holding pyproject.toml or .git,
+    its excludes honoured, where the call that scripts often is: its tests;
+    without such a folder, the paths given alone), and `state`: a key of their
+    paths, sizes and modification times, which a changed, added or removed
+    file changes. Read once per run, for both project passes."""
+
+    files: list
+    state: str
+
+
+def project_of(paths: Iterable[str], cfg) -> Project:
     from ...config import iter_python_paths, marked_root
 
     files = list(paths)
     if marked_root(cfg.root) is not None:
         seen = {os.path.abspath(p) for p in files}
         files += [p for p in iter_python_paths([cfg.root], cfg) if os.path.abspath(p) not in seen]
-    return files
-
-
-def for_wrap(paths: Iterable[str], cfg) -> dict:
-    """:func:`scripted_in_project` for ``wrap`` over `paths`: the whole project's files."""
-    return scripted_in_project(_project_files(paths, cfg), lambda p: cfg.relpath(os.path.abspath(p)))
-
-
-#: this process's maps, by the project's state (check in the editor server or flake8 asks once per file)
-_MEMO: dict = {}
-
-
-def for_check(paths: Iterable[str], cfg, cache=None) -> dict:
-    """:func:`for_wrap`'s map for ``check``, ``sites``, fixes and the editor, so
-    that they leave what ``wrap`` leaves. Remembered until a file of the
-    project changes (its path, size or modification time): in this process,
-    and in the findings cache (`cache`, a :class:`~.cache.Cache`), where the
-    next run finds it; a run whose files are unchanged reads one small file
-    instead of the project's code (a few seconds on torch's own tree)."""
-    files = _project_files(paths, cfg)
     state = []
     for p in files:
         try:
@@ -455,11 +443,31 @@ def for_check(paths: Iterable[str], cfg, cache=None) -> dict:
         state.append((os.path.abspath(p), st.st_size, st.st_mtime_ns))
     state.sort()
     key = hashlib.blake2b(repr(state).encode("utf-8", "surrogateescape"), digest_size=16).hexdigest()
+    return Project(files, key)
+
+
+def for_wrap(project: Project, cfg) -> dict:
+    """:func:`scripted_in_project` for ``wrap``: the whole project's files."""
+    return scripted_in_project(project.files, lambda p: cfg.relpath(os.path.abspath(p)))
+
+
+#: this process's maps, by the project's state (check in the editor server or flake8 asks once per file)
+_MEMO: dict = {}
+
+
+def for_check(project: Project, cfg, cache=None) -> dict:
+    """:func:`for_wrap`'s map for ``check``, ``sites``, fixes and the editor, so
+    that they leave what ``wrap`` leaves. Remembered until a file of the
+    project changes (``project.state``): in this process, and in the findings
+    cache (`cache`, a :class:`~.cache.Cache`), where the next run finds it; a
+    run whose files are unchanged reads one small file instead of the
+    project's code (a few seconds on torch's own tree)."""
+    key = project.state
     got = _MEMO.get(key)
     if got is None and cache is not None:
         got = _checked(cache.side_get("scripted", key))
     if got is None:
-        got = scripted_in_project(files, lambda p: cfg.relpath(os.path.abspath(p)))
+        got = for_wrap(project, cfg)
         if cache is not None:
             cache.side_put("scripted", key, got)
     _MEMO.clear()  # (one project per process, in practice)
