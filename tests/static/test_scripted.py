@@ -235,3 +235,32 @@ def test_a_scripted_function_with_a_statement_site_is_left_whole(tmp_path, capsy
     assert '_xfer.cpu(kept, site=":eager:kept.cpu")' in out
     assert "# xferaudit: site=" in out.split("def eager")[1]  # (the statement form, which re-reads the file)
     assert "`torch.jit.script` at test_ops.py:6 reaches it" in capsys.readouterr().err
+
+
+# The walk that looks for `torch.jit.script(X)` calls skips expressions on no
+# line naming `script` or an import alias of it; it must find what the whole walk finds.
+_SCRIPTING_FORMS = {
+    "attribute": "import torch\ndef f(x):\n    return x\ng = torch.jit.script(f)\n",
+    "from torch import jit": "from torch import jit\ndef f(x):\n    return x\nh = [jit.script(\n    f)]\n",
+    "split over lines": "import torch\ndef f(x):\n    return x\ng = (torch.jit\n     .script)(f)\n",
+    "an alias": "from torch.jit import script as S\ndef f(x):\n    return x\n\n\ndef run():\n    return {1: S(f)}\n",
+    "the bare name": "from torch.jit import script\ndef f(x):\n    return x\nk = lambda: script(f)\n",
+    "a made module": ("import torch\nclass Net(torch.nn.Module):\n    def forward(self, x):\n        return x\n"
+                      "model = Net()\nm = torch.jit.script(model)\n"),
+    "a default": "import torch\ndef f(x):\n    return x\ndef use(s=torch.jit.script(f)):\n    return s\n",
+}
+
+
+@pytest.mark.parametrize("form", sorted(_SCRIPTING_FORMS))
+def test_the_pruned_walk_finds_what_the_whole_walk_finds(form):
+    import ast
+
+    from xferaudit.static.front.unwrappable import script_call_lines, scripted_defs
+    from xferaudit.static.project.scripted import _Module
+
+    text = _SCRIPTING_FORMS[form]
+    tree = ast.parse(text)
+    qualname = _Module("m.py", "m.py", tree, frozenset()).qualname
+    whole = [n.name for n in scripted_defs(tree, qualname)]
+    assert whole, "the form scripts a def"
+    assert [n.name for n in scripted_defs(tree, qualname, script_call_lines(text))] == whole

@@ -28,7 +28,8 @@ from __future__ import annotations
 import ast
 import bisect
 import re
-from typing import Callable, Iterable, Iterator, Optional
+from collections import deque
+from typing import Callable, Iterable, Iterator, Optional, Sequence
 
 from ...wrapform import SITE
 
@@ -78,13 +79,17 @@ def _may_name_script(func: ast.AST) -> bool:
     return type(func) is ast.Name or type(func) is ast.Attribute and func.attr == "script"
 
 
-def scripted_defs(tree: ast.Module, qualname: Callable[[ast.AST], Optional[str]]) -> list:
-    """The functions of `tree` that TorchScript compiles (see the module docstring)."""
+def scripted_defs(tree: ast.Module, qualname: Callable[[ast.AST], Optional[str]],
+                  calls: Optional[Sequence[int]] = None) -> list:
+    """The functions of `tree` that TorchScript compiles (see the module docstring).
+    `calls`, if given: the lines (ascending) where a call of ``torch.jit.script``
+    can be (every line naming ``script`` or a name bound to it); an expression
+    spanning none of them is not walked."""
     defs: dict[str, list] = {}
     made: dict[str, str] = {}  # variable -> the class it is made of (`model = Net()`)
     roots: list = []
     named: list = []  # names passed to torch.jit.script(...)
-    for node in ast.walk(tree):
+    for node in ast.walk(tree) if calls is None else _walk_pruned(tree, calls):
         if isinstance(node, _DEFS):
             defs.setdefault(node.name, []).append(node)
             if _decorated(node, _SCRIPT, qualname):
@@ -120,6 +125,46 @@ def scripted_defs(tree: ast.Module, qualname: Callable[[ast.AST], Optional[str]]
             if isinstance(n, ast.Name) and n.id in defs:
                 todo.extend(defs[n.id])
     return [n for n in out.values() if not isinstance(n, ast.ClassDef)]
+
+
+_SCRIPT_WORD = re.compile(r"s(?<!\ws)cript\b")  # (`\bscript`, faster: see _SCRIPT_HINT)
+_SCRIPT_ALIAS = re.compile(r"s(?<!\ws)cript[ \t]+as[ \t]+(\w+)")
+
+
+def script_call_lines(text: str) -> list:
+    """The lines (ascending) where a call of ``torch.jit.script`` can be: those
+    naming ``script`` (``torch.jit.script(``, ``jit.script(``, ``script(``),
+    and those naming an import alias of it (``from torch.jit import script as
+    S``; an import is the only binding of a name that names resolve through).
+    For :func:`scripted_defs`' `calls`."""
+    offsets = [m.start() for m in _SCRIPT_WORD.finditer(text)]
+    aliases = {m.group(1) for m in _SCRIPT_ALIAS.finditer(text)}
+    if aliases:
+        words = re.compile(r"\b(?:%s)\b" % "|".join(map(re.escape, sorted(aliases))))
+        offsets.extend(m.start() for m in words.finditer(text))
+        offsets.sort()
+    out, line, at = [], 1, 0
+    for o in offsets:
+        line += text.count("\n", at, o)
+        at = o
+        if not out or out[-1] != line:
+            out.append(line)
+    return out
+
+
+def _walk_pruned(tree: ast.AST, lines: Sequence[int]) -> Iterator[ast.AST]:
+    """:func:`ast.walk`, less the expressions spanning none of `lines`
+    (ascending): the nodes left come in the same order."""
+    todo = deque([tree])
+    while todo:
+        node = todo.popleft()
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, ast.expr):
+                i = bisect.bisect_left(lines, child.lineno)
+                if i == len(lines) or lines[i] > child.end_lineno:
+                    continue
+            todo.append(child)
+        yield node
 
 
 def self_documenting_fields(tree: ast.Module, lines: list[str], near: Optional[Iterable[int]] = None) -> list[Span]:
@@ -242,7 +287,7 @@ def mark(sites: list, text: str, tree: ast.Module, lines: list[str], nodes: dict
             s.no_wrap = SITE_KEYWORD
     if "jit" in text and _SCRIPT_HINT.search(text):
         spans = [(n.lineno if not n.decorator_list else n.decorator_list[0].lineno, 0,
-                  n.end_lineno, n.end_col_offset) for n in scripted_defs(tree, qualname)]
+                  n.end_lineno, n.end_col_offset) for n in scripted_defs(tree, qualname, script_call_lines(text))]
         if spans:
             for s in todo:
                 if not s.no_wrap and _inside(spans, s.line, s.byte_col):
