@@ -44,6 +44,9 @@ What it cannot do (it is a test double, not a device):
   tensors or falls back to eager; the first time that happens in a process,
   a :class:`SimulatedDeviceWarning` says so, and the code runs eagerly.
   Compile on CPU tensors instead.
+* ``torch.tensor([a, b])`` (and ``as_tensor``) of simulated tensors raises
+  inside PyTorch (an internal assert of its Python dispatcher) where CUDA
+  reads each element back: build such tensors on CUDA to test them.
 * In-place ops that change a tensor's shape or strides (``resize_`` to a new
   size, ``set_``, ``t_``, ``squeeze_``, ``unsqueeze_``, ``transpose_``,
   ``as_strided_``) raise: the subclass's metadata is fixed when it is made.

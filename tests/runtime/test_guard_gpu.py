@@ -183,3 +183,36 @@ def _frames(under, device):
 
 def test_compile_on_cuda_is_unaffected():
     assert _frames(lambda: guard("raise"), "cuda") == _frames(contextlib.nullcontext, "cuda") == (1, 1)
+
+
+def test_a_host_tensor_built_from_device_values_is_counted_under_its_named_statement(tmp_path, monkeypatch):
+    # torch.tensor([a, b]) of CUDA scalars: one DtoH read per element, both under the
+    # statement `wrap` names (tests/runtime/test_named_crossings.py checks the wrap)
+    from xferaudit.cli import main
+    from xferaudit.runtime.counted import statements
+    from xferaudit.runtime.counted.sitenames import file_name
+
+    (tmp_path / "pyproject.toml").write_text("[project]\nname = 'p'\n")
+    (tmp_path / "pairs.py").write_text(
+        "import torch\n\n\ndef pair(a: torch.Tensor, b: torch.Tensor):\n    return torch.tensor([a, b])\n")
+    monkeypatch.chdir(tmp_path)
+    assert main(["wrap", "pairs.py", "--implicit", "gpu-first"]) == 0
+    monkeypatch.syspath_prepend(str(tmp_path))
+    sys.modules.pop("pairs", None)
+    import pairs
+
+    a, b = torch.tensor(1.5, device="cuda"), torch.tensor(2.5, device="cuda")
+    try:
+        for mode in ("full", "lite"):
+            xfer.reset()
+            with guard("raise", mode=mode):
+                got = pairs.pair(a, b)
+            assert got.tolist() == [1.5, 2.5] and got.device.type == "cpu"
+            rep = xfer.snapshot()
+            rows = {r.site: (r.kind, r.crossings, r.direction) for r in rep.rows}
+            assert rows == {file_name(pairs.__file__) + ":pair:tensor([a,b])": ("statement", 2, "down")}, mode
+            assert rep.unwrapped == []
+    finally:
+        sys.modules.pop("pairs", None)
+        statements.forget()
+        xfer.reset()

@@ -118,6 +118,8 @@ CONTEXTS = {
     "tensor_index": "r = t.reshape(-1)[{N}]",
     "tensor_index_float": "r = t.reshape(-1)[{E}]",
     "mask_index": "v = t.reshape(-1)\nr = v[v > 0]",
+    "host_tensor_of_values": "vals = [{E}.sum(), {E}.sum()]\nr = torch.tensor(vals)",
+    "host_tensor_display": "r = torch.tensor([{E}.sum(), 1.0])",
     "list_display_index": "r = [10, 20, 30][{N}]",
     "slice_custom": "r = Probe()[:{N}]",
     "index_custom": "r = Probe()[{N}]",

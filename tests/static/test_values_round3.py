@@ -418,3 +418,67 @@ def test_data_folders_are_read_proven_by_default():
     src = "from torch import Tensor\ndef sample(w: Tensor):\n    if w.sum() <= 0:\n        pass\n"
     assert [s.line for s in find_in_source(src, "x.py", RULES["gpu-first"], "pkg/data/sampler.py").sites] == []
     assert [s.line for s in find_in_source(src, "x.py", RULES["gpu-first"], "pkg/models/sampler.py").sites] == [3]
+
+
+def test_a_host_tensor_built_from_device_values_is_a_download():
+    # torch.tensor of a list holding device scalars reads each back (an item()
+    # each: two DtoH memcpys for two elements on the H200) into a host tensor
+    src = """\
+    import torch
+
+    def evaluate(model, loader, device):
+        losses = []
+        for x in loader:
+            loss = model(x.to(device)).sum()
+            losses.append(loss)
+        mean = torch.tensor(losses).mean()
+        pair = torch.tensor([loss, loss * 2])
+        onhost = torch.tensor([loss, 1.0], device="cpu")
+        nested = torch.as_tensor([[loss], [loss]])
+        updev = torch.tensor([loss, 1.0], device=device)
+        same = torch.tensor(loss)
+        plain = torch.tensor([1.0, 2.0])
+        table = torch.tensor({"a": loss})
+        return mean, pair, onhost, nested, updev, same, plain, table
+    """
+    for mode in ("proven", "gpu-first"):
+        assert implicit(src, mode) == [(8, "XFA407"), (9, "XFA407"), (10, "XFA407"), (11, "XFA407")], mode
+    assert (12, "up", "torch.tensor") in [(ln, k, c.split("(")[0]) for ln, k, c in explicit(src)]
+
+
+def test_a_host_tensor_of_host_values_or_a_device_copy_is_no_download():
+    src = """\
+    import torch
+
+    def f(xs, t, device):
+        a = torch.tensor([x * 2 for x in xs])
+        b = torch.tensor([t.shape[0], len(xs)])
+        c = torch.as_tensor([1, 2], torch.long, device)
+        return a, b, c
+    """
+    assert implicit(src, "gpu-first") == []
+
+
+def test_a_list_of_device_values_is_empty_where_a_test_of_its_length_fails():
+    # kornia's nms: `if len(keep) > 0: return torch.stack(keep)` then `return torch.tensor(keep)`
+    # builds a host tensor of an empty list: nothing is read back
+    src = """\
+    import torch
+
+    def nms(scores, n, iou_threshold):
+        keep = []
+        order = scores.argsort()
+        while order.numel() > 0:
+            keep.append(order[0])
+            order = order[1:]
+        if len(keep) > 0:
+            return torch.stack(keep)
+        return torch.tensor(keep)
+
+    def other(scores):
+        keep = [torch.argmax(scores)]
+        if len(keep) == 0:
+            return torch.tensor(keep)
+        return torch.tensor(keep)
+    """
+    assert [c for c in implicit(src) if c[1] == "XFA407"] == [(17, "XFA407")]

@@ -343,11 +343,14 @@ _IMPLICIT_DOCS = [
      "idx = torch.tensor([0, 5, 9], device=emb.device)  # once, outside the loop\nrows = emb[idx]\n",
      "No call to wrap: `xferaudit wrap` names the statement with a site comment "
      "(`rows = emb[[0, 5, 9]]  # xferaudit: site=\"...\"`), which the guard counts it under."),
-    ("XFA407", "implicit-download", "A device value assigned into a host tensor",
-     "Reports `host_t[i] = t` with `host_t` a host tensor and `t` a device value.",
-     "The value is copied to the host inside the assignment, with a synchronisation.",
-     "history[step] = loss\n",
-     "losses.append(loss.detach())  # on the device; read once at the end\n",
+    ("XFA407", "implicit-download", "A device value copied into a host tensor",
+     "Reports `host_t[i] = t` with `host_t` a host tensor and `t` a device value, and a host tensor built "
+     "from device values: `torch.tensor([loss, acc])`, `torch.tensor(losses)` (a list of device values), "
+     "`torch.as_tensor(...)`, `torch.asarray(...)`, without a device or with `device=\"cpu\"`.",
+     "The value is copied to the host inside the assignment, with a synchronisation; the factory reads each "
+     "device element back, one copy and one synchronisation per element.",
+     "history[step] = loss\nmean = torch.tensor(losses).mean()\n",
+     "losses.append(loss.detach())  # on the device; read once at the end\nmean = torch.stack(losses).mean()\n",
      "No call to wrap: `xferaudit wrap` names the statement with a site comment, which the guard "
      "counts it under."),
     ("XFA408", "implicit-save", "`torch.save` of device data",

@@ -492,6 +492,8 @@ class Checker:
                 self._log_args(node)
             elif q == "torch.save" and args:
                 self._save(node)
+            elif q in _HOST_BUILDERS and args:
+                self._built_on_host(node, q)
             elif q.startswith("torch."):
                 last = q.rsplit(".", 1)[-1]
                 if args and self.dev(args[0]) and (
@@ -605,6 +607,33 @@ class Checker:
         if hit:
             self.add("XFA408", node, node.func, label="torch.save(" + _unparse(obj, 30) + ")", wrap="save")
 
+    def _built_on_host(self, node: ast.Call, q: str) -> None:
+        """``torch.tensor([a, b])``, ``torch.tensor(losses)`` with device values
+        among the elements: the call reads each back (an ``item()`` each) to
+        build a host tensor; a hidden download, named by its statement. With a
+        device (``device=dev``) it is the explicit upload site: not here."""
+        device = next((k.value for k in node.keywords if k.arg == "device"), None)
+        if device is None and q == "torch.as_tensor" and len(node.args) >= 3:
+            device = node.args[2]  # (as_tensor(data, dtype, device))
+        if device is not None and self.ev.device_value(device) != "cpu":
+            return
+        data = node.args[0]
+        if type(data) in (ast.List, ast.Tuple):
+            todo, hit = list(data.elts), False
+            while todo and not hit:
+                e = todo.pop()
+                if type(e) in (ast.List, ast.Tuple):
+                    todo.extend(e.elts)
+                elif type(e) is not ast.Starred:
+                    hit = self.dev(e)
+        else:
+            v = self.value(data)  # losses.append(loss) ... torch.tensor(losses)
+            hit = v.container and v.items is None and v.kind in ON_DEVICE
+        if hit:
+            self.add("XFA407", data, node.func, label=f"{q.rsplit('.', 1)[1]}(" + _unparse(data, 30) + ")",
+                     why="the call reads each device element back to build a host tensor: it has no wrapped "
+                         "form")
+
     def _hazard(self, node: ast.Call, func: ast.Attribute) -> None:
         if func.attr == "copy_":
             src = node.args[0] if node.args else None
@@ -651,6 +680,10 @@ def _has_kw(node: ast.Call, name: str) -> bool:
 
 
 _WRAPPED_COPIES = frozenset("xferaudit.runtime." + m for m in ("to", "cuda", "copy_"))
+
+
+#: the factories that build a tensor from their data's values, read one by one
+_HOST_BUILDERS = frozenset({"torch.tensor", "torch.as_tensor", "torch.asarray"})
 
 
 def _non_blocking(node: ast.Call) -> bool:

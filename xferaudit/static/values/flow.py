@@ -391,6 +391,26 @@ def _converts(name: str) -> bool:
     return not words or any(w in _CONVERT_WORDS or w.endswith(_CONVERT_ENDS) for w in words)
 
 
+def _nonempty(test: ast.AST) -> Optional[tuple]:
+    """(name, whether the test holds where the list `name` is not empty) of
+    ``xs``, ``len(xs)``, ``len(xs) > 0``, ``len(xs) != 0``, ``len(xs) >= 1``,
+    ``len(xs) == 0``; None for any other test."""
+    if type(test) is ast.Name:
+        return test.id, True
+    sized = lambda n: type(n) is ast.Call and type(n.func) is ast.Name and n.func.id == "len" \
+        and len(n.args) == 1 and not n.keywords and type(n.args[0]) is ast.Name  # noqa: E731
+    if sized(test):
+        return test.args[0].id, True
+    if type(test) is ast.Compare and len(test.ops) == 1 and sized(test.left) \
+            and type(test.comparators[0]) is ast.Constant and type(test.comparators[0].value) is int:
+        op, k = type(test.ops[0]), test.comparators[0].value
+        if (op is ast.Gt and k == 0) or (op is ast.NotEq and k == 0) or (op is ast.GtE and k == 1):
+            return test.left.args[0].id, True
+        if op is ast.Eq and k == 0:
+            return test.left.args[0].id, False
+    return None
+
+
 def narrowed(ev, test: ast.AST) -> tuple[dict, dict]:
     """What an ``if`` test says of names in each branch: ``isinstance(x,
     Tensor)`` (or ``torch.is_tensor(x)``) makes `x` no tensor where it does
@@ -405,6 +425,15 @@ def narrowed(ev, test: ast.AST) -> tuple[dict, dict]:
         for v in test.values:
             a, _ = narrowed(ev, v)
             yes.update(a)
+        return yes, no
+    listed = _nonempty(test)
+    if listed is not None:
+        name, holds = listed
+        v = ev.env.get(name)
+        if v is not None and v.container and v.items is None and v.kind in ("devout", "tensors"):
+            # if len(keep) > 0: return torch.stack(keep) / torch.tensor(keep): where the list is
+            # empty it holds no device value (an empty host list, nothing to read back)
+            (no if holds else yes)[name] = Val("pylist", container=True)
         return yes, no
     if t is not ast.Call or len(test.args) < 1 or type(test.args[0]) is not ast.Name:
         return yes, no

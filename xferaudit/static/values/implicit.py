@@ -22,7 +22,8 @@ XFA405      count        down  ``t[mask]``, ``nonzero``, ``unique``,
                                ``masked_select``, one-argument ``torch.where``,
                                ``repeat_interleave`` without ``output_size``
 XFA406      upload       up    ``t[[0, 5]]``, ``t[:, host_idx]``, ``t[i] = np_array``
-XFA407      download     down  ``host_t[i] = t``
+XFA407      download     down  ``host_t[i] = t``, ``torch.tensor([t, u])``,
+                               ``torch.tensor(list_of_device_values)``
 XFA408      save         down  ``torch.save(t, f)``, ``torch.save(model.state_dict(), f)``
 XFA451      hazard       up    ``non_blocking=True`` upload of pageable host memory
 ==========  ===========  ====  ==================================================
