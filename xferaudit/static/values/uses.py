@@ -26,6 +26,7 @@ import functools
 import re
 from typing import Optional
 
+from ..front.prefilter import _trie
 from .tensor_names import TENSOR_ONLY_METHODS
 
 #: Methods whose call shows the receiver is a tensor (not what the call gives:
@@ -43,7 +44,9 @@ _NOT_TENSOR_FIRST = frozenset("""tensor as_tensor asarray from_numpy frombuffer 
 _TENSOR_NAMESPACES = ("torch.nn.functional.", "torch.linalg.", "torch.fft.", "torch.special.")
 _NAME = r"[A-Za-z_]\w*"
 # (each pattern starts with a literal, which the regex engine skips to: a tenth of the time of `\bname\.`)
-_DOT_CALL = re.compile(r"\.\s*(" + _NAME + r")\s*\(")
+#: `.numel(`, `.masked_fill(`...: a call of an evidence method (a trie of their names: the engine
+#: tests only those at each `.`, not every method call of the file)
+_DOT_CALL = re.compile(r"\.\s*(" + _trie(EVIDENCE_METHODS) + r")\s*\(")
 _DIM_KW = re.compile(r"dim\s*=")
 _RECEIVER = re.compile(r"(" + _NAME + r")\s*$")
 _DIM_CALL = re.compile(r"(" + _NAME + r")\s*\.\s*" + _NAME + r"\s*\([^()\n]*$")
