@@ -255,3 +255,28 @@ def test_hooked_calls_in_compiled_code_compile_the_graphs_they_compile_without_t
         seen.append((out, counters["stats"]["unique_graphs"], dict(counters["recompiles"])))
     assert seen[0] == seen[1]
     assert events() == []
+
+
+def test_a_tensor_stays_no_sequence_while_the_guard_hooks_its_indexing_and_after(dev):
+    # A Python __getitem__ on torch.Tensor used to fill the sequence slot too, for good:
+    # torch.tensor([a, b]) of 0-dim tensors then raised "len() of a 0-d tensor" in every
+    # guard and after it. The hook must leave what PyTorch's C++ sees of a tensor alone.
+    import ctypes
+
+    a, b, v = torch.tensor(1.5), torch.tensor(2.5), torch.tensor([3.0])
+    is_sequence = ctypes.pythonapi.PySequence_Check
+    is_sequence.argtypes = [ctypes.py_object]
+    bare = (torch.tensor([a, b]).tolist(), torch.tensor([[a], [b]]).tolist(), torch.tensor([v]).tolist(),
+            is_sequence(a))
+    assert bare == ([1.5, 2.5], [[1.5], [2.5]], [3.0], 0)
+    x = torch.arange(4.0).to(dev)
+    for mode in ("lite", "full", "lite"):
+        xfer.reset()
+        with guard("log", mode=mode):
+            got = (torch.tensor([a, b]).tolist(), torch.tensor([[a], [b]]).tolist(), torch.tensor([v]).tolist(),
+                   is_sequence(a))
+            x[x > 1]  # (the indexing hook still sees a mask read on the device)
+        assert got == bare, mode
+        assert [u.op for u in xfer.snapshot().unwrapped] == ["aten.index.Tensor"], mode
+        assert (torch.tensor([a, b]).tolist(), torch.tensor([[a], [b]]).tolist(), torch.tensor([v]).tolist(),
+                is_sequence(a)) == bare, mode

@@ -242,26 +242,3 @@ def test_code_torch_generates_is_never_the_place_of_a_crossing(tmp_path, where):
     xfer.reset()
 
 
-
-PAIRS = textwrap.dedent("""\
-    import torch
-
-
-    def pair(a: torch.Tensor, b: torch.Tensor):
-        return torch.tensor([a, b])
-""")
-PAIRS_WRAPPED = '    return torch.tensor([a, b])  # xferaudit: site=":pair:tensor([a,b])"'
-
-
-def test_wrap_names_the_statement_of_a_host_tensor_built_from_device_values(tmp_path, monkeypatch, capsys):
-    # torch.tensor([a, b]) reads each device element back inside the call: no call form, so
-    # wrap names its statement (tests/runtime/test_guard_gpu.py counts it on CUDA: the
-    # simulated device cannot build a host tensor from its tensors)
-    (tmp_path / "pyproject.toml").write_text("[project]\nname = 'p'\n")
-    (tmp_path / "pairs.py").write_text(PAIRS)
-    monkeypatch.chdir(tmp_path)
-    assert main(["wrap", "pairs.py", "--implicit", "gpu-first"]) == 0
-    assert (tmp_path / "pairs.py").read_text().splitlines()[4] == PAIRS_WRAPPED
-    assert main(["check", "pairs.py", "--implicit", "gpu-first", "--no-cache"]) == 0
-    assert main(["unwrap", "pairs.py"]) == 0
-    assert (tmp_path / "pairs.py").read_text() == PAIRS

@@ -276,7 +276,11 @@ _IMPLICIT_DOCS = [
     ("XFA401", "implicit-conversion", "A device tensor converted to a Python number",
      "Reports `float(t)`, `int(t)`, `bool(t)`, `complex(t)`, `operator.index(t)` and a device "
      "tensor used as an int: `range(t)`, `seq[t]` on a Python list or numpy array, slice bounds "
-     "`x[:t]`.",
+     "`x[:t]`; and a host tensor built from device values, `torch.tensor([loss, acc])` or "
+     "`torch.tensor(losses)` (`as_tensor`, `asarray`) without a device or with the host's, which "
+     "converts each device element to a number (an `.item()` each). That one has no wrapped form: "
+     "PyTorch reads the elements below the dispatcher, where neither a wrapper nor the guard sees "
+     "them, so `wrap` leaves it with that reason; `torch.stack(losses)` keeps them on the device.",
      "Each conversion copies the value to the host and waits for every queued kernel first: a "
      "synchronisation hidden in what reads like arithmetic. Once per step it stalls the pipeline "
      "every step, and no `.item()` in the code shows it.",
@@ -343,14 +347,11 @@ _IMPLICIT_DOCS = [
      "idx = torch.tensor([0, 5, 9], device=emb.device)  # once, outside the loop\nrows = emb[idx]\n",
      "No call to wrap: `xferaudit wrap` names the statement with a site comment "
      "(`rows = emb[[0, 5, 9]]  # xferaudit: site=\"...\"`), which the guard counts it under."),
-    ("XFA407", "implicit-download", "A device value copied into a host tensor",
-     "Reports `host_t[i] = t` with `host_t` a host tensor and `t` a device value, and a host tensor built "
-     "from device values: `torch.tensor([loss, acc])`, `torch.tensor(losses)` (a list of device values), "
-     "`torch.as_tensor(...)`, `torch.asarray(...)`, without a device or with `device=\"cpu\"`.",
-     "The value is copied to the host inside the assignment, with a synchronisation; the factory reads each "
-     "device element back, one copy and one synchronisation per element.",
-     "history[step] = loss\nmean = torch.tensor(losses).mean()\n",
-     "losses.append(loss.detach())  # on the device; read once at the end\nmean = torch.stack(losses).mean()\n",
+    ("XFA407", "implicit-download", "A device value assigned into a host tensor",
+     "Reports `host_t[i] = t` with `host_t` a host tensor and `t` a device value.",
+     "The value is copied to the host inside the assignment, with a synchronisation.",
+     "history[step] = loss\n",
+     "losses.append(loss.detach())  # on the device; read once at the end\n",
      "No call to wrap: `xferaudit wrap` names the statement with a site comment, which the guard "
      "counts it under."),
     ("XFA408", "implicit-save", "`torch.save` of device data",

@@ -39,6 +39,7 @@ import time
 from typing import Any, Callable, Optional
 
 from . import guard_ops
+from .type_slots import first_slots
 
 #: Tensor methods hooked, by what decides whether a call could cross.
 SCALAR_READS = ("item", "__float__", "__int__", "__bool__", "__index__", "__complex__", "tolist")
@@ -503,6 +504,7 @@ class Hooks:
         flag = compile_flag(torch)
         self.slots: list = []  # (owner, name, original or None when inherited, hooked)
         Tensor = torch.Tensor
+        self.sequence = first_slots(Tensor)  # (a hooked __getitem__ must not make a tensor a sequence)
         fast = read is not None and record_at is not None and after is not None
         if depth is None:
             depth = _NOT_WRAPPED
@@ -544,6 +546,7 @@ class Hooks:
                     delattr(owner, name)
             else:
                 setattr(owner, name, own)
+        self.sequence.restore()
 
 
 __all__ = ["ORIGINALS", "SCALAR_FAST", "SCALAR_OP", "Hooks", "any_on_device", "compile_flag", "function_predicates",

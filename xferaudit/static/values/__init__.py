@@ -51,6 +51,7 @@ One module per concern::
     uses.py         parameters a tensor-only use in the function shows are tensors
     classes.py      what instances of the file's classes hold, from the calls of their methods
     checks.py       the implicit rules, a hook on every statement
+    builders.py     a host tensor built from device values (torch.tensor([t, u]))
     explain.py      the evidence behind a finding, in words (``sites --explain``)
     findings.py     what the rules report (Finding, Result), check's messages
     implicit.py     one file's implicit findings (find)

@@ -18,6 +18,7 @@ from .explain import explain
 from .expressions import Evaluator
 from .flow import narrowed
 from .findings import CODES, Finding, Result
+from .builders import HOST_BUILDERS, READ_BELOW, built_from_device
 from .kinds import A_LIST, GPU_FIRST, ON_DEVICE, OTHER, SELF, TENSORISH, Val, is_dev
 from .vocabulary import MATCH, TRIES
 
@@ -129,7 +130,7 @@ class Checker:
         self.seen: set = set()
 
     def add(self, code: str, node: ast.AST, at: Optional[ast.AST] = None, label: Optional[str] = None,
-            wrap: str = "", why: str = "") -> None:
+            wrap: str = "", why: str = "", read: Optional[ast.AST] = None) -> None:
         key = (code, type(node), node.lineno, node.col_offset, node.end_lineno, node.end_col_offset)
         if key in self.seen:
             return
@@ -141,7 +142,7 @@ class Checker:
         if self.hot and any(id(n) in self.assumed for n in ast.walk(node)):
             evidence = "a recorded run saw this line crossing"
         else:
-            evidence = explain(self.ev, node, self.gpu_first and self.ev.gpu_first)
+            evidence = explain(self.ev, read or node, self.gpu_first and self.ev.gpu_first)  # (`read`: what is read)
         self.res.findings.append(Finding(code, node, at or node, label, wrap, why,
                                          self.ev.where, evidence))
 
@@ -492,8 +493,9 @@ class Checker:
                 self._log_args(node)
             elif q == "torch.save" and args:
                 self._save(node)
-            elif q in _HOST_BUILDERS and args:
-                self._built_on_host(node, q)
+            elif q in HOST_BUILDERS and args and built_from_device(node, q, self.ev, self.dev, self.value):
+                self.add("XFA401", node, func, label=f"{q.rsplit('.', 1)[1]}(" + _unparse(args[0], 30) + ")",
+                         why=READ_BELOW, read=args[0])
             elif q.startswith("torch."):
                 last = q.rsplit(".", 1)[-1]
                 if args and self.dev(args[0]) and (
@@ -607,33 +609,6 @@ class Checker:
         if hit:
             self.add("XFA408", node, node.func, label="torch.save(" + _unparse(obj, 30) + ")", wrap="save")
 
-    def _built_on_host(self, node: ast.Call, q: str) -> None:
-        """``torch.tensor([a, b])``, ``torch.tensor(losses)`` with device values
-        among the elements: the call reads each back (an ``item()`` each) to
-        build a host tensor; a hidden download, named by its statement. With a
-        device (``device=dev``) it is the explicit upload site: not here."""
-        device = next((k.value for k in node.keywords if k.arg == "device"), None)
-        if device is None and q == "torch.as_tensor" and len(node.args) >= 3:
-            device = node.args[2]  # (as_tensor(data, dtype, device))
-        if device is not None and self.ev.device_value(device) != "cpu":
-            return
-        data = node.args[0]
-        if type(data) in (ast.List, ast.Tuple):
-            todo, hit = list(data.elts), False
-            while todo and not hit:
-                e = todo.pop()
-                if type(e) in (ast.List, ast.Tuple):
-                    todo.extend(e.elts)
-                elif type(e) is not ast.Starred:
-                    hit = self.dev(e)
-        else:
-            v = self.value(data)  # losses.append(loss) ... torch.tensor(losses)
-            hit = v.container and v.items is None and v.kind in ON_DEVICE
-        if hit:
-            self.add("XFA407", data, node.func, label=f"{q.rsplit('.', 1)[1]}(" + _unparse(data, 30) + ")",
-                     why="the call reads each device element back to build a host tensor: it has no wrapped "
-                         "form")
-
     def _hazard(self, node: ast.Call, func: ast.Attribute) -> None:
         if func.attr == "copy_":
             src = node.args[0] if node.args else None
@@ -680,10 +655,6 @@ def _has_kw(node: ast.Call, name: str) -> bool:
 
 
 _WRAPPED_COPIES = frozenset("xferaudit.runtime." + m for m in ("to", "cuda", "copy_"))
-
-
-#: the factories that build a tensor from their data's values, read one by one
-_HOST_BUILDERS = frozenset({"torch.tensor", "torch.as_tensor", "torch.asarray"})
 
 
 def _non_blocking(node: ast.Call) -> bool:

@@ -169,7 +169,7 @@ _WHAT = {
     "upload": ("copies a host index or value to the device inside indexing (up)",
                "make the index or value on the device once, outside the loop, or name its statement "
                "(`xferaudit wrap` appends `# xferaudit: site=...`)"),
-    "download": ("copies device values into a host tensor inside the assignment or call (down)",
+    "download": ("copies a device value into a host tensor inside the assignment (down)",
                  "keep it on the device or read it explicitly with `.cpu()`, or name its statement "
                  "(`xferaudit wrap` appends `# xferaudit: site=...`)"),
     "save": ("saves device data: every storage is copied to the host (down)",

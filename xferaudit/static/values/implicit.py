@@ -12,7 +12,8 @@ each under a code of the ``XFA4xx`` family:
 code        op           kind  what
 ==========  ===========  ====  ==================================================
 XFA401      conversion   down  ``float/int/bool/complex(t)``, ``operator.index(t)``,
-                               ``range(t)``, ``seq[t]``, slice bounds ``x[:t]``
+                               ``range(t)``, ``seq[t]``, slice bounds ``x[:t]``,
+                               ``torch.tensor([t, u])`` (no wrapped form)
 XFA402      truth        down  ``if t:``, ``while t``, ``assert t``, ``not t``,
                                ``and``/``or``, ``if loss > 100:``, ``if t.any():``
 XFA403      format       down  ``print(t)``, ``str/repr/format(t)``, f-strings,
@@ -22,8 +23,7 @@ XFA405      count        down  ``t[mask]``, ``nonzero``, ``unique``,
                                ``masked_select``, one-argument ``torch.where``,
                                ``repeat_interleave`` without ``output_size``
 XFA406      upload       up    ``t[[0, 5]]``, ``t[:, host_idx]``, ``t[i] = np_array``
-XFA407      download     down  ``host_t[i] = t``, ``torch.tensor([t, u])``,
-                               ``torch.tensor(list_of_device_values)``
+XFA407      download     down  ``host_t[i] = t``
 XFA408      save         down  ``torch.save(t, f)``, ``torch.save(model.state_dict(), f)``
 XFA451      hazard       up    ``non_blocking=True`` upload of pageable host memory
 ==========  ===========  ====  ==================================================
