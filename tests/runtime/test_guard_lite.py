@@ -264,19 +264,21 @@ def test_a_tensor_stays_no_sequence_while_the_guard_hooks_its_indexing_and_after
     import ctypes
 
     a, b, v = torch.tensor(1.5), torch.tensor(2.5), torch.tensor([3.0])
+    p = torch.nn.Parameter(torch.tensor(4.0))  # (a subclass takes the slot from torch.Tensor)
+    sim = torch.tensor(1.0).to(dev)  # (so does the simulated device's)
     is_sequence = ctypes.pythonapi.PySequence_Check
     is_sequence.argtypes = [ctypes.py_object]
     bare = (torch.tensor([a, b]).tolist(), torch.tensor([[a], [b]]).tolist(), torch.tensor([v]).tolist(),
-            is_sequence(a))
-    assert bare == ([1.5, 2.5], [[1.5], [2.5]], [3.0], 0)
+            is_sequence(a), is_sequence(p), is_sequence(sim))
+    assert bare == ([1.5, 2.5], [[1.5], [2.5]], [3.0], 0, 0, 0)
     x = torch.arange(4.0).to(dev)
     for mode in ("lite", "full", "lite"):
         xfer.reset()
         with guard("log", mode=mode):
             got = (torch.tensor([a, b]).tolist(), torch.tensor([[a], [b]]).tolist(), torch.tensor([v]).tolist(),
-                   is_sequence(a))
+                   is_sequence(a), is_sequence(p), is_sequence(sim))
             x[x > 1]  # (the indexing hook still sees a mask read on the device)
         assert got == bare, mode
         assert [u.op for u in xfer.snapshot().unwrapped] == ["aten.index.Tensor"], mode
         assert (torch.tensor([a, b]).tolist(), torch.tensor([[a], [b]]).tolist(), torch.tensor([v]).tolist(),
-                is_sequence(a)) == bare, mode
+                is_sequence(a), is_sequence(p), is_sequence(sim)) == bare, mode

@@ -96,3 +96,57 @@ def test_each_context_keeps_its_meaning(ctx):
             for tv, uv in ((0.3, 1), ([1.0, 2.0], [1, 2])):
                 same_meaning(src, tv, uv, everywhere)
     assert (sites == 0) == (ctx in NO_SITE), sites
+
+
+
+#: What each context does in a process where no guard ever ran (a guard that left
+#: torch changed would change the in-process bare run too: it is no reference).
+_PRISTINE = """
+import pickle, sys
+import torch
+sys.path.insert(0, sys.argv[1])
+from codemod_programs import CONTEXTS, outcome, render
+from xferaudit.testing import simulated_device
+import test_codemod_differential as t
+dev = simulated_device()
+out = {}
+for ctx in sorted(CONTEXTS):
+    for i, fill in enumerate(t.FILLS):
+        for j, (tv, uv) in enumerate(((0.3, 1), ([1.0, 2.0], [1, 2]))):
+            for d in (torch.device("cpu"), dev):
+                out[ctx, i, j, d.type] = outcome(render([(ctx, fill)]), tv, uv, d, False)
+sys.stdout.buffer.write(pickle.dumps(out))
+"""
+
+
+@pytest.fixture(scope="module")
+def pristine():
+    import os
+    import pickle
+    import subprocess
+    import sys
+
+    here = os.path.dirname(os.path.abspath(__file__))
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([here, os.environ.get("PYTHONPATH", "")]))
+    done = subprocess.run([sys.executable, "-c", _PRISTINE, here], capture_output=True, env=env, timeout=600)
+    assert done.returncode == 0, done.stderr.decode()[-2000:]
+    return pickle.loads(done.stdout)
+
+
+@pytest.mark.parametrize("ctx", sorted(CONTEXTS))
+def test_the_guard_keeps_each_contexts_meaning(ctx, pristine):
+    """The runtime never changes behaviour: every context, bare, run under the
+    guard (log level, lite and full modes) does what it does in a process no
+    guard ever ran in, on both devices, and so does it bare after the guard (a
+    hooked ``Tensor.__getitem__`` once made ``torch.tensor([a, b])`` of 0-dim
+    tensors raise, in the guard and for good after it)."""
+    for i, fill in enumerate(FILLS):
+        src = render([(ctx, fill)])
+        for j, (tv, uv) in enumerate(((0.3, 1), ([1.0, 2.0], [1, 2]))):
+            for dev in (HOST, DEV):
+                ref = pristine[ctx, i, j, dev.type]
+                for mode in ("lite", "full", ""):
+                    got = outcome(src, tv, uv, dev, False, guard=mode)
+                    for b, g in zip(ref, got):
+                        assert g == b, (f"{b[0]} on {dev} {f'under the {mode} guard' if mode else 'after guards'}:"
+                                        f"\npristine: {b[1:]}\ngot:      {g[1:]}")

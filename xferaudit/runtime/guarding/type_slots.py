@@ -55,7 +55,11 @@ def _methods(cls: type) -> Optional[_SequenceMethods]:
 
 
 class SequenceSlots:
-    """`cls`'s sequence slots as they are now, put back by :meth:`restore`."""
+    """`cls`'s sequence slots as they are now, put back by :meth:`restore`, in
+    `cls` and in its subclasses (``nn.Parameter``, a tensor subclass of a
+    library's or the user's: setting a slot on a class sets it in every class
+    inheriting it) that take them from `cls`: those with no ``__getitem__``
+    (``__setitem__``) of their own, or of a class between them and `cls`."""
 
     def __init__(self, cls: type) -> None:
         self.cls = cls
@@ -63,8 +67,30 @@ class SequenceSlots:
         self.saved = (self.table.sq_item, self.table.sq_ass_item) if self.table is not None else None
 
     def restore(self) -> None:
-        if self.table is not None:
-            self.table.sq_item, self.table.sq_ass_item = self.saved
+        if self.table is None:
+            return
+        item, assign = self.saved
+        self.table.sq_item, self.table.sq_ass_item = item, assign
+        seen: set = set()
+        todo = list(type.__subclasses__(self.cls))
+        while todo:
+            sub = todo.pop()
+            if sub in seen:
+                continue
+            seen.add(sub)
+            todo.extend(type.__subclasses__(sub))
+            own_get = own_set = False
+            for k in sub.__mro__:
+                if k is self.cls:
+                    break
+                own_get = own_get or "__getitem__" in k.__dict__
+                own_set = own_set or "__setitem__" in k.__dict__
+            table = None if own_get and own_set else _methods(sub)
+            if table is not None:
+                if not own_get:
+                    table.sq_item = item
+                if not own_set:
+                    table.sq_ass_item = assign
 
 
 #: the slots of each class as the first guard found them (before any hook of ours)
