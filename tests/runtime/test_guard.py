@@ -514,3 +514,37 @@ def test_control_a_plain_dispatch_mode_would_stop_compilation():
             return func(*args, **(kwargs or {}))
 
     assert _compiled_frames(Plain) == (0, 0)
+
+
+def test_a_trace_under_the_guard_traces_as_without_it():
+    # PyTorch's tracer cannot record through a dispatch mode: a convolution's weight
+    # reached it as a constant that requires grad, and torch.jit.trace raised under
+    # the full guard (einops' own test_torch_layer did). The guard steps aside for it.
+    m = torch.nn.Sequential(torch.nn.Conv2d(1, 2, 3), torch.nn.ReLU())
+    x = torch.randn(1, 1, 5, 5)
+    original = torch.jit.trace
+    for mode in ("full", "lite"):
+        with guard("count", mode=mode):
+            traced = torch.jit.trace(m, x)
+            assert torch.allclose(traced(x), m(x)), mode
+            assert torch.jit.trace_module(m, {"forward": x})(x).shape == (1, 2, 3, 3)
+        assert torch.jit.trace is original
+
+
+def test_a_number_where_an_op_takes_a_tensor_is_made_one_as_torchscript_does():
+    # A traced graph (einops' whole test model) handed aten::equal two ints; TorchScript
+    # converts them itself, but the full guard's mode called the op again from Python,
+    # which parses strictly and raised. The mode now converts them as TorchScript does.
+    from xferaudit.runtime.guarding.guard_trace import as_tensors as _as_tensors
+
+    f = torch.ops.aten.equal.default
+    with pytest.raises(RuntimeError) as err:
+        f(84, 2)
+    args, kwargs = _as_tensors(f, (84, 2), {}, err.value)
+    assert [(a.dtype, a.item()) for a in args] == [(torch.int64, 84), (torch.int64, 2)] and kwargs == {}
+    assert f(*args, **kwargs) is False
+    with pytest.raises(RuntimeError) as err:
+        f(2.5, torch.tensor(2.5, dtype=torch.float64))
+    args, _ = _as_tensors(f, (2.5, torch.tensor(2.5, dtype=torch.float64)), {}, err.value)
+    assert args[0].dtype == torch.float64 and f(*args) is True
+    assert _as_tensors(f, (torch.ones(1), torch.ones(1)), {}, RuntimeError("another error")) is None

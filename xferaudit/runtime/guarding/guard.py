@@ -113,6 +113,18 @@ so Dynamo compiles as it would without the guard, and the guard stays out of
 compiled regions (it sees what runs eagerly around them). The print layer
 steps aside while Dynamo traces (``torch.compiler.is_compiling()``).
 
+torch.jit.trace: PyTorch's tracer cannot record through a dispatch mode (a
+convolution's weight reaches it as a constant that requires grad, and the
+trace raises), so ``torch.jit.trace``/``trace_module`` run with the guard
+stepped aside on their thread: the trace's own ops are not watched, the
+traced module's later calls are. A traced graph may hand an op a Python
+number where its schema takes a tensor (TorchScript converts it); the mode
+converts it the same way when the op, called again, refuses it.
+
+Tensors stay what they are to C code: the indexing hooks (a Python
+``__getitem__`` on torch.Tensor) would make every tensor a sequence to C, for
+good; :mod:`.type_slots` keeps the sequence slots as they were.
+
 Nesting: an inner ``guard(...)`` replaces the levels until it exits; only the
 outermost one on a thread pushes the mode. The mode is per thread: a guard
 entered on one thread does not watch threads the program starts. Autograd's
@@ -138,6 +150,7 @@ from ... import opforms as _opforms
 from ..._text import printable
 from ..counted import frames as _frames
 from . import guard_hooks as _guard_hooks
+from . import guard_trace as _guard_trace
 from . import guard_ops
 from . import guard_print as _guard_print
 from . import guard_state as _guard_state
@@ -421,7 +434,13 @@ def _mode_class(ops: guard_ops.Ops) -> Any:
                 kwargs = {}
             ev = classify(ops, func, args, kwargs)
             if ev is None:
-                return func(*args, **kwargs)
+                try:
+                    return func(*args, **kwargs)
+                except RuntimeError as e:
+                    fixed = _guard_trace.as_tensors(func, args, kwargs, e)
+                    if fixed is None:
+                        raise
+                    return func(*fixed[0], **fixed[1])
             stack = self.stack
             copies = ev[3] if len(ev) > 3 else 1
             pending = _judge(stack, op_name(func), ev[0], ev[1], ev[2], copies)
@@ -509,8 +528,13 @@ def _build(torch: Any) -> Any:
     hooks = _guard_hooks.Hooks(torch, _enter_full, _tls, _read_scalar, _recorder.STATE.local,
                                  _recorder.record_at, _after_event)
     print_install = _guard_print.print_hooks(torch, ops, _event)
+    trace_install = _guard_trace.trace_hooks(torch)
 
-    return _mode_class(ops), print_install, hooks.install
+    def install_print(on: bool) -> None:  # (on while any guard is: the printers and the tracer's way around)
+        print_install(on)
+        trace_install(on)
+
+    return _mode_class(ops), install_print, hooks.install
 
 
 def _modes() -> Any:
