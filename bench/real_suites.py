@@ -20,6 +20,9 @@ one), and there:
 3. ``xferaudit wrap PKGDIR`` (the package, not its tests), as a user would
    (``--exclude tests`` leaves a folder of the package out: einops keeps its
    tests in ``einops/tests``);
+   (with ``--runs`` naming them: ``guarded-lite``, ``guarded-full``, the tests
+   of the package as extracted, the whole run under ``xfer.guard("count",
+   mode=...)``: the runtime must not change what they see);
 4. runs the tests again: wrapped, counting off;
 5. and again: wrapped, counting on for the whole run. A small pytest plugin
    (``-p xferaudit_counting_on``, written to the work folder) calls
@@ -64,7 +67,11 @@ from collections import Counter
 from pathlib import Path
 from typing import Optional
 
-RUNS = ("bare", "wrapped", "counting")
+RUNS = ("bare", "guarded-lite", "guarded-full", "wrapped", "counting")
+#: the runs made by default (the guarded ones on request: the full mode is slow)
+DEFAULT_RUNS = ("bare", "wrapped", "counting")
+#: the runs of the wrapped package (the others run it as extracted)
+WRAPPED_RUNS = ("wrapped", "counting")
 STATES = ("passed", "failed", "error", "skipped", "xfailed")
 _SKIP_DIRS = {"__pycache__", ".xferaudit_cache", ".pytest_cache"}
 
@@ -101,6 +108,28 @@ def pytest_unconfigure(config):
            "turned_back_on": _turned_back_on}
     with open(os.environ["XFERAUDIT_COUNTING_OUT"], "w") as f:
         json.dump(out, f)
+'''
+
+
+GUARD_PLUGIN = '''\
+"""The whole pytest run under xfer.guard("count", mode=...) (bench/real_suites.py):
+the runtime must not change what the library's tests see."""
+import os
+
+import xferaudit.runtime as xfer
+
+_guards = []
+
+
+def pytest_configure(config):
+    g = xfer.guard("count", mode=os.environ["XFERAUDIT_GUARDED_MODE"])
+    g.__enter__()
+    _guards.append(g)
+
+
+def pytest_unconfigure(config):
+    while _guards:
+        _guards.pop().__exit__(None, None, None)
 '''
 
 
@@ -191,7 +220,7 @@ def run_pytest(name: str, args: argparse.Namespace, work: Path, root: Path) -> d
     log = work / f"{name}.log"
     env = dict(os.environ, **_run_env(args))
     paths = [str(root)] + ([str(root / "src")] if (root / "src").is_dir() else []) \
-        + ([str(work)] if name == "counting" else [])
+        + ([str(work)] if name == "counting" or name.startswith("guarded") else [])
     env["PYTHONPATH"] = os.pathsep.join(paths + [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p])
     cmd = [args.python, "-m", "pytest", *args.tests, "-p", "no:cacheprovider", "-q", "-rA",
            f"--junitxml={xml}", *args.pytest_args]
@@ -199,6 +228,10 @@ def run_pytest(name: str, args: argparse.Namespace, work: Path, root: Path) -> d
         (work / "xferaudit_counting_on.py").write_text(PLUGIN)
         env["XFERAUDIT_COUNTING_OUT"] = str(work / "counting.json")
         cmd[3:3] = ["-p", "xferaudit_counting_on"]
+    if name.startswith("guarded"):
+        (work / "xferaudit_guarded.py").write_text(GUARD_PLUGIN)
+        env["XFERAUDIT_GUARDED_MODE"] = name.split("-", 1)[1]
+        cmd[3:3] = ["-p", "xferaudit_guarded"]
     t0 = time.perf_counter()
     with open(log, "w") as f:
         rc = subprocess.run(cmd, cwd=root, env=env, stdout=f, stderr=subprocess.STDOUT).returncode
@@ -359,7 +392,9 @@ def main(argv: Optional[list] = None) -> int:
     ap.add_argument("--env", action="append", default=[], metavar="NAME=VALUE")
     ap.add_argument("--work", type=Path, help="the work folder (default: a temporary one, removed after)")
     ap.add_argument("--keep", action="store_true", help="keep the work folder")
-    ap.add_argument("--runs", default=",".join(RUNS), help="which runs, of bare,wrapped,counting")
+    ap.add_argument("--runs", default=",".join(DEFAULT_RUNS),
+                    help=f"which runs, of {','.join(RUNS)} (default {','.join(DEFAULT_RUNS)}); guarded-*: "
+                         "the package as extracted, the whole run under xfer.guard('count', mode=...)")
     ap.add_argument("--markdown", type=Path, help="also append the report to this file")
     args = ap.parse_args(argv)
     args.pytest_args = extra
@@ -391,7 +426,7 @@ def main(argv: Optional[list] = None) -> int:
             (shutil.copytree if pkg.is_dir() else shutil.copyfile)(pkg, pristine)
         for run in RUNS:
             if run in runs:
-                if run != "bare" and wrap is None:
+                if run in WRAPPED_RUNS and wrap is None:
                     wrap = xferaudit(args, "wrap", pkg, root, work)
                     (work / "wrap.json").write_text(json.dumps(wrap))
                 print(f"real_suites: {run} run ...", file=sys.stderr, flush=True)
