@@ -205,9 +205,9 @@ def test_a_host_tensor_built_from_device_values_reads_each_and_the_check_says_so
     with guard("log", mode="full"):
         torch.tensor([a, b])
     assert xfer.snapshot().unwrapped == []  # (the guard sees none of them: hence no wrapped form)
-    (tmp_path / "pairs.py").write_text("import torch\n\n\ndef pair(a: torch.Tensor, b: torch.Tensor):\n"
-                                       "    return torch.tensor([a, b])\n")
+    (tmp_path / "pairs.py").write_text("import torch\n\n\ndef pair(x):\n    a = x.cuda()\n"
+                                       "    return torch.tensor([a, a * 2])\n")
     monkeypatch.chdir(tmp_path)
     capsys.readouterr()
     assert main(["check", "pairs.py", "--implicit", "gpu-first", "--no-cache"]) == 1
-    assert "pairs.py:5:18: XFA401" in capsys.readouterr().out
+    assert "pairs.py:6:18: XFA401" in capsys.readouterr().out

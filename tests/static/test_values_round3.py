@@ -470,7 +470,7 @@ def test_a_list_of_device_values_is_empty_where_a_test_of_its_length_fails():
 
     def nms(scores, n, iou_threshold):
         keep = []
-        order = scores.argsort()
+        order = scores.cuda().argsort()
         while order.numel() > 0:
             keep.append(order[0])
             order = order[1:]
@@ -479,7 +479,7 @@ def test_a_list_of_device_values_is_empty_where_a_test_of_its_length_fails():
         return torch.tensor(keep)
 
     def other(scores):
-        keep = [torch.argmax(scores)]
+        keep = [torch.argmax(scores.cuda())]
         if len(keep) == 0:
             return torch.tensor(keep)
         return torch.tensor(keep)
@@ -489,13 +489,30 @@ def test_a_list_of_device_values_is_empty_where_a_test_of_its_length_fails():
 
 def test_wrap_leaves_a_host_tensor_built_from_device_values_and_check_says_why(tmp_path, monkeypatch, capsys):
     # (tests/runtime/test_guard_gpu.py shows on CUDA that the reads are real: one DtoH copy each)
-    src = "import torch\n\n\ndef pair(a: torch.Tensor, b: torch.Tensor):\n    return torch.tensor([a, b])\n"
+    src = "import torch\n\n\ndef pair(x):\n    a = x.cuda()\n    return torch.tensor([a, a * 2])\n"
     (tmp_path / "pyproject.toml").write_text("[project]\nname = 'p'\n")
     (tmp_path / "pairs.py").write_text(src)
     monkeypatch.chdir(tmp_path)
     assert main(["wrap", "pairs.py", "--implicit", "gpu-first"]) == 1  # (a site left: wrap says so)
-    assert (tmp_path / "pairs.py").read_text() == src
-    assert "pairs.py:5:18: XFA401 left as it is" in capsys.readouterr().err
+    lines = (tmp_path / "pairs.py").read_text().splitlines()
+    assert any(ln.startswith("    a = _xfer.cuda(x, site=") for ln in lines)  # (the upload: wrapped)
+    assert lines[-1] == "    return torch.tensor([a, a * 2])"  # (the element reads: left)
+    assert "pairs.py:6:18: XFA401 left as it is" in capsys.readouterr().err
     assert main(["check", "pairs.py", "--implicit", "gpu-first", "--no-cache"]) == 1
     out = capsys.readouterr().out
-    assert "pairs.py:5:18: XFA401" in out and "neither a wrapper nor the guard" in out, out
+    assert f"pairs.py:{len(lines)}:18: XFA401" in out and "neither a wrapper nor the guard" in out, out
+
+
+def test_a_host_tensor_of_tensors_the_code_does_not_place_is_no_finding():
+    # gpu-first takes a tensor nothing places for a device one, but a list of such tensors
+    # handed to torch.tensor is most often of host ones (positions, shapes): not reported
+    src = """\
+    import torch
+
+    def deltas(a: torch.Tensor, n: int):
+        out = []
+        for i in range(n):
+            out.append(a.max() + 1 - i)
+        return torch.tensor(out), torch.tensor([a.sum(), a.mean()])
+    """
+    assert [c for c in implicit(src) if c[1] == "XFA401"] == []

@@ -276,7 +276,8 @@ _IMPLICIT_DOCS = [
     ("XFA401", "implicit-conversion", "A device tensor converted to a Python number",
      "Reports `float(t)`, `int(t)`, `bool(t)`, `complex(t)`, `operator.index(t)` and a device "
      "tensor used as an int: `range(t)`, `seq[t]` on a Python list or numpy array, slice bounds "
-     "`x[:t]`; and a host tensor built from device values, `torch.tensor([loss, acc])` or "
+     "`x[:t]`; and a host tensor built from values the code shows on a device (in either reading), "
+     "`torch.tensor([loss, acc])` or "
      "`torch.tensor(losses)` (`as_tensor`, `asarray`) without a device or with the host's, which "
      "converts each device element to a number (an `.item()` each). That one has no wrapped form: "
      "PyTorch reads the elements below the dispatcher, where neither a wrapper nor the guard sees "
