@@ -548,3 +548,17 @@ def test_a_number_where_an_op_takes_a_tensor_is_made_one_as_torchscript_does():
     args, _ = _as_tensors(f, (2.5, torch.tensor(2.5, dtype=torch.float64)), {}, err.value)
     assert args[0].dtype == torch.float64 and f(*args) is True
     assert _as_tensors(f, (torch.ones(1), torch.ones(1)), {}, RuntimeError("another error")) is None
+
+
+def test_code_scripted_under_the_guard_compiles_as_without_it():
+    # TorchScript maps torch.where & co. to aten ops by identity; under the lite guard a
+    # hook stood in for them, and scripting code that calls them failed to read the
+    # hook's source (kornia's color conversions' test_jit did)
+    def pick(x: torch.Tensor) -> torch.Tensor:
+        return torch.where(x > 0, x, torch.zeros_like(x)) + torch.nonzero(x).sum() + torch.tensor(1.0)
+
+    x = torch.tensor([1.0, -2.0, 3.0])
+    for mode in ("lite", "full"):
+        with guard("count", mode=mode):
+            scripted = torch.jit.script(pick)
+            assert torch.equal(scripted(x), pick(x)), mode

@@ -536,6 +536,7 @@ class Hooks:
             if orig is None:
                 continue
             self.slots.append((torch, name, orig, made(orig, name, pred)))
+            _same_builtin(self.slots[-1][3], orig)
 
     def install(self, on: bool) -> None:
         for owner, name, own, hooked in self.slots:
@@ -547,6 +548,20 @@ class Hooks:
             else:
                 setattr(owner, name, own)
         self.sequence.restore()
+
+
+def _same_builtin(hooked: Callable, orig: Callable) -> None:
+    """TorchScript maps ``torch.where`` & co. to their aten ops by identity: code
+    scripted while a hook stands in for one looked the hook up, found no op, and
+    failed to read its source (kornia's ``rgb_to_hls`` under the lite guard).
+    The hook is registered as the same op."""
+    try:
+        from torch.jit._builtins import _find_builtin, _register_builtin
+    except ImportError:  # pragma: no cover - a torch without the table
+        return
+    op = _find_builtin(orig)
+    if op is not None:
+        _register_builtin(hooked, op)
 
 
 __all__ = ["ORIGINALS", "SCALAR_FAST", "SCALAR_OP", "Hooks", "any_on_device", "compile_flag", "function_predicates",
