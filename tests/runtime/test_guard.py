@@ -562,3 +562,28 @@ def test_code_scripted_under_the_guard_compiles_as_without_it():
         with guard("count", mode=mode):
             scripted = torch.jit.script(pick)
             assert torch.equal(scripted(x), pick(x)), mode
+
+
+def test_a_device_context_puts_factories_on_its_device_under_the_guard(tmp_path):
+    # torch.device("meta") as a context finds factories by identity, in a set made on
+    # first use: made under the lite guard it held the hook of torch.tensor, and
+    # torch.tensor(0.) in the block stayed on the host. In a fresh process, first
+    # use under the guard:
+    import subprocess
+    import sys
+
+    code = (
+        "import torch\n"
+        "from xferaudit.runtime.guarding.guard import guard\n"
+        "out = []\n"
+        "for mode in ('lite', 'full', 'lite'):\n"
+        "    with guard('count', mode=mode):\n"
+        "        with torch.device('meta'):\n"
+        "            out.append((torch.tensor(0.0).device.type, torch.zeros(2).device.type))\n"
+        "with torch.device('meta'):\n"
+        "    out.append((torch.tensor(0.0).device.type, torch.zeros(2).device.type))\n"
+        "print(out)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.strip() == str([("meta", "meta")] * 4)

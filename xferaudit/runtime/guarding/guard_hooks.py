@@ -531,6 +531,7 @@ class Hooks:
             self.slots[byname["__setitem__"]] = st[:3] + (fronts[1],)
         for _, _, _, hooked in self.slots:
             ORIGINALS[hooked] = ORIGINALS[hooked.__xferaudit_original__] = hooked.__xferaudit_original__
+        _remember_constructors(torch)
         for name, pred in function_predicates(torch).items():
             orig = getattr(torch, name, None)
             if orig is None:
@@ -548,6 +549,20 @@ class Hooks:
             else:
                 setattr(owner, name, own)
         self.sequence.restore()
+
+
+def _remember_constructors(torch: Any) -> None:
+    """``with torch.device("meta"):`` puts factories on that device by the
+    identity of each one (``torch.tensor``...), in a set PyTorch makes on first
+    use and keeps: made while a hook stood in for ``torch.tensor``, it held the
+    hook, and ``torch.tensor(0.)`` in such a block landed on the host ever after
+    (torchmetrics' ``test_device_from_device_context_manager``). Made here,
+    before any hook, it holds the factories themselves."""
+    try:
+        from torch.utils._device import _device_constructors
+    except ImportError:  # pragma: no cover - a torch without it
+        return
+    _device_constructors()
 
 
 def _same_builtin(hooked: Callable, orig: Callable) -> None:
