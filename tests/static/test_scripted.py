@@ -248,6 +248,7 @@ _SCRIPTING_FORMS = {
     "a made module": ("import torch\nclass Net(torch.nn.Module):\n    def forward(self, x):\n        return x\n"
                       "model = Net()\nm = torch.jit.script(model)\n"),
     "a default": "import torch\ndef f(x):\n    return x\ndef use(s=torch.jit.script(f)):\n    return s\n",
+    "lone carriage returns": "import torch\rdef f(x):\r    return x\r\r\rdef run():\r    return [torch.jit.script(f)]\r",
 }
 
 

@@ -14,10 +14,26 @@ import io
 import re
 import tokenize
 import warnings
+from typing import Iterable
 
 from ..._gc import collector_paused  # (its callers import it from here too)
 
 _LINE_END = re.compile(r"(?<=\n)|(?<=\r)(?!\n)")
+
+
+def line_numbers(text: str, offsets: Iterable[int]) -> list[int]:
+    """The line (as ``ast`` numbers it: see :func:`split_lines`) of each of
+    `offsets` (ascending) in `text`, none of them between a ``\r`` and its
+    ``\n``: one pass over the text, counting on from the offset before."""
+    lone_cr = "\r" in text
+    out, line, at = [], 1, 0
+    for o in offsets:
+        line += text.count("\n", at, o)
+        if lone_cr:
+            line += text.count("\r", at, o) - text.count("\r\n", at, o)
+        at = o
+        out.append(line)
+    return out
 
 
 def split_lines(text: str) -> list[str]:

@@ -32,6 +32,7 @@ from collections import deque
 from typing import Callable, Iterable, Iterator, Optional, Sequence
 
 from ...wrapform import SITE
+from .source import line_numbers
 
 TORCHSCRIPT = ("TorchScript compiles this code, and it cannot call a counting wrapper "
                "(scripted code runs outside Python); the guard still sees its crossings")
@@ -143,13 +144,7 @@ def script_call_lines(text: str) -> list:
         words = re.compile(r"\b(?:%s)\b" % "|".join(map(re.escape, sorted(aliases))))
         offsets.extend(m.start() for m in words.finditer(text))
         offsets.sort()
-    out, line, at = [], 1, 0
-    for o in offsets:
-        line += text.count("\n", at, o)
-        at = o
-        if not out or out[-1] != line:
-            out.append(line)
-    return out
+    return list(dict.fromkeys(line_numbers(text, offsets)))
 
 
 def _walk_pruned(tree: ast.AST, lines: Sequence[int]) -> Iterator[ast.AST]:

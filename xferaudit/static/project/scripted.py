@@ -52,7 +52,7 @@ import re
 from collections import defaultdict, deque
 from typing import Callable, Iterable, Iterator, NamedTuple, Optional
 
-from ..front.source import collector_paused, decode_source, parse
+from ..front.source import collector_paused, decode_source, line_numbers, parse
 from ..front.unwrappable import _PYTHON_ONLY, _decorated, script_call_lines, scripted_defs
 
 # a file that scripts (the calls, or decorators scripted_defs reads: `@torch.jit.script`, `@jit.export`,
@@ -406,7 +406,7 @@ class _Project:
         for ap, text in self.texts.items():
             if "jit" not in text and "ScriptModule" not in text:
                 continue
-            calls = _line_numbers(text, (c.start() for c in _CALLS.finditer(text)))
+            calls = line_numbers(text, [c.start() for c in _CALLS.finditer(text)])
             decorates = _DECORATES.search(text) is not None
             if not (calls or decorates):
                 continue
@@ -429,16 +429,6 @@ class _Project:
             self.out[m.path].setdefault(m.qualnames()[id(node)], origin)
             self.follow(m, m.refs(node), origin)
         return dict(self.out)
-
-
-def _line_numbers(text: str, offsets: Iterable[int]) -> list:
-    """The line of each of `offsets` (ascending) in `text`, counting on from the last."""
-    out, line, at = [], 1, 0
-    for o in offsets:
-        line += text.count("\n", at, o)
-        at = o
-        out.append(line)
-    return out
 
 
 def scripted_in_project(files: Iterable[str], relpath: Callable[[str], str] = lambda p: p) -> dict:
