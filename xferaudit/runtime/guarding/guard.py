@@ -530,11 +530,11 @@ def _build(torch: Any) -> Any:
     print_install = _guard_print.print_hooks(torch, ops, _event)
     trace_install = _guard_trace.trace_hooks(torch)
 
-    def install_print(on: bool) -> None:  # (on while any guard is: the printers and the tracer's way around)
+    def install_any(on: bool) -> None:  # (on while any guard is: the printers, and the tracer's way around)
         print_install(on)
         trace_install(on)
 
-    return _mode_class(ops), install_print, hooks.install
+    return _mode_class(ops), install_any, hooks.install
 
 
 def _modes() -> Any:
@@ -603,11 +603,11 @@ class guard:
 
     def __enter__(self) -> "guard":
         global _active, _lite
-        mode_cls, install_print, install_hooks = _modes()
+        mode_cls, install_any, install_hooks = _modes()
         full = resolve_mode(self.mode) == "full"
         with _active_lock:
             if _active == 0:
-                install_print(True)
+                install_any(True)
             _active += 1
             if not full:  # (the cheap layer's hooks are on while a lite guard is: under
                 if _lite == 0:  # the full mode alone they would only sit in every call)

@@ -500,8 +500,7 @@ class Checker:
             elif q == "torch.save" and args:
                 self._save(node)
             elif q in HOST_BUILDERS and args and built_from_device(node, q, self.ev, self._shown, self.ev.value):
-                # (values the code shows on a device, in either reading: a list of tensors the file does not
-                # place is most often of host ones here: positions, shapes; 2 of 4 such findings were false)
+                # (values the code shows on a device, in either reading: see .builders)
                 self.add("XFA401", node, func, label=f"{q.rsplit('.', 1)[1]}(" + _unparse(args[0], 30) + ")",
                          why=READ_BELOW, read=args[0])
             elif q.startswith("torch."):

@@ -76,11 +76,10 @@ class Uses:
     def __init__(self, text: str, imports: dict) -> None:
         self.text = text
         found: list = []  # (position, name, use)
-        for m in _DOT_CALL.finditer(text):
-            if m.group(1) in EVIDENCE_METHODS:
-                r = _RECEIVER.search(text, max(0, m.start() - 80), m.start())
-                if r is not None:
-                    found.append((r.start(), r.group(1), f"{r.group(1)}.{m.group(1)}(...)"))
+        for m in _DOT_CALL.finditer(text):  # (only evidence methods: the pattern names them)
+            r = _RECEIVER.search(text, max(0, m.start() - 80), m.start())
+            if r is not None:
+                found.append((r.start(), r.group(1), f"{r.group(1)}.{m.group(1)}(...)"))
         for m in _DIM_KW.finditer(text):
             if _word_before(text, m.start()) and text[m.start() - 4:m.start()] != "keep":
                 continue
