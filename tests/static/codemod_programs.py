@@ -118,6 +118,7 @@ CONTEXTS = {
     "tensor_index": "r = t.reshape(-1)[{N}]",
     "tensor_index_float": "r = t.reshape(-1)[{E}]",
     "mask_index": "v = t.reshape(-1)\nr = v[v > 0]",
+    "mask_param": "def inner(x):\n    kept = x[t > 0]\n    return float(x.sum()) + float(kept.sum())\nr = inner(t)",
     "host_tensor_of_values": "vals = [{E}.sum(), {E}.sum()]\nr = torch.tensor(vals)",
     "host_tensor_display": "r = torch.tensor([{E}.sum(), 1.0])",
     "list_display_index": "r = [10, 20, 30][{N}]",

@@ -187,6 +187,83 @@ def test_uses_numpy_also_has_are_no_evidence_nor_is_a_use_after_a_rebinding_or_a
     assert implicit(src) == []
 
 
+def test_a_parameter_indexed_by_a_device_mask_is_a_device_value_from_the_start():
+    src = """\
+    import torch
+    def post(boxes, scores, dev):
+        if boxes.max() > 1:
+            pass
+        keep = scores.to(dev) > 0.5
+        kept = boxes[keep]
+        return float(boxes.sum()), kept
+
+    def nms(boxes, order):
+        m = torch.ones(3, device="cuda") > 0
+        print(boxes)
+        b = boxes[m]
+        return b
+    """
+    # boxes[keep], keep on the device: boxes is a device tensor (or a structure taking a mask)
+    # in both readings, from the function's start; it is not itself printed or tested: only
+    # what a tensor's method gives (`boxes.max()`) is read as one
+    want = [(3, "XFA402"), (6, "XFA405"), (7, "XFA401"), (12, "XFA405")]
+    assert implicit(src) == want
+    assert implicit(src, "proven") == want
+
+
+def test_a_tensor_mask_the_file_does_not_place_shows_a_parameter_only_gpu_first():
+    src = """\
+    import torch
+    def post(boxes, scores):
+        keep = torch.isfinite(scores).all(dim=1)
+        top = boxes[keep]
+        return float(boxes.sum()), top
+    """
+    assert implicit(src) == [(4, "XFA405"), (5, "XFA401")]
+    assert implicit(src, "proven") == []
+
+
+def test_a_mask_use_is_no_evidence_after_a_rebinding_nor_with_a_type_test_nor_for_a_default():
+    src = """\
+    import torch
+    M = torch.ones(3, device="cuda") > 0
+    def rebound(boxes, other):
+        total = float(boxes.sum())
+        boxes = other
+        return boxes[M], total
+    def tested(inst):
+        total = float(inst.sum())
+        if hasattr(inst, "fields"):
+            pass
+        return inst[M], total
+    def defaulted(n=0, *rest):
+        n[M], rest[M]
+        return float(n.sum()), float(rest.sum())
+    def used(boxes):
+        total = float(boxes.sum())
+        return boxes[M], total
+    """
+    # only `used` shows its parameter on the device before anything else binds or tests it
+    assert implicit(src) == [(6, "XFA405"), (11, "XFA405"), (13, "XFA405"), (13, "XFA405"), (16, "XFA401"),
+                              (17, "XFA405")]
+    assert implicit(src, "proven") == implicit(src)
+
+
+def test_the_evidence_of_a_mask_use_says_which_mask(tmp_path, capsys):
+    p = tmp_path / "post.py"
+    p.write_text(textwrap.dedent("""\
+        import torch
+        def post(boxes, dev):
+            keep = torch.ones(3, device=dev) > 0
+            kept = boxes[keep]
+            return float(boxes.sum())
+    """))
+    assert main(["sites", str(p), "--no-cache", "--format", "json"]) == 0
+    got = {r["line"]: r.get("evidence") for r in json.loads(capsys.readouterr().out)}
+    assert got[5] == ("result of `float(boxes.sum())`, result of `boxes.sum()`, boxes: a parameter indexed by "
+                      "a mask on the device, `boxes[keep]` (line 4)")
+
+
 # --- indices, rebindings, narrowing, formatting -----------------------------------------------------
 
 

@@ -19,8 +19,9 @@ a value is. This package says it, per expression, from evidence in the file:
 * assignments, flow-sensitively within a function (a rebinding changes what a
   name is; branches are joined), ``self.attr`` set anywhere in the class,
   parameters annotated as tensors or known to be by their uses
-  (``gt_classes.numel()``, ``torch.unique(gt_classes)``), instances of the
-  file's classes seeded from the calls of their methods;
+  (``gt_classes.numel()``, ``torch.unique(gt_classes)``) or by a device mask
+  that indexes them (``boxes[keep]``: the function is walked again knowing
+  it), instances of the file's classes seeded from the calls of their methods;
 * what a helper of another module of the project returns, where its returns
   are device values (``x = utils.move(x)``): found by one pass over the
   project's files and handed to each file (``project.py``, ``helpers.py``).

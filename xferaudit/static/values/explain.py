@@ -40,7 +40,7 @@ def explain(ev, node: ast.AST, gpu_first: bool) -> str:
 
 def _placed(parts: list) -> bool:
     return any(p.startswith(("moved to the device", "made on the device", "on the device")) or " moved to the device"
-               in p for p in parts)
+               in p or " a mask on the device" in p for p in parts)
 
 
 def _text(node: ast.AST, limit: int = 50) -> str:
@@ -133,6 +133,10 @@ def _name(ev, node: ast.Name, out: list, seen: set, depth: int) -> None:
     elif name in ev.param_uses:
         line, use = ev.param_uses[name]
         out.append(f"{name}: a parameter used as only a tensor is, `{use}` (line {line})")
+    elif name in ev.mask_uses:
+        line, sub, kind = ev.mask_uses[name]
+        mask = "a mask on the device" if kind == "dev" else "a tensor mask the file does not place"
+        out.append(f"{name}: a parameter indexed by {mask}, `{_text(sub)}` (line {line})")
     elif ev.env.get(name) is not None and ev.env[name].kind in TENSORISH | {"tensors"}:
         out.append(f"{name}: annotated as a tensor")
 

@@ -54,6 +54,15 @@ class Evaluator:
         #: the names the file calls the project's placing helpers by (.helpers.local_helpers)
         self.imported: dict = {}
         self.function = None  # the def walked (None at module level)
+        #: the value of each parameter nothing says anything of, as the walk
+        #: starts (one object per walk: `x[m]` on it is a use of the parameter
+        #: itself, not of a value it was rebound to; see :meth:`_subscript`)
+        self.entry: Optional[Val] = None
+        #: parameter -> (line, `x[m]`, the mask's kind): indexed by a mask on
+        #: the device while it held `entry` (the walk records; .walk weighs)
+        self.masked: dict = {}
+        #: parameter -> (line, `x[m]`): the mask uses the walk starts with them placed by (.explain)
+        self.mask_uses: dict = {}
 
     # qualified names, through imports done in the function too
     def qual(self, node: ast.AST) -> Optional[str]:
@@ -304,6 +313,10 @@ class Evaluator:
             return PY if k == "pylist" and bv.parts != () else UNKNOWN
         m = self.value(node.slice) if not isinstance(node.slice, (ast.Slice, ast.Tuple)) else UNKNOWN
         if m.boolean and m.kind in ("dev", "tensor"):
+            if bv is self.entry and type(node.value) is ast.Name and (m.kind == "dev" or self.gpu_first):
+                # def f(boxes): ... boxes[keep], keep on the device: boxes is a device tensor (or a
+                # structure that takes a mask, an Instances); .walk walks again knowing it
+                self.masked.setdefault(node.value.id, (node.lineno, node, m.kind))
             return DEV if m.kind == "dev" else TENSOR  # boxes[mask]: where the mask is
         return UNKNOWN
 

@@ -196,3 +196,25 @@ def _first_bindings(body: list, names: dict) -> dict:
         for f in ("body", "orelse", "finalbody", "handlers", "cases"):
             stack.extend(getattr(st, f, ()))
     return out
+
+
+#: Calls that test what a value is: a function that makes them takes more than tensors.
+_TYPE_TESTS = frozenset({"isinstance", "is_tensor", "hasattr", "type", "callable", "getattr"})
+
+
+def masked_params(fn: ast.AST, masked: dict) -> dict:
+    """The parameters a walk of `fn` saw indexed by a mask on the device
+    (`masked`: name -> (line, ``x[m]``, the mask's kind), from
+    :attr:`.expressions.Evaluator.masked`) that are device values from the
+    function's start: the use comes before any rebinding of the name, and the
+    function never tests what it is. name -> (line, ``x[m]``, kind)."""
+    rebound = _first_bindings(fn.body, masked)
+    tested: set = set()
+    for n in ast.walk(fn):
+        if type(n) is ast.Call and n.args and type(n.args[0]) is ast.Name:
+            f = n.func
+            name = f.id if type(f) is ast.Name else f.attr if type(f) is ast.Attribute else ""
+            if name in _TYPE_TESTS:
+                tested.add(n.args[0].id)
+    return {name: use for name, use in masked.items()
+            if use[0] <= rebound.get(name, use[0]) and name not in tested}

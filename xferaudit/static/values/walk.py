@@ -17,9 +17,9 @@ from typing import Optional
 from .classes import Classes
 from .expressions import Evaluator, Resolver
 from .flow import Hook, Walker, bound_names
-from .kinds import ANNOTATED, FUNC, OTHER, SELF, TENSOR, UNKNOWN, Val, join
+from .kinds import ANNOTATED, DEVX, FUNC, OTHER, SELF, TENSOR, UNKNOWN, Val, join
 from .summaries import Returns, call_seeds, framework, framework_seeds, host_class, is_module_class, summary
-from .uses import Uses
+from .uses import Uses, masked_params
 from .vocabulary import annot_kind, import_val
 
 
@@ -251,15 +251,11 @@ class _Module:
                     attrs[k[1]] = join(attrs[k[1]], v) if k[1] in attrs else v
         return attrs
 
-    def _used(self, fn, params: dict) -> dict:
+    def _used(self, fn, open_: list) -> dict:
         """The parameters of `fn` that its uses show are tensors (:mod:`.uses`):
         name -> (line, the use)."""
         if self.uses is None:
             return {}
-        a = fn.args
-        defaults = {p.arg for p, d in zip(a.args[len(a.args) - len(a.defaults):], a.defaults)
-                    if type(d) is ast.Constant and d.value is not None}  # x=0: a number, whatever its uses
-        open_ = [p for p, v in params.items() if v is UNKNOWN and p not in defaults]
         return self.uses.of(fn, open_) if open_ else {}
 
     def _class_body(self, cls: ast.ClassDef, where: str) -> None:
@@ -276,9 +272,11 @@ class _Module:
                  outer: Optional[dict] = None, where: str = "<module>", calls: Optional[dict] = None,
                  seeds: Optional[dict] = None, methods: Optional[dict] = None,
                  returned: Optional[list] = None, module: bool = False, seeded: str = "",
-                 proven: bool = False) -> dict:
+                 proven: bool = False, masked: Optional[dict] = None) -> dict:
         """Walk one def; the environment after it (with `collect`: only what it
-        binds to ``self.*``). `returned` collects its return values."""
+        binds to ``self.*``). `returned` collects its return values. `masked`:
+        parameters known to be device values by a mask that indexes them
+        (:func:`.uses.masked_params`), from an earlier walk of the same def."""
         ev = self.evaluator(self.globals if outer is None else {**self.globals, **outer}, attrs)
         ev.where = where
         ev.calls = calls
@@ -291,8 +289,9 @@ class _Module:
         if known is None or known[2] != method:  # the same def is walked up to three times: read it once
             names = bound_names(fn.body) | {p.arg for p in fn.args.posonlyargs + fn.args.args + fn.args.kwonlyargs}
             params = _params(fn, method)
-            used = self._used(fn, params)
-            known = self.defs[id(fn)] = (names, params, method, used)
+            open_ = _open_params(fn, params)
+            used = self._used(fn, open_)
+            known = self.defs[id(fn)] = (names, params, method, used, open_)
         ev.local_names = known[0]
         ev.function = fn
         ev.env.update(known[1])
@@ -303,6 +302,14 @@ class _Module:
             ev.env.update(seeds)
             if seeded:
                 ev.seeded = dict.fromkeys(seeds, seeded)
+        if masked:  # parameters the last walk saw indexed by a device mask
+            ev.env.update(dict.fromkeys(masked, DEVX))
+            ev.mask_uses = masked
+        entry = ev.entry = Val("unknown")  # (equal to UNKNOWN, but this walk's own: see Evaluator.entry)
+        star = (fn.args.vararg, fn.args.kwarg)  # (a tuple, a dict: no mask indexes them)
+        for p in known[4]:
+            if ev.env.get(p) is UNKNOWN and not any(s is not None and s.arg == p for s in star):
+                ev.env[p] = entry
 
         def nested(inner, outer_ev):
             if collect or hook is None:
@@ -311,10 +318,28 @@ class _Module:
             self.function(inner, attrs, hook, method=False, outer=closure, where=f"{where}.{inner.name}")
 
         Walker(ev, None if collect else hook, nested).body(fn.body)
+        if ev.masked and masked is None:
+            found = masked_params(fn, ev.masked)
+            if found:
+                # `boxes[keep]`, keep on the device: boxes was one from the start; walked again so
+                # (what the first walk found stays found: the second only knows more)
+                if returned is not None:
+                    del returned[:]
+                return self.function(fn, attrs, hook, method, collect, outer, where, calls, seeds, methods,
+                                     returned, module, seeded, proven, masked=found)
         if collect:
             # Only the assignments to self.* matter; the walk is the same.
             return {k: v for k, v in ev.env.items() if isinstance(k, tuple)}
         return ev.env
+
+
+def _open_params(fn, params: dict) -> list:
+    """The parameters of `fn` nothing says anything of (no annotation, no
+    constant default: ``x=0`` is a number whatever its uses)."""
+    a = fn.args
+    defaults = {p.arg for p, d in zip(a.args[len(a.args) - len(a.defaults):], a.defaults)
+                if type(d) is ast.Constant and d.value is not None}
+    return [p for p, v in params.items() if v is UNKNOWN and p not in defaults]
 
 
 def _stores_self(body: list) -> bool:
