@@ -165,6 +165,21 @@ def test_a_parameter_is_a_tensor_by_a_tensor_only_use():
     assert implicit(src, "proven") == []
 
 
+def test_descending_is_a_use_only_a_tensor_has():
+    src = """\
+    import numpy as np
+    def rank(scores, arr):
+        order = scores.argsort(descending=True)
+        idx = np.argsort(arr, kind="stable")
+        if scores.max() > 0.5:
+            pass
+        if arr.max() > 0.5:
+            pass
+        return order, idx
+    """
+    assert implicit(src) == [(5, "XFA402")]
+
+
 def test_uses_numpy_also_has_are_no_evidence_nor_is_a_use_after_a_rebinding_or_a_type_test():
     src = """\
     import numpy as np

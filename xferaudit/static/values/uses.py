@@ -7,7 +7,9 @@ of anything, unless the function uses it as only a tensor can be used:
   (numpy arrays, Python values, modules, pandas objects and meters lack them:
   :data:`.tensor_names.TENSOR_ONLY_METHODS`, plus ``numel``/``nelement``/
   ``ndimension``/``element_size``); ``argmax`` or ``sum`` alone are not (numpy
-  has them), with ``dim=`` or ``keepdim=`` they are (numpy says ``axis=``);
+  has them), with ``dim=`` or ``keepdim=`` they are (numpy says ``axis=``),
+  and so is ``descending=`` (``scores.argsort(descending=True)``: numpy's
+  sorts take none);
 * the tensor argument of a torch function that takes none but a tensor there:
   ``torch.unique(gt_classes)``, ``torch.isfinite(scores)``, ``F.softmax(x)``
   (not ``torch.tensor(x)``, ``torch.cat(x)``, ``torch.pow(2, x)``...).
@@ -47,7 +49,7 @@ _NAME = r"[A-Za-z_]\w*"
 #: `.numel(`, `.masked_fill(`...: a call of an evidence method (a trie of their names: the engine
 #: tests only those at each `.`, not every method call of the file)
 _DOT_CALL = re.compile(r"\.\s*(" + _trie(EVIDENCE_METHODS) + r")\s*\(")
-_DIM_KW = re.compile(r"dim\s*=")
+_DIM_KW = re.compile(r"(?:dim|descending)\s*=")
 _RECEIVER = re.compile(r"(" + _NAME + r")\s*$")
 _DIM_CALL = re.compile(r"(" + _NAME + r")\s*\.\s*" + _NAME + r"\s*\([^()\n]*$")
 #: What makes a use of a name no evidence in its function: a test of its type, or a
