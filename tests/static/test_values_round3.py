@@ -180,6 +180,29 @@ def test_descending_is_a_use_only_a_tensor_has():
     assert implicit(src) == [(5, "XFA402")]
 
 
+def test_a_rebinding_to_a_slice_or_a_masked_part_of_itself_keeps_what_a_later_use_shows():
+    src = """\
+    import torch
+    def post(boxes, scores, labels, thr):
+        keep = scores > thr
+        boxes, scores, labels = boxes[keep], scores[keep], labels[keep]
+        order = scores.argsort(descending=True)
+        return boxes, order, labels
+
+    def head(logits, items, k):
+        if logits.max() > 0:
+            pass
+        if items.max() > 0:
+            pass
+        logits = logits[:, 0]
+        items = items[k]
+        return torch.sigmoid(logits), torch.sigmoid(items)
+    """
+    # scores[keep] and logits[:, 0] are what scores and logits were; items[k] may be a list's item
+    assert implicit(src) == [(4, "XFA405"), (4, "XFA405"), (4, "XFA405"), (9, "XFA402")]
+    assert implicit(src, "proven") == []
+
+
 def test_uses_numpy_also_has_are_no_evidence_nor_is_a_use_after_a_rebinding_or_a_type_test():
     src = """\
     import numpy as np

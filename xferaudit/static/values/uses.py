@@ -15,7 +15,9 @@ of anything, unless the function uses it as only a tensor can be used:
   (not ``torch.tensor(x)``, ``torch.cat(x)``, ``torch.pow(2, x)``...).
 
 The uses are found in the file's text, once per file (:class:`Uses`), and
-count for a parameter when they come before any rebinding of it, and when the
+count for a parameter when they come before any rebinding of it (but a
+rebinding to a slice or a masked part of itself, ``x = x[:, 0]``,
+``boxes = boxes[keep]``, keeps what it is), and when the
 function never tests what it is (``isinstance(x, ...)``, ``hasattr(x, ...)``)
 nor binds the name again in a comprehension, a lambda or an inner def.
 """
@@ -167,8 +169,16 @@ def _docstring(st: ast.stmt) -> bool:
 
 
 def _first_bindings(body: list, names: dict) -> dict:
-    """name -> the first line a statement of `body` (nested defs left out) binds it on."""
+    """name -> the first line a statement of `body` (nested defs left out)
+    binds it on, a rebinding to a part of itself that keeps what it is left
+    out (:func:`_keeps_kind`)."""
     out: dict = {}
+    masks: list = []  # (the names bound to a mask, found when first asked)
+
+    def mask_names() -> set:
+        if not masks:
+            masks.append(_mask_names(body))
+        return masks[0]
 
     def note(target: Optional[ast.AST], line: int) -> None:
         if target is None:
@@ -182,8 +192,14 @@ def _first_bindings(body: list, names: dict) -> dict:
         st = stack.pop()
         t = type(st)
         if t is ast.Assign:
+            v = st.value
             for tg in st.targets:
-                note(tg, st.lineno)
+                if type(tg) is ast.Tuple and type(v) is ast.Tuple and len(tg.elts) == len(v.elts):
+                    for e, part in zip(tg.elts, v.elts):  # boxes, scores = boxes[keep], scores[keep]
+                        if not _keeps_kind(e, part, mask_names):
+                            note(e, st.lineno)
+                elif not _keeps_kind(tg, v, mask_names):
+                    note(tg, st.lineno)
         elif t in (ast.AugAssign, ast.AnnAssign):
             note(st.target, st.lineno)
         elif t in (ast.For, ast.AsyncFor):
@@ -197,6 +213,37 @@ def _first_bindings(body: list, names: dict) -> dict:
             note(st.target, st.lineno)
         for f in ("body", "orelse", "finalbody", "handlers", "cases"):
             stack.extend(getattr(st, f, ()))
+    return out
+
+
+def _keeps_kind(target: ast.AST, value: ast.AST, mask_names) -> bool:
+    """`x = x[...]` where the part is what `x` is: a slice (``x[1:]``: a
+    list's is a list, numpy's numpy, a tensor's a tensor), several indices
+    (``x[:, 0]``, ``x[i, j]``: a list takes none), or a mask (``x[keep]``,
+    ``keep = scores > t``, or ``x[~m]``), so a later use still shows what the
+    parameter was. An index of one value (``x[i]``) may take an item of a list."""
+    if type(target) is not ast.Name or type(value) is not ast.Subscript or type(value.value) is not ast.Name \
+            or value.value.id != target.id:
+        return False
+    s = value.slice
+    if type(s) is ast.Slice or type(s) is ast.Tuple:
+        return True
+    while type(s) is ast.UnaryOp and type(s.op) is ast.Invert:
+        s = s.operand
+    return type(s) is ast.Compare or type(s) is ast.Name and s.id in mask_names()
+
+
+def _mask_names(body: list) -> set:
+    """Names `body` binds to a comparison (``keep = scores > t``), its
+    inverse, or ``&``/``|`` of such: masks, where they index a tensor."""
+    out: set = set()
+    for n in ast.walk(ast.Module(body=body, type_ignores=[])):
+        if type(n) is ast.Assign and len(n.targets) == 1 and type(n.targets[0]) is ast.Name:
+            v = n.value
+            while type(v) is ast.UnaryOp and type(v.op) is ast.Invert:
+                v = v.operand
+            if type(v) is ast.Compare or type(v) is ast.BinOp and type(v.op) in (ast.BitAnd, ast.BitOr):
+                out.add(n.targets[0].id)
     return out
 
 
