@@ -56,7 +56,9 @@ _RECEIVER = re.compile(r"(" + _NAME + r")\s*$")
 _DIM_CALL = re.compile(r"(" + _NAME + r")\s*\.\s*" + _NAME + r"\s*\([^()\n]*$")
 #: What makes a use of a name no evidence in its function: a test of its type, or a
 #: binding of the name in a comprehension, a lambda or an inner def.
-_TESTS = re.compile(r"\b(?:isinstance|is_tensor|hasattr|type|callable|getattr)\(\s*(" + _NAME + r")"
+#: Calls that test what a value is: a function that makes them takes more than tensors.
+_TYPE_TESTS = frozenset({"isinstance", "is_tensor", "hasattr", "type", "callable", "getattr"})
+_TESTS = re.compile(r"\b(?:" + "|".join(sorted(_TYPE_TESTS)) + r")\(\s*(" + _NAME + r")"
                     r"|\bfor\s+([^\n:]*?)\s+in\b|\blambda\b([^:\n]*):|\bdef\s+\w+\(([^)]*)\)")
 
 
@@ -228,8 +230,7 @@ def _keeps_kind(target: ast.AST, value: ast.AST, mask_names) -> bool:
     s = value.slice
     if type(s) is ast.Slice or type(s) is ast.Tuple:
         return True
-    while type(s) is ast.UnaryOp and type(s.op) is ast.Invert:
-        s = s.operand
+    s = _uninverted(s)
     return type(s) is ast.Compare or type(s) is ast.Name and s.id in mask_names()
 
 
@@ -239,16 +240,17 @@ def _mask_names(body: list) -> set:
     out: set = set()
     for n in ast.walk(ast.Module(body=body, type_ignores=[])):
         if type(n) is ast.Assign and len(n.targets) == 1 and type(n.targets[0]) is ast.Name:
-            v = n.value
-            while type(v) is ast.UnaryOp and type(v.op) is ast.Invert:
-                v = v.operand
+            v = _uninverted(n.value)
             if type(v) is ast.Compare or type(v) is ast.BinOp and type(v.op) in (ast.BitAnd, ast.BitOr):
                 out.add(n.targets[0].id)
     return out
 
 
-#: Calls that test what a value is: a function that makes them takes more than tensors.
-_TYPE_TESTS = frozenset({"isinstance", "is_tensor", "hasattr", "type", "callable", "getattr"})
+def _uninverted(node: ast.AST) -> ast.AST:
+    """`node` without the ``~`` in front of it (``~m``, ``~~m``: a mask's inverse is a mask)."""
+    while type(node) is ast.UnaryOp and type(node.op) is ast.Invert:
+        node = node.operand
+    return node
 
 
 def masked_params(fn: ast.AST, masked: dict) -> dict:

@@ -291,7 +291,9 @@ class _Module:
             params = _params(fn, method)
             open_ = _open_params(fn, params)
             used = self._used(fn, open_)
-            known = self.defs[id(fn)] = (names, params, method, used, open_)
+            star = {a.arg for a in (fn.args.vararg, fn.args.kwarg) if a is not None}  # (a tuple, a dict: no
+            entered = [p for p in open_ if p not in star]  # mask indexes them; the rest start at `ev.entry`)
+            known = self.defs[id(fn)] = (names, params, method, used, entered)
         ev.local_names = known[0]
         ev.function = fn
         ev.env.update(known[1])
@@ -306,9 +308,8 @@ class _Module:
             ev.env.update(dict.fromkeys(masked, DEVX))
             ev.mask_uses = masked
         entry = ev.entry = Val("unknown")  # (equal to UNKNOWN, but this walk's own: see Evaluator.entry)
-        star = (fn.args.vararg, fn.args.kwarg)  # (a tuple, a dict: no mask indexes them)
         for p in known[4]:
-            if ev.env.get(p) is UNKNOWN and not any(s is not None and s.arg == p for s in star):
+            if ev.env.get(p) is UNKNOWN:
                 ev.env[p] = entry
 
         def nested(inner, outer_ev):
