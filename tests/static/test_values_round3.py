@@ -203,6 +203,22 @@ def test_a_rebinding_to_a_slice_or_a_masked_part_of_itself_keeps_what_a_later_us
     assert implicit(src, "proven") == []
 
 
+@pytest.mark.parametrize("end", ["\r\n", "\r"])
+def test_uses_are_found_on_the_lines_ast_numbers_whatever_the_line_endings(end):
+    src = """\
+    import torch
+    def losses(gt_classes, scores):
+        if gt_classes.numel() == 0:
+            print(gt_classes)
+        if isinstance(scores, list):
+            pass
+        return float(scores.sum()), scores.argmax(dim=1)
+    """
+    want = implicit(src)
+    assert want == [(4, "XFA403")]  # (scores: its type is tested)
+    assert implicit(textwrap.dedent(src).replace("\n", end)) == want
+
+
 def test_uses_numpy_also_has_are_no_evidence_nor_is_a_use_after_a_rebinding_or_a_type_test():
     src = """\
     import numpy as np

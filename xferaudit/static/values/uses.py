@@ -27,10 +27,12 @@ from __future__ import annotations
 import ast
 import bisect
 import functools
+import itertools
 import re
 from typing import Optional
 
 from ..front.prefilter import _trie
+from ..front.source import line_numbers, split_lines
 from .tensor_names import TENSOR_ONLY_METHODS
 
 #: Methods whose call shows the receiver is a tensor (not what the call gives:
@@ -102,7 +104,9 @@ class Uses:
                 q = qual.qual + re.sub(r"\s+", "", m.group(1))
                 if _tensor_first(q):
                     found.append((m.start(), m.group(2), f"{alias}{m.group(1)}({m.group(2)}, ...)"))
-        self.hits = _lined(text, found)
+        found.sort()
+        self.hits = [(line, name, use) for line, (_, name, use) in
+                     zip(line_numbers(text, [pos for pos, _, _ in found]), found)]  # (line, name, use)
         self.lines = [h[0] for h in self.hits]
         self._starts: list = []
 
@@ -132,8 +136,8 @@ class Uses:
 
     def _tested(self, lo: int, hi: int) -> set:
         """The names lines `lo`..`hi` test the type of, or bind in a comprehension, lambda or def."""
-        if not self._starts:
-            self._starts = [0] + [m.end() for m in re.finditer("\n", self.text)]
+        if not self._starts:  # (where each line starts, as ast numbers them)
+            self._starts = [0, *itertools.accumulate(map(len, split_lines(self.text)))]
         starts = self._starts
         a = starts[lo - 1] if lo - 1 < len(starts) else len(self.text)
         b = starts[hi] if hi < len(starts) else len(self.text)
@@ -143,18 +147,6 @@ class Uses:
                 if g:
                     out.update(re.findall(_NAME, g))
         return out
-
-
-def _lined(text: str, found: list) -> list:
-    """(position, name, use) -> (line, name, use), sorted."""
-    found.sort()
-    out = []
-    line, at = 1, 0
-    for pos, name, use in found:
-        line += text.count("\n", at, pos)
-        at = pos
-        out.append((line, name, use))
-    return out
 
 
 def _tensor_first(q: str) -> bool:
