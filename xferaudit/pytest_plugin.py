@@ -94,7 +94,8 @@ def _torch_installed() -> bool:
 
 
 class _Measure:
-    """Snapshot diff of the tallies around a test body (counting on inside)."""
+    """Snapshot diff of the tallies around a test body (counting on inside):
+    every crossing, wrapped or not, with its bytes."""
 
     def __init__(self) -> None:
         from .runtime.runs import budget
@@ -104,23 +105,19 @@ class _Measure:
         self._state = recorder.STATE
         self._prev_on = self._state.on
         self._state.on = True
-        self._bytes0 = self._bytes()
         self._start = budget._snapshot()
-
-    def _bytes(self) -> dict:
-        with self._state.lock:
-            return {k: t.bytes for k, t in self._state.sites.items()}
 
     def finish(self) -> dict:
         sites, launches, unwrapped = self._budget._delta(self._start, self._budget._snapshot())
-        sites = {k: v[0] for k, v in sites.items()}  # crossings (copies and pageable beside)
         self._state.on = self._prev_on
-        b0, b1 = self._bytes0, self._bytes()
+        named = {k: v[0] for k, v in sites.items() if v[0] > 0}  # wrapped, library and statement rows
+        lines = sum(max(v[0], 0) for v in unwrapped.values())  # lines nothing names
         return {
-            "crossings": sum(max(v, 0) for v in sites.values()),
-            "sites": {k: v for k, v in sites.items() if v > 0},
-            "bytes_total": sum(max(v - b0.get(k, 0), 0) for k, v in b1.items()),
-            "unwrapped": sum(max(c, 0) for c, _ in unwrapped.values()),
+            "crossings": sum(named.values()) + lines,
+            "sites": named,
+            "bytes_total": sum(max(v[4], 0) for v in sites.values())
+            + sum(max(v[4], 0) for v in unwrapped.values()),
+            "unwrapped": lines,
             "launches": sum(max(v, 0) for v in launches.values()),
         }
 
@@ -332,6 +329,8 @@ class _Table:
             active.sort(key=lambda nr: (-nr[1]["crossings"], -nr[1]["unwrapped"], nr[0]))
             from ._units import human_bytes
 
+            tr.write_line("crossings and bytes: every crossing of the test body, wrapped or not; "
+                          "unwrapped: those of them at lines nothing names")
             tr.write_line(f"{'crossings':>9}  {'bytes':>10}  {'unwrapped':>9}  {'launches':>8}  test")
             for nodeid, r in active:
                 tr.write_line(

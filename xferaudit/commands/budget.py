@@ -13,7 +13,11 @@ freeze again after editing that file, or name the line with ``xferaudit wrap
 read as it is, or pasted into pyproject.toml.
 
 Steps: ``--steps N`` divides the run's totals by N; without it, the report's
-``steps`` (top level or ``meta``), else 1. ``--slack`` adds headroom: ``10%``
+``steps`` (top level or ``meta``), else 1. A merged run (``xferaudit merge``)
+is frozen per rank per step: each rank's figures divided by its own steps
+(``--steps N``: N each), the most any rank crossed, since each rank's
+``xferaudit run --budget`` checks its own run; the ranks' sum would let one
+rank cross as often as all of them together. ``--slack`` adds headroom: ``10%``
 of each site's count, or an absolute number of crossings per step (``0.5``).
 """
 
@@ -96,34 +100,45 @@ class BudgetCommand(Command):
 
         from .._validate import steps_of
 
+        def _declared(r, where) -> int:
+            return steps_of({"meta": r.meta}, f"{where}: rank {r.meta.get('rank')}", ReportError)
+
         src = Path(args.source)
         try:
             rep = Report.load(src)  # (a top-level "steps" is read into its meta)
             declared = steps_of({"meta": rep.meta}, str(src), ReportError)
+            for r in getattr(rep, "ranks", None) or []:
+                _declared(r, src)  # (checked now: an error is one line)
         except ReportError as e:
             raise UserError(str(e)) from None
-        steps = args.steps if args.steps is not None else declared or 1
         pct, absolute = args.slack
+        ranks = list(getattr(rep, "ranks", None) or [])
+        if ranks:  # a merged run: each rank per its own step, the most any rank crossed
+            parts = [(r, args.steps if args.steps is not None else _declared(r, src) or 1) for r in ranks]
+            step_counts = sorted({n for _, n in parts})
+            steps_text = (f"{len(ranks)} rank(s) of {'/'.join(map(str, step_counts))} step(s), "
+                          "per rank per step (the most any rank crossed)")
+        else:
+            parts = [(rep, args.steps if args.steps is not None else declared or 1)]
+            steps_text = f"{parts[0][1]} step(s)"
 
-        def allowance(total: int) -> Fraction:  # exact: the run it came from passes
-            return Fraction(total, steps) * (1 + pct) + absolute if total else absolute
+        def allowance(per: Fraction) -> Fraction:  # exact: the run it came from passes
+            return per * (1 + pct) + absolute if per else absolute
 
-        from ..runtime.runs.budget import line_name
-
-        # Every row, the empty name too: `site=""` is a name the runtime records.
-        totals = {r.site: (r.crossings, r.copies) for r in rep.rows}
-        # The user's lines that crossed with nothing naming them: path:line.
-        user_lines: dict = {}
-        for u in rep.unwrapped:
-            name = line_name(u.path, u.line)
-            if name not in totals:
-                n, k = user_lines.get(name, (0, 0))
-                user_lines[name] = (n + u.count, k + u.copies)
-        totals.update(user_lines)
-        crossings = {s: allowance(n) for s, (n, _) in totals.items()}
+        crossings: dict = {}
+        copies: dict = {}
+        launches: dict = {}
+        user_lines: set = set()
+        for part, steps in parts:
+            c, k, x, lines = _per_step(part, steps)
+            user_lines |= lines
+            for table, figures in ((crossings, c), (copies, k), (launches, x)):
+                for site, per in figures.items():
+                    table[site] = max(table.get(site, per), per)
         # Copies beside crossings where a call makes several (a module move).
-        copies = {s: allowance(k) for s, (n, k) in totals.items() if k != n}
-        launches = {x.site: allowance(x.launches) for x in rep.launches}
+        copies = {s: allowance(k) for s, k in copies.items() if k != crossings[s]}
+        crossings = {s: allowance(n) for s, n in crossings.items()}
+        launches = {s: allowance(n) for s, n in launches.items()}
         both = sorted(set(crossings) & set(launches))
         if both:
             raise UserError(f"{src}: site(s) both transfer and launch rows: {', '.join(both)}")
@@ -142,9 +157,9 @@ class BudgetCommand(Command):
             slack = f"{float(pct * 100):g}%" if pct else _fmt(absolute)
             lines = [
                 "# xferaudit budget: expected crossings per site per step (launches for graph sites).",
-                f"# From {src.name}: {steps} step(s), slack {slack}. Checked by xferaudit run --budget <this file>,",
-                "# xfer.expect(<this file>) and @pytest.mark.xfer_budget(<this file>); the table can go into",
-                "# pyproject.toml as is.",
+                f"# From {src.name}: {steps_text}, slack {slack}.",
+                "# Checked by xferaudit run --budget <this file>, xfer.expect(<this file>) and",
+                "# @pytest.mark.xfer_budget(<this file>); the table can go into pyproject.toml as is.",
                 "[tool.xferaudit.budget]",
             ]
             lines += [f"{_toml_key(s)} = {{ crossings = {_fmt(n)}, copies = {_fmt(copies[s])} }}"
@@ -162,8 +177,30 @@ class BudgetCommand(Command):
         else:
             _write_atomic(Path(out), text)
             print(f"xferaudit: wrote {out} ({len(crossings) + len(launches)} site(s), "
-                  f"{steps} step(s))", file=sys.stderr)
+                  f"{steps_text})", file=sys.stderr)
         return EXIT_OK
+
+
+def _per_step(rep, steps: int) -> tuple:
+    """One run's (or one rank's) figures per step: ``(crossings, copies,
+    launches, user lines)``, the first three ``{name: Fraction}``: every row
+    (the empty name too: `site=""` is a name the runtime records), the user's
+    lines that crossed with nothing naming them (``path:line``), the graph
+    sites' launches."""
+    from ..runtime.runs.budget import line_name
+
+    totals = {r.site: (r.crossings, r.copies) for r in rep.rows}
+    lines: dict = {}
+    for u in rep.unwrapped:
+        name = line_name(u.path, u.line)
+        if name not in totals:
+            n, k = lines.get(name, (0, 0))
+            lines[name] = (n + u.count, k + u.copies)
+    totals.update(lines)
+    crossings = {s: Fraction(n, steps) for s, (n, _) in totals.items()}
+    copies = {s: Fraction(k, steps) for s, (_, k) in totals.items()}
+    launches = {x.site: Fraction(x.launches, steps) for x in rep.launches}
+    return crossings, copies, launches, set(lines)
 
 
 def _write_atomic(path: Path, text: str) -> None:

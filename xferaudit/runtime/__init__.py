@@ -94,6 +94,13 @@ def _bind_torch() -> None:
 def count(on: bool = True, timeline: Optional[bool] = None, ranges: Optional[bool] = None) -> bool:
     """Turn counting on (resetting every tally) or off; returns the previous state.
 
+    Under ``xferaudit run`` (and :func:`~xferaudit.runtime.runs.runner.counted`)
+    the run holds counting for the whole program: this call neither turns it
+    off nor resets it (``ranges=`` and ``timeline=`` still apply), and the run
+    says at its end that the program asked, so a program's own window
+    (``count(True) ... count(False)``, ``count(args.profile)``) cannot hide
+    crossings from the run file or its budget.
+
     ``timeline=True`` also starts the event timeline (see :func:`timeline`),
     ``timeline=False`` stops it; None leaves it as it is. ``ranges=True`` runs
     every counted call inside a torch.profiler range and an NVTX range named by
@@ -104,6 +111,10 @@ def count(on: bool = True, timeline: Optional[bool] = None, ranges: Optional[boo
     prev = STATE.on
     if timeline is not None:
         _recorder.set_timeline(timeline)
+    if _held_by_run("xfer.count(True)" if on else "xfer.count(False)"):  # (`bool` here: the wrapper)
+        if on and ranges is not None:
+            _recorder.set_ranges(ranges)
+        return prev
     if on:
         _recorder.reset()
         _bind_torch()
@@ -128,8 +139,23 @@ def is_counting() -> bool:
 
 
 def reset() -> None:
-    """Forget every count: transfers, launches and the guard's unwrapped events."""
-    _recorder.reset()
+    """Forget every count: transfers, launches and the guard's unwrapped events
+    (under ``xferaudit run``, nothing: see :func:`count`)."""
+    if not _held_by_run("xfer.reset()"):
+        _recorder.reset()
+
+
+def _held_by_run(what: str) -> bool:
+    """Whether ``xferaudit run`` holds counting in this process (then the
+    program's own ``xfer.count``/``xfer.reset`` changes nothing, and the run
+    says so at its end): the run's file and its budget check hold every
+    crossing of the program, whatever window the program counts for itself."""
+    runner = sys.modules.get("xferaudit.runtime.runs.runner")
+    session = getattr(runner, "_active", None) if runner is not None else None
+    if session is None:
+        return False
+    session.held(what, sys._getframe(2))
+    return True
 
 
 def step() -> None:

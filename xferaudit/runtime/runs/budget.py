@@ -70,6 +70,7 @@ from typing import IO, Any, Mapping, Optional, Union
 from ... import _validate
 from ..._text import printable
 from ..counted import recorder as _recorder
+from .advice import advice, commands
 
 __all__ = [
     "Budget", "BudgetError", "BudgetExceeded", "Expectation", "Problem", "expect", "load_budget",
@@ -104,6 +105,8 @@ class Problem:
             return (f"over budget: {site}: {m} {what} per step, "
                     f"budget {_num(self.budget or 0)}")
         if self.kind == "unexpected":
+            if self.what == "launches":
+                return f"new graph site: {site}: {m} launches per step, and it is not in the budget"
             return f"unexpected site: {site}: {m} crossings per step, and it is not in the budget"
         if self.kind == "pageable":
             return (f"pageable copies: {site}: {m} non_blocking copies per step from or to "
@@ -115,11 +118,15 @@ class Problem:
 class BudgetExceeded(AssertionError):
     """A block under ``expect(...)`` broke its budget; ``.problems`` lists how."""
 
-    def __init__(self, problems: list, steps: float) -> None:
+    def __init__(self, problems: list, steps: float, budget_file: Optional[str] = None) -> None:
         self.problems = list(problems)
         self.steps = steps
         lines = [f"transfer budget broken ({len(problems)} problem(s), {_num(steps)} step(s) measured):"]
-        lines += [f"  {p.message}" for p in problems]
+        for p in problems:
+            lines += [f"  {p.message}", f"    what to do: {advice(p, budget_file)}"]
+        if problems:
+            lines.append("  if every change is meant, freeze the budget again from a good run "
+                         "(xferaudit run ...; xferaudit budget --from RUN.json -o BUDGET.toml)")
         super().__init__("\n".join(lines))
 
 
@@ -140,6 +147,7 @@ class Budget:
     source: str = "budget"
     copies: dict = field(default_factory=dict)  # site -> copies per step, where given
     pageable: dict = field(default_factory=dict)  # site -> pageable copies per step, where given
+    file: Optional[str] = None  # the file it was read from, where one (what to edit, or freeze into)
 
     def __contains__(self, site: str) -> bool:
         return site in self.crossings or site in self.launches
@@ -257,7 +265,9 @@ def load_budget(source: BudgetSource = None) -> Budget:
         where = f"{cfg.source or 'pyproject.toml'}: [tool.xferaudit.budget]"
         if not cfg.budget:
             raise BudgetError(f"{where}: no budget there; pass one to expect(...)")
-        return budget_from_mapping(cfg.budget, where)
+        b = budget_from_mapping(cfg.budget, where)
+        b.file = str(cfg.source) if cfg.source else None
+        return b
     if isinstance(source, Mapping):
         return budget_from_mapping(source)
     path = Path(source)
@@ -269,7 +279,9 @@ def load_budget(source: BudgetSource = None) -> Budget:
         data = _validate.parse_json(text, where, BudgetError)
     else:
         data = _validate.parse_toml(text, where, BudgetError, "not TOML")
-    return budget_from_mapping(_table_of(data, where), where)
+    b = budget_from_mapping(_table_of(data, where), where)
+    b.file = where
+    return b
 
 
 # --- measuring ------------------------------------------------------------------
@@ -282,25 +294,37 @@ def _snapshot() -> tuple:
     budget frozen from a run holds)."""
     S = _recorder.STATE
     with S.lock:
-        sites = {k: (t.crossings, t.copies, t.pageable, t.ns) for k, t in S.sites.items()}
+        sites = {k: (t.crossings, t.copies, t.pageable, t.ns, t.bytes) for k, t in S.sites.items()}
         launches = {k: t.launches for k, t in S.launches.items()}
         unwrapped: dict = {}
         for t in S.unwrapped.values():
             if t.site is not None:
-                v = sites.get(t.site, (0, 0, 0, 0))
-                sites[t.site] = (v[0] + t.count, v[1] + t.copies, v[2] + t.pageable, v[3] + t.ns)
+                v = sites.get(t.site, (0, 0, 0, 0, 0))
+                sites[t.site] = (v[0] + t.count, v[1] + t.copies, v[2] + t.pageable, v[3] + t.ns,
+                                 v[4] + t.bytes)
                 continue
             path = _recorder.line_path(t.code.co_filename, t.path) if t.code is not None else t.path
-            key = (path, t.line, t.op, t.direction)
-            had = unwrapped.get(key)
-            unwrapped[key] = (t.count + (had[0] if had else 0), t.op)
+            _add_line(unwrapped, (path, t.line, t.op, t.direction), t.count, t.op, t.copies, t.pageable,
+                      t.bytes)
     return sites, launches, unwrapped
 
 
+def _add_line(lines: dict, key: tuple, count: int, op: str, copies: int, pageable: int, nbytes: int) -> None:
+    """A line's figures added to `lines`: ``key -> (count, op, copies, pageable, bytes)``."""
+    had = lines.get(key)
+    if had is not None:
+        count, copies, pageable, nbytes = (count + had[0], copies + had[2], pageable + had[3],
+                                           nbytes + had[4])
+    lines[key] = (count, op, copies, pageable, nbytes)
+
+
 def _delta(a: tuple, b: tuple) -> tuple:
-    sites = {k: tuple(x - y for x, y in zip(v, a[0].get(k, (0, 0, 0, 0)))) for k, v in b[0].items()}
+    sites = {k: tuple(x - y for x, y in zip(v, a[0].get(k, (0,) * len(v)))) for k, v in b[0].items()}
     launches = {k: v - a[1].get(k, 0) for k, v in b[1].items()}
-    unwrapped = {k: (v[0] - a[2].get(k, (0, ""))[0], v[1]) for k, v in b[2].items()}
+    unwrapped = {}
+    for k, v in b[2].items():
+        w = a[2].get(k, (0, "", 0, 0, 0))
+        unwrapped[k] = (v[0] - w[0], v[1], *(x - y for x, y in zip(v[2:], w[2:])))
     return sites, launches, unwrapped
 
 
@@ -315,23 +339,30 @@ def check(budget: Budget, sites: Mapping[str, Any], launches: Mapping[str, float
           pageable_allowed: Optional[float] = None) -> list:
     """Problems of `steps` steps' totals against `budget` (totals are divided by
     `steps`). `sites` maps a site to its crossings, or to (crossings, copies,
-    pageable[, ns]); `unwrapped` maps ``(path, line, op, direction)`` to
-    ``(count, op)``: a line the budget names (``path:line``, as ``xferaudit
-    budget --from`` freezes a run's) is checked as a site, any other is an
-    unwrapped transfer; `pageable_allowed`: pageable copies allowed per step over all
-    sites (None: not checked beyond the sites' own ``pageable``)."""
+    pageable[, ns, bytes]); `unwrapped` maps ``(path, line, op, direction)`` to
+    ``(count, op[, copies, pageable, bytes])``: a line the budget names
+    (``path:line``, as ``xferaudit budget --from`` freezes a run's) is checked
+    as a site, its copies and pageable copies too, any other is an unwrapped
+    transfer; `pageable_allowed`: pageable copies allowed per step over every
+    crossing, named or not (None: not checked beyond each site's own
+    ``pageable``). Every graph site launched is checked: one the budget does
+    not hold is a new name, one it holds as a plain number is held to it."""
     problems = []
     exact_steps = exact(steps) if steps > 0 else Fraction(1, 10**12)
     steps = float(exact_steps)
     total_pageable = 0
     lines: dict = {}
     rest: dict = {}
-    for key, (c, op) in unwrapped.items():
+    for key, v in unwrapped.items():
+        c, op = v[0], v[1]
+        copies, pageable = (v[2], v[3]) if len(v) > 3 else (c, 0)
         name = line_name(key[0], key[1])
         if name in budget.crossings and name not in sites:
-            lines[name] = lines.get(name, 0) + c
+            had = lines.get(name, (0, 0, 0))
+            lines[name] = (had[0] + c, had[1] + copies, had[2] + pageable)
         else:
             rest[key] = (c, op)
+            total_pageable += max(pageable, 0)
     for site, v in sorted({**sites, **lines}.items()):
         n, copies, pageable = v[:3] if isinstance(v, tuple) else (v, 0, 0)
         total_pageable += max(pageable, 0)
@@ -351,8 +382,17 @@ def check(budget: Budget, sites: Mapping[str, Any], launches: Mapping[str, float
     if pageable_allowed is not None and _over(total_pageable, exact_steps, pageable_allowed):
         problems.append(Problem("pageable", "all sites", total_pageable / steps, pageable_allowed))
     for site, n in sorted(launches.items()):
-        if site in budget.launches and _over(n, exact_steps, budget.launches[site]):
-            problems.append(Problem("over", site, n / steps, float(budget.launches[site]), "launches"))
+        if n <= 0:
+            continue
+        if site in budget.launches:
+            allowed = budget.launches[site]
+        elif site in budget.crossings and site not in sites:
+            allowed = budget.crossings[site]  # a plain number at a graph site: its launches (`= 0`: none)
+        else:
+            problems.append(Problem("unexpected", site, n / steps, None, "launches"))
+            continue
+        if _over(n, exact_steps, allowed):
+            problems.append(Problem("over", site, n / steps, float(allowed), "launches"))
     total = sum(c for c, _ in rest.values() if c > 0)
     if _over(total, exact_steps, unwrapped_allowed):
         for key, (c, op) in sorted(rest.items(), key=lambda kv: (str(kv[0][0]), kv[0][1])):
@@ -376,13 +416,21 @@ def check_run(budget: Budget, rep: Any) -> list:
     return check(budget, sites, launches, unwrapped, steps)
 
 
-def run_verdict(problems: list, source: str, steps: Any) -> str:
-    """The lines ``xferaudit run --budget`` prints: each problem, or that the run kept its budget."""
+def run_verdict(problems: list, source: str, steps: Any, run_file: Optional[str] = None,
+                budget: Optional[Budget] = None) -> str:
+    """The lines ``xferaudit run --budget`` prints: each problem and what to do
+    about it, with the commands (`run_file`: the run file written), or that the
+    run kept its budget."""
     if not problems:
         return f"xferaudit run: within the budget ({printable(source)})\n"
     head = (f"xferaudit run: transfer budget broken ({printable(source)}; {len(problems)} problem(s), "
             f"{_num(steps if isinstance(steps, int) and steps > 0 else 1)} step(s)):")
-    return "\n".join([head] + [f"  {p.message}" for p in problems]) + "\n"
+    file = budget.file if budget is not None else None
+    lines = [head]
+    for p in problems:
+        lines += [f"  {p.message}", f"    what to do: {advice(p, file, run_file)}"]
+    lines += commands(problems, file, bool(file) and Path(file).name == "pyproject.toml", run_file)
+    return "\n".join(lines) + "\n"
 
 
 def report_totals(rep: Any) -> tuple:
@@ -391,9 +439,8 @@ def report_totals(rep: Any) -> tuple:
     launches = {x.site: x.launches for x in rep.launches}
     unwrapped: dict = {}
     for u in rep.unwrapped:
-        key = (u.path, u.line, u.op, u.direction)
-        had = unwrapped.get(key)
-        unwrapped[key] = (u.count + (had[0] if had else 0), u.op)
+        _add_line(unwrapped, (u.path, u.line, u.op, u.direction), u.count, u.op, u.copies, u.pageable,
+                  u.bytes)
     return sites, launches, unwrapped
 
 
@@ -521,7 +568,7 @@ class Expectation:
         self.checked = True
         if not self.problems:
             return
-        err = BudgetExceeded(self.problems, steps)
+        err = BudgetExceeded(self.problems, steps, self.budget.file)
         if self.on_fail == "raise":
             raise err
         out = self.file if self.file is not None else sys.stderr

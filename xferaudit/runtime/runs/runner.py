@@ -163,6 +163,28 @@ class _Session:
     result: Optional[RunResult] = None
     ended: str = ""  # how the program ended, where that is not an exit ("... replaced itself ...")
     budget: Any = None  # a Budget to check the run against (xferaudit run --budget), and its source
+    asked: dict = field(default_factory=dict)  # what the program asked of counting (xfer.count(False)) -> where first
+
+    def held(self, what: str, frame: Any) -> None:
+        """The program asked to switch or reset counting (`what`, from `frame`);
+        the run holds it on, and says so at its end."""
+        if what in self.asked or len(self.asked) >= 8:
+            return
+        own = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+        while frame is not None and (frame.f_code.co_filename.startswith(own + os.sep)
+                                     or os.path.basename(frame.f_code.co_filename) == "contextlib.py"):
+            frame = frame.f_back  # (the program's own line, past xfer.counting() and contextlib)
+        where = ""
+        if frame is not None:
+            where = f"{_recorder.line_path(frame.f_code.co_filename)}:{frame.f_lineno}"
+        self.asked[what] = where
+
+    def _asked_note(self) -> str:
+        if not self.asked:
+            return ""
+        calls = ", ".join(f"{w} ({at})" if at else w for w, at in self.asked.items())
+        return (f"xferaudit run: the program called {calls}; under xferaudit run counting stays on for "
+                "the whole program, so the run file and its budget check hold every crossing\n")
 
     # -- start -------------------------------------------------------------------
     def start(self) -> None:
@@ -287,12 +309,11 @@ class _Session:
         self.saved = True
         rep = self.report()
         res = RunResult(self.exit_code or 0, report=rep)
-        verdict = ""
-        if self.budget is not None and not self.child:
+        judged = self.budget is not None and not self.child
+        if judged:
             from .budget import check_run, run_verdict
 
             res.problems = check_run(self.budget, rep)
-            verdict = run_verdict(res.problems, self.budget.source, rep.meta.get("steps"))
         if self.output is None or self.child and not (rep.rows or rep.launches or rep.unwrapped):
             self.result = res
             return res  # (no file asked for, or a forked worker that recorded nothing)
@@ -301,8 +322,10 @@ class _Session:
             res.output = self.output
         except OSError as e:
             res.error = f"xferaudit run: cannot write {self.output}: {e}"
+        verdict = (run_verdict(res.problems, self.budget.source, rep.meta.get("steps"),
+                               None if res.error else str(self.output), self.budget) if judged else "")
         if not self.quiet and not self.child:
-            _say(rep.format() + self._why_nothing(rep) + self.ended
+            _say(rep.format() + self._why_nothing(rep) + self._asked_note() + self.ended
                  + ("" if res.error else f"xferaudit run: wrote {self.output}\n"))
         if res.error:
             _say(res.error + "\n")
@@ -396,12 +419,27 @@ def _exit_saving(real_exit: Callable) -> Callable:
 
 
 def _exec_saving(real_exec: Callable, name: str) -> Callable:
+    """``os.<name>`` that writes the run file first. With a budget the run broke,
+    the exec is not made: the new program's exit status would become the
+    command's and hide the broken budget (a CI gate that passes wrongly), so the
+    process ends there with exit status 1, as an exec ends it: without Python's
+    clean-up (``atexit``), the run file and the verdict written."""
     def exec_(*args: Any) -> Any:
         s = _active
         if s is None or s.saved:
             return real_exec(*args)
         s.ended = f"xferaudit run: the program replaced itself (os.{name}): counting ends there\n"
-        s.save()
+        res = s.save()
+        if res is not None and res.problems:
+            _say(f"xferaudit run: os.{name} not made: the budget is broken, and the new program's exit "
+                 "status would hide it; exit status 1\n")
+            for stream in (sys.stdout, sys.stderr):
+                try:
+                    stream.flush()
+                except (AttributeError, OSError, ValueError):
+                    pass
+            real_exit = getattr(os._exit, "__wrapped__", os._exit)
+            real_exit(1)
         try:
             return real_exec(*args)
         except BaseException:  # it did not: the program goes on, the file is written again at its end
