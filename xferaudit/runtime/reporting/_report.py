@@ -28,11 +28,11 @@ from pathlib import Path
 from typing import IO, Any, Callable, ClassVar, Iterable, Iterator, Optional, Union
 
 from ..._gc import collector_paused
-from ..._units import human_bytes, ms, share, signed_bytes, signed_ms
+from ..._units import human_bytes, ms, share
 from .report_json import Items, chunks, plain, read_pairs
 from .report_rows import (
     ReportError, _field, _lines_summing, _once, add_cells, launch_order, new_sums, row_from_dict, row_line,
-    row_order, totals_of, unwrapped_order,
+    heading, row_order, totals_of, unwrapped_order, with_lines,
 )
 from ..counted.rows import Launch, Row, Unwrapped
 from ..counted.tallies import named_rows
@@ -164,16 +164,17 @@ class Report:
     # --- figures --------------------------------------------------------------
     def totals(self) -> dict:
         """Crossings, copies, bytes, pageable copies and host seconds per
-        direction, and for all directions together (``copies`` per direction
-        is what a profiler counts as memcpys of that kind; ``seconds`` of
-        ``all`` includes the calls that crossed nothing)."""
+        direction, and for all directions together, of every crossing: the
+        rows' and the unwrapped lines' (``copies`` per direction is what a
+        profiler counts as memcpys of that kind; ``seconds`` of ``all``
+        includes the calls that crossed nothing)."""
         known = getattr(self.rows, "totals", None)  # a merged rank's rows, kept on disk, know theirs
         if known is not None:
-            return known
+            return with_lines(known, self.unwrapped)
         sums = new_sums()
         for r in self.rows:
             add_cells(sums, r)
-        return totals_of(sums, list(self.rows))
+        return with_lines(totals_of(sums, list(self.rows)), self.unwrapped)
 
     def timed(self) -> bool:
         """Whether the rows carry host time (reports written before it was
@@ -202,7 +203,7 @@ class Report:
         elif top is None:  # the rows and their totals in one pass (written before the totals)
             sums = new_sums()
             yield "rows", Items(_lines_summing(rows, sums), encoded=True)
-            yield "totals", totals_of(sums)
+            yield "totals", with_lines(totals_of(sums), self.unwrapped)
         else:
             yield "rows", Items(map(row_line, islice(rows, top)), encoded=True)
             yield "totals", self.totals()
@@ -260,7 +261,7 @@ class Report:
         """The printed table (what ``print(report)`` and ``xfer.report()`` show);
         with `top`, only the first `top` site rows and unwrapped lines, the
         totals still the run's."""
-        lines = ["xferaudit: host<->device transfers per wrapped site", NORMAL]
+        lines = [heading(self.rows, self.unwrapped), NORMAL]
         if not self.rows and not self.launches and not self.unwrapped:
             hint = "" if self.meta.get("counting", True) else (
                 " (counting is off: call xfer.count(True) or use `with xfer.counting():`)"
@@ -271,12 +272,13 @@ class Report:
         steps = self.meta.get("steps")
         if isinstance(steps, int) and not isinstance(steps, bool) and steps > 0:
             lines.append(self._steps_line(steps, whole if timed else 0.0))
-        if self.rows:
-            def cols(rows_time: float) -> str:  # the time columns, where there is time
-                if not timed:
-                    return ""
-                return f" {ms(rows_time):>10}" + (f" {share(rows_time, whole):>6}" if whole else "")
 
+        def cols(rows_time: float) -> str:  # the time columns, where there is time
+            if not timed:
+                return ""
+            return f" {ms(rows_time):>10}" + (f" {share(rows_time, whole):>6}" if whole else "")
+
+        if self.rows:
             head = f" {'ms':>10}" + (f" {'%step':>6}" if whole else "") if timed else ""
             lines.append(f"{'direction':<10} {'calls':>8} {'crossings':>10} {'copies':>8} "
                          f"{'bytes':>10}{head}  site")
@@ -288,8 +290,16 @@ class Report:
             if hidden:
                 lines.append(f"({hidden} more site{'s' if hidden != 1 else ''} not shown; "
                              "the totals are the whole run's)")
+        elif self.unwrapped:
+            lines.append("no site crossed: every crossing is at a line nothing names (below)")
+        else:
+            lines.append("no transfer counted")
+        if self.rows or self.unwrapped:
             tot = self.totals()
-            calls = sum(r.calls for r in self.rows)
+            if self.unwrapped:
+                lines.append(f"totals: every crossing, wrapped or not (the {len(self.unwrapped)} "
+                             "unwrapped line(s) below included)")
+            calls = sum(r.calls for r in self.rows) + sum(u.count for u in self.unwrapped)
             for label, key, c in (("up", "up", ""), ("down", "down", ""), ("all", "all", calls)):
                 if key == "all" and tot["d2d"]["copies"]:
                     # device-to-device copies apart: not host<->device traffic
@@ -302,8 +312,6 @@ class Report:
             if tot["all"]["pageable"]:
                 lines.append(f"pageable: {tot['all']['pageable']} non_blocking copies had a pageable "
                              "host side, so they ran synchronously (pin the host memory)")
-        else:
-            lines.append("no wrapped transfer counted")
         if self.launches:
             lines.append("")
             lines.append("graph launches (counted always)")
@@ -524,162 +532,5 @@ def read_file(path: Union[str, "os.PathLike[str]"], skip_rows: Optional[bool] = 
         raise ReportError(f"{p}: cannot read: {e.strerror or e}") from None
 
 
-# --- diff ----------------------------------------------------------------------
-
-
-@dataclass
-class SiteChange:
-    site: str
-    status: str  # "added" | "removed" | "changed" | "same"
-    calls: tuple = (0, 0)
-    crossings: tuple = (0, 0)
-    bytes: tuple = (0, 0)
-    direction: tuple = ("", "")
-    copies: tuple = (0, 0)
-    seconds: tuple = (0.0, 0.0)  # host time; a change of time alone leaves the status "same"
-
-
-def _signed(n: int) -> str:
-    return f"{n:+d}" if n else "0"
-
-
-def diff(a: Report, b: Report) -> dict:
-    """Per-site changes from `a` to `b`: rows, launches and unwrapped events."""
-    ra = {r.site: r for r in a.rows}
-    rb = {r.site: r for r in b.rows}
-    changes = []
-    for site in list(ra) + [s for s in rb if s not in ra]:
-        x, y = ra.get(site), rb.get(site)
-        status = "added" if x is None else "removed" if y is None else "same"
-        z = Row(site, "", "")
-        x, y = x or z, y or z
-        ch = SiteChange(site, status, (x.calls, y.calls), (x.crossings, y.crossings),
-                        (x.bytes, y.bytes), (x.direction, y.direction), (x.copies, y.copies),
-                        (x.seconds, y.seconds))
-        if status == "same" and (ch.calls[0] != ch.calls[1] or ch.crossings[0] != ch.crossings[1]
-                                 or ch.bytes[0] != ch.bytes[1] or ch.direction[0] != ch.direction[1]
-                                 or ch.copies[0] != ch.copies[1]):
-            ch.status = "changed"
-        changes.append(ch)
-    order = {"added": 0, "removed": 1, "changed": 2, "same": 3}
-    changes.sort(key=lambda c: (order[c.status], -abs(c.crossings[1] - c.crossings[0]),
-                                -abs(c.bytes[1] - c.bytes[0]), c.site))
-    la, lb = a.launch_counts(), b.launch_counts()
-    launches = []
-    for site in list(la) + [s for s in lb if s not in la]:
-        before, after = la.get(site), lb.get(site)
-        status = ("added" if before is None else "removed" if after is None
-                  else "same" if before == after else "changed")
-        launches.append({"site": site, "status": status, "launches": [before or 0, after or 0]})
-    launches.sort(key=lambda c: (order[c["status"]], c["site"]))
-    ua, ub = _unwrapped_by_key(a), _unwrapped_by_key(b)
-    unwrapped = []
-    for key in list(ua) + [k for k in ub if k not in ua]:
-        x, y = ua.get(key), ub.get(key)
-        before, after = x.count if x else 0, y.count if y else 0
-        if before != after:
-            u = y or x
-            unwrapped.append({"path": u.path, "line": u.line, "op": u.op, "direction": u.direction,
-                              "count": [before, after]})
-    return {
-        "sites": changes,
-        "launches": launches,
-        "unwrapped": unwrapped,
-        "totals": [a.totals(), b.totals()],
-        "timed": a.timed() or b.timed(),
-    }
-
-
-def _unwrapped_by_key(rep: Report) -> dict:
-    """A report's unwrapped entries by the line they name: its path, function
-    and text where the entry has them (a run's: the line is found again after
-    edits above it), else its path and line number."""
-    out: dict = {}
-    for u in rep.unwrapped:
-        key = ((u.path, u.function, u.text, u.op, u.direction) if u.text
-               else (u.path, u.line, u.op, u.direction))
-        if key in out:  # (the same text twice in a function: kept apart by line)
-            key = (u.path, u.line, u.op, u.direction)
-        out[key] = u
-    return out
-
-
-def format_diff(d: dict, a_name: str = "A", b_name: str = "B", show_same: bool = False) -> str:
-    lines = [f"xferaudit diff: {a_name} -> {b_name} (per site; a total can hide a swap of causes)"]
-    changes: Iterable[SiteChange] = d["sites"]
-    shown = [c for c in changes if show_same or c.status != "same"]
-    same = sum(1 for c in changes if c.status == "same")
-    timed = d.get("timed", False)
-    if shown:
-        head = f" {'ms':>17}" if timed else ""
-        lines.append(f"{'status':<8} {'calls':>14} {'crossings':>14} {'copies':>14} {'bytes':>11}"
-                     f"{head}  site")
-        for c in shown:
-            calls = f"{c.calls[0]}->{c.calls[1]}"
-            cr = f"{c.crossings[0]}->{c.crossings[1]}"
-            cp = f"{c.copies[0]}->{c.copies[1]}"
-            nb = signed_bytes(c.bytes[1] - c.bytes[0])
-            t = f" {ms(c.seconds[0]) + '->' + ms(c.seconds[1]):>17}" if timed else ""
-            extra = ""
-            if c.status == "changed" and c.direction[0] != c.direction[1]:
-                extra = f"  (direction {c.direction[0]} -> {c.direction[1]})"
-            lines.append(f"{c.status:<8} {calls:>14} {cr:>14} {cp:>14} {nb:>11}{t}  {c.site}{extra}")
-    else:
-        lines.append("no per-site change")
-    if same and not show_same:
-        lines.append(f"({same} site(s) unchanged)")
-    ta, tb = d["totals"]
-    for key in ("up", "down", "d2d", "all"):
-        a, b = ta.get(key, {}), tb.get(key, {})
-        if key == "d2d" and not (a.get("copies") or b.get("copies")):
-            continue  # shown apart, and only when there were any
-        dc = b.get("crossings", 0) - a.get("crossings", 0)
-        dk = b.get("copies", 0) - a.get("copies", 0)
-        db = b.get("bytes", 0) - a.get("bytes", 0)
-        line = (f"total {key:<5} crossings {a.get('crossings', 0)} -> {b.get('crossings', 0)} "
-                f"({_signed(dc)}), copies {a.get('copies', 0)} -> {b.get('copies', 0)} "
-                f"({_signed(dk)}), bytes {human_bytes(a.get('bytes', 0))} -> "
-                f"{human_bytes(b.get('bytes', 0))} ({signed_bytes(db)})")
-        if timed:
-            sa, sb = a.get("seconds", 0.0), b.get("seconds", 0.0)
-            line += f", ms {ms(sa)} -> {ms(sb)} ({signed_ms(sb - sa)})"
-        lines.append(line)
-    moved = [x for x in d["launches"] if x["status"] != "same"]
-    if moved:
-        lines.append("launches:")
-        for x in moved:
-            lines.append(f"  {x['status']:<8} {x['launches'][0]} -> {x['launches'][1]}  {x['site']}")
-    if d["unwrapped"]:
-        lines.append("unwrapped transfers:")
-        for u in d["unwrapped"]:
-            lines.append(f"  {u['count'][0]} -> {u['count'][1]}  {u['direction']} {u['op']} "
-                         f"{u['path']}:{u['line']}")
-    return "\n".join(lines) + "\n"
-
-
-def diff_to_dict(d: dict) -> dict:
-    return {
-        "sites": [
-            {
-                "site": c.site,
-                "status": c.status,
-                "calls": list(c.calls),
-                "crossings": list(c.crossings),
-                "copies": list(c.copies),
-                "bytes": list(c.bytes),
-                "direction": list(c.direction),
-                "seconds": list(c.seconds),
-                "delta": {
-                    "calls": c.calls[1] - c.calls[0],
-                    "crossings": c.crossings[1] - c.crossings[0],
-                    "copies": c.copies[1] - c.copies[0],
-                    "bytes": c.bytes[1] - c.bytes[0],
-                    "seconds": round(c.seconds[1] - c.seconds[0], 9),
-                },
-            }
-            for c in d["sites"]
-        ],
-        "launches": d["launches"],
-        "unwrapped": d["unwrapped"],
-        "totals": d["totals"],
-    }
+# The diff lives in report_diff (re-exported: every reader imports it from here).
+from .report_diff import SiteChange, diff, diff_to_dict, format_diff  # noqa: E402,F401

@@ -103,6 +103,47 @@ def totals_of(sums: dict, rows: Optional[list] = None) -> dict:
     return {d: dict(zip(_TOTAL_KEYS, (*a[:4], round(a[4], 9)))) for d, a in sums.items()}
 
 
+#: The kinds of rows named without a wrapper (a library function's crossing, a statement's site comment).
+NAMED_KINDS = ("library", "statement")
+
+
+def heading(rows: Iterable[Row], unwrapped: list) -> str:
+    """The table's first line, saying what it holds: how many wrapped sites,
+    crossings named without a wrapper, and lines nothing names."""
+    wrapped = named = 0
+    for r in rows:
+        if r.kind in NAMED_KINDS:
+            named += 1
+        else:
+            wrapped += 1
+    if not (wrapped or named or unwrapped):
+        return "xferaudit: host<->device transfers"
+    parts = [f"{wrapped} wrapped site{'' if wrapped == 1 else 's'}"]
+    if named:
+        parts.append(f"{named} named without a wrapper")
+    if unwrapped:
+        parts.append(f"{len(unwrapped)} line{'' if len(unwrapped) == 1 else 's'} nothing names")
+    return "xferaudit: host<->device transfers per site: " + ", ".join(parts)
+
+
+def with_lines(totals: dict, unwrapped: Iterable[Unwrapped]) -> dict:
+    """`totals` (:func:`totals_of`' figures of the rows) with the crossings at
+    lines nothing names added, each to its direction and to "all": the
+    report's totals count every crossing, wrapped or not, with its bytes."""
+    out = {d: dict(v) for d, v in totals.items()}
+    for u in unwrapped:
+        for d in (u.direction, "all"):
+            t = out.get(d)
+            if t is None:
+                continue
+            t["crossings"] += u.count
+            t["copies"] += u.copies if u.copies is not None else u.count
+            t["bytes"] += u.bytes
+            t["pageable"] += u.pageable
+            t["seconds"] = round(t["seconds"] + u.seconds, 9)
+    return out
+
+
 #: A row as Row.to_dict() gives it, in its order; each cell of its by_direction likewise.
 _ROW_KEYS = ("site", "kind", "direction", "calls", "crossings", "copies", "bytes", "pageable", "seconds",
              "by_direction")
