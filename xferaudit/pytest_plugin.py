@@ -5,9 +5,9 @@ imports nothing heavy: no torch, no libcst, not even ``xferaudit.runtime``
 until a test asks for it. With none of its options, markers or fixture in use
 it does nothing.
 
-* ``pytest --xferaudit``: counts each test's host<->device crossings (wrapped
-  sites, the guard's unwrapped transfers, graph launches) and prints a table
-  after the run. The test body is measured (``call``), not its fixtures. Under
+* ``pytest --xferaudit``: counts each test's host<->device crossings (every
+  one, wrapped or not, with its bytes; how many of them at lines nothing
+  names; graph launches) and prints a table after the run. The test body is measured (``call``), not its fixtures. Under
   it, each test runs inside ``guard("count")`` (when torch is installed), so
   implicit transfers show up too. The rows travel in each report's
   ``user_properties``, the channel pytest-xdist forwards to its controller

@@ -13,7 +13,8 @@ started (no such file or module, a folder for the run file that does not
 exist, a budget that cannot be read) or when it exited 0 but the run file
 could not be written; 1 when it exited 0 but broke the budget given with
 ``--budget B.toml`` (or by ``run-budget`` in ``[tool.xferaudit]``), each site
-over its allowance and each new one named on stderr.
+over its allowance and each new one named on stderr, with what to do and the
+commands (also when it ended in ``os.execv``: the exec is then not made).
 """
 
 from __future__ import annotations

@@ -121,6 +121,7 @@ def format_diff(d: dict, a_name: str = "A", b_name: str = "B", show_same: bool =
     if same and not show_same:
         lines.append(f"({same} site(s) unchanged)")
     ta, tb = d["totals"]
+    lines.append("totals: every crossing, wrapped or not (the lines nothing names included)")
     for key in ("up", "down", "d2d", "all"):
         a, b = ta.get(key, {}), tb.get(key, {})
         if key == "d2d" and not (a.get("copies") or b.get("copies")):

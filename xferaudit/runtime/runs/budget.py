@@ -20,7 +20,15 @@ when:
 * a site that is not in the budget crossed at all (``unexpected``);
 * the guard saw an unwrapped transfer (``unwrapped``): a crossing no wrapper
   names. ``expect`` enters ``guard("count")`` for the block unless a guard is
-  already active (``guard=None`` to not), so these are seen.
+  already active (``guard=None`` to not), so these are seen;
+* a graph site launched that the budget does not hold (``unexpected``, a new
+  name), or more often than it holds (a plain ``= 0`` for a graph site: no
+  launch at all);
+* pageable copies over a site's or a line's ``pageable``, or over
+  ``expect(..., pageable=N)`` (every crossing, named or not).
+
+Each problem says what to do (:mod:`.advice`); ``xferaudit run --budget``
+also prints the commands (freeze again, ``wrap --from``).
 
 A budget is ``{site: n}``: n crossings per step (an int, a decimal, or a
 fraction written as a string: 0.1 is one crossing every ten steps, ``"1/3"``

@@ -9,7 +9,10 @@ exception shown by ``sys.excepthook`` without the runner's frames (exit code
 non-daemon threads and the ``atexit`` handlers it leaves run before the run
 file is written, as Python runs them before it exits. While it runs:
 
-* counting is on (wrapped sites are counted as under ``xfer.counting()``);
+* counting is on (wrapped sites are counted as under ``xfer.counting()``),
+  for the whole program: its own ``xfer.count(False)``/``xfer.reset()``
+  change nothing (the report says it made them), so nothing it does hides a
+  crossing from the run file or the budget;
 * the guard watches the main thread at the ``count`` level, so every crossing
   outside a wrapper is recorded at the user's line (with the host time it
   blocked, its pageable copies and the chain of user frames:
@@ -23,7 +26,8 @@ torch is not imported before the program imports it (a program may set
 hooks go on the moment the program's ``import torch`` has finished.
 
 At the end (a normal exit, an exception, ``sys.exit``, Ctrl-C, SIGTERM,
-``os._exit``, ``os.execv`` and the other ``os.exec*``) the report is printed to stderr (the program's stdout stays its
+``os._exit``, ``os.execv`` and the other ``os.exec*``: with a budget the run
+broke, the exec is not made and the process exits 1) the report is printed to stderr (the program's stdout stays its
 own) and the run file written, atomically: a report file
 (:class:`~xferaudit.runtime.Report`) whose ``meta`` says ``"kind": "run"``,
 with the project root its paths are relative to. Its path is fixed before the
