@@ -10,7 +10,6 @@ import json
 import os
 import subprocess
 import sys
-import textwrap
 import tomllib
 
 import pytest
@@ -21,27 +20,11 @@ import xferaudit.runtime as xfer
 from xferaudit.cli import main
 from xferaudit.runtime.reporting._report import Report, Row
 from xferaudit.runtime.runs.budget import BudgetExceeded, check_run, expect, load_budget
-from xferaudit.testing import simulated_device
 
 GRAPH = "t.py:<module>:torch.compile"
 
 
-@pytest.fixture(scope="module")
-def dev():
-    return simulated_device()
-
-
-@pytest.fixture
-def project(tmp_path, monkeypatch):
-    (tmp_path / "pyproject.toml").write_text("[project]\nname = 'p'\n")
-    monkeypatch.chdir(tmp_path)
-    return tmp_path
-
-
-def write(folder, name, text):
-    p = folder / name
-    p.write_text(textwrap.dedent(text))
-    return p
+from test_runner import dev, project, write  # noqa: E402,F401 - (dev, project: fixtures)
 
 
 def toml(folder, name, table):

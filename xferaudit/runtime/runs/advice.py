@@ -29,7 +29,8 @@ from ..._text import printable
 __all__ = ["advice", "commands"]
 
 
-def _num(x: Any) -> str:
+def number(x: Any) -> str:
+    """A per-step figure as the messages write it: whole, else 3 significant digits."""
     if x is None:
         return "-"
     if float(x).is_integer():
@@ -49,7 +50,7 @@ def _where(budget_file: Optional[str]) -> str:
 def advice(p: Any, budget_file: Optional[str] = None, run_file: Optional[str] = None) -> str:
     """One line: what to do about problem `p` (a :class:`~.budget.Problem`)."""
     where = _where(budget_file)
-    per = _num(p.measured)
+    per = number(p.measured)
     if p.kind == "unwrapped":
         name = (f"name the line (`xferaudit wrap --from {_arg(run_file)}` wraps it)" if run_file
                 else "name the line (wrap it: `xferaudit wrap --from RUN.json` on a run of it)")

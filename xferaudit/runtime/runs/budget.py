@@ -79,6 +79,7 @@ from ... import _validate
 from ..._text import printable
 from ..counted import recorder as _recorder
 from .advice import advice, commands
+from .advice import number as _num
 
 __all__ = [
     "Budget", "BudgetError", "BudgetExceeded", "Expectation", "Problem", "expect", "load_budget",
@@ -136,14 +137,6 @@ class BudgetExceeded(AssertionError):
             lines.append("  if every change is meant, freeze the budget again from a good run "
                          "(xferaudit run ...; xferaudit budget --from RUN.json -o BUDGET.toml)")
         super().__init__("\n".join(lines))
-
-
-def _num(x: float) -> str:
-    if x is None:
-        return "-"
-    if float(x).is_integer():
-        return str(int(x))
-    return f"{x:.3g}"
 
 
 @dataclass
