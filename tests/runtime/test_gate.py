@@ -226,6 +226,9 @@ def test_a_merged_run_freezes_per_rank_per_step(tmp_path, capsys):
                  "-o", str(merged)]) == 0
     ranks = json.loads(merged.read_text())["ranks"]
     assert [(x["rank"], x["meta"]["steps"]) for x in ranks] == [(0, 3), (1, 3)]  # merge keeps both
+    capsys.readouterr()
+    assert main(["report", str(merged)]) == 0
+    assert "steps per rank: 3\n" in capsys.readouterr().out
     out = tmp_path / "b.toml"
     assert main(["budget", "--from", str(merged), "-o", str(out)]) == 0
     budget = load_budget(out)

@@ -278,6 +278,11 @@ class RankedReport(Report):
         missing = self.meta.get("missing_rank_ranges")
         yield (f"ranks: {len(ids)} of world size {self.world_size}"
                + (f" (missing: {_ranges_text(missing)})" if missing else "") + "\n")
+        steps = {r.meta["rank"]: r.meta.get("steps") for r in self.ranks}
+        if any(steps.values()):  # each rank's own (a budget from this run is per rank per step)
+            shown = set(steps.values())
+            yield ("steps per rank: " + (str(next(iter(shown))) if len(shown) == 1 else
+                                         ", ".join(f"rank {r}: {n or '-'}" for r, n in steps.items())) + "\n")
         if self.meta.get("note"):
             yield f"note: {self.meta['note']}\n"
         if self.rows and len(ids) > 1:
