@@ -89,7 +89,7 @@ def test_the_table_counts_every_crossing_with_its_bytes(pytester, monkeypatch):
     r.assert_outcomes(passed=2)
     lines = r.stdout.lines
     start = next(i for i, ln in enumerate(lines) if "xferaudit: host<->device transfers per test" in ln)
-    head = next(i for i in range(start, len(lines)) if lines[i].split()[:1] == ["crossings"])
+    head = next(i for i in range(start, len(lines)) if lines[i].split()[:2] == ["crossings", "bytes"])
     table = [ln.split() for ln in lines[head:head + 3]]
     assert table[0] == ["crossings", "bytes", "unwrapped", "launches", "test"]
     assert table[1] == ["2", "40", "B", "2", "0", "test_inner_honest.py::test_a_module_move"]
