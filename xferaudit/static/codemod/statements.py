@@ -39,6 +39,7 @@ from ...wrapform import (
     STATEMENT_MARK,
     site_literal,
     statement_comment,
+    statement_comments,
     statement_spans,
     strip_statement_comment,
 )
@@ -162,35 +163,36 @@ def add(data: bytes, named: list, relpath: str) -> tuple:
 
 
 def strip(data: bytes) -> tuple:
-    """``(new bytes or None, comments taken off)``: every statement comment that
-    ends a line taken off, as :func:`add` wrote it (read by the tokenizer: a
-    ``#`` inside a string is none)."""
+    """``(new bytes or None, comments taken off)``: the site comment that ends
+    each logical line taken off, as :func:`add` wrote it (the one reader,
+    :func:`~xferaudit.wrapform.statement_comments`: the tokenizer's comment token
+    before the line's end, so a comment line of the user's, one inside
+    brackets or a ``#`` inside a string is none)."""
     if STATEMENT_MARK.encode("ascii")[2:] not in data:
         return None, 0
     enc = _encoding(data)
     if enc is None:
         return None, 0
-    from ..front.source import decode_source, tokens
+    from ..front.source import decode_source
 
     try:
-        text = decode_source(data)
-        marked = {t.start[0] for t in tokens(text) if t.type == tokenize.COMMENT and "xferaudit:" in t.string}
-    except (tokenize.TokenError, SyntaxError, UnicodeDecodeError, LookupError):
+        found = statement_comments(decode_source(data))
+    except (UnicodeDecodeError, LookupError, SyntaxError):
         return None, 0
     lines = _LINES.findall(data)
     n = 0
-    for ln in sorted(marked):
-        if not 0 < ln <= len(lines):
+    for c in found:
+        if not 0 < c.last <= len(lines):
             continue
-        raw = lines[ln - 1]
+        raw = lines[c.last - 1]
         body = raw.rstrip(b"\r\n")
         try:
             line = body.decode(enc)
         except UnicodeDecodeError:
             continue
-        back = strip_statement_comment(line)
+        back = strip_statement_comment(line, c)
         if back is None:
             continue
-        lines[ln - 1] = back.encode(enc) + raw[len(body):]
+        lines[c.last - 1] = back.encode(enc) + raw[len(body):]
         n += 1
     return (b"".join(lines), n) if n else (None, 0)
