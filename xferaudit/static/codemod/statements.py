@@ -45,6 +45,7 @@ from ...wrapform import (
 )
 from ..front.evidence import fitting, static_function
 from ..front.naming import compact_label, short_receiver
+from ..front.source import split_lines
 from ..front.statements import statement_of, statement_text
 from .nodes import string_literal
 
@@ -101,7 +102,7 @@ def _from_evidence(found, eligible: list, evidence, text: str, relpath: str, cod
     mine = {id(s) for s in eligible}
     sup = dict(found.suppressions)
     taken = {s.site for s in found.sites if s.site} | {n.name for n in out.values()}
-    lines = text.splitlines()
+    lines = split_lines(text)  # (as Python splits them: a form feed ends no line)
     for m in evidence.matched:
         span = statement_of(spans, m.line)
         if span is None or span in out:
