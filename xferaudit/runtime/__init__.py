@@ -39,12 +39,12 @@ from typing import IO, Iterator, Optional, Union
 
 from .. import registry as _registry
 from .ranks import distributed as _distributed  # noqa: F401 - registers the multi-rank report
-from .counted import ranges as _ranges
 from .counted import recorder as _recorder
 
 # Re-exported (see _OWN; the full __all__ adds the packs' wrappers).
 from .reporting._report import Launch, Report, ReportError, Row, Unwrapped  # noqa: F401
 from .runs.budget import BudgetError, BudgetExceeded, expect, load_budget  # noqa: F401
+from .runs.switch import count, snapshot  # noqa: F401 - (xferaudit run turns counting on with them too)
 from .guarding.guard import UnexpectedTransfer, UnexpectedTransferWarning, guard  # noqa: F401
 from .counted.recorder import STATE
 
@@ -82,45 +82,6 @@ def features() -> dict:
     out = dict(_registry.runtime_module("torch").features())
     out.update({"guard_" + k: v for k, v in guard_features().items()})
     return out
-
-
-def _bind_torch() -> None:
-    """Bind torch (and register the op compiled code records through) now,
-    outside any compiled region, if the program imported it."""
-    if "torch" in sys.modules:
-        _registry.runtime_module("torch")._init()
-
-
-def count(on: bool = True, timeline: Optional[bool] = None, ranges: Optional[bool] = None) -> bool:
-    """Turn counting on (resetting every tally) or off; returns the previous state.
-
-    ``timeline=True`` also starts the event timeline (see :func:`timeline`),
-    ``timeline=False`` stops it; None leaves it as it is. ``ranges=True`` runs
-    every counted call inside a torch.profiler range and an NVTX range named by
-    its site (:mod:`xferaudit.runtime.counted.ranges`; torch must be installed); None,
-    when counting is turned on, takes ``$XFERAUDIT_RANGES``. Ranges stop with
-    counting.
-    """
-    prev = STATE.on
-    if timeline is not None:
-        _recorder.set_timeline(timeline)
-    if on:
-        _recorder.reset()
-        _bind_torch()
-        if ranges is not None:
-            _recorder.set_ranges(ranges)
-        else:
-            try:
-                _recorder.set_ranges(_ranges.from_env())
-            except RuntimeError as e:  # asked by the environment, where torch is missing
-                import warnings
-
-                warnings.warn(f"{_ranges.ENV}: {e}; counting without ranges", RuntimeWarning,
-                              stacklevel=2)
-    else:
-        _recorder.set_ranges(False)
-    STATE.on = True if on else False  # (`bool` here is the torch pack's wrapper of truth tests)
-    return prev
 
 
 def is_counting() -> bool:
@@ -219,12 +180,6 @@ def report(
     else:
         file.write(text)
     return rep
-
-
-def snapshot() -> Report:
-    """The current tally as a Report, without printing (rank-stamped under
-    torch.distributed)."""
-    return _distributed.stamp(Report.from_state(STATE))
 
 
 # Last, so a pack's name never hides one of this module's own.

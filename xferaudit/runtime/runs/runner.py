@@ -169,9 +169,9 @@ class _Session:
         global _active, _fork_hook_set
         self.prev = (STATE.on, STATE.root)
         STATE.root = self.root
-        import xferaudit.runtime as xfer
+        from .switch import count
 
-        xfer.count(True)  # every tally from zero
+        count(True)  # every tally from zero
         _active = self
         self.undo.append(self._deactivate)
         if "torch" in sys.modules:
@@ -247,7 +247,7 @@ class _Session:
 
     def report(self) -> Any:
         """The run's report: the tally, with the run's facts in ``meta``."""
-        from .. import snapshot
+        from .switch import snapshot
 
         rep = snapshot()
         torch = sys.modules.get("torch")
