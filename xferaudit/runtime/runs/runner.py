@@ -80,10 +80,11 @@ class RunResult:
 
 def project_root(start: str) -> str:
     """The nearest folder at or above `start` holding ``pyproject.toml`` or
-    ``.git``, else `start` itself (a file: its folder); absolute."""
+    ``.git``, else `start` itself (a file: its folder); absolute, every link
+    resolved (the real root: a run's paths are relative to it)."""
     from ...config import find_root
 
-    return str(find_root(Path(start)))
+    return str(find_root(Path(os.path.realpath(start))))
 
 
 def output_path(given: str, rank: Optional[int] = None, pid: Optional[int] = None) -> Path:
