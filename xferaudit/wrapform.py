@@ -31,9 +31,13 @@ statement, which the guard reads the first time it sees that statement cross::
     kept = boxes[keep]                kept = boxes[keep]  # xferaudit: site=":nms:boxes[keep]"
 
 :func:`statement_comment` writes it (two spaces and the comment, at the end of
-the statement's last line), :func:`statement_sites` reads it (the tokenizer's
-comments, so a ``#`` inside a string is none) and :func:`strip_statement_comment`
-takes it off a line again. A comment changes nothing Python runs.
+the statement's last line), :func:`statement_comments` reads it (the one reader:
+only the comment token that ends a logical line, found by the tokenizer, so a
+comment line of the user's, one inside brackets or a ``#`` inside a string is
+none) and :func:`strip_statement_comment` takes it off a line again. A comment
+changes nothing Python runs. On the header of a one-line compound statement
+that ``wrap`` split (its body put on a line of its own, as formatters put it)
+the literal is followed by ``, split`` (:data:`SPLIT`).
 
 The *implicit* style is no row's: it wraps a crossing that has no transfer
 call of its own (``float(t)``, ``if t:``, ``print(t)``, ``torch.save``). Its
