@@ -21,13 +21,13 @@ from bisect import bisect_left
 from itertools import accumulate
 from typing import Optional
 
-from ..static.front.source import split_lines
+from ..static.front.source import split_lines, utf8_width
 
 __all__ = ["Columns"]
 
 #: The protocol's names of the encodings -> code units a character takes.
 _WIDTH = {
-    "utf-8": lambda c: 1 if c < "\x80" else 2 if c < "\u0800" else 3 if c < "\U00010000" else 4,
+    "utf-8": utf8_width,
     "utf-16": lambda c: 2 if c > "\uffff" else 1,
     "utf-32": lambda c: 1,
 }

@@ -72,14 +72,15 @@ def char_col(lines: list[str], line: int, byte_col: int) -> int:
     return min(bisect_left(_byte_starts(s), byte_col), len(s))
 
 
-def _utf8_width(c: str) -> int:
+def utf8_width(c: str) -> int:
+    """How many bytes UTF-8 takes for the character `c`."""
     return 1 if c < "\x80" else 2 if c < "\u0800" else 3 if c < "\U00010000" else 4
 
 
 @lru_cache(maxsize=256)
 def _byte_starts(s: str) -> list:
     """The UTF-8 offset where each character of `s` starts, and its length last."""
-    return [0, *accumulate(map(_utf8_width, s))]
+    return [0, *accumulate(map(utf8_width, s))]
 
 
 def _chars(s: str, c0: int, c1: Optional[int] = None) -> str:
