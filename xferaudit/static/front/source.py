@@ -163,4 +163,4 @@ def comments(text: str) -> dict[int, tuple[int, str]]:
     return {t.start[0]: (t.start[1], t.string) for t in tokens(text) if t.type == tokenize.COMMENT}
 
 
-__all__ = ["Source", "char_col", "comments", "decode_source", "parse", "split_lines", "tokens"]
+__all__ = ["Source", "char_col", "comments", "decode_source", "parse", "split_lines", "tokens", "utf8_width"]
