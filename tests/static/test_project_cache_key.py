@@ -62,3 +62,14 @@ def test_check_with_the_cache_reports_what_no_cache_reports(tmp_path, monkeypatc
     assert fresh != first and "main.py:6" in fresh  # (the helper now places its result)
     main(["check", "--select", "XFA4", "main.py"])
     assert capsys.readouterr().out == fresh
+
+
+def test_the_editor_server_reads_a_config_edited_with_its_size_and_mtime_kept(tmp_path):
+    from xferaudit.server.documents import Projects
+
+    conf = tmp_path / "pyproject.toml"
+    conf.write_text('[tool.xferaudit]\nselect = ["XFA2"]\n')
+    projects = Projects()
+    assert projects.config(str(tmp_path / "a.py"))[0].select == ("XFA2",)
+    _same_size_and_mtime_edit(conf, '[tool.xferaudit]\nselect = ["XFA4"]\n')
+    assert projects.config(str(tmp_path / "a.py"))[0].select == ("XFA4",)

@@ -69,11 +69,11 @@ class Projects:
 
 
 def _stamp(path: Path) -> tuple:
-    try:
-        st = path.stat()
-    except OSError:
-        return ()
-    return (st.st_mtime_ns, st.st_size)
+    """What of the config an edit cannot keep (its inode and change time too:
+    :func:`~xferaudit.static.project.scripted.file_state`)."""
+    from ..static.project.scripted import file_state
+
+    return file_state(str(path)) or ()
 
 
 def check(doc: Document, projects: Projects) -> None:
