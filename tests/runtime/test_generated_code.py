@@ -62,3 +62,24 @@ def test_a_module_inductor_loaded_is_generated(tmp_path, monkeypatch):
     (u,) = xfer.snapshot().unwrapped
     xfer.reset()
     assert u.line == line and u.path.endswith("tests/runtime/test_generated_code.py")  # (the caller's line)
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
+def test_the_modules_inductor_writes_on_cuda_are_generated_code():
+    """(GPU session) What torch.compile's Inductor loaded is known as generated,
+    by its PyCodeCache, wherever its cache folder is; no crossing is placed in it."""
+    from torch._inductor.codecache import PyCodeCache
+
+    fn = torch.compile(lambda t: (t * 2).sum())
+    x = torch.ones(64, device="cuda")
+    xfer.reset()
+    with guard("count"):
+        float(fn(x))
+        float(fn(x))
+    files = [m.__file__ for m in list(PyCodeCache.modules) + list(getattr(PyCodeCache, "modules_no_attr", {}).values())
+             if getattr(m, "__file__", None)]
+    assert files and all(frames._generated(f) for f in files), files
+    assert all(frames.kind(m.call.__code__) == frames.SKIP for m in PyCodeCache.modules if hasattr(m, "call"))
+    assert not [u for u in xfer.snapshot().unwrapped if u.path in files or u.path == "<unknown>"]
+    xfer.reset()
