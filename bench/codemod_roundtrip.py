@@ -279,7 +279,7 @@ def smoke(root: Path) -> tuple[list[str], list[str]]:
         return json.loads(r.stdout.strip().splitlines()[-1])
 
     lines, failures = ["smoke (bench/torch_smoke.py), wrapped parts vs torch as installed:"], []
-    for device in ("cpu", "sim"):
+    for device in ("cpu", "fakegpu"):
         bare = run("--device", device)
         for count in (False, True):
             got = run("--device", device, "--overlay", str(root), *(["--count"] if count else []))

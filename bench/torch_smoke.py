@@ -153,7 +153,8 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--overlay", type=Path)
     ap.add_argument("--count", action="store_true")
-    ap.add_argument("--device", choices=("cpu", "sim"), default="cpu")
+    ap.add_argument("--device", choices=("cpu", "fakegpu", "sim"), default="cpu",
+                    help="fakegpu: the simulated device (sim: its old name here)")
     args = ap.parse_args()
     if args.overlay is not None:
         sys.meta_path.insert(0, Overlay(args.overlay.resolve(), PARTS))
@@ -167,7 +168,7 @@ def main() -> int:
         for m in (lin_mod, sgd_mod, dl_mod):
             assert str(args.overlay.resolve()) in str(Path(m.__file__).resolve()), m.__file__
     dev = torch.device("cpu")
-    if args.device == "sim":
+    if args.device in ("fakegpu", "sim"):
         from xferaudit.testing import simulated_device
 
         dev = simulated_device()

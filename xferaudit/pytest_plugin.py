@@ -184,7 +184,10 @@ def pytest_runtest_call(item: Any) -> Any:
         if _EXPECT in item.stash:
             del item.stash[_EXPECT]
         if measure is not None:
-            item.stash[_ROW] = measure.finish()
+            row = item.stash[_ROW] = measure.finish()
+            stopped = _stopped_at(excinfo[1] if excinfo is not None else None)
+            if stopped:
+                row["stopped"] = stopped
         stack.close()
     if failure is not None and excinfo is None:
         if hasattr(outcome, "force_exception"):
@@ -194,6 +197,21 @@ def pytest_runtest_call(item: Any) -> Any:
 
 
 _OWN_FAILURES = ("UnexpectedTransfer", "BudgetExceeded", "BudgetError")
+
+
+def _stopped_at(exc: Optional[BaseException]) -> str:
+    """``path:line`` of the crossing the guard stopped the test at (``raise``:
+    nothing crossed, yet the test did not cross nothing), or ""."""
+    from .runtime.guarding.guard import UnexpectedTransfer
+
+    seen = 0
+    while exc is not None and seen < 16:
+        if isinstance(exc, UnexpectedTransfer):
+            from ._text import printable
+
+            return f"{printable(exc.path)}:{exc.line}"
+        exc, seen = exc.__cause__ or exc.__context__, seen + 1
+    return ""
 
 
 def _hide_torch_frames(excinfo: Any) -> None:
@@ -323,7 +341,9 @@ class _Table:
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
         tr = terminalreporter
         tr.write_sep("=", "xferaudit: host<->device transfers per test")
-        active = [(n, r) for n, r in self.rows if r["crossings"] or r["unwrapped"] or r["launches"]]
+        active = [(n, r) for n, r in self.rows if r["crossings"] or r["unwrapped"] or r["launches"]
+                  or r.get("stopped")]
+        stopped = sum(1 for _, r in active if r.get("stopped"))
         quiet = len(self.rows) - len(active)
         if active:
             active.sort(key=lambda nr: (-nr[1]["crossings"], -nr[1]["unwrapped"], nr[0]))
@@ -336,8 +356,10 @@ class _Table:
                 tr.write_line(
                     f"{r['crossings']:>9}  {human_bytes(r['bytes_total']):>10}  {r['unwrapped']:>9}  "
                     f"{r['launches']:>8}  {nodeid}"
+                    + (f" (stopped by the guard at {r['stopped']})" if r.get("stopped") else "")
                 )
         tr.write_line(
-            f"{len(active)} test(s) crossed or launched, {quiet} crossed nothing"
+            f"{len(active) - stopped} test(s) crossed or launched, "
+            + (f"{stopped} stopped by the guard, " if stopped else "") + f"{quiet} crossed nothing"
             + ("" if _torch_installed() else " (torch is not installed: the guard was off)")
         )

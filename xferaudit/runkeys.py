@@ -11,6 +11,7 @@ so both take them from this module (plain functions: no torch, no libcst).
 from __future__ import annotations
 
 import os
+from functools import lru_cache
 
 __all__ = ["MODULE_FUNCTION", "function_name", "normalise_text", "relative_path"]
 
@@ -55,13 +56,30 @@ def relative_path(path: str, root: str) -> str:
     """`path` relative to the folder `root`, with forward slashes; a path
     outside `root` stays absolute; `root` itself is ``"."``.
 
-    Both are made absolute first (relative to the working directory);
-    symbolic links are left as they are.
+    Both are made absolute first (relative to the working directory). A path
+    not under `root` as written is compared again with symbolic links resolved
+    on both sides (:func:`real_path`): a program run through a linked folder
+    names its lines relative to the real root, as a run from that root does.
     """
     ap = os.path.abspath(path)
     top = os.path.abspath(root)
+    rel = _under(ap, top)
+    if rel is None:
+        real = real_path(ap)
+        rel = _under(real, real_path(top))
+        if rel is None:
+            rel = ap
+    return rel.replace(os.sep, "/") if os.sep != "/" else rel
+
+
+def _under(ap: str, top: str):
     if ap == top:
         return "."
     prefix = top if top.endswith(os.sep) else top + os.sep
-    rel = ap[len(prefix):] if ap.startswith(prefix) else ap
-    return rel.replace(os.sep, "/") if os.sep != "/" else rel
+    return ap[len(prefix):] if ap.startswith(prefix) else None
+
+
+@lru_cache(maxsize=4096)
+def real_path(path: str) -> str:
+    """`path` with every symbolic link resolved (remembered: a run asks once per file)."""
+    return os.path.realpath(path)

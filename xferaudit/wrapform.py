@@ -31,9 +31,13 @@ statement, which the guard reads the first time it sees that statement cross::
     kept = boxes[keep]                kept = boxes[keep]  # xferaudit: site=":nms:boxes[keep]"
 
 :func:`statement_comment` writes it (two spaces and the comment, at the end of
-the statement's last line), :func:`statement_sites` reads it (the tokenizer's
-comments, so a ``#`` inside a string is none) and :func:`strip_statement_comment`
-takes it off a line again. A comment changes nothing Python runs.
+the statement's last line), :func:`statement_comments` reads it (the one reader:
+only the comment token that ends a logical line, found by the tokenizer, so a
+comment line of the user's, one inside brackets or a ``#`` inside a string is
+none) and :func:`strip_statement_comment` takes it off a line again. A comment
+changes nothing Python runs. On the header of a one-line compound statement
+that ``wrap`` split (its body put on a line of its own, as formatters put it)
+the literal is followed by ``, split`` (:data:`SPLIT`).
 
 The *implicit* style is no row's: it wraps a crossing that has no transfer
 call of its own (``float(t)``, ``if t:``, ``print(t)``, ``torch.save``). Its
@@ -68,7 +72,7 @@ import io
 import re
 import tokenize
 from dataclasses import dataclass
-from typing import Mapping, Optional, Protocol, Sequence
+from typing import Mapping, NamedTuple, Optional, Protocol, Sequence
 
 
 # What the grammar reads of a row and of a table (xferaudit.rules' Rule and
@@ -277,37 +281,62 @@ def suggestion(form_: Form, wrapper: str, head: Mapping[str, str], args: Optiona
 STATEMENT_MARK = "# xferaudit: site="
 #: What goes between the statement's code (or its own comment) and the site comment.
 STATEMENT_GAP = "  "
-_STATEMENT = re.compile(r"#\s*xferaudit:\s*site=(\"(?:[^\"\\\n]|\\.)*\"|'(?:[^'\\\n]|\\.)*')")
+#: The statement form at the end of a comment token (a user's comment may come before it).
+_STATEMENT = re.compile(r"#\s*xferaudit:\s*site=(\"(?:[^\"\\\n]|\\.)*\"|'(?:[^'\\\n]|\\.)*')"
+                        r"(?P<split>,\s*split)?\s*\Z")
 _CR = re.compile(r"\r\n?")
 
 
-def statement_comment(literal: str) -> str:
+def statement_comment(literal: str, split: bool = False) -> str:
     """The text ``wrap`` appends to a statement's last line: ``  # xferaudit: site="..."``
-    (`literal`: the site's name as a Python string literal)."""
-    return f"{STATEMENT_GAP}{STATEMENT_MARK}{literal}"
+    (`literal`: the site's name as a Python string literal). `split`: the
+    comment of a one-line compound statement's header that ``wrap`` put on a
+    line of its own (``, split`` after the literal: ``unwrap`` joins the body back)."""
+    return f"{STATEMENT_GAP}{STATEMENT_MARK}{literal}{SPLIT if split else ''}"
+
+
+#: What follows the literal on the header of a one-line compound statement ``wrap`` split.
+SPLIT = ", split"
+
+
+class StatementComment(NamedTuple):
+    """The site comment ending one logical line: its lines, the site literal's
+    value, the comment token's text and where the form starts in it, and
+    whether ``wrap`` split a one-line compound statement there."""
+
+    first: int
+    last: int
+    name: str
+    comment: str
+    start: int
+    split: bool
 
 
 def _logical_lines(text: str):
-    """``(first line, last line, [comment tokens])`` of each logical line of
-    `text` (a statement, or a compound statement's header), by the tokenizer."""
+    """``(first line, last line, comment token ending it or None)`` of each
+    logical line of `text` (a statement, or a compound statement's header), by
+    the tokenizer: only a comment right before the ``NEWLINE`` ends it (a
+    comment line of its own, or one inside brackets, is none)."""
     if "\r" in text:
         text = _CR.sub("\n", text)
     first = None
-    found: list = []
+    last_comment = None
     try:
         for tok in tokenize.generate_tokens(io.StringIO(text).readline):
             t = tok.type
             if t == tokenize.COMMENT:
-                if first is not None:
-                    found.append(tok)
+                last_comment = tok if first is not None else None
                 continue
             if t in (tokenize.NL, tokenize.INDENT, tokenize.DEDENT, tokenize.ENCODING):
+                if t == tokenize.NL:
+                    last_comment = None
                 continue
             if t in (tokenize.NEWLINE, tokenize.ENDMARKER):
                 if first is not None:
-                    yield first, tok.start[0], found
-                first, found = None, []
+                    yield first, tok.start[0], last_comment
+                first, last_comment = None, None
                 continue
+            last_comment = None
             if first is None:
                 first = tok.start[0]
     except (tokenize.TokenError, SyntaxError, IndentationError):  # (a file that does not tokenize: up to there)
@@ -319,48 +348,58 @@ def statement_spans(text: str) -> list:
     return [(a, b) for a, b, _ in _logical_lines(text)]
 
 
-def statement_sites(text: str) -> dict:
-    """line -> the site named by the statement comment of the logical line
-    holding it, for every physical line of each such statement. Cheap when the
-    text holds no comment of the form (a substring test)."""
+def statement_comments(text: str) -> list:
+    """Every site comment of `text` (:class:`StatementComment`, in line order):
+    the comment token that ends a logical line, found by the tokenizer, when it
+    ends with the statement form. The one reader of the form: the finder, the
+    guard, ``wrap`` and ``unwrap`` all take it from here. Cheap when the text
+    holds no comment of the form (a substring test)."""
     if "xferaudit:" not in text:
-        return {}
-    out: dict = {}
-    for first, last, comments in _logical_lines(text):
-        for tok in comments:
-            m = _STATEMENT.search(tok.string)
-            if m is None:
-                continue
-            try:
-                name = ast.literal_eval(m.group(1))
-            except (ValueError, SyntaxError):
-                continue
-            if isinstance(name, str):
-                for ln in range(first, last + 1):
-                    out.setdefault(ln, name)
-                break
+        return []
+    out = []
+    for first, last, tok in _logical_lines(text):
+        if tok is None or "xferaudit:" not in tok.string:
+            continue
+        m = _STATEMENT.search(tok.string)
+        if m is None:
+            continue
+        try:
+            name = ast.literal_eval(m.group(1))
+        except (ValueError, SyntaxError):
+            continue
+        if isinstance(name, str):
+            out.append(StatementComment(first, last, name, tok.string, m.start(), m.group("split") is not None))
     return out
 
 
-def strip_statement_comment(line: str) -> Optional[str]:
-    """`line` (one physical line, its ending excluded) with the statement
-    comment that ends it taken off, as :func:`statement_comment` wrote it
-    (the gap before it too); None when it does not end with one."""
-    for m in _STATEMENT.finditer(line):
-        if m.end() == len(line):
-            start = m.start()
-            if line[:start].endswith(STATEMENT_GAP):
-                start -= len(STATEMENT_GAP)
-            elif line[:start].endswith(" "):
-                start -= 1
-            return line[:start]
-    return None
+def statement_sites(text: str) -> dict:
+    """line -> the site named by the statement comment of the logical line
+    holding it, for every physical line of each such statement."""
+    out: dict = {}
+    for c in statement_comments(text):
+        for ln in range(c.first, c.last + 1):
+            out.setdefault(ln, c.name)
+    return out
+
+
+def strip_statement_comment(line: str, found: StatementComment) -> Optional[str]:
+    """`line` (the physical line `found` ends, its ending excluded) with the
+    site comment taken off, as :func:`statement_comment` wrote it (the gap
+    before it too); None when the line does not end with that comment token."""
+    if not line.endswith(found.comment):
+        return None
+    start = len(line) - len(found.comment) + found.start
+    if line[:start].endswith(STATEMENT_GAP):
+        start -= len(STATEMENT_GAP)
+    elif line[:start].endswith(" "):
+        start -= 1
+    return line[:start]
 
 
 __all__ = [
     "ALIAS", "CALLEE", "DECORATOR", "DEFAULT_WRAPPER", "FORMS", "Form", "GENERIC", "INNER", "METHOD",
     "RECEIVER", "RUNTIME_MODULE", "SITE", "STYLES", "WrapperInfo", "form", "form_of", "split",
     "suggestion", "wrapper_infos", "IMPLICIT", "VALUE", "SHORT", "FULL_NAMES_IN", "full_site", "site_literal",
-    "STATEMENT_GAP", "STATEMENT_MARK", "statement_comment", "statement_sites", "statement_spans",
-    "strip_statement_comment",
+    "SPLIT", "STATEMENT_GAP", "STATEMENT_MARK", "StatementComment", "statement_comment", "statement_comments",
+    "statement_sites", "statement_spans", "strip_statement_comment",
 ]

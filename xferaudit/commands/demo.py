@@ -20,7 +20,10 @@ from typing import Any, Optional, TextIO
 
 from . import EXIT_OK, Command, UserError
 
-DEVICES = ("auto", "cuda", "sim", "meta", "cpu")
+#: The simulated device is named as it names itself (``fakegpu:0``) and as the
+#: benches name it; ``sim`` is the name it had here before, still read.
+DEVICES = ("auto", "cuda", "fakegpu", "meta", "cpu")
+_ALIASES = {"sim": "fakegpu"}
 
 
 def _say(out: TextIO, text: str = "") -> None:
@@ -61,6 +64,7 @@ def static_part(out: TextIO) -> int:
 
 def pick_device(choice: str, torch: Any, out: TextIO) -> tuple[Any, bool, str]:
     """(device, compile?, backend) for `choice`, saying what was picked and why."""
+    choice = _ALIASES.get(choice, choice)
     if choice in ("auto", "cuda"):
         if torch.cuda.is_available():
             name = torch.cuda.get_device_name(0)
@@ -69,7 +73,7 @@ def pick_device(choice: str, torch: Any, out: TextIO) -> tuple[Any, bool, str]:
         if choice == "cuda":
             raise UserError("--device cuda: no CUDA device here (torch.cuda.is_available() is False)")
         _say(out, "== 2/3 device: no CUDA device on this machine (CPU only)")
-    if choice in ("auto", "sim"):
+    if choice in ("auto", "fakegpu"):
         try:
             from ..testing import simulated_device
 
@@ -79,8 +83,8 @@ def pick_device(choice: str, torch: Any, out: TextIO) -> tuple[Any, bool, str]:
                       "no torch.compile there, so no graph launches")
             return dev, False, "eager"
         except Exception as e:  # not built yet, or cannot be set up here
-            if choice == "sim":
-                raise UserError(f"--device sim: the simulated device is not available: {e}") from None
+            if choice == "fakegpu":
+                raise UserError(f"--device fakegpu: the simulated device is not available: {e}") from None
             _say(out, f"   the simulated device is not available ({type(e).__name__}: {e})")
     if choice == "meta":
         _say(out, "== 2/3 device: meta (asked for)")
@@ -101,7 +105,7 @@ def closing_hint(rep: Any) -> str:
     crossed = {r.site.rsplit(":", 1)[-1] for r in rep.rows if r.crossings}
     if not crossed:
         return ("read it: every call was counted and nothing crossed (direction none): on the "
-                "host there is no device to copy to. Run it on a GPU, or with --device sim, to "
+                "host there is no device to copy to. Run it on a GPU, or with --device fakegpu, to "
                 "see the uploads and reads it makes there")
     parts = []
     batch = [n for n in ("x.to", "y.to") if n in crossed]
@@ -122,8 +126,8 @@ class DemoCommand(Command):
     DESCRIPTION = "Run the bundled example: static check, one counted training step, the report."
 
     def add_arguments(self, parser: argparse.ArgumentParser) -> None:
-        parser.add_argument("--device", choices=DEVICES, default="auto",
-                            help="auto (default): cuda, else the simulated device, else meta")
+        parser.add_argument("--device", choices=DEVICES + tuple(_ALIASES), default="auto",
+                            help="auto (default): cuda, else the simulated device (fakegpu), else meta")
         parser.add_argument("--steps", type=int, default=1, metavar="N",
                             help="steps counted after the warm-up step (default 1)")
         parser.add_argument("--no-compile", action="store_true", help="do not torch.compile the model")

@@ -141,7 +141,7 @@ def _budget(args: argparse.Namespace, script: Optional[str]):
         if cfg.run_budget is True:
             from ..runtime.runs.budget import budget_from_mapping
 
-            if not cfg.budget:
+            if "budget" not in cfg.raw:  # (an empty table is a budget: nothing may cross)
                 raise UserError(f"{cfg.source}: run-budget = true, but there is no [tool.xferaudit.budget] "
                                 "table")
             return budget_from_mapping(cfg.budget, f"{cfg.source}: [tool.xferaudit.budget]")

@@ -39,12 +39,12 @@ from typing import IO, Iterator, Optional, Union
 
 from .. import registry as _registry
 from .ranks import distributed as _distributed  # noqa: F401 - registers the multi-rank report
-from .counted import ranges as _ranges
 from .counted import recorder as _recorder
 
 # Re-exported (see _OWN; the full __all__ adds the packs' wrappers).
 from .reporting._report import Launch, Report, ReportError, Row, Unwrapped  # noqa: F401
 from .runs.budget import BudgetError, BudgetExceeded, expect, load_budget  # noqa: F401
+from .runs.switch import _held_by_run, count, snapshot  # noqa: F401 - (xferaudit run turns counting on with them too)
 from .guarding.guard import UnexpectedTransfer, UnexpectedTransferWarning, guard  # noqa: F401
 from .counted.recorder import STATE
 
@@ -84,56 +84,6 @@ def features() -> dict:
     return out
 
 
-def _bind_torch() -> None:
-    """Bind torch (and register the op compiled code records through) now,
-    outside any compiled region, if the program imported it."""
-    if "torch" in sys.modules:
-        _registry.runtime_module("torch")._init()
-
-
-def count(on: bool = True, timeline: Optional[bool] = None, ranges: Optional[bool] = None) -> bool:
-    """Turn counting on (resetting every tally) or off; returns the previous state.
-
-    Under ``xferaudit run`` (and :func:`~xferaudit.runtime.runs.runner.counted`)
-    the run holds counting for the whole program: this call neither turns it
-    off nor resets it (``ranges=`` and ``timeline=`` still apply), and the run
-    says at its end that the program asked, so a program's own window
-    (``count(True) ... count(False)``, ``count(args.profile)``) cannot hide
-    crossings from the run file or its budget.
-
-    ``timeline=True`` also starts the event timeline (see :func:`timeline`),
-    ``timeline=False`` stops it; None leaves it as it is. ``ranges=True`` runs
-    every counted call inside a torch.profiler range and an NVTX range named by
-    its site (:mod:`xferaudit.runtime.counted.ranges`; torch must be installed); None,
-    when counting is turned on, takes ``$XFERAUDIT_RANGES``. Ranges stop with
-    counting.
-    """
-    prev = STATE.on
-    if timeline is not None:
-        _recorder.set_timeline(timeline)
-    if _held_by_run("xfer.count(True)" if on else "xfer.count(False)"):  # (`bool` here: the wrapper)
-        if on and ranges is not None:
-            _recorder.set_ranges(ranges)
-        return prev
-    if on:
-        _recorder.reset()
-        _bind_torch()
-        if ranges is not None:
-            _recorder.set_ranges(ranges)
-        else:
-            try:
-                _recorder.set_ranges(_ranges.from_env())
-            except RuntimeError as e:  # asked by the environment, where torch is missing
-                import warnings
-
-                warnings.warn(f"{_ranges.ENV}: {e}; counting without ranges", RuntimeWarning,
-                              stacklevel=2)
-    else:
-        _recorder.set_ranges(False)
-    STATE.on = True if on else False  # (`bool` here is the torch pack's wrapper of truth tests)
-    return prev
-
-
 def is_counting() -> bool:
     return STATE.on
 
@@ -143,19 +93,6 @@ def reset() -> None:
     (under ``xferaudit run``, nothing: see :func:`count`)."""
     if not _held_by_run("xfer.reset()"):
         _recorder.reset()
-
-
-def _held_by_run(what: str) -> bool:
-    """Whether ``xferaudit run`` holds counting in this process (then the
-    program's own ``xfer.count``/``xfer.reset`` changes nothing, and the run
-    says so at its end): the run's file and its budget check hold every
-    crossing of the program, whatever window the program counts for itself."""
-    runner = sys.modules.get("xferaudit.runtime.runs.runner")
-    session = getattr(runner, "_active", None) if runner is not None else None
-    if session is None:
-        return False
-    session.held(what, sys._getframe(2))
-    return True
 
 
 def step() -> None:
@@ -245,12 +182,6 @@ def report(
     else:
         file.write(text)
     return rep
-
-
-def snapshot() -> Report:
-    """The current tally as a Report, without printing (rank-stamped under
-    torch.distributed)."""
-    return _distributed.stamp(Report.from_state(STATE))
 
 
 # Last, so a pack's name never hides one of this module's own.

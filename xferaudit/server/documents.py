@@ -39,6 +39,9 @@ class Document:
     lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
     #: set when the client changed the document since: its fixes are no longer wanted
     outdated: threading.Event = field(default_factory=threading.Event, repr=False)
+    #: held while the document is checked (off the event loop: a request may wait for it)
+    checking: threading.Lock = field(default_factory=threading.Lock, repr=False)
+    columns: Optional[object] = field(default=None, repr=False)  # its positions in the client's units
 
     def reported(self) -> list:
         return [d for d in (self.linted.diags if self.linted else []) if d.suppressed is None]
@@ -66,11 +69,11 @@ class Projects:
 
 
 def _stamp(path: Path) -> tuple:
-    try:
-        st = path.stat()
-    except OSError:
-        return ()
-    return (st.st_mtime_ns, st.st_size)
+    """What of the config an edit cannot keep (its inode and change time too:
+    :func:`~xferaudit.static.project.scripted.file_state`)."""
+    from ..static.project.scripted import file_state
+
+    return file_state(str(path)) or ()
 
 
 def check(doc: Document, projects: Projects) -> None:
@@ -87,6 +90,20 @@ def check(doc: Document, projects: Projects) -> None:
         evidence, doc.config_error = None, str(e)
     doc.linted = lint_source(doc.text, doc.path, cfg, rules, evidence=evidence)
     doc.fixes_done = False
+
+
+def check_locked(doc: Document, projects: Projects) -> None:
+    """:func:`check`, one at a time per document (the shell runs it off the event loop)."""
+    with doc.checking:
+        check(doc, projects)
+
+
+def check_once(doc: Document, projects: Projects) -> None:
+    """:func:`check` unless the document is checked already (or is being
+    checked: then its result is waited for)."""
+    with doc.checking:
+        if doc.linted is None and doc.config_error is None:
+            check(doc, projects)
 
 
 def fixes(doc: Document, cfg: Config, rules: RuleTable) -> None:

@@ -35,14 +35,13 @@ from pygls.exceptions import JsonRpcException
 from pygls.lsp.server import LanguageServer
 from pygls.protocol import LanguageServerProtocol
 from pygls.uris import to_fs_path
-from pygls.workspace.position_codec import ServerTextPosition, ServerTextRange
 
 from .. import __version__
 from ..config import ConfigError
 from ..static.findings.diagnostics import docs_base, rule_url
 from ..static.findings.edits import Edit
-from ..static.front.source import split_lines
 from . import documents as D
+from .positions import Columns
 
 CONVERTER = get_converter()  # lsprotocol's: LSP types <-> JSON-ready data
 
@@ -141,15 +140,32 @@ def _codec(ls: XferauditServer):
     return ls.workspace.position_codec
 
 
-def _range(ls: XferauditServer, lines: list[str], start: tuple[int, int], end: tuple[int, int]) -> types.Range:
+def _columns(ls: XferauditServer, doc: D.Document) -> Columns:
+    """The document's columns in the client's units, worked out once per
+    version (linear in its size: :mod:`.positions`)."""
+    enc = _codec(ls).encoding
+    enc = str(getattr(enc, "value", enc) or "utf-16").lower()
+    cols = doc.columns
+    if cols is None or cols.encoding != enc:
+        cols = doc.columns = Columns(doc.text, enc)
+    return cols
+
+
+def _range(cols: Columns, start: tuple[int, int], end: tuple[int, int]) -> types.Range:
     """A range of 1-based (line, character column) positions in the client's units."""
-    r = ServerTextRange(ServerTextPosition(start[0] - 1, start[1] - 1), ServerTextPosition(end[0] - 1, end[1] - 1))
-    return _codec(ls).range_to_client_units(lines, r)
+    a, b = cols.to_client(start[0] - 1, start[1] - 1), cols.to_client(end[0] - 1, end[1] - 1)
+    return types.Range(start=types.Position(line=a[0], character=a[1]),
+                       end=types.Position(line=b[0], character=b[1]))
+
+
+def _from_client(ls: XferauditServer, doc: D.Document, pos: types.Position) -> tuple[int, int]:
+    """A client's position -> (line, character column), both from 0."""
+    return _columns(ls, doc).from_client(pos.line, pos.character)
 
 
 def _text_edits(ls: XferauditServer, doc: D.Document, edits: list[Edit]) -> list[types.TextEdit]:
-    lines = split_lines(doc.text)
-    return [types.TextEdit(range=_range(ls, lines, e.start, e.end), new_text=e.content) for e in edits]
+    cols = _columns(ls, doc)
+    return [types.TextEdit(range=_range(cols, e.start, e.end), new_text=e.content) for e in edits]
 
 
 # --- checking and publishing -----------------------------------------------------------------
@@ -178,7 +194,7 @@ def _diagnostics(ls: XferauditServer, doc: D.Document) -> list[types.Diagnostic]
     out = []
     if doc.linted is None:
         return out
-    lines = split_lines(doc.text)
+    cols = _columns(ls, doc)
     base = docs_base(_config_or_none(ls, doc))
     for d in doc.reported():
         url = rule_url(d.code, base)
@@ -187,11 +203,11 @@ def _diagnostics(ls: XferauditServer, doc: D.Document) -> list[types.Diagnostic]
             data["fix"] = {
                 "applicability": d.fix.applicability,
                 "message": d.fix.message,
-                "edits": [CONVERTER.unstructure(types.TextEdit(range=_range(ls, lines, e.start, e.end),
+                "edits": [CONVERTER.unstructure(types.TextEdit(range=_range(cols, e.start, e.end),
                                                                new_text=e.content)) for e in d.fix.edits],
             }
         out.append(types.Diagnostic(
-            range=_range(ls, lines, (d.line, d.column), (d.end_line, d.end_column)),
+            range=_range(cols, (d.line, d.column), (d.end_line, d.end_column)),
             message=d.message,
             severity=types.DiagnosticSeverity.Error if d.fatal else types.DiagnosticSeverity.Warning,
             code=d.code,
@@ -209,29 +225,35 @@ def _config_or_none(ls: XferauditServer, doc: D.Document):
         return None
 
 
-def _publish(ls: XferauditServer, doc: D.Document) -> None:
+async def _publish(ls: XferauditServer, doc: D.Document) -> None:
+    """Publish the document's findings (converted off the event loop: a long
+    document's thousands of ranges must not hold up a hover)."""
+    diagnostics = await asyncio.get_running_loop().run_in_executor(ls.thread_pool, _diagnostics, ls, doc)
     ls.text_document_publish_diagnostics(types.PublishDiagnosticsParams(
-        uri=doc.uri, version=doc.version, diagnostics=_diagnostics(ls, doc)))
+        uri=doc.uri, version=doc.version, diagnostics=diagnostics))
 
 
 async def _check(ls: XferauditServer, uri: str) -> None:
     """Check the document as it is now and publish; then publish again with the
-    fixes, unless it changed meanwhile."""
+    fixes, unless it changed meanwhile. The check runs off the event loop (a
+    long document takes seconds): requests are answered meanwhile."""
     if uri not in ls.workspace.text_documents:
         return
     doc = _document(ls, uri)
-    D.check(doc, ls.projects)
+    await asyncio.get_running_loop().run_in_executor(ls.thread_pool, D.check_locked, doc, ls.projects)
+    if ls.docs.get(uri) is not doc:
+        return  # (changed meanwhile: its own check publishes)
     if doc.config_error is not None:
         ls.window_show_message(types.ShowMessageParams(
             type=types.MessageType.Error, message=f"xferaudit: {doc.config_error}"))
-    _publish(ls, doc)
+    await _publish(ls, doc)
     if doc.linted is None or not any(d.code.startswith(("XFA2", "XFA3", "XFA4")) for d in doc.reported()):
         return
     if ls.fix_delay:
         await asyncio.sleep(ls.fix_delay)  # (a change meanwhile cancels this task: no fixes begun)
     await _fixes(ls, doc)
     if ls.docs.get(uri) is doc:
-        _publish(ls, doc)
+        await _publish(ls, doc)
 
 
 async def _fixes(ls: XferauditServer, doc: D.Document) -> None:
@@ -309,13 +331,18 @@ def did_close(ls: XferauditServer, params: types.DidCloseTextDocumentParams) -> 
 
 
 def _current(ls: XferauditServer, uri: str) -> Optional[D.Document]:
-    """The document as the client has it now, checked (a request may come
-    before a pending check has run)."""
+    """The document as the client has it now (checked or not yet)."""
     if uri not in ls.workspace.text_documents:
         return None
-    doc = _document(ls, uri)
-    if doc.linted is None and doc.config_error is None:
-        D.check(doc, ls.projects)
+    return _document(ls, uri)
+
+
+async def _checked(ls: XferauditServer, uri: str) -> Optional[D.Document]:
+    """The document as the client has it now, checked (a request may come
+    before a pending check has run: it is run, off the event loop, or waited for)."""
+    doc = _current(ls, uri)
+    if doc is not None and doc.linted is None and doc.config_error is None:
+        await asyncio.get_running_loop().run_in_executor(ls.thread_pool, D.check_once, doc, ls.projects)
     return doc
 
 
@@ -327,7 +354,7 @@ def _wanted(kind: str, only: Optional[list]) -> bool:
     code_action_kinds=[types.CodeActionKind.QuickFix, WRAP_ALL], resolve_provider=True))
 async def code_action(ls: XferauditServer, params: types.CodeActionParams) -> list[types.CodeAction]:
     uri = params.text_document.uri
-    doc = _current(ls, uri)
+    doc = await _checked(ls, uri)
     if doc is None or doc.linted is None:
         return []
     only = params.context.only
@@ -371,7 +398,7 @@ async def resolve_code_action(ls: XferauditServer, action: types.CodeAction) -> 
     offered for (none when the document changed since)."""
     data = action.data if isinstance(action.data, dict) else {}
     uri = data.get("uri")
-    doc = _current(ls, uri) if isinstance(uri, str) else None
+    doc = await _checked(ls, uri) if isinstance(uri, str) else None
     if doc is None or doc.version != data.get("version"):
         return action
     edits: list = []
@@ -411,7 +438,7 @@ async def _site_actions(ls: XferauditServer, doc: D.Document, diag: types.Diagno
             is_preferred=applicability == "safe",
             edit=types.WorkspaceEdit(changes={doc.uri: edits})))
     if D.suppressible(code):
-        line = _codec(ls).position_from_client_units(split_lines(doc.text), diag.range.start).line + 1
+        line = _from_client(ls, doc, diag.range.start)[0] + 1
         action = await _deferred(ls, doc, f"Suppress {code} on this line (# noqa: {code})",
                                  types.CodeActionKind.QuickFix, {"action": "noqa", "line": line, "code": code},
                                  [diag])
@@ -422,21 +449,21 @@ async def _site_actions(ls: XferauditServer, doc: D.Document, diag: types.Diagno
 
 def _finding(ls: XferauditServer, doc: D.Document, diag: types.Diagnostic):
     """The finding a client's diagnostic stands for (same code, same start)."""
-    start = _codec(ls).position_from_client_units(split_lines(doc.text), diag.range.start)
+    start = _from_client(ls, doc, diag.range.start)
     for d in doc.reported():
-        if d.code == diag.code and (d.line - 1, d.column - 1) == (start.line, start.character):
+        if d.code == diag.code and (d.line - 1, d.column - 1) == start:
             return d
     return None
 
 
 @server.feature(types.TEXT_DOCUMENT_HOVER)
-def hover(ls: XferauditServer, params: types.HoverParams) -> Optional[types.Hover]:
-    doc = _current(ls, params.text_document.uri)
+async def hover(ls: XferauditServer, params: types.HoverParams) -> Optional[types.Hover]:
+    doc = await _checked(ls, params.text_document.uri)
     if doc is None or doc.linted is None:
         return None
-    lines = split_lines(doc.text)
-    at = _codec(ls).position_from_client_units(lines, params.position)
-    here = (at.line + 1, at.character + 1)
+    cols = _columns(ls, doc)
+    at = cols.from_client(params.position.line, params.position.character)
+    here = (at[0] + 1, at[1] + 1)
     base = docs_base(_config_or_none(ls, doc))
     for d in doc.reported():
         if (d.line, d.column) <= here <= (d.end_line, d.end_column):
@@ -444,7 +471,7 @@ def hover(ls: XferauditServer, params: types.HoverParams) -> Optional[types.Hove
             if text:
                 return types.Hover(
                     contents=types.MarkupContent(kind=types.MarkupKind.Markdown, value=text),
-                    range=_range(ls, lines, (d.line, d.column), (d.end_line, d.end_column)))
+                    range=_range(cols, (d.line, d.column), (d.end_line, d.end_column)))
     return None
 
 

@@ -69,10 +69,12 @@ MAX_CODES = 100_000
 #: ``<eval_with_key>.N``, code made from a string with no file of its own
 #: (``<string>``: what ``exec`` of a generated source names, as Dynamo's guards
 #: and dataclasses' methods are; no line of it can be found, wrapped or fixed),
-#: and Inductor's wrappers in its cache folder (``torchinductor_<user>``),
-#: where a compiled call's first run uploads its constants.
+#: and the modules Inductor wrote and loaded (its
+#: ``PyCodeCache``: the wrappers where a compiled call's first run uploads its
+#: constants), recognised by the module that loaded them, never by their path.
 _GENERATED_NAMES = ("<frozen", "<eval_with_key>", "<string>")
-_GENERATED_DIR = os.sep + "torchinductor_"
+_INDUCTOR_MODULES = "torch._inductor.runtime.compile_tasks."  # (the name Inductor gives what it loads)
+_inductor_files: dict = {"seen": None, "files": frozenset()}
 
 LIBRARY_ENV = "XFERAUDIT_LIBRARY_PATHS"
 USER_ENV = "XFERAUDIT_USER_PATHS"
@@ -184,10 +186,29 @@ def _users(filename: str) -> bool:
     return bool(_user_dirs) and filename.startswith(_user_dirs)
 
 
-def _cached(filename: str) -> bool:
-    """Whether `filename` lies in Inductor's cache folder named by ``$TORCHINDUCTOR_CACHE_DIR``."""
-    top = os.environ.get("TORCHINDUCTOR_CACHE_DIR")
-    return bool(top) and filename.startswith(os.path.abspath(top).rstrip(os.sep) + os.sep)
+def _generated(filename: str) -> bool:
+    """Whether `filename` is code torch made and runs (see :data:`_GENERATED_NAMES`):
+    a name of theirs, or a file whose module Inductor loaded (its ``PyCodeCache``,
+    or a module it named in ``sys.modules``). Looked at once per code object."""
+    if filename.startswith(_GENERATED_NAMES):
+        return True
+    cc = sys.modules.get("torch._inductor.codecache")
+    cache = getattr(cc, "PyCodeCache", None) if cc is not None else None
+    if cache is None:
+        return False
+    try:
+        mods = list(getattr(cache, "modules", ())) + list(getattr(cache, "modules_no_attr", {}).values())
+        mods += list(getattr(cache, "cache", {}).values())  # (older torch)
+        seen = (len(mods), len(getattr(cache, "linemaps", {})), len(sys.modules))
+        if _inductor_files["seen"] != seen:
+            files = {getattr(m, "__file__", None) for m in mods}
+            files.update(getattr(cache, "linemaps", {}))  # (paths of the modules it loaded)
+            files.update(getattr(m, "__file__", None) for name, m in list(sys.modules.items())
+                         if name.startswith(_INDUCTOR_MODULES))
+            _inductor_files.update(seen=seen, files=frozenset(f for f in files if isinstance(f, str)))
+    except Exception:  # (another torch's layout: nothing known as generated)
+        return False
+    return filename in _inductor_files["files"]
 
 
 def _info(code: Any) -> tuple:
@@ -195,7 +216,7 @@ def _info(code: Any) -> tuple:
     fn = code.co_filename
     if id(code) in _stops:
         kind = STOP
-    elif fn.startswith(_skip_dirs) or fn.startswith(_GENERATED_NAMES) or _GENERATED_DIR in fn or _cached(fn):
+    elif fn.startswith(_skip_dirs) or _generated(fn):
         kind = SKIP
     elif _users(fn):
         kind = USER

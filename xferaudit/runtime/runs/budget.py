@@ -264,7 +264,7 @@ def load_budget(source: BudgetSource = None) -> Budget:
         except ConfigError as e:
             raise BudgetError(str(e)) from None
         where = f"{cfg.source or 'pyproject.toml'}: [tool.xferaudit.budget]"
-        if not cfg.budget:
+        if "budget" not in cfg.raw:  # (an empty table is a budget: nothing may cross)
             raise BudgetError(f"{where}: no budget there; pass one to expect(...)")
         b = budget_from_mapping(cfg.budget, where)
         b.file = str(cfg.source) if cfg.source else None

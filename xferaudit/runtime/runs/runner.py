@@ -84,10 +84,11 @@ class RunResult:
 
 def project_root(start: str) -> str:
     """The nearest folder at or above `start` holding ``pyproject.toml`` or
-    ``.git``, else `start` itself (a file: its folder); absolute."""
+    ``.git``, else `start` itself (a file: its folder); absolute, every link
+    resolved (the real root: a run's paths are relative to it)."""
     from ...config import find_root
 
-    return str(find_root(Path(start)))
+    return str(find_root(Path(os.path.realpath(start))))
 
 
 def output_path(given: str, rank: Optional[int] = None, pid: Optional[int] = None) -> Path:
@@ -195,9 +196,9 @@ class _Session:
         global _active, _fork_hook_set
         self.prev = (STATE.on, STATE.root)
         STATE.root = self.root
-        import xferaudit.runtime as xfer
+        from .switch import count
 
-        xfer.count(True)  # every tally from zero
+        count(True)  # every tally from zero
         _active = self
         self.undo.append(self._deactivate)
         if "torch" in sys.modules:
@@ -273,7 +274,7 @@ class _Session:
 
     def report(self) -> Any:
         """The run's report: the tally, with the run's facts in ``meta``."""
-        from .. import snapshot
+        from .switch import snapshot
 
         rep = snapshot()
         torch = sys.modules.get("torch")

@@ -110,7 +110,7 @@ from .style import DEFAULT_STYLE, CodeStyle, code_style
 from .results import CodemodError, CodemodResult, Skipped
 from .shapes import _Shapes
 from .skeleton import skeleton
-from .statements import add as add_statements, plan as plan_statements, strip as strip_statements
+from .statements import add as add_statements, plan as plan_statements, split_headers, strip as strip_statements
 from .unwrap import _UnwrapTransformer, shaped_calls, unrestorable
 from .wrap import _WrapTransformer
 
@@ -232,7 +232,7 @@ def wrap_source(
     rel = relpath if relpath is not None else path
     # crossings with no call to wrap (t[mask], t[[0, 5]], lines a run saw with none): their
     # statements named by a site comment first (moves no line or column), then read back
-    named = plan_statements(found, sites, evidence, text, rel, codes_ok, site_ok)
+    named = plan_statements(found, sites, evidence, text, rel, codes_ok, site_ok, ctx.tree)
     commented = None
     if named:
         commented, left = add_statements(data, named, rel)
@@ -265,6 +265,9 @@ def wrap_source(
             res.new = commented
         res.wrapped.update(s.kind for s in done)
         res.wrapped_sites.extend(done)
+        # a one-line compound statement whose header crosses: its body on a line of its own, as a formatter
+        # puts it, so the comment stays on the header (last: no line of the rest moves before it)
+        res.new = split_headers(res.new, [n for n in named if n.split and not any(n is k for k, _ in left)], rel)
     if evidence is not None:
         res.evidence, left = wrap_outcome(evidence, found.sites, res.wrapped_sites)
         res.skipped.extend(Skipped(ln, col, "", label, reason) for ln, col, label, reason in left)

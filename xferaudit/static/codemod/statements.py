@@ -28,6 +28,8 @@ no column): :func:`add` returns the new bytes, and ``wrap`` analyses them again
 
 from __future__ import annotations
 
+import ast
+import bisect
 import io
 import re
 import tokenize
@@ -36,14 +38,18 @@ from typing import Callable, Optional
 
 from ...opforms import NO_CALL_FORM
 from ...wrapform import (
+    SPLIT,
+    STATEMENT_GAP,
     STATEMENT_MARK,
     site_literal,
     statement_comment,
+    statement_comments,
     statement_spans,
     strip_statement_comment,
 )
 from ..front.evidence import fitting, static_function
 from ..front.naming import compact_label, short_receiver
+from ..front.source import char_col, split_lines
 from ..front.statements import statement_of, statement_text
 from .nodes import string_literal
 
@@ -60,6 +66,9 @@ class Named:
     last: int
     name: str
     sites: list = field(default_factory=list)
+    #: a one-line compound statement whose header crosses: its body goes on a
+    #: line of its own, the comment stays on the header (:func:`split_headers`)
+    split: bool = False
 
 
 def _unique(base: str, taken: set) -> str:
@@ -73,8 +82,9 @@ def _unique(base: str, taken: set) -> str:
 
 
 def plan(found, eligible: list, evidence, text: str, relpath: str, codes_ok: Callable[[str], bool],
-         site_ok: Optional[Callable] = None) -> list:
-    """The statements ``wrap`` names with a site comment (see the module docstring)."""
+         site_ok: Optional[Callable] = None, tree: Optional[ast.Module] = None) -> list:
+    """The statements ``wrap`` names with a site comment (see the module docstring);
+    with the file's `tree`, those to split (:attr:`Named.split`)."""
     wanted = [s for s in eligible if s.implicit and s.op in NO_CALL_FORM and not s.no_wrap]
     if not wanted and (evidence is None or not evidence.matched):
         return []
@@ -91,7 +101,49 @@ def plan(found, eligible: list, evidence, text: str, relpath: str, codes_ok: Cal
             hit.sites.append(s)
     if evidence is not None and site_ok is None:
         _from_evidence(found, eligible, evidence, text, relpath, codes_ok, spans, out)
+    if tree is not None:
+        _mark_splits([n for n in out.values() if n.sites and n.first == n.last], text, tree)
     return sorted(out.values(), key=lambda n: n.first)
+
+
+#: The compound statements whose header evaluates what may cross (a ``def`` or
+#: ``class`` header on one line with its body is left as it is).
+_HEADERS = (ast.For, ast.AsyncFor, ast.While, ast.If, ast.With, ast.AsyncWith)
+
+
+def _one_line_compound(tree: ast.Module, lines: set) -> dict:
+    """line -> the compound statement starting there whose whole body is on that line."""
+    out = {}
+    for node in ast.walk(tree):
+        if isinstance(node, _HEADERS) and node.lineno in lines and node.body \
+                and node.body[0].lineno == node.lineno and node.body[-1].end_lineno == node.lineno:
+            out[node.lineno] = node
+    return out
+
+
+def _mark_splits(named: list, text: str, tree: ast.Module) -> None:
+    """Mark each one-line compound statement whose header holds one of its sites
+    (``for v in x[[0, 1]]: out.append(v)``): a formatter (ruff format, black)
+    puts such a statement's body on a line of its own and the comment that ends
+    it with the body, so ``wrap`` lays it out that way first, the comment on the
+    header (:func:`split_headers`). Only where one space parts the colon from
+    the body (``unwrap`` puts back exactly that)."""
+    if not named:
+        return
+    nodes = _one_line_compound(tree, {n.first for n in named})
+    if not nodes:
+        return
+    lines = split_lines(text)
+    for n in named:
+        node = nodes.get(n.first)
+        if node is None:
+            continue
+        line = lines[n.first - 1]
+        body = char_col(lines, n.first, node.body[0].col_offset)
+        if line[body - 2:body] != ": " or line[body - 3:body - 2] == " ":
+            continue
+        if any(s.line == n.first and s.column - 1 < body for s in n.sites):
+            n.split = True
 
 
 def _from_evidence(found, eligible: list, evidence, text: str, relpath: str, codes_ok, spans: list,
@@ -100,7 +152,7 @@ def _from_evidence(found, eligible: list, evidence, text: str, relpath: str, cod
     mine = {id(s) for s in eligible}
     sup = dict(found.suppressions)
     taken = {s.site for s in found.sites if s.site} | {n.name for n in out.values()}
-    lines = text.splitlines()
+    lines = split_lines(text)  # (as Python splits them: a form feed ends no line)
     for m in evidence.matched:
         span = statement_of(spans, m.line)
         if span is None or span in out:
@@ -161,36 +213,128 @@ def add(data: bytes, named: list, relpath: str) -> tuple:
     return b"".join(lines), left
 
 
+def _indent_unit(indent: str) -> str:
+    return "\t" if "\t" in indent else "    "
+
+
+def split_headers(data: bytes, named: list, relpath: str) -> bytes:
+    """`data` (``wrap``'s output) with each one-line compound statement marked
+    to split (:attr:`Named.split`) laid out as a formatter lays it out: the
+    header and its site comment (``, split`` after the literal) on the line,
+    the body on the next, one indent deeper::
+
+        for v in x[[0, 1]]: out.append(v)      for v in x[[0, 1]]:  # xferaudit: site="...", split
+                                                   out.append(v)
+
+    Done last, on the bytes (no line number of the rest of ``wrap`` moves);
+    ``unwrap`` joins them back (:func:`strip`). A statement the calls' rewrite
+    changed out of that shape is left as it is."""
+    wanted = {site_literal(n.name, relpath) for n in named if n.split}
+    enc = _encoding(data) if wanted else None
+    if enc is None:
+        return data
+    from ..front.source import decode_source, parse
+
+    try:
+        text = decode_source(data)
+        tree = parse(text)
+    except (SyntaxError, UnicodeDecodeError, LookupError, ValueError):
+        return data
+    found = [c for c in statement_comments(text) if c.name in wanted and c.first == c.last and not c.split]
+    nodes = _one_line_compound(tree, {c.first for c in found}) if found else {}
+    lines = _LINES.findall(data)
+    tlines = split_lines(text)
+    for c in sorted(found, key=lambda c: -c.first):  # (from the end: the lines before keep their numbers)
+        node = nodes.get(c.first)
+        if node is None or not 0 < c.first <= len(lines):
+            continue
+        raw = lines[c.first - 1]
+        body_raw = raw.rstrip(b"\r\n")
+        ending = raw[len(body_raw):]
+        try:
+            line = body_raw.decode(enc)
+        except UnicodeDecodeError:
+            continue
+        col = char_col(tlines, c.first, node.body[0].col_offset)
+        bare = strip_statement_comment(line, c)
+        if not ending or bare is None or line != tlines[c.first - 1].rstrip("\r\n") \
+                or line[col - 2:col] != ": " or line[col - 3:col - 2] == " ":
+            continue
+        indent = line[:len(line) - len(line.lstrip())]
+        head = line[:col - 1] + STATEMENT_GAP + c.comment[c.start:] + SPLIT
+        body = indent + _indent_unit(indent) + bare[col:]
+        lines[c.first - 1:c.first] = [head.encode(enc) + ending, body.encode(enc) + ending]
+    new = b"".join(lines)
+    try:
+        compile(new, "<wrap>", "exec", dont_inherit=True)
+    except (SyntaxError, ValueError):  # pragma: no cover - (never expected: the layout a formatter makes)
+        return data
+    return new
+
+
+def _join(lines: list, at: int, back: str, enc: str, spans: list) -> bool:
+    """Join the body ``wrap`` split off the header at line `at` (1-based) back
+    onto it (`back`: the header, its comment taken off), where the layout is
+    still the one ``wrap`` wrote: the next line one indent deeper, a statement
+    of its own, and no other statement in that block."""
+    if not back.endswith(":") or at >= len(lines):
+        return False
+    indent = back[:len(back) - len(back.lstrip())]
+    prefix = indent + _indent_unit(indent)
+    raw = lines[at]
+    body = raw.rstrip(b"\r\n")
+    try:
+        text = body.decode(enc)
+    except UnicodeDecodeError:
+        return False
+    if not text.startswith(prefix) or text[len(prefix):len(prefix) + 1] in ("", " ", "\t", "#"):
+        return False
+    i = bisect.bisect_left(spans, (at + 1, 0))
+    if i >= len(spans) or spans[i] != (at + 1, at + 1):
+        return False
+    if i + 1 < len(spans):  # (the next statement must be outside the body's block)
+        nxt = lines[spans[i + 1][0] - 1].decode(enc, "replace")
+        if nxt.startswith(prefix):
+            return False
+    lines[at - 1] = (back + " " + text[len(prefix):]).encode(enc) + raw[len(body):]
+    lines[at] = b""
+    return True
+
+
 def strip(data: bytes) -> tuple:
-    """``(new bytes or None, comments taken off)``: every statement comment that
-    ends a line taken off, as :func:`add` wrote it (read by the tokenizer: a
-    ``#`` inside a string is none)."""
+    """``(new bytes or None, comments taken off)``: the site comment that ends
+    each logical line taken off, as :func:`add` wrote it (the one reader,
+    :func:`~xferaudit.wrapform.statement_comments`: the tokenizer's comment token
+    before the line's end, so a comment line of the user's, one inside
+    brackets or a ``#`` inside a string is none)."""
     if STATEMENT_MARK.encode("ascii")[2:] not in data:
         return None, 0
     enc = _encoding(data)
     if enc is None:
         return None, 0
-    from ..front.source import decode_source, tokens
+    from ..front.source import decode_source
 
     try:
-        text = decode_source(data)
-        marked = {t.start[0] for t in tokens(text) if t.type == tokenize.COMMENT and "xferaudit:" in t.string}
-    except (tokenize.TokenError, SyntaxError, UnicodeDecodeError, LookupError):
+        found = statement_comments(decode_source(data))
+    except (UnicodeDecodeError, LookupError, SyntaxError):
         return None, 0
     lines = _LINES.findall(data)
+    spans = statement_spans(decode_source(data)) if any(c.split for c in found) else []
     n = 0
-    for ln in sorted(marked):
-        if not 0 < ln <= len(lines):
+    for c in found:
+        if not 0 < c.last <= len(lines):
             continue
-        raw = lines[ln - 1]
+        raw = lines[c.last - 1]
         body = raw.rstrip(b"\r\n")
         try:
             line = body.decode(enc)
         except UnicodeDecodeError:
             continue
-        back = strip_statement_comment(line)
+        back = strip_statement_comment(line, c)
         if back is None:
             continue
-        lines[ln - 1] = back.encode(enc) + raw[len(body):]
         n += 1
+        if c.split and c.first == c.last and _join(lines, c.last, back, enc, spans):
+            continue
+        lines[c.last - 1] = back.encode(enc) + raw[len(body):]
     return (b"".join(lines), n) if n else (None, 0)

@@ -78,13 +78,13 @@ def config_evidence(cfg: "Config", extra: Any = (), cwd: Optional[str] = None) -
 
 
 def _stamp(path: str) -> tuple:
-    import os
+    """What of a run file an edit cannot keep (:func:`~..project.scripted.file_state`)."""
+    from ..project.scripted import file_state
 
     try:
-        st = os.stat(path)
-    except (OSError, ValueError):
+        return file_state(path) or ()
+    except ValueError:  # (a path with a NUL)
         return ()
-    return (st.st_ino, st.st_mtime_ns, st.st_size)
 
 
 def add_fixes(linted: Linted, cfg: "Config", rules: "RuleTable", stop: Any = None) -> None:

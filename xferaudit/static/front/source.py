@@ -14,7 +14,10 @@ import io
 import re
 import tokenize
 import warnings
-from typing import Iterable
+from bisect import bisect_left
+from functools import lru_cache
+from itertools import accumulate
+from typing import Iterable, Optional
 
 from ..._gc import collector_paused  # (its callers import it from here too)
 
@@ -58,13 +61,39 @@ def decode_source(data: bytes) -> str:
 
 def char_col(lines: list[str], line: int, byte_col: int) -> int:
     """The 0-based character column of `byte_col` (a UTF-8 offset, as ``ast``
-    counts) on 1-based `line`."""
+    counts) on 1-based `line` (a column inside a character: the one after it).
+    A lookup: each non-ASCII line's table is made once (:func:`_byte_starts`),
+    so a line holding thousands of nodes is not encoded again for each."""
     if not 0 < line <= len(lines):
         return byte_col
     s = lines[line - 1]
     if s.isascii():
         return byte_col
-    return len(s.encode("utf-8")[:byte_col].decode("utf-8", "replace"))
+    return min(bisect_left(_byte_starts(s), byte_col), len(s))
+
+
+def utf8_width(c: str) -> int:
+    """How many bytes UTF-8 takes for the character `c`."""
+    return 1 if c < "\x80" else 2 if c < "\u0800" else 3 if c < "\U00010000" else 4
+
+
+@lru_cache(maxsize=256)
+def _byte_starts(s: str) -> list:
+    """The UTF-8 offset where each character of `s` starts, and its length last."""
+    return [0, *accumulate(map(utf8_width, s))]
+
+
+def _chars(s: str, c0: int, c1: Optional[int] = None) -> str:
+    """`s` between the UTF-8 offsets `c0` and `c1` (None: its end)."""
+    if s.isascii():
+        return s[c0:c1]
+    starts = _byte_starts(s)
+    a = bisect_left(starts, c0)
+    b = len(s) if c1 is None else bisect_left(starts, c1)
+    if starts[min(a, len(s))] != c0 or (c1 is not None and starts[min(b, len(s))] != c1):
+        b_ = s.encode("utf-8")  # (an offset inside a character: as the bytes decode)
+        return b_[c0:c1].decode("utf-8", "replace")
+    return s[a:b]
 
 
 def parse(text: str, path: str = "<string>") -> ast.Module:
@@ -103,9 +132,9 @@ class Source:
         if l1 is None or c1 is None or l1 > len(self.lines):
             return ""
         if l0 == l1:
-            return self.lines[l0 - 1].encode("utf-8")[c0:c1].decode("utf-8", "replace")
-        first = self.lines[l0 - 1].encode("utf-8")[c0:].decode("utf-8", "replace")
-        last = self.lines[l1 - 1].encode("utf-8")[:c1].decode("utf-8", "replace")
+            return _chars(self.lines[l0 - 1], c0, c1)
+        first = _chars(self.lines[l0 - 1], c0)
+        last = _chars(self.lines[l1 - 1], 0, c1)
         return first + "".join(self.lines[l0:l1 - 1]) + last
 
     def lines_with(self, needle: str) -> list[int]:
@@ -134,4 +163,4 @@ def comments(text: str) -> dict[int, tuple[int, str]]:
     return {t.start[0]: (t.start[1], t.string) for t in tokens(text) if t.type == tokenize.COMMENT}
 
 
-__all__ = ["Source", "char_col", "comments", "decode_source", "parse", "split_lines", "tokens"]
+__all__ = ["Source", "char_col", "comments", "decode_source", "parse", "split_lines", "tokens", "utf8_width"]

@@ -444,12 +444,32 @@ def scripted_in_project(files: Iterable[str], relpath: Callable[[str], str] = la
         return _Project(files, relpath).run()
 
 
+#: Where a file's change time and inode cannot be trusted to change with its
+#: content (Windows: ``st_ctime`` is the creation time), its content's hash is read instead.
+_HASH_CONTENT = os.name == "nt"
+
+
+def file_state(path: str) -> Optional[tuple]:
+    """What of `path` an edit cannot keep: its size and modification time (which
+    ``cp -p``, ``touch -r``, ``rsync -a`` and ``tar -x`` put back) and its inode
+    and change time (which none of them can); a hash of its content where those
+    are unreliable. None for a file that cannot be read."""
+    try:
+        st = os.stat(path)
+        if _HASH_CONTENT:
+            with open(path, "rb") as f:
+                return os.path.abspath(path), st.st_size, hashlib.blake2b(f.read(), digest_size=16).hexdigest()
+    except OSError:
+        return None
+    return os.path.abspath(path), st.st_size, st.st_mtime_ns, st.st_ino, st.st_dev, st.st_ctime_ns
+
+
 class Project(NamedTuple):
     """The project's Python files (the folder holding pyproject.toml or .git,
     its excludes honoured, where the call that scripts often is: its tests;
     without such a folder, the paths given alone), and `state`: a key of their
-    paths, sizes and modification times, which a changed, added or removed
-    file changes. Read once per run, for both project passes."""
+    paths and what an edit cannot keep (:func:`file_state`), which a changed,
+    added or removed file changes. Read once per run, for both project passes."""
 
     files: list
     state: str
@@ -462,14 +482,7 @@ def project_of(paths: Iterable[str], cfg) -> Project:
     if marked_root(cfg.root) is not None:
         seen = {os.path.abspath(p) for p in files}
         files += [p for p in iter_python_paths([cfg.root], cfg) if os.path.abspath(p) not in seen]
-    state = []
-    for p in files:
-        try:
-            st = os.stat(p)
-        except OSError:
-            continue
-        state.append((os.path.abspath(p), st.st_size, st.st_mtime_ns))
-    state.sort()
+    state = sorted(filter(None, (file_state(p) for p in files)))
     key = hashlib.blake2b(repr(state).encode("utf-8", "surrogateescape"), digest_size=16).hexdigest()
     return Project(files, key)
 
