@@ -77,8 +77,9 @@ def test_a_budget_from_a_run_names_every_crossing_and_the_run_is_held_to_it(proj
     assert main(["budget", "--from", "good.json", "-o", "budget.toml"]) == 0
     capsys.readouterr()
     b = load_budget("budget.toml")
-    lib = f"helpers:log_loss <- train.py:{_line('helpers.log_loss(loss)')}"
-    mask, index = f"train.py:{_line('kept = w[scores > 2]')}", f"train.py:{_line('top = scores[[0, 2, 4]]')}"
+    # named by file, function and expression: no line number
+    lib = "helpers:log_loss <- train.py:<module>:helpers.log_loss"
+    mask, index = "train.py:<module>:w[scores>2]", "train.py:<module>:scores[[0,2,4]]"
     assert {lib, mask, index} <= set(b.crossings)
     assert (b.crossings[lib], b.crossings[mask], b.crossings[index]) == (1, 1, 1)  # per optimizer step
     assert json.loads((proj / "good.json").read_text())["meta"]["steps"] == 3
@@ -99,7 +100,9 @@ def test_a_new_crossing_in_the_program_is_named_as_new(proj, capsys):
     (proj / "train.py").write_text(TRAIN + "    print(float(loss))\n")
     rc, err = _run(capsys, "--budget", "budget.toml")
     assert rc == 1
-    assert f"train.py:{len(TRAIN.splitlines()) + 1}: aten._local_scalar_dense (down), 1 per step" in err
+    line = len(TRAIN.splitlines()) + 1
+    assert f"train.py:<module>:float(loss): aten._local_scalar_dense (down), line {line}, 1 per step" in err
+    assert err.count("unwrapped transfer") == 1
 
 
 def test_run_budget_in_the_config_and_errors_before_the_program_runs(proj, capsys):
@@ -124,8 +127,7 @@ def test_after_wrap_from_no_crossing_in_the_program_is_unnamed_and_check_is_clea
     after = json.loads((proj / "after.json").read_text())
     assert [u for u in after["unwrapped"] if u["path"] == "train.py"] == []
     kinds = {r["site"]: r["kind"] for r in after["rows"]}
-    now = next(i for i, ln in enumerate(text.splitlines(), 1) if ln.strip() == "helpers.log_loss(loss)")
-    assert kinds[f"helpers:log_loss <- train.py:{now}"] == "library"  # (wrap put the import above it)
+    assert kinds["helpers:log_loss <- train.py:<module>:helpers.log_loss"] == "library"  # (the import wrap put above moves nothing)
     assert sorted(k for k in kinds.values() if k == "statement") == ["statement", "statement"]
     capsys.readouterr()
     assert main(["check", "--no-cache", "train.py"]) == 0
