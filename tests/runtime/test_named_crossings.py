@@ -214,10 +214,10 @@ def test_a_librarys_nested_function_is_named_without_locals_and_comprehensions(m
     t = torch.tensor([1.0, 2.0]).to(DEV())
     with guard("count"):
         nested.outer(t)
-        line = sys._getframe().f_lineno - 1
     (row,) = xfer.snapshot().rows
+    here = "test_a_librarys_nested_function_is_named_without_locals_and_comprehensions"
     assert (row.site, row.kind, row.crossings) == (
-        f"nested:outer.inner <- tests/runtime/test_named_crossings.py:{line}", "library", 2)
+        f"nested:outer.inner <- tests/runtime/test_named_crossings.py:{here}:nested.outer", "library", 2)
 
 
 def DEV():  # noqa: N802 - the simulated device, as the other tests name it

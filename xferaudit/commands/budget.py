@@ -156,7 +156,7 @@ class BudgetCommand(Command):
             lines += [f"{_toml_key(s)} = {{ launches = {_fmt(n)} }}" for s, n in sorted(launches.items())]
             text = "\n".join(lines) + "\n"
 
-        by_line = sum(1 for u in rep.unwrapped if not u.name and line_name(u.path, u.line) in user_lines)
+        by_line = len({line_name(u.path, u.line) for u in rep.unwrapped if not u.name} & set(user_lines))
         if by_line:
             print(f"xferaudit: note: {by_line} line(s) of {src} crossed with nothing naming them, and the run "
                   "file (written before names had no line number) names them by path:line, which an edit "
