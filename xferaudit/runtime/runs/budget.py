@@ -314,14 +314,14 @@ def line_name(path: str, line: int) -> str:
 
 def check(budget: Budget, sites: Mapping[str, Any], launches: Mapping[str, float],
           unwrapped: Mapping[tuple, tuple], steps: float, unwrapped_allowed: float = 0,
-          pageable_allowed: Optional[float] = None, lines: Optional[Mapping[str, Any]] = None) -> list:
+          pageable_allowed: Optional[float] = None, made_at: Optional[Mapping[str, Any]] = None) -> list:
     """Problems of `steps` steps' totals against `budget` (totals are divided by
     `steps`). `sites` maps a site to its crossings, or to (crossings, copies,
     pageable[, ns]); `unwrapped` maps ``(path, line, op, direction[, name])`` to
     ``(count, op)``: a crossing whose name the budget holds (``path:function:expression``,
     as ``xferaudit budget --from`` freezes a run's; or the old ``path:line``) is
     checked as a site, any other is an unwrapped transfer; `pageable_allowed`: pageable copies allowed per step over all
-    sites (None: not checked beyond the sites' own ``pageable``); `lines`: where
+    sites (None: not checked beyond the sites' own ``pageable``); `made_at`: where
     the rows named without a wrapper were made (``{site: [(path, line), ...]}``),
     for a budget that holds a library row by its old name (:mod:`.oldnames`)."""
     problems = []
@@ -330,7 +330,7 @@ def check(budget: Budget, sites: Mapping[str, Any], launches: Mapping[str, float
     total_pageable = 0
     lines: dict = {}
     rest: dict = {}
-    sites = _oldnames.fold_library(budget.crossings, sites, lines)
+    sites = _oldnames.fold_library(budget.crossings, sites, made_at)
     for key, (c, op) in unwrapped.items():
         name = _oldnames.unwrapped_name(key, budget.crossings)
         if name in budget.crossings and name not in sites:
@@ -378,7 +378,7 @@ def check_run(budget: Budget, rep: Any) -> list:
     if isinstance(steps, bool) or not isinstance(steps, int) or steps < 1:
         steps = 1
     sites, launches, unwrapped = report_totals(rep)
-    return check(budget, sites, launches, unwrapped, steps, lines=_oldnames.lines_of(rep.meta))
+    return check(budget, sites, launches, unwrapped, steps, made_at=_oldnames.lines_of(rep.meta))
 
 
 def run_verdict(problems: list, source: str, steps: Any) -> str:
@@ -534,7 +534,7 @@ class Expectation:
 
 
 def _live_lines() -> dict:
-    """Where the live rows named without a wrapper were made (see :func:`check`'s `lines`)."""
+    """Where the live rows named without a wrapper were made (see :func:`check`'s `made_at`)."""
     from ..counted.tallies import named_lines
 
     S = _recorder.STATE

@@ -1,0 +1,198 @@
+"""Names that survive edits (issue 40, part 2), on the simulated device.
+
+A program with a mask read (``x[mask]``), a library helper's ``.item()`` (a
+function of a module in a library folder) and a user's ``.item()``: a budget
+frozen from its run (``xferaudit budget --from``) still passes
+(``xferaudit run --budget``) after lines are inserted above every crossing, a
+function is moved, and after the file is reformatted (``ruff format``); it
+fails once one more read per step is added, naming that read alone. A budget
+written with the old names (``train.py:LINE``, ``... <- train.py:LINE``)
+still checks, per line; an old run file (no ``name``) still freezes and
+still feeds ``check --evidence``.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+import xferaudit.runtime as xfer  # noqa: E402
+from xferaudit.cli import main  # noqa: E402
+from xferaudit.runtime.counted import frames, statements  # noqa: E402
+from xferaudit.runtime.runs.budget import load_budget  # noqa: E402
+
+# Written as nobody would format it, so that `ruff format` changes every crossing's line.
+TRAIN = textwrap.dedent("""\
+    import torch
+    import helpers
+    from xferaudit.testing import simulated_device
+
+    dev = simulated_device()
+
+    def train_step(w,opt,scores):
+        loss = (w*2).sum()
+        loss.backward()
+        opt.step(); opt.zero_grad()
+        kept = w[ scores>2 ]
+        helpers.log_loss(
+            loss
+        )
+        value=loss . item( )
+        return kept,value
+
+    def main():
+        w = torch.nn.Parameter(torch.ones(6,2).to(dev))
+        opt = torch.optim.SGD([w],lr=0.1)
+        scores = torch.arange(6.0).to(dev)
+        for step in range(3):
+            train_step(w,opt,scores)
+
+    main()
+""")
+HELPERS = "def log_loss(loss):\n    return loss.item()\n"
+
+MASK = "train.py:train_step:w[scores>2]"
+LIB = "helpers:log_loss <- train.py:train_step:helpers.log_loss"
+ITEM = "train.py:train_step:loss.item"
+
+
+@pytest.fixture
+def proj(tmp_path, monkeypatch):
+    (tmp_path / "pyproject.toml").write_text("[project]\nname = 'p'\n")
+    (tmp_path / "train.py").write_text(TRAIN)
+    vendor = tmp_path / "vendor"
+    vendor.mkdir()
+    (vendor / "helpers.py").write_text(HELPERS)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(sys, "path", sys.path[:1] + [str(vendor)] + sys.path[1:])
+    monkeypatch.setenv(frames.LIBRARY_ENV, str(vendor))
+    frames.set_frames()
+    yield tmp_path
+    sys.modules.pop("helpers", None)
+    monkeypatch.delenv(frames.LIBRARY_ENV)
+    frames.set_frames()
+    statements.forget()
+    xfer.reset()
+
+
+def _run(capsys, *args) -> tuple:
+    sys.modules.pop("helpers", None)
+    capsys.readouterr()
+    rc = main(["run", "-q", *args, "train.py"])
+    return rc, capsys.readouterr().err
+
+
+def _freeze(capsys, run: str = "good.json", out: str = "budget.toml") -> dict:
+    assert main(["budget", "--from", run, "-o", out]) == 0
+    capsys.readouterr()
+    return load_budget(out).crossings
+
+
+def _insert_above_every_line(text: str) -> str:
+    """A comment and a statement above every line of the functions, and a new
+    function above train_step (train_step moves down, main moves below it)."""
+    out = []
+    for ln in text.splitlines():
+        stripped = ln.strip()
+        if ln.startswith("    ") and stripped and not stripped.startswith(")") and not ln.startswith("        "):
+            out += ["    # a comment", "    _pad = 0"]
+        if ln.startswith("def train_step"):
+            out += ["def added(a):", "    return a", "", ""]
+        out.append(ln)
+    return "\n".join(out) + "\n"
+
+
+def test_a_frozen_budget_holds_after_inserted_lines_and_a_reformat_and_fails_on_one_more_read(proj, capsys):
+    assert _run(capsys, "-o", "good.json")[0] == 0
+    b = _freeze(capsys)
+    assert (b[MASK], b[LIB], b[ITEM]) == (1, 1, 1)  # per optimizer step
+    assert not [s for s in b if s.rsplit(":", 1)[-1].isdigit()]  # no name holds a line number
+    good = json.loads((proj / "good.json").read_text())
+    lines = {u["name"]: u["line"] for u in good["unwrapped"]}
+    assert lines[MASK] == 11 and lines[ITEM] == 15  # the run file still says where
+    assert good["meta"]["lines"][LIB] == [["train.py", 12]]
+
+    # lines inserted above every crossing, and a function inserted above train_step
+    (proj / "train.py").write_text(_insert_above_every_line(TRAIN))
+    rc, err = _run(capsys, "-o", "inserted.json", "--budget", "budget.toml")
+    assert rc == 0 and "broken" not in err, err
+    moved = {u["name"]: u["line"] for u in json.loads((proj / "inserted.json").read_text())["unwrapped"]}
+    assert moved[MASK] > lines[MASK] and moved[ITEM] > lines[ITEM]
+
+    # the file reformatted
+    ruff = shutil.which("ruff")
+    if ruff is None:
+        pytest.skip("ruff is not installed")
+    (proj / "train.py").write_text(TRAIN)
+    subprocess.run([ruff, "format", "--no-cache", "-q", "train.py"], check=True, cwd=proj)
+    formatted = (proj / "train.py").read_text()
+    assert formatted != TRAIN and "helpers.log_loss(loss)" in formatted and "kept = w[scores > 2]" in formatted
+    rc, err = _run(capsys, "-o", "formatted.json", "--budget", "budget.toml")
+    assert rc == 0 and "broken" not in err, err
+
+    # one more read per step: named, and nothing else is
+    (proj / "train.py").write_text(formatted.replace("    return kept, value",
+                                                     "    extra = float(loss)\n    return kept, value"))
+    rc, err = _run(capsys, "--budget", "budget.toml")
+    assert rc == 1
+    problems = [ln.strip() for ln in err.splitlines() if ln.startswith("  ")]
+    assert len(problems) == 1, err
+    assert problems[0].startswith("unwrapped transfer: train.py:train_step:float(loss): aten._local_scalar_dense")
+
+
+def test_the_same_expression_twice_in_a_function_is_counted_apart(proj, capsys):
+    twice = TRAIN.replace("    value=loss . item( )\n", "    value=loss . item( )\n    again = loss.item()\n")
+    assert twice != TRAIN
+    (proj / "train.py").write_text(twice)
+    assert _run(capsys, "-o", "good.json")[0] == 0
+    b = _freeze(capsys)
+    assert (b[ITEM], b[ITEM + "#2"]) == (1, 1)
+
+
+def test_a_budget_with_the_old_names_still_checks_per_line(proj, capsys):
+    """A budget frozen before names had no line number: user lines by
+    ``path:line``, a library row by ``... <- path:line``. Checked against the
+    run's records, which carry the line: a crossing counts under its line's
+    old name where the budget holds that."""
+    assert _run(capsys, "-o", "good.json")[0] == 0
+    good = json.loads((proj / "good.json").read_text())
+    old = {f"{u['path']}:{u['line']}": 1 for u in good["unwrapped"] if u["name"] in (MASK, ITEM)}
+    old["train.py:19"] = "1/3"  # main's two uploads, on lines 19 and 21
+    old["train.py:21"] = "1/3"
+    (path, line), = good["meta"]["lines"][LIB]
+    old[f"helpers:log_loss <- {path}:{line}"] = 1
+    assert set(old) == {"train.py:11", "train.py:15", "train.py:19", "train.py:21", "helpers:log_loss <- train.py:12"}
+    (proj / "old.json").write_text(json.dumps({"budget": old}))
+    rc, err = _run(capsys, "--budget", "old.json")
+    assert rc == 0 and "broken" not in err, err
+
+    (proj / "vendor" / "helpers.py").write_text("def log_loss(loss):\n    loss.item()\n    return loss.item()\n")
+    rc, err = _run(capsys, "--budget", "old.json")
+    assert rc == 1
+    assert "over budget: helpers:log_loss <- train.py:12: 2 crossings per step, budget 1" in err
+    assert err.count("  ") and len([ln for ln in err.splitlines() if ln.startswith("  ")]) == 1, err
+
+
+def test_an_old_run_file_without_names_still_freezes_and_is_evidence(proj, capsys):
+    assert _run(capsys, "-o", "good.json")[0] == 0
+    data = json.loads((proj / "good.json").read_text())
+    for u in data["unwrapped"]:
+        del u["name"]  # as a run file written before names
+    data["meta"].pop("lines")
+    (proj / "old.json").write_text(json.dumps(data))
+    b = _freeze(capsys, "old.json", "old.toml")
+    assert b["train.py:11"] == 1 and b["train.py:15"] == 1  # by line, as then
+    rc, err = _run(capsys, "--budget", "old.toml")
+    assert rc == 0 and "broken" not in err, err
+    pytest.importorskip("libcst")
+    capsys.readouterr()
+    assert main(["check", "--no-cache", "--evidence", "old.json", "--format", "json", "train.py"]) in (0, 1)
+    found = json.loads(capsys.readouterr().out)
+    assert {f["location"]["row"] for f in found} >= {11, 15}, found  # the lines the run saw, found again
