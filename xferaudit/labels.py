@@ -23,7 +23,8 @@ The label of an expression: a method call ``recv.method(...)`` is
 ``recv.method`` (as ``wrap`` names a method site), any other expression its
 code, long argument lists and subscripts elided (``model(...)``,
 ``x[...]``); an expression read as a truth value (``if loss > 0:``, ``while
-not done:``) is ``bool(...)`` of it. Whitespace is dropped
+not done:``) is ``truth(...)`` of it, and an f-string's field ``format(...)``
+of its value, as the static half names those implicit sites. Whitespace is dropped
 (:func:`compact_label`), so the label is one word; at most
 :data:`LABEL_LIMIT` characters (the start of a long chain cut:
 ``...float().mean().item``).
@@ -151,10 +152,12 @@ def expression_label(node: ast.AST, truth: bool = False) -> str:
     read as a truth value (``bool(...)`` of it)."""
     if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
         label = short_label(node.func.value, node.func.attr)
+    elif isinstance(node, ast.FormattedValue):  # (an f-string's field: the static half's format(...))
+        label = f"format({_bounded(node.value)})"
     else:
         label = _bounded(node)
-    if truth and not (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "bool"):
-        label = f"bool({label})"
+    if truth:  # (as the static half names a truth test: truth(loss>100))
+        label = f"truth({label})"
     return short_receiver(compact_label(label))
 
 

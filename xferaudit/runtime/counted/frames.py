@@ -388,7 +388,9 @@ def describe(code: Any, line: int, root: Optional[str] = None) -> dict:
 MAX_SOURCES = 512
 _sources: dict = {}  # co_filename -> (the lines linecache gave, SourceLabels or None)
 _CACHE_OP = dis.opmap.get("CACHE", 0)
-_TRUTH_OPS = frozenset(n for n in dis.opname if "JUMP_IF_TRUE" in n or "JUMP_IF_FALSE" in n
+#: The instructions that read a value's truth (POP_JUMP_IF_FALSE, 3.11's
+#: POP_JUMP_FORWARD_IF_FALSE, JUMP_IF_FALSE_OR_POP, 3.13's TO_BOOL, UNARY_NOT).
+_TRUTH_OPS = frozenset(n for n in dis.opname if n.endswith(("IF_TRUE", "IF_FALSE", "IF_TRUE_OR_POP", "IF_FALSE_OR_POP"))
                        or n in ("TO_BOOL", "UNARY_NOT"))
 
 
@@ -424,13 +426,17 @@ def label_at(code: Any, i: int, lineno: int) -> str:
     text = None
     try:
         src = _source(code.co_filename)
-        pos = next(islice(code.co_positions(), i // 2, None), None) if src is not None else None
-        if pos is not None and None not in pos:
-            raw = code.co_code
-            k = i
-            while k > 0 and raw[k] == _CACHE_OP:  # (a call's frame is at its last inline cache)
+        raw = code.co_code
+        k = i
+        while k > 0 and raw[k] == _CACHE_OP:  # (a call's frame is at its last inline cache)
+            k -= 2
+        truth = dis.opname[raw[k]] in _TRUTH_OPS
+        if truth and k > 0:  # the value tested is the previous instruction's (a jump may carry
+            k -= 2           # another test's position: `a > 0 and not b`)
+            while k > 0 and raw[k] == _CACHE_OP:
                 k -= 2
-            truth = dis.opname[raw[k]] in _TRUTH_OPS
+        pos = next(islice(code.co_positions(), k // 2, None), None) if src is not None else None
+        if pos is not None and None not in pos:
             text = src.label((pos[0], pos[2], pos[1], pos[3]), truth)
     except Exception:  # (an odd tree or code object: named by its line, never an error in the program)
         text = None
