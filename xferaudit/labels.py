@@ -179,8 +179,21 @@ def _holds(node: ast.AST, span: tuple) -> Optional[bool]:
             and (end, node.end_col_offset) >= (span[2], span[3]))
 
 
+def _outer_parts(node: ast.AST) -> list:
+    """The parts of a definition evaluated in the scope around it: its
+    decorators, a function's default values, a class's bases and keywords."""
+    parts = list(node.decorator_list)
+    if isinstance(node, ast.ClassDef):
+        return parts + list(node.bases) + list(node.keywords)
+    return parts + list(node.args.defaults) + [d for d in node.args.kw_defaults if d is not None]
+
+
 def _child_holding(node: ast.AST, span: tuple) -> Optional[ast.AST]:
     for child in ast.iter_child_nodes(node):
+        if isinstance(child, _SCOPES):  # (a decorator lies above the def's own range)
+            outer = next((p for p in _outer_parts(child) if _holds(p, span)), None)
+            if outer is not None:
+                return outer
         held = _holds(child, span)
         if held:
             return child
@@ -212,8 +225,8 @@ def _walk_scope(scope: ast.AST):
     while stack:
         n = stack.pop()
         yield n
-        if not isinstance(n, _SCOPES):
-            stack.extend(reversed(list(ast.iter_child_nodes(n))))
+        inner = _outer_parts(n) if isinstance(n, _SCOPES) else ast.iter_child_nodes(n)
+        stack.extend(reversed(list(inner)))
 
 
 class SourceLabels:

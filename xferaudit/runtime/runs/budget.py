@@ -331,6 +331,7 @@ def check(budget: Budget, sites: Mapping[str, Any], launches: Mapping[str, float
     lines: dict = {}
     rest: dict = {}
     sites = _oldnames.fold_library(budget.crossings, sites, made_at)
+    launches = _oldnames.fold_library(budget.launches, launches, made_at)
     for key, (c, op) in unwrapped.items():
         name = _oldnames.unwrapped_name(key, budget.crossings)
         if name in budget.crossings and name not in sites:

@@ -7,7 +7,8 @@ by the user's line that called it, ``lightning.pytorch.core.module:LightningModu
 (``train.py:train_step:loss.item``, ``... <- train.py:training_step:self.log``:
 :mod:`xferaudit.labels`), and still records each one's line (the run file's
 unwrapped entries carry ``line``; ``meta.lines`` gives the lines of the rows
-named without a wrapper).
+named without a wrapper, and of the launch sites the run named, with their
+old names: ``train.py:12:torch.compile``).
 
 A budget that holds an old name is checked as it was written: per line. A
 crossing of this run whose name the budget does not hold, and whose old name
@@ -56,27 +57,32 @@ def unwrapped_name(key: tuple, held: Any) -> str:
 
 
 def lines_of(meta: Any) -> dict:
-    """A run file's ``meta.lines`` (``{site: [[path, line], ...]}``), the
-    entries of the right shape alone (a file is not trusted)."""
+    """A run file's ``meta.lines`` (``{site: [[path, line(, old name)], ...]}``),
+    the entries of the right shape alone (a file is not trusted)."""
     raw = meta.get("lines") if isinstance(meta, Mapping) else None
     out: dict = {}
     if isinstance(raw, Mapping):
         for site, at in raw.items():
             if isinstance(site, str) and isinstance(at, list):
-                good = [(p, n) for p, n in (x for x in at if isinstance(x, list) and len(x) == 2)
-                        if isinstance(p, str) and type(n) is int]
+                good = [tuple(x) for x in at if isinstance(x, list) and len(x) in (2, 3)
+                        and isinstance(x[0], str) and type(x[1]) is int and all(isinstance(o, str) for o in x[2:])]
                 if good:
                     out[site] = good
     return out
 
 
 def old_library_names(site: str, lines: Mapping[str, Any]) -> list:
-    """The old names of a library row `site` (``mod:fn <- train.py:f:x.log``):
+    """The old names of `site`: a launch site's as recorded
+    (``train.py:12:torch.compile``), a library row's (``mod:fn <- train.py:f:x.log``)
     ``mod:fn <- train.py:LINE`` for each line it was called from."""
     fn, sep, _ = site.partition(CALLED)
-    if not sep:
-        return []
-    return [f"{fn}{CALLED}{line_name(p, n)}" for p, n in lines.get(site, ())]
+    out = []
+    for at in lines.get(site, ()):
+        if len(at) > 2:
+            out.append(at[2])
+        elif sep:
+            out.append(f"{fn}{CALLED}{line_name(at[0], at[1])}")
+    return out
 
 
 def fold_library(held: Any, sites: Mapping[str, Any], lines: Optional[Mapping[str, Any]]) -> dict:
