@@ -196,3 +196,23 @@ def test_an_old_run_file_without_names_still_freezes_and_is_evidence(proj, capsy
     assert main(["check", "--no-cache", "--evidence", "old.json", "--format", "json", "train.py"]) in (0, 1)
     found = json.loads(capsys.readouterr().out)
     assert {f["location"]["row"] for f in found} >= {11, 15}, found  # the lines the run saw, found again
+
+
+COMPILED = 'import torch\n\nf = torch.compile(lambda x: x + 1, backend="eager")\nfor _ in range(3):\n    f(torch.ones(2))\n'
+
+
+def test_a_launch_site_the_run_names_survives_inserted_lines_and_old_launch_budgets_still_check(proj, capsys):
+    (proj / "c.py").write_text(COMPILED)
+    assert main(["run", "-q", "-o", "good.json", "c.py"]) == 0
+    assert main(["budget", "--from", "good.json", "-o", "budget.toml"]) == 0
+    assert load_budget("budget.toml").launches == {"c.py:<module>:torch.compile": 3}
+    (proj / "c.py").write_text("# a comment\nimport os\n\n" + COMPILED)
+    capsys.readouterr()
+    assert main(["run", "-q", "--budget", "budget.toml", "c.py"]) == 0
+    (proj / "c.py").write_text(COMPILED)
+    (proj / "old.json").write_text(json.dumps({"budget": {"c.py:3:torch.compile": {"launches": 3}}}))
+    assert main(["run", "-q", "--budget", "old.json", "c.py"]) == 0  # the old name, by its line
+    (proj / "old.json").write_text(json.dumps({"budget": {"c.py:3:torch.compile": {"launches": 2}}}))
+    capsys.readouterr()
+    assert main(["run", "-q", "--budget", "old.json", "c.py"]) == 1
+    assert "over budget: c.py:3:torch.compile: 3 launches per step, budget 2" in capsys.readouterr().err
