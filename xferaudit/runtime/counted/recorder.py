@@ -398,8 +398,7 @@ def record_event(place: tuple, op: str, direction: str, nbytes: int, copies: int
     else:
         entry, line, label = None, 0, ""
     path = entry[2] if entry is not None else "<unknown>"
-    key = (path, line, op, direction, label) if lib is None else (path, line, op, direction, label,
-                                                                  id(lib[0][0]))
+    key = (path, line, op, direction, label) if lib is None else (path, line, op, direction, label, id(lib[0][0]))
     _acquire()
     try:
         t = STATE.unwrapped.get(key)
@@ -422,11 +421,10 @@ def record_event(place: tuple, op: str, direction: str, nbytes: int, copies: int
 
 
 def library_site(lib: tuple, user: Optional[tuple], line: int, called: str = "") -> str:
-    """The name of a crossing made in library frame `lib` (``(entry, frame)``),
-    called from the user's `line` of code entry `user` (None: no user frame):
-    ``module:function <- called``, `called` the name of the user's call that
-    reached it (``train.py:training_step:self.log``: no line number), or the
-    site comment's name where the user's statement carries one."""
+    """The name of a crossing made in library frame `lib` (``(entry, frame)``), called
+    from `line` of the user's code `user` (None: none): ``module:function <- called``,
+    `called` the name of the user's call (``train.py:training_step:self.log``), or
+    the site comment's name where the user's statement carries one."""
     fn = _frames.library_function(*lib)
     if user is None:
         return fn
