@@ -48,22 +48,8 @@ def _line(text: str) -> int:
 
 
 @pytest.fixture
-def proj(tmp_path, monkeypatch):
-    (tmp_path / "pyproject.toml").write_text("[project]\nname = 'p'\n")
-    (tmp_path / "train.py").write_text(TRAIN)
-    vendor = tmp_path / "vendor"
-    vendor.mkdir()
-    (vendor / "helpers.py").write_text(HELPERS)
-    monkeypatch.chdir(tmp_path)
-    monkeypatch.setattr(sys, "path", sys.path[:1] + [str(vendor)] + sys.path[1:])  # (the run sets path[0])
-    monkeypatch.setenv(frames.LIBRARY_ENV, str(vendor))
-    frames.set_frames()
-    yield tmp_path
-    sys.modules.pop("helpers", None)
-    monkeypatch.delenv(frames.LIBRARY_ENV)
-    frames.set_frames()
-    statements.forget()
-    xfer.reset()
+def proj(library_project):
+    return library_project(TRAIN, HELPERS)
 
 
 def _run(capsys, *args) -> tuple:

@@ -23,9 +23,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-import xferaudit.runtime as xfer  # noqa: E402
 from xferaudit.cli import main  # noqa: E402
-from xferaudit.runtime.counted import frames, statements  # noqa: E402
 from xferaudit.runtime.runs.budget import load_budget  # noqa: E402
 
 # Written as nobody would format it, so that `ruff format` changes every crossing's line.
@@ -64,22 +62,8 @@ ITEM = "train.py:train_step:loss.item"
 
 
 @pytest.fixture
-def proj(tmp_path, monkeypatch):
-    (tmp_path / "pyproject.toml").write_text("[project]\nname = 'p'\n")
-    (tmp_path / "train.py").write_text(TRAIN)
-    vendor = tmp_path / "vendor"
-    vendor.mkdir()
-    (vendor / "helpers.py").write_text(HELPERS)
-    monkeypatch.chdir(tmp_path)
-    monkeypatch.setattr(sys, "path", sys.path[:1] + [str(vendor)] + sys.path[1:])
-    monkeypatch.setenv(frames.LIBRARY_ENV, str(vendor))
-    frames.set_frames()
-    yield tmp_path
-    sys.modules.pop("helpers", None)
-    monkeypatch.delenv(frames.LIBRARY_ENV)
-    frames.set_frames()
-    statements.forget()
-    xfer.reset()
+def proj(library_project):
+    return library_project(TRAIN, HELPERS)
 
 
 def _run(capsys, *args) -> tuple:
