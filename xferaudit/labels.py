@@ -241,6 +241,7 @@ class SourceLabels:
         self.tree = ast.parse(text)
         self._seen: dict = {}  # (id(scope), type, truth) -> {label: [id(node), ...]}
         self._tests: dict = {}  # id(scope) -> ids of its truth-value reads
+        self._named: Optional[dict] = None  # qualified name -> its scope (find())
 
     def label(self, span: tuple, truth: bool = False) -> Optional[str]:
         """``label`` or ``label#n`` of the expression an instruction at `span`
@@ -275,6 +276,46 @@ class SourceLabels:
         same = table.get(label, [])
         n = same.index(id(node)) + 1 if id(node) in same else 1
         return label if n == 1 else f"{label}#{n}"
+
+    def find(self, function: str, label: str) -> Optional[ast.expr]:
+        """The expression named `label` (``loss.item``, ``x[mask]#2``) in
+        `function` (``Trainer.step``, ``<module>``): what :meth:`label`
+        names so; None where the function holds none (the expression changed)."""
+        scope = self._scopes().get(function)
+        if scope is None:
+            return None
+        base, sep, n = label.rpartition("#")
+        if not (sep and n.isdigit()):
+            base, n = label, "1"
+        want = int(n)
+        tests = self._truth_reads(scope)
+        seen: dict = {}
+        for node in _walk_scope(scope):
+            if not isinstance(node, ast.expr):
+                continue
+            for truth in ((False, True) if id(node) in tests else (False,)):
+                if expression_label(node, truth) == base:
+                    k = seen[(type(node), truth)] = seen.get((type(node), truth), 0) + 1
+                    if k == want:
+                        return node
+        return None
+
+    def _scopes(self) -> dict:
+        """Qualified name (``Trainer.step``, ``outer.inner``; ``<module>``) -> its node."""
+        table = self._named
+        if table is None:
+            table = self._named = {"<module>": self.tree}
+            stack: list = [(self.tree, "")]
+            while stack:
+                node, qual = stack.pop()
+                for child in ast.iter_child_nodes(node):
+                    if isinstance(child, _SCOPES):
+                        q = f"{qual}.{child.name}" if qual else child.name
+                        table.setdefault(q, child)
+                        stack.append((child, q))
+                    elif not isinstance(child, ast.expr):
+                        stack.append((child, qual))
+        return table
 
     def _truth_reads(self, scope: ast.AST) -> set:
         tests = self._tests.get(id(scope))

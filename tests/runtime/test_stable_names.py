@@ -13,6 +13,7 @@ still feeds ``check --evidence``.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import shutil
 import subprocess
@@ -200,3 +201,28 @@ def test_a_launch_site_the_run_names_survives_inserted_lines_and_old_launch_budg
     capsys.readouterr()
     assert main(["run", "-q", "--budget", "old.json", "c.py"]) == 1
     assert "over budget: c.py:3:torch.compile: 3 launches per step, budget 2" in capsys.readouterr().err
+
+
+def test_evidence_finds_a_crossing_by_its_name_after_a_reformat(proj, capsys):
+    """A run file's entry is matched by its line's text; after a reformat that
+    text changed (``w[ scores>2 ]`` is ``w[scores > 2]``), and the entry is
+    found by its name instead: the function and the expression."""
+    from pathlib import Path
+
+    from xferaudit.static.front.evidence import match_file, read_run
+
+    ruff = shutil.which("ruff")
+    if ruff is None:
+        pytest.skip("ruff is not installed")
+    assert _run(capsys, "-o", "good.json")[0] == 0
+    entries = [e for e in read_run("good.json", Path(proj)) if e.path == "train.py"]
+    assert {e.name for e in entries} >= {MASK, ITEM}
+    subprocess.run([ruff, "format", "--no-cache", "-q", "train.py"], check=True, cwd=proj)
+    text = (proj / "train.py").read_text()
+    lines = text.splitlines()
+    got = match_file(entries, text)
+    assert got.stale == []
+    at = {m.entry.name: lines[m.line - 1].strip() for m in got.matched}
+    assert at[MASK] == "kept = w[scores > 2]" and at[ITEM] == "value = loss.item()"
+    without = [dataclasses.replace(e, name="") for e in entries]  # a run file from before names
+    assert {s.entry.text for s in match_file(without, text).stale} >= {"kept = w[ scores>2 ]", "value=loss . item( )"}
