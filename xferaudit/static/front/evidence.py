@@ -17,6 +17,9 @@ file as it is now (:func:`match_file`):
   later keeps the key); the line number is a hint only: among the lines with
   that key, the nearest wins (several entries of one key take the lines in
   order), so lines inserted or deleted above move nothing;
+* failing that, by its name (``path:function:expression``, :mod:`xferaudit.labels`):
+  the expression in that function, where the line's text changed around it
+  (a reformatted file); an entry of a run file from before names has none;
 * failing that, in the file's *unwrapped* text (the bare calls put back, as
   ``unwrap`` would): a line ``wrap`` has rewritten since the run (and maybe
   broken over several lines) is found there, and mapped back to the lines it
