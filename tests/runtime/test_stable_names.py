@@ -24,6 +24,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
+import xferaudit.runtime as xfer  # noqa: E402
 from xferaudit.cli import main  # noqa: E402
 from xferaudit.runtime.runs.budget import load_budget  # noqa: E402
 
@@ -226,3 +227,23 @@ def test_evidence_finds_a_crossing_by_its_name_after_a_reformat(proj, capsys):
     assert at[MASK] == "kept = w[scores > 2]" and at[ITEM] == "value = loss.item()"
     without = [dataclasses.replace(e, name="") for e in entries]  # a run file from before names
     assert {s.entry.text for s in match_file(without, text).stale} >= {"kept = w[ scores>2 ]", "value=loss . item( )"}
+
+
+def test_a_library_crossing_from_a_named_statement_is_named_after_its_site(library_project, monkeypatch):
+    from xferaudit.runtime.guarding.guard import guard
+    from xferaudit.testing import simulated_device
+
+    proj = library_project(TRAIN, HELPERS)
+    (proj / "user.py").write_text("import helpers\n\n\ndef step(loss):\n"
+                                  "    return helpers.log_loss(loss)  # xferaudit: site=\":step:logged\"\n")
+    monkeypatch.syspath_prepend(str(proj))
+    sys.modules.pop("user", None)
+    import user
+
+    t = torch.tensor(2.0).to(simulated_device())
+    xfer.reset()
+    with guard("count"):
+        user.step(t)
+    rows = {r.site: (r.kind, r.crossings) for r in xfer.snapshot().rows}
+    assert rows == {"helpers:log_loss <- user.py:step:logged": ("library", 1)}
+    sys.modules.pop("user", None)
