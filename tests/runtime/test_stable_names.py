@@ -247,3 +247,17 @@ def test_a_library_crossing_from_a_named_statement_is_named_after_its_site(libra
     rows = {r.site: (r.kind, r.crossings) for r in xfer.snapshot().rows}
     assert rows == {"helpers:log_loss <- user.py:step:logged": ("library", 1)}
     sys.modules.pop("user", None)
+
+
+def test_an_unwrapped_crossing_named_as_a_wrapped_site_is_counted_with_it(proj, capsys):
+    """After a partial wrap, a crossing nobody wrapped can carry a wrapped
+    site's name (the wrapped ``loss.item()`` is no ``loss.item`` call any
+    more): frozen and checked under that one name, the budget holds."""
+    wrapped = TRAIN.replace("    return kept,value\n", "    import xferaudit.runtime as xfer\n"
+                            "    again = xfer.item(loss, site=\":train_step:loss.item\")\n    return kept,value\n")
+    (proj / "train.py").write_text(wrapped)
+    assert _run(capsys, "-o", "good.json")[0] == 0
+    b = _freeze(capsys)
+    assert b[ITEM] == 2  # the wrapped call and the bare one, one name
+    rc, err = _run(capsys, "--budget", "budget.toml")
+    assert rc == 0 and "broken" not in err, err

@@ -119,7 +119,10 @@ class BudgetCommand(Command):
         user_lines: dict = {}
         for u in rep.unwrapped:
             name = u.name or line_name(u.path, u.line)
-            if name not in totals:
+            if u.name and name in totals:  # (a wrapped site's name too: the check counts it with that row)
+                n, k = totals[name]
+                totals[name] = (n + u.count, k + u.copies)
+            elif name not in totals:
                 n, k = user_lines.get(name, (0, 0))
                 user_lines[name] = (n + u.count, k + u.copies)
         totals.update(user_lines)

@@ -336,6 +336,8 @@ def check(budget: Budget, sites: Mapping[str, Any], launches: Mapping[str, float
         name = _oldnames.unwrapped_name(key, budget.crossings)
         if name in budget.crossings and name not in sites:
             lines[name] = lines.get(name, 0) + c
+        elif name in budget.crossings and len(key) > 4 and key[4] == name:
+            sites[name] = _oldnames.added(sites[name], c)  # (a wrapped site's name too: counted with it)
         else:
             rest[key] = (c, op)
     for site, v in sorted({**sites, **lines}.items()):

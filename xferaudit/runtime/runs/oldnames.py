@@ -102,6 +102,11 @@ def fold_library(held: Any, sites: Mapping[str, Any], lines: Optional[Mapping[st
     return out
 
 
+def added(counts: Any, n: int) -> Any:
+    """A site's counts (a number, or a tuple whose first is its crossings) with `n` more crossings."""
+    return (counts[0] + n,) + tuple(counts[1:]) if isinstance(counts, tuple) else counts + n
+
+
 def _add(a: Any, b: Any) -> Any:
     if isinstance(a, tuple) and isinstance(b, tuple):
         return tuple(x + y for x, y in zip(a, b))
