@@ -16,14 +16,26 @@ For each program:
 
 1. run A, with ``torch.profiler`` around it on CUDA: each crossing's name:
    wrapped and statement rows, library functions (``module:function <-
-   path:line``), the program's own lines (``path:line``, what ``budget
-   --from`` freezes them by); *nameless* ones (no frame of the program on the
+   path:function:expression``), the program's own crossings
+   (``path:function:expression``, what ``budget --from`` freezes them by); *nameless* ones (no frame of the program on the
    stack: ``<unknown>``) must be 0; and copies and bytes per direction must
    equal the profiler's memcpys (d2d memcpys launched inside other ops, below
    the dispatcher, are listed apart, as ``gpu_truth.py --runner`` does);
 2. ``xferaudit budget --from`` run A's file, and run B checked against it
-   (``run_path(..., budget=...)``, what ``xferaudit run --budget`` does):
-   no problem.
+   (``xferaudit run --budget``, in this process): exit 0, no problem;
+3. the program edited, each edit run under ``xferaudit run --budget`` against
+   the same budget: must exit 1 and name the new read and nothing else
+   (no name of run B vanishes: a crossing renamed by the edit would show as a
+   vanished name plus an unexpected one):
+
+   * ``fit``: a planted ``loss.item()`` per step, on a line inserted above
+     ``self.log`` (every line below moves); one more logged metric
+     (``self.log("loss2", ...)`` after the first);
+   * ``generate``: a stopping criterion of the program's own, defined above
+     ``main`` (every line below moves), that reads one ``.item()`` per token.
+
+   Each verdict is printed (``PLANT ... PASS/FAIL``) and written to ``--out``
+   (``plants``: exit code, problems, vanished names, verdict).
 
 Then a wrapped ``torch.save`` of a checkpoint (model state with tied weights,
 AdamW state, as nanoGPT saves one): the site's copies and bytes must equal
@@ -174,6 +186,31 @@ def main():
 main()
 '''
 
+#: The edits each must fail the budget, naming the new read alone: (name, what it adds, edit).
+PLANTS = {
+    "fit": [
+        ("item", "a planted loss.item() per step, on a line inserted above self.log",
+         (('        self.log("loss", loss)\n',
+           '        planted = loss.item()\n        self.log("loss", loss)\n'),)),
+        ("log", "one more logged metric, self.log(\"loss2\", ...) after the first",
+         (('        self.log("loss", loss)\n',
+           '        self.log("loss", loss)\n        self.log("loss2", loss * 2)\n'),)),
+    ],
+    "generate": [
+        ("item", "a stopping criterion of the program's own reading one .item() per token, defined above main",
+         (("def main():\n",
+          "from transformers import StoppingCriteria, StoppingCriteriaList\n\n\n"
+          "class Watch(StoppingCriteria):\n"
+          "    def __call__(self, input_ids, scores, **kwargs):\n"
+          "        self.last = input_ids[:, -1].max().item()\n"
+          "        return torch.zeros(input_ids.shape[0], dtype=torch.bool, device=input_ids.device)\n\n\n"
+          "def main():\n"),
+          ("do_sample=False, pad_token_id=0)",
+           "do_sample=False, pad_token_id=0,\n"
+           "                             stopping_criteria=StoppingCriteriaList([Watch()]))"))),
+    ],
+}
+
 PROGRAMS = {"fit": ("fit.py", FIT, ("lightning", "pytorch_lightning")),
             "generate": ("generate.py", GENERATE, ("transformers",))}
 
@@ -228,6 +265,75 @@ def _run(script: Path, argv: list, output: Path, mode: str, budget=None, profile
 
         trace = chrome_trace(prof)
     return res, trace, said.getvalue()
+
+
+def _cli_run(script: Path, argv: list, output: Path, mode: str, budget: Path) -> tuple:
+    """``xferaudit run -q --budget BUDGET -o OUTPUT SCRIPT ARGV`` in this process: (exit code, output)."""
+    from xferaudit.cli import main as cli
+
+    args = ["run", "-q", "--budget", str(budget), "-o", str(output)]
+    if mode != "auto":
+        args += ["--guard-mode", mode]
+    said = io.StringIO()
+    with contextlib.redirect_stdout(said), contextlib.redirect_stderr(said):
+        try:
+            rc = cli(args + [str(script)] + list(argv))
+        except SystemExit as e:  # (a program ending with sys.exit)
+            rc = e.code if isinstance(e.code, int) else 1
+    return rc, said.getvalue()
+
+
+def _crossing_names(rep) -> set:
+    """Every name a run's crossings are counted under (what a budget holds)."""
+    names = {r.site for r in rep.rows if r.crossings}
+    names |= {u.key for u in rep.unwrapped if u.count}
+    return names | {x.site for x in rep.launches if x.launches}
+
+
+def _edited(text: str, edits: tuple) -> str:
+    for old, new in edits:
+        if old not in text:
+            raise ValueError(f"the program has no {old!r} to edit")
+        text = text.replace(old, new, 1)
+    return text
+
+
+def plants(name: str, folder: Path, stem: str, argv: list, mode: str, budget: Path, before: set) -> list:
+    """Each edit of :data:`PLANTS` run against the budget: it must exit 1, and
+    name the new read and nothing else (no name of run B vanishes)."""
+    from xferaudit.runtime.reporting._report import Report
+    from xferaudit.runtime.runs.budget import check_run, load_budget
+
+    file, text, _ = PROGRAMS[name]
+    out = []
+    for key, what, edits in PLANTS.get(name, ()):
+        script = folder / file  # (the same file, edited: its names are the file's)
+        script.write_text(_edited(text, edits))
+        run = Path(f"{stem}.{name}.plant-{key}.run.json")
+        try:
+            rc, said = _cli_run(script, argv, run, mode, budget)
+        finally:
+            script.write_text(text)
+        try:
+            rep = Report.load(run)
+        except Exception as e:
+            print(f"PLANT {name}/{key}: FAIL (no run file: {e})\n{said[-3000:]}")
+            out.append({"plant": key, "what": what, "exit_code": rc, "verdict": "FAIL", "error": str(e)})
+            continue
+        problems = check_run(load_budget(str(budget)), rep)
+        vanished = sorted(before - _crossing_names(rep))
+        alone = len(problems) == 1 if key == "item" else len(problems) >= 1
+        ok = rc == 1 and alone and not vanished
+        print(f"PLANT {name}/{key} ({what}): exit {rc} (expected 1), {len(problems)} problem(s), "
+              f"{len(vanished)} name(s) of run B vanished (expected 0): {'PASS' if ok else 'FAIL'}")
+        for p in problems:
+            print("   " + p.message)
+        for v in vanished:
+            print("   vanished: " + v)
+        out.append({"plant": key, "what": what, "exit_code": rc, "problems": [p.message for p in problems],
+                    "problem_sites": [p.site for p in problems], "vanished": vanished,
+                    "run_file": str(run), "verdict": "PASS" if ok else "FAIL"})
+    return out
 
 
 def _compare(rep, trace) -> tuple:
@@ -298,20 +404,28 @@ def program(name: str, folder: Path, out: Path, a) -> dict:
         print(f"budget --from {run_a.name}: exit {rc}: {o.getvalue()}")
         return {"program": name, "agree": False, "names": names, "directions": rows}
     b = load_budget(str(budget))
-    res_b, _, said_b = _run(script, argv, run_b, a.mode, budget=b)
-    kept = res_b.exit_code == 0 and not res_b.problems
-    print(f"budget frozen from run A ({len(b)} names, {budget.name}); run B: "
-          f"{'within it' if kept else 'BROKEN'} (exit {res_b.exit_code})")
-    for p in res_b.problems:
+    from xferaudit.runtime.reporting._report import Report
+    from xferaudit.runtime.runs.budget import check_run
+
+    rc_b, said_b = _cli_run(script, argv, run_b, a.mode, budget)
+    rep_b = Report.load(run_b)
+    problems_b = check_run(b, rep_b)
+    kept = rc_b == 0 and not problems_b
+    lined = sorted(n for n in b.crossings if n.rsplit(":", 1)[-1].isdigit())
+    print(f"budget frozen from run A ({len(b)} names, {budget.name}; {len(lined)} holding a line number); "
+          f"RUN B against it: exit {rc_b} (expected 0): {'PASS' if kept else 'FAIL'}")
+    for p in problems_b:
         print("   " + p.message)
-    ok = ok and kept
+    planted = plants(name, folder, str(stem), argv, a.mode, budget, _crossing_names(rep_b))
+    ok = ok and kept and all(p["verdict"] == "PASS" for p in planted)
     print(f"{name}: {'AGREE' if ok else 'DISAGREE'}")
     return {"program": name, "argv": argv, "exit_code": res.exit_code, "guard_mode": rep.meta.get("guard_mode"),
             "steps": rep.meta.get("steps"), "names": names, "directions": rows,
             "d2d_inside_other_ops": {"memcpys": inside[0], "bytes": inside[1]},
-            "budget_names": len(b), "run_b_problems": [p.message for p in res_b.problems],
-            "run_b_exit_code": res_b.exit_code, "run_files": [str(run_a), str(run_b)], "budget": str(budget),
-            "agree": ok}
+            "budget_names": len(b), "budget_names_with_a_line_number": lined,
+            "run_b_problems": [p.message for p in problems_b], "run_b_exit_code": rc_b,
+            "run_b_verdict": "PASS" if kept else "FAIL", "plants": planted,
+            "run_files": [str(run_a), str(run_b)], "budget": str(budget), "agree": ok}
 
 
 def saved_checkpoint(a) -> dict:
@@ -399,6 +513,12 @@ def main() -> int:
     ok = bool(judged) and all(r["agree"] for r in judged)
     verdicts = [f"{r['program']}: " + ("skipped" if r.get("agree") is None else "AGREE" if r["agree"] else "DISAGREE")
                 for r in results]
+    print("\nbudget verdicts (a good run must pass, each plant must fail naming the new read alone):")
+    for r in results:
+        if "run_b_verdict" in r:
+            print(f"   {r['program']}: run B {r['run_b_verdict']} (exit {r['run_b_exit_code']})"
+                  + "".join(f"; plant {p['plant']} {p['verdict']} (exit {p['exit_code']}, "
+                            f"{len(p.get('problems', []))} problem(s))" for p in r["plants"]))
     print("\n" + ", ".join(verdicts))
     out.write_text(json.dumps({"device": a.device, "mode": a.mode, "torch": torch.__version__,
                                "results": results, "agree": ok}, indent=1))

@@ -355,7 +355,7 @@ def test_report_dict_lists_unwrapped_events_with_path_and_line(dev):
     me = "test_report_dict_lists_unwrapped_events_with_path_and_line"
     own = {"path": HERE, "line": line, "function": me, "text": "float(y.sum())"}
     assert u == dict(own, op="aten._local_scalar_dense", direction="down", count=3, copies=3,
-                     bytes=12, pageable=0, via="", frames=[own])
+                     bytes=12, pageable=0, via="", frames=[own], name=f"{HERE}:{me}:float(y.sum())")
     assert 0 < seconds < 60
 
 

@@ -44,7 +44,7 @@ def in_both_modes(fn, level: str = "count") -> dict:
     return seen["lite"]
 
 
-def test_reads_on_one_line_add_up_and_each_line_is_its_own():
+def test_reads_of_one_expression_add_up_and_each_expression_is_its_own():
     t = torch.tensor(2.0).to(DEV)
 
     def reads():
@@ -56,7 +56,10 @@ def test_reads_on_one_line_add_up_and_each_line_is_its_own():
 
     line = [0, 0]
     got = in_both_modes(reads)
-    assert [(e[1], e[4], e[6]) for e in got] == [(line[0], 6, 24), (line[1], 1, 4)]
+    # one line, two expressions: two names (float(t) and t.item), each its own entry
+    assert sorted((e[1], e[4], e[6]) for e in got) == [(line[0], 3, 12), (line[0], 3, 12), (line[1], 1, 4)]
+    names = {u.name.rsplit(":", 1)[-1] for u in xfer.snapshot().unwrapped}
+    assert names == {"float(t)", "t.item", "bool(t)"}
 
 
 def test_a_reset_between_reads_starts_the_line_again():
@@ -122,14 +125,15 @@ def test_a_read_on_a_frame_that_became_a_librarys_is_placed_anew(tmp_path, monke
         with guard("count", mode="lite"):
             readers.read(t)  # the user's own file: placed there
             frames.set_frames(library=list(frames._default_library_dirs()) + [str(tmp_path)])
-            readers.read(t)  # now a library's: named by its function and this line
-            line = here() - 1
+            readers.read(t)  # now a library's: named by its function and this call
     finally:
         frames.set_frames()
     got = {(e[0].rsplit("/", 1)[-1], e[1], e[7].rsplit("/", 1)[-1]) for e in events()}
     assert got == {("readers.py", 2, "")}
     rows = {r.site: (r.kind, r.crossings, r.direction) for r in xfer.snapshot().rows}
-    assert rows == {f"readers:read <- {HERE}:{line}": ("library", 1, "down")}
+    # the second call of the same expression in this function: #2
+    fn = "test_a_read_on_a_frame_that_became_a_librarys_is_placed_anew"
+    assert rows == {f"readers:read <- {HERE}:{fn}:readers.read#2": ("library", 1, "down")}
 
 
 def test_reads_from_many_threads_lose_nothing():

@@ -48,22 +48,8 @@ def _line(text: str) -> int:
 
 
 @pytest.fixture
-def proj(tmp_path, monkeypatch):
-    (tmp_path / "pyproject.toml").write_text("[project]\nname = 'p'\n")
-    (tmp_path / "train.py").write_text(TRAIN)
-    vendor = tmp_path / "vendor"
-    vendor.mkdir()
-    (vendor / "helpers.py").write_text(HELPERS)
-    monkeypatch.chdir(tmp_path)
-    monkeypatch.setattr(sys, "path", sys.path[:1] + [str(vendor)] + sys.path[1:])  # (the run sets path[0])
-    monkeypatch.setenv(frames.LIBRARY_ENV, str(vendor))
-    frames.set_frames()
-    yield tmp_path
-    sys.modules.pop("helpers", None)
-    monkeypatch.delenv(frames.LIBRARY_ENV)
-    frames.set_frames()
-    statements.forget()
-    xfer.reset()
+def proj(library_project):
+    return library_project(TRAIN, HELPERS)
 
 
 def _run(capsys, *args) -> tuple:
@@ -77,8 +63,9 @@ def test_a_budget_from_a_run_names_every_crossing_and_the_run_is_held_to_it(proj
     assert main(["budget", "--from", "good.json", "-o", "budget.toml"]) == 0
     capsys.readouterr()
     b = load_budget("budget.toml")
-    lib = f"helpers:log_loss <- train.py:{_line('helpers.log_loss(loss)')}"
-    mask, index = f"train.py:{_line('kept = w[scores > 2]')}", f"train.py:{_line('top = scores[[0, 2, 4]]')}"
+    # named by file, function and expression: no line number
+    lib = "helpers:log_loss <- train.py:<module>:helpers.log_loss"
+    mask, index = "train.py:<module>:w[scores>2]", "train.py:<module>:scores[[0,2,4]]"
     assert {lib, mask, index} <= set(b.crossings)
     assert (b.crossings[lib], b.crossings[mask], b.crossings[index]) == (1, 1, 1)  # per optimizer step
     assert json.loads((proj / "good.json").read_text())["meta"]["steps"] == 3
@@ -99,7 +86,9 @@ def test_a_new_crossing_in_the_program_is_named_as_new(proj, capsys):
     (proj / "train.py").write_text(TRAIN + "    print(float(loss))\n")
     rc, err = _run(capsys, "--budget", "budget.toml")
     assert rc == 1
-    assert f"train.py:{len(TRAIN.splitlines()) + 1}: aten._local_scalar_dense (down), 1 per step" in err
+    line = len(TRAIN.splitlines()) + 1
+    assert f"train.py:<module>:float(loss): aten._local_scalar_dense (down), line {line}, 1 per step" in err
+    assert err.count("unwrapped transfer") == 1
 
 
 def test_run_budget_in_the_config_and_errors_before_the_program_runs(proj, capsys):
@@ -124,8 +113,7 @@ def test_after_wrap_from_no_crossing_in_the_program_is_unnamed_and_check_is_clea
     after = json.loads((proj / "after.json").read_text())
     assert [u for u in after["unwrapped"] if u["path"] == "train.py"] == []
     kinds = {r["site"]: r["kind"] for r in after["rows"]}
-    now = next(i for i, ln in enumerate(text.splitlines(), 1) if ln.strip() == "helpers.log_loss(loss)")
-    assert kinds[f"helpers:log_loss <- train.py:{now}"] == "library"  # (wrap put the import above it)
+    assert kinds["helpers:log_loss <- train.py:<module>:helpers.log_loss"] == "library"  # (the import wrap put above moves nothing)
     assert sorted(k for k in kinds.values() if k == "statement") == ["statement", "statement"]
     capsys.readouterr()
     assert main(["check", "--no-cache", "train.py"]) == 0
@@ -213,10 +201,10 @@ def test_a_librarys_nested_function_is_named_without_locals_and_comprehensions(m
     t = torch.tensor([1.0, 2.0]).to(DEV())
     with guard("count"):
         nested.outer(t)
-        line = sys._getframe().f_lineno - 1
     (row,) = xfer.snapshot().rows
+    here = "test_a_librarys_nested_function_is_named_without_locals_and_comprehensions"
     assert (row.site, row.kind, row.crossings) == (
-        f"nested:outer.inner <- tests/runtime/test_named_crossings.py:{line}", "library", 2)
+        f"nested:outer.inner <- tests/runtime/test_named_crossings.py:{here}:nested.outer", "library", 2)
 
 
 def DEV():  # noqa: N802 - the simulated device, as the other tests name it

@@ -5,11 +5,13 @@ run`` writes its run file); this writes the crossings per site per step it
 measured as a budget that ``xferaudit run --budget``, ``xfer.expect(...)`` and
 ``@pytest.mark.xfer_budget(...)`` check, so CI fails the day a step starts
 crossing more. Every named crossing is frozen: wrapped sites, crossings made
-inside a library (``lib.mod:function <- train.py:41``), statements named by a
-site comment, the launches of graph sites, and the user's lines that crossed
-with nothing naming them (``train.py:41``: a line number names them, so
-freeze again after editing that file, or name the line with ``xferaudit wrap
---from``). The file's table is ``[tool.xferaudit.budget]``: it can be
+inside a library (``lib.mod:function <- train.py:train_step:self.log``),
+statements named by a site comment, the launches of graph sites, and the
+user's crossings with nothing naming them (``train.py:train_step:loss.item``).
+No name holds a line number, so lines inserted above, a moved function or a
+reformatted file leave the budget as it is. A run file written before names
+had no line number gives its user lines as ``train.py:41`` (an edit above
+moves them: freeze again from a new run). The file's table is ``[tool.xferaudit.budget]``: it can be
 read as it is, or pasted into pyproject.toml.
 
 Steps: ``--steps N`` divides the run's totals by N; without it, the report's
@@ -168,10 +170,13 @@ class BudgetCommand(Command):
             lines += [f"{_toml_key(s)} = {{ launches = {_fmt(n)} }}" for s, n in sorted(launches.items())]
             text = "\n".join(lines) + "\n"
 
-        if user_lines:
-            print(f"xferaudit: note: {len(user_lines)} line(s) of {src} crossed with nothing naming them; the "
-                  "budget holds them by path:line, which an edit above them moves (name them with "
-                  f"`xferaudit wrap --from {src}`)", file=sys.stderr)
+        from ..runtime.runs.budget import line_name
+
+        by_line = len({line_name(u.path, u.line) for u in rep.unwrapped if not u.name} & set(user_lines))
+        if by_line:
+            print(f"xferaudit: note: {by_line} line(s) of {src} crossed with nothing naming them, and the run "
+                  "file (written before names had no line number) names them by path:line, which an edit "
+                  "above them moves: freeze the budget again from a new run", file=sys.stderr)
         if out is None:
             sys.stdout.write(text)
         else:
@@ -185,15 +190,20 @@ def _per_step(rep, steps: int) -> tuple:
     """One run's (or one rank's) figures per step: ``(crossings, copies,
     launches, user lines)``, the first three ``{name: Fraction}``: every row
     (the empty name too: `site=""` is a name the runtime records), the user's
-    lines that crossed with nothing naming them (``path:line``), the graph
+    lines that crossed with nothing naming them (``path:function:expression``), the graph
     sites' launches."""
     from ..runtime.runs.budget import line_name
 
     totals = {r.site: (r.crossings, r.copies) for r in rep.rows}
+    # The user's crossings with nothing naming them: path:function:expression
+    # (path:line in a run file from before names had no line number).
     lines: dict = {}
     for u in rep.unwrapped:
-        name = line_name(u.path, u.line)
-        if name not in totals:
+        name = u.name or line_name(u.path, u.line)
+        if u.name and name in totals:  # (a wrapped site's name too: the check counts it with that row)
+            n, k = totals[name]
+            totals[name] = (n + u.count, k + u.copies)
+        elif name not in totals:
             n, k = lines.get(name, (0, 0))
             lines[name] = (n + u.count, k + u.copies)
     totals.update(lines)

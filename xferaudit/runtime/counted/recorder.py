@@ -388,15 +388,17 @@ def record_event(place: tuple, op: str, direction: str, nbytes: int, copies: int
     lib = None
     if user is not None:
         entry, line = user, _frames.line(user, f)
+        label = _frames.label(user, f)
         if first_f is not f:
             lib = _frames.library_frame(place)
     elif first is not None:
         entry, line = first, _frames.line(first, first_f)
+        label = _frames.label(first, first_f)
         lib = _frames.library_frame(place)
     else:
-        entry, line = None, 0
+        entry, line, label = None, 0, ""
     path = entry[2] if entry is not None else "<unknown>"
-    key = (path, line, op, direction) if lib is None else (path, line, op, direction, id(lib[0][0]))
+    key = (path, line, op, direction, label) if lib is None else (path, line, op, direction, label, id(lib[0][0]))
     _acquire()
     try:
         t = STATE.unwrapped.get(key)
@@ -404,8 +406,10 @@ def record_event(place: tuple, op: str, direction: str, nbytes: int, copies: int
             via = _frames.where(place)[2]
             t = STATE.unwrapped[key] = UnwrappedTally(
                 key[0], line, op, direction, via=via, code=entry[0] if entry is not None else None)
+            if entry is not None:
+                t.name = f"{line_path(entry[3], entry[2])}:{label}"
             if lib is not None:
-                t.site, t.kind = library_site(lib, user, line), "library"
+                t.site, t.kind = library_site(lib, user, line, t.name), "library"
                 t.lib = lib[0][0]
             elif user is not None:
                 _name_statement(t, entry[3], line)
@@ -416,15 +420,18 @@ def record_event(place: tuple, op: str, direction: str, nbytes: int, copies: int
         _release()
 
 
-def library_site(lib: tuple, user: Optional[tuple], line: int) -> str:
-    """The name of a crossing made in library frame `lib` (``(entry, frame)``),
-    called from the user's `line` of code entry `user` (None: no user frame):
-    ``module:function <- path:line``, the path as the run names the user's
-    files (:func:`line_path`)."""
+def library_site(lib: tuple, user: Optional[tuple], line: int, called: str = "") -> str:
+    """The name of a crossing made in library frame `lib` (``(entry, frame)``), called
+    from `line` of the user's code `user` (None: none): ``module:function <- called``,
+    `called` the name of the user's call (``train.py:training_step:self.log``), or
+    the site comment's name where the user's statement carries one."""
     fn = _frames.library_function(*lib)
     if user is None:
         return fn
-    return f"{fn} <- {line_path(user[3], user[2])}:{line}"
+    named = _statements.site_at(user[3], line)
+    if named is not None:
+        return f"{fn} <- {named}"
+    return f"{fn} <- {called or line_path(user[3], user[2]) + ':' + str(line)}"
 
 
 def line_path(filename: str, shown: str = "") -> str:
@@ -521,10 +528,12 @@ def _tally_at(e: tuple, f: Any, i: int, op: str, direction: str, nbytes: int,
         t = hit[5]
     else:
         line = _frames.line(e, f)
-        key = (e[2], line, op, direction)
+        label = _frames.label(e, f)
+        key = (e[2], line, op, direction, label)
         t = _unwrapped.get(key)
         if t is None:
             t = _unwrapped[key] = UnwrappedTally(e[2], line, op, direction, code=e[0])
+            t.name = f"{line_path(e[3], e[2])}:{label}"
             _name_statement(t, e[3], line)
     pend = t.pending.get((nbytes, copies))
     if pend is None:

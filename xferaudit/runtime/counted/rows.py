@@ -111,6 +111,9 @@ class Unwrapped:
     :mod:`xferaudit.runkeys`); ``frames`` is the chain of user frames that
     reached it, innermost first (``frames[0]`` is this line), and ``chains``,
     when several chains reached it, each of them (the first is ``frames``).
+    ``name`` is the crossing's name, ``path:function:expression``
+    (``train.py:train_step:loss.item``): no line number, so an edit that does
+    not touch the crossing leaves it (``line`` still says where it was).
     """
 
     path: str
@@ -127,10 +130,17 @@ class Unwrapped:
     text: str = ""
     frames: list = field(default_factory=list)  # [{"path", "line", "function", "text"}]
     chains: list = field(default_factory=list)  # [frames, ...] when more than one
+    name: str = ""  # path:function:expression, what budgets hold ("": a run file from before names)
 
     def __post_init__(self) -> None:
         if self.copies is None:
             self.copies = self.count
+
+    @property
+    def key(self) -> str:
+        """The crossing's name as a budget holds it: :attr:`name`, or
+        ``path:line`` for an entry written before names had no line number."""
+        return self.name or f"{self.path}:{self.line}"
 
     def to_dict(self) -> dict:
         out = {"path": self.path, "line": self.line, "function": self.function, "text": self.text,
@@ -138,6 +148,8 @@ class Unwrapped:
                "copies": self.copies, "bytes": self.bytes, "pageable": self.pageable,
                "seconds": self.seconds, "via": self.via,
                "frames": [dict(f) for f in self.frames]}
+        if self.name:
+            out["name"] = self.name
         if self.chains:
             out["chains"] = [[dict(f) for f in c] for c in self.chains]
         return out
@@ -161,3 +173,5 @@ class Unwrapped:
             self.function, self.text = other.function, other.text
         if not self.via:
             self.via = other.via
+        if not self.name:
+            self.name = other.name

@@ -174,11 +174,13 @@ _UNNAMED: dict = {}  # (code, f_lasti) -> the name of an unnamed call made there
 
 def unnamed(site: Any = None) -> str:
     """The name of a wrapped call given no ``site=`` (``xfer.item(loss)``,
-    written by hand): ``path:function:line`` of the user's line that made it,
-    the path named as :func:`full_name` names it (``train.py:step:42``), one
-    name per calling line; a site given as something else than a string is
-    named by its ``str()``. So every call is counted under a name a report,
-    a budget and ``xferaudit sites`` can print."""
+    written by hand): ``path:function:expression`` of the user's call that
+    made it, the path named as :func:`full_name` names it and the expression
+    as the guard names a crossing (:func:`.frames.label_at`:
+    ``train.py:step:xfer.item(loss)``; no line number, so an edit elsewhere
+    keeps it), one name per calling expression; a site given as something
+    else than a string is named by its ``str()``. So every call is counted
+    under a name a report, a budget and ``xferaudit sites`` can print."""
     if site is not None:
         return str(site)
     f: Any = sys._getframe(1)
@@ -187,9 +189,9 @@ def unnamed(site: Any = None) -> str:
     key = (f.f_code, f.f_lasti)
     name = _UNNAMED.get(key)
     if name is None:
-        qual = getattr(f.f_code, "co_qualname", f.f_code.co_name)
-        function = ".".join(p for p in qual.split(".") if p != "<locals>") or f.f_code.co_name
-        name = f"{file_name(f.f_code.co_filename)}:{function}:{f.f_lineno}"
+        from .frames import label_at
+
+        name = f"{file_name(f.f_code.co_filename)}:{label_at(f.f_code, f.f_lasti, f.f_lineno)}"
         if len(_UNNAMED) >= _MAX_IDS:
             _UNNAMED.clear()
         _UNNAMED[key] = name

@@ -19,7 +19,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable, Optional
 
+from ...runkeys import relative_path
 from . import frames as _frames
+from .sitenames import file_name
 from .rows import Launch, Row, Unwrapped, direction_of
 
 __all__ = ["LaunchTally", "SiteTally", "UnwrappedTally", "named_rows"]
@@ -162,7 +164,7 @@ class UnwrappedTally:
     """
 
     __slots__ = ("path", "line", "op", "direction", "via", "pageable", "code", "chains", "samples",
-                 "_count", "_bytes", "_copies", "_ns", "pending", "site", "kind", "lib")
+                 "_count", "_bytes", "_copies", "_ns", "pending", "site", "kind", "lib", "name")
 
     def __init__(self, path: str, line: int, op: str, direction: str, count: int = 0,
                  bytes: int = 0, via: str = "", copies: int = 0, pageable: int = 0,  # noqa: A002
@@ -183,6 +185,9 @@ class UnwrappedTally:
         self.site: Optional[str] = None
         self.kind = ""
         self.lib: Any = None  # the library function's code object (kept: its id is in the tally's key)
+        # The name of the crossing at the user's line: path:function:expression (no line number;
+        # :func:`xferaudit.runtime.counted.frames.label`), "" where the guard placed it by path alone.
+        self.name = ""
 
     @property
     def count(self) -> int:
@@ -230,7 +235,7 @@ class UnwrappedTally:
             path, function, text = own["path"], own["function"], own["text"]
         return Unwrapped(path, self.line, self.op, self.direction, self._count, self._bytes,
                          self.via, self._copies, self.pageable, self._ns / 1e9, function, text,
-                         chains[0] if chains else [], chains if len(chains) > 1 else [])
+                         chains[0] if chains else [], chains if len(chains) > 1 else [], self.name)
 
 
 
@@ -256,3 +261,26 @@ def named_rows(tallies: Any, rows: list) -> list:
         else:
             had.add(row)
     return unnamed
+
+
+def named_lines(tallies: Any) -> dict:
+    """Where each crossing named without a wrapper (a library function's, a
+    statement's) was made: ``{site: [[path, line], ...]}``, the user's lines
+    (relative to the run's root), first seen first. A run file keeps it
+    (``meta.lines``): the names hold no line number, so the editor and a
+    budget written with the old names (``... <- train.py:28``) find the line here."""
+    root = root_of()
+    out: dict = {}
+    for t in tallies:
+        if t.site is None or t.code is None:
+            continue
+        fn = t.code.co_filename
+        if fn.startswith("<"):
+            path = _frames.shown(t.code)
+        else:  # (as the recorder's line_path names a user's file)
+            path = relative_path(fn, root) if root is not None else file_name(fn)
+        at = [path, int(t.line)]
+        seen = out.setdefault(t.site, [])
+        if at not in seen:
+            seen.append(at)
+    return out

@@ -35,7 +35,7 @@ from .report_rows import (
     heading, row_order, totals_of, unwrapped_order, with_lines,
 )
 from ..counted.rows import Launch, Row, Unwrapped
-from ..counted.tallies import named_rows
+from ..counted.tallies import named_lines, named_rows
 
 __all__ = ["FORMAT", "SORTS", "Launch", "Report", "ReportError", "Row", "Unwrapped", "diff",
            "format_diff"]
@@ -117,6 +117,7 @@ def _unwrapped_of(u: Any, w: str) -> Unwrapped:
         _field(u, "function", str, w, ""), _field(u, "text", str, w, ""),
         _frames_of(u.get("frames", []), f"{w}: frames"),
         [_frames_of(c, f"{w}: chains[{k}]") for k, c in enumerate(chains)],
+        _field(u, "name", str, w, ""),
     )
 
 
@@ -142,6 +143,9 @@ class Report:
             # crossings named without a wrapper (a library's, a statement's) are rows of their name
             unwrapped = [t.snapshot() for t in named_rows(state.unwrapped.values(), rows)]
             meta = {"counting": bool(state.on)}
+            lines = named_lines(state.unwrapped.values())
+            if lines:  # (where the rows named without a wrapper were made: their names hold no line)
+                meta["lines"] = lines
             if getattr(state, "steps", 0):
                 meta["steps"] = int(state.steps)
                 meta["steps_seconds"] = round((state.step_ns - state.start_ns) / 1e9, 9)
@@ -329,8 +333,9 @@ class Report:
                 pg = f"  [pageable {u.pageable}]" if u.pageable else ""
                 outer = u.frames[-1] if len(u.frames) > 1 else None  # the chain's outermost user line
                 called = f"  <- {outer['path']}:{outer['line']}" if outer else ""
+                named = f"  [{u.name}]" if u.name else ""  # (the name budgets hold: no line number)
                 lines.append(f"{u.direction:<10} {u.count:>8} {u.copies:>8} {human_bytes(u.bytes):>10} "
-                             f"{ms(u.seconds):>10}  {u.op:<28} {u.path}:{u.line}{via}{called}{pg}")
+                             f"{ms(u.seconds):>10}  {u.op:<28} {u.path}:{u.line}{named}{via}{called}{pg}")
             hidden = len(self.unwrapped[top:]) if top is not None else 0
             if hidden:
                 lines.append(f"({hidden} more unwrapped line{'s' if hidden != 1 else ''} not shown)")

@@ -18,7 +18,7 @@ from operator import attrgetter
 from ..._text import has_control, printable
 
 _FIELDS = (("rows", ("site", "kind", "direction")), ("launches", ("site",)),
-           ("unwrapped", ("path", "op", "direction", "via", "function", "text")))
+           ("unwrapped", ("path", "op", "direction", "via", "function", "text", "name")))
 
 
 def _needs_escape(rep: object, rows: bool = True) -> bool:
@@ -56,7 +56,7 @@ def printable_report(rep: object, rows: bool = True) -> object:
     c.unwrapped = [dataclasses.replace(u, path=printable(u.path), op=printable(u.op),
                                        direction=printable(u.direction), via=printable(u.via),
                                        function=printable(u.function), text=printable(u.text),
-                                       frames=[{k: printable(v) if isinstance(v, str) else v
+                                       name=printable(u.name), frames=[{k: printable(v) if isinstance(v, str) else v
                                                 for k, v in f.items()} for f in u.frames])
                    for u in rep.unwrapped]
     c.meta = {k: printable(v) if isinstance(v, str) else v for k, v in rep.meta.items()}

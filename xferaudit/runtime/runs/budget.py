@@ -80,6 +80,7 @@ from ..._text import printable
 from ..counted import recorder as _recorder
 from .advice import advice, commands
 from .advice import number as _num
+from . import oldnames as _oldnames
 
 __all__ = [
     "Budget", "BudgetError", "BudgetExceeded", "Expectation", "Problem", "expect", "load_budget",
@@ -100,7 +101,7 @@ class Problem:
     """One way a run broke its budget."""
 
     kind: str  # "over" | "unexpected" | "unwrapped" | "pageable"
-    site: str  # the site, or "path:line" for an unwrapped transfer
+    site: str  # the site, or the name of an unwrapped transfer (path:function:expression)
     measured: float  # per step
     budget: Optional[float]  # per step; None for unexpected/unwrapped
     what: str = "crossings"  # "crossings" | "launches" | the op of an unwrapped transfer
@@ -290,9 +291,10 @@ def load_budget(source: BudgetSource = None) -> Budget:
 def _snapshot() -> tuple:
     """The tallies as totals: ``(sites, launches, unwrapped)``. A crossing named
     without a wrapper (a library function's, a statement's site comment) is a
-    site of that name; an unnamed one is keyed ``(path, line, op, direction)``,
-    the path as a run names the user's files (so ``path:line`` finds a line a
-    budget frozen from a run holds)."""
+    site of that name; an unnamed one is keyed ``(path, line, op, direction,
+    name)``, the path as a run names the user's files, the name
+    ``path:function:expression`` (:mod:`.oldnames`: a budget holding the old
+    ``path:line`` still finds the line)."""
     S = _recorder.STATE
     with S.lock:
         sites = {k: (t.crossings, t.copies, t.pageable, t.ns, t.bytes) for k, t in S.sites.items()}
@@ -305,8 +307,8 @@ def _snapshot() -> tuple:
                                  v[4] + t.bytes)
                 continue
             path = _recorder.line_path(t.code.co_filename, t.path) if t.code is not None else t.path
-            _add_line(unwrapped, (path, t.line, t.op, t.direction), t.count, t.op, t.copies, t.pageable,
-                      t.bytes)
+            _add_line(unwrapped, (path, t.line, t.op, t.direction, t.name), t.count, t.op, t.copies,
+                      t.pageable, t.bytes)
     return sites, launches, unwrapped
 
 
@@ -330,37 +332,47 @@ def _delta(a: tuple, b: tuple) -> tuple:
 
 
 def line_name(path: str, line: int) -> str:
-    """A user's line as a budget names it (a crossing at it no wrapper and no
-    comment names): ``path:line``."""
-    return f"{path}:{line}"
+    """A user's line by its old name, ``path:line`` (a budget frozen before
+    names had no line number: :mod:`.oldnames`)."""
+    return _oldnames.line_name(path, line)
 
 
 def check(budget: Budget, sites: Mapping[str, Any], launches: Mapping[str, float],
           unwrapped: Mapping[tuple, tuple], steps: float, unwrapped_allowed: float = 0,
-          pageable_allowed: Optional[float] = None) -> list:
+          pageable_allowed: Optional[float] = None, made_at: Optional[Mapping[str, Any]] = None) -> list:
     """Problems of `steps` steps' totals against `budget` (totals are divided by
     `steps`). `sites` maps a site to its crossings, or to (crossings, copies,
-    pageable[, ns, bytes]); `unwrapped` maps ``(path, line, op, direction)`` to
-    ``(count, op[, copies, pageable, bytes])``: a line the budget names
-    (``path:line``, as ``xferaudit budget --from`` freezes a run's) is checked
-    as a site, its copies and pageable copies too, any other is an unwrapped
-    transfer; `pageable_allowed`: pageable copies allowed per step over every
-    crossing, named or not (None: not checked beyond each site's own
-    ``pageable``). Every graph site launched is checked: one the budget does
-    not hold is a new name, one it holds as a plain number is held to it."""
+    pageable[, ns, bytes]); `unwrapped` maps ``(path, line, op, direction[, name])``
+    to ``(count, op[, copies, pageable, bytes])``: a crossing whose name the
+    budget holds (``path:function:expression``, as ``xferaudit budget --from``
+    freezes a run's; or the old ``path:line``) is checked as a site, its copies
+    and pageable copies too, any other is an unwrapped transfer;
+    `pageable_allowed`: pageable copies allowed per step over every crossing,
+    named or not (None: not checked beyond each site's own ``pageable``);
+    `made_at`: where the rows named without a wrapper were made (``{site:
+    [(path, line), ...]}``), for a budget that holds a library row by its old
+    name (:mod:`.oldnames`). Every graph site launched is checked: one the
+    budget does not hold is a new name, one it holds as a plain number is held
+    to it."""
     problems = []
     exact_steps = exact(steps) if steps > 0 else Fraction(1, 10**12)
     steps = float(exact_steps)
     total_pageable = 0
     lines: dict = {}
     rest: dict = {}
+    sites = _oldnames.fold_library(budget.crossings, sites, made_at)
+    launches = _oldnames.fold_library(budget.launches, launches, made_at)
     for key, v in unwrapped.items():
         c, op = v[0], v[1]
         copies, pageable = (v[2], v[3]) if len(v) > 3 else (c, 0)
-        name = line_name(key[0], key[1])
+        name = _oldnames.unwrapped_name(key, budget.crossings)
         if name in budget.crossings and name not in sites:
             had = lines.get(name, (0, 0, 0))
             lines[name] = (had[0] + c, had[1] + copies, had[2] + pageable)
+        elif name in budget.crossings and len(key) > 4 and key[4] == name:
+            # (a wrapped site's name too: counted with that row, its copies and pageable ones too)
+            had = sites[name] if isinstance(sites[name], tuple) else (sites[name], 0, 0)
+            sites[name] = (had[0] + c, had[1] + copies, had[2] + pageable) + tuple(had[3:])
         else:
             rest[key] = (c, op)
             total_pageable += max(pageable, 0)
@@ -398,8 +410,8 @@ def check(budget: Budget, sites: Mapping[str, Any], launches: Mapping[str, float
     if _over(total, exact_steps, unwrapped_allowed):
         for key, (c, op) in sorted(rest.items(), key=lambda kv: (str(kv[0][0]), kv[0][1])):
             if c > 0:
-                problems.append(Problem("unwrapped", line_name(key[0], key[1]), c / steps, None,
-                                        f"{op} ({key[3]})"))
+                problems.append(Problem("unwrapped", _oldnames.unwrapped_name(key, ()), c / steps, None,
+                                        f"{op} ({key[3]}), line {key[1]}"))
     return problems
 
 
@@ -414,7 +426,7 @@ def check_run(budget: Budget, rep: Any) -> list:
     if isinstance(steps, bool) or not isinstance(steps, int) or steps < 1:
         steps = 1
     sites, launches, unwrapped = report_totals(rep)
-    return check(budget, sites, launches, unwrapped, steps)
+    return check(budget, sites, launches, unwrapped, steps, made_at=_oldnames.lines_of(rep.meta))
 
 
 def run_verdict(problems: list, source: str, steps: Any, run_file: Optional[str] = None,
@@ -440,8 +452,8 @@ def report_totals(rep: Any) -> tuple:
     launches = {x.site: x.launches for x in rep.launches}
     unwrapped: dict = {}
     for u in rep.unwrapped:
-        _add_line(unwrapped, (u.path, u.line, u.op, u.direction), u.count, u.op, u.copies, u.pageable,
-                  u.bytes)
+        _add_line(unwrapped, (u.path, u.line, u.op, u.direction, u.name), u.count, u.op, u.copies,
+                  u.pageable, u.bytes)
     return sites, launches, unwrapped
 
 
@@ -471,7 +483,7 @@ class Expectation:
         self.measured: dict = {}  # site -> crossings per step
         self.seconds: dict = {}  # site -> host seconds per step inside its calls (not budgeted)
         self.launches: dict = {}  # site -> launches per step
-        self.unwrapped: dict = {}  # (path, line, op, direction) -> events per step
+        self.unwrapped: dict = {}  # (path, line, op, direction, name) -> events per step
         self._calls = 0
         self._start: Any = None
         self._guard: Any = None
@@ -565,7 +577,7 @@ class Expectation:
         self.launches = {k: v / steps for k, v in launches.items() if v}
         self.unwrapped = {k: v[0] / steps for k, v in unwrapped.items() if v[0]}
         self.problems = check(self.budget, sites, launches, unwrapped, steps, self.unwrapped_allowed,
-                              self.pageable_allowed)
+                              self.pageable_allowed, _live_lines())
         self.checked = True
         if not self.problems:
             return
@@ -574,6 +586,15 @@ class Expectation:
             raise err
         out = self.file if self.file is not None else sys.stderr
         out.write(f"xferaudit: {err}\n")
+
+
+def _live_lines() -> dict:
+    """Where the live rows named without a wrapper were made (see :func:`check`'s `made_at`)."""
+    from ..counted.tallies import named_lines
+
+    S = _recorder.STATE
+    with S.lock:
+        return named_lines(list(S.unwrapped.values()))
 
 
 def _torch_available() -> bool:

@@ -8,8 +8,11 @@ as ``xfer.graph``: :mod:`xferaudit.packs.torch.graphs`, reached through the
 packs' registry by name, so the runtime imports no pack), and counts each
 ``CUDAGraph.replay()`` called from the user's code at the calling line (a
 replay torch makes itself, such as a ``reduce-overhead`` compiled function's,
-is that function's launch: not counted twice). A site reads
-``path:line:api``, e.g. ``train.py:12:torch.compile``. A program that wraps
+is that function's launch: not counted twice). A site is named as a crossing
+no wrapper names (:func:`xferaudit.runtime.counted.frames.label`): the file,
+function and expression of the call, ``train.py:<module>:torch.compile``,
+``train.py:Runner.step:self.graph.replay`` (what ``wrap`` names such a site;
+no line number: :data:`LAUNCH_LINES` keeps the lines). A program that wraps
 them itself (``xfer.graph(torch.compile(f), site=...)``) keeps its own site.
 
 Steps: each ``optimizer.step()`` (torch's global step hook) counts; with
@@ -35,19 +38,26 @@ __all__ = ["OptimizerSteps", "hook_launches", "launch_site"]
 
 #: A callable this run wrapped (``xfer.graph`` takes the original back out of it).
 AUTO = "__xferaudit_auto__"
+#: Where each launch site this run named was made: ``{site: [path, line, old name]}``
+#: (the old name, ``path:line:api``, is what a budget frozen before holds).
+LAUNCH_LINES: dict = {}
 
 
 def launch_site(api: str, depth: int = 1) -> str:
-    """``path:line:api`` of the user's line that called `api` (relative to the
-    run's root; the innermost frame outside xferaudit and torch where no user
-    frame is on the stack)."""
+    """The name of the user's call of `api`: ``path:function:expression``
+    (relative to the run's root; the innermost frame outside xferaudit and
+    torch where no user frame is on the stack), with no line number."""
     user, f, first, first_f = _frames.locate(sys._getframe(depth + 1))
     entry, frame = (user, f) if user is not None else (first, first_f)
     if entry is None:
         return f"<unknown>:0:{api}"
     fn = entry[3]
     path = entry[2] if STATE.root is None or fn.startswith("<") else relative_path(fn, STATE.root)
-    return f"{path}:{_frames.line(entry, frame)}:{api}"
+    line = _frames.line(entry, frame)
+    site = f"{path}:{_frames.label(entry, frame)}"
+    if site not in LAUNCH_LINES and len(LAUNCH_LINES) < 4096:
+        LAUNCH_LINES[site] = [path, line, f"{path}:{line}:{api}"]
+    return site
 
 
 def _mark(obj: Any) -> Any:

@@ -284,6 +284,11 @@ class _Session:
             "torch": getattr(torch, "__version__", None) if torch is not None else None,
             "exit_code": self.exit_code, "guard_mode": self.guard_mode,
         })
+        from .run_hooks import LAUNCH_LINES
+
+        launched = {x.site: [LAUNCH_LINES[x.site]] for x in rep.launches if x.site in LAUNCH_LINES}
+        if launched:  # (where the launch sites it named were made, and their old names: oldnames.py)
+            rep.meta["lines"] = {**rep.meta.get("lines", {}), **launched}
         if not rep.meta.get("steps") and self.steps is not None and self.steps.steps:
             rep.meta["steps"] = self.steps.steps  # (a program marking its own steps keeps them)
         if self.rank is not None:

@@ -17,6 +17,9 @@ file as it is now (:func:`match_file`):
   later keeps the key); the line number is a hint only: among the lines with
   that key, the nearest wins (several entries of one key take the lines in
   order), so lines inserted or deleted above move nothing;
+* failing that, by its name (``path:function:expression``, :mod:`xferaudit.labels`):
+  the expression in that function, where the line's text changed around it
+  (a reformatted file); an entry of a run file from before names has none;
 * failing that, in the file's *unwrapped* text (the bare calls put back, as
   ``unwrap`` would): a line ``wrap`` has rewritten since the run (and maybe
   broken over several lines) is found there, and mapped back to the lines it
@@ -74,6 +77,7 @@ class Entry:
     copies: int = 0
     bytes: int = 0
     via: str = ""
+    name: str = ""  # path:function:expression (no line number); "" in a run file from before names
 
     def describe(self) -> str:
         """``aten._to_copy, down, 3 times, 12 bytes``, for messages."""
@@ -150,7 +154,7 @@ def read_run(path: str, root: Path) -> list:
         out.append(Entry(
             source=path, path=name, file=os.path.abspath(file), line=u.line, function=u.function or None,
             text=normalise_text(text) if text is not None else None, op=op, direction=u.direction,
-            count=u.count, copies=u.copies, bytes=u.bytes, via=u.via,
+            count=u.count, copies=u.copies, bytes=u.bytes, via=u.via, name=u.name,
         ))
     return out
 
@@ -358,6 +362,9 @@ def match_file(entries: Sequence[Entry], text: str, tree: Optional[ast.Module] =
     layout = _Layout(text, tree if tree is not None else _parse(text), _keys(entries))
     out.lines = len(layout.lines)
     found, missing = _match(list(entries), layout)
+    if missing and any(e.name for e in missing):  # (a line whose text changed: its expression may not have)
+        named, missing = _match_named(missing, text)
+        found += named
     for e, line in found:
         out.matched.append(Matched(e, line, layout.statement(line), column=layout.column(line)))
     if missing and bare is not None:
@@ -370,6 +377,33 @@ def match_file(entries: Sequence[Entry], text: str, tree: Optional[ast.Module] =
         for ln in m.lines:
             out.hot[ln] = out.hot.get(ln, frozenset()) | cats
     return out
+
+
+def _match_named(missing: list, text: str) -> tuple:
+    """``(found, still missing)``: entries found by their name, the function
+    and expression (:mod:`xferaudit.labels`), where the line's text changed
+    around it (a reformatted file: ``w[ m ]`` became ``w[m]``)."""
+    from ...labels import SourceLabels
+
+    try:
+        src = SourceLabels(text)
+    except (SyntaxError, ValueError, RecursionError):
+        return [], missing
+    found, still = [], []
+    for e in missing:
+        label = _label_of(e)
+        node = src.find(static_function(e.function) or MODULE_FUNCTION, label) if label else None
+        if node is None:
+            still.append(e)
+        else:
+            found.append((e, node.lineno))
+    return found, still
+
+
+def _label_of(e: Entry) -> str:
+    """The expression part of `e`'s name (``loss.item`` of ``train.py:step:loss.item``)."""
+    head = f"{e.path}:{static_function(e.function) or MODULE_FUNCTION}:"
+    return e.name[len(head):] if e.name.startswith(head) else ""
 
 
 def _match_rewritten(missing: list, text: str, layout: _Layout, bare: Callable, out: FileEvidence) -> list:

@@ -1,112 +1,19 @@
 """Site names: ``relpath:qualname:receiver.method``, readable, bounded, stable.
 
 No line numbers, so a name survives edits elsewhere in the file; repeats get
-``#2``, ``#3``; a name already taken by a wrapped site is not reused.
+``#2``, ``#3``; a name already taken by a wrapped site is not reused. The
+labels (:func:`short_label`, :func:`compact_label`) are made by
+:mod:`xferaudit.labels`, which the runtime names its crossings with too.
 """
 
 from __future__ import annotations
 
-import ast
-import copy
-import keyword
 import re
 
+from ...labels import LABEL_LIMIT, compact_label, short_label, short_receiver
 from ..site import Site
 
-_WS = re.compile(r"\s+")
-LABEL_LIMIT = 40
-
-
-def _unparse(node: ast.AST) -> str:
-    try:
-        return _WS.sub(" ", ast.unparse(node))
-    except (ValueError, RecursionError, AttributeError):  # pragma: no cover - odd trees
-        return "<expr>"
-
-
-class _ElideArgs(ast.NodeTransformer):
-    """`x.view(b * t, -1)` -> `x.view(...)`; short argument lists stay."""
-
-    def visit_Call(self, node: ast.Call) -> ast.AST:
-        self.generic_visit(node)
-        if node.args or node.keywords:
-            inner = _unparse(ast.Call(ast.Name("f", ast.Load()), node.args, node.keywords))[2:-1]
-            if len(inner) > 3:
-                node.args, node.keywords = [ast.Constant(...)], []
-        return node
-
-    def visit_Subscript(self, node: ast.Subscript) -> ast.AST:
-        self.generic_visit(node)
-        if len(_unparse(node.slice)) > 3:
-            node.slice = ast.Constant(...)
-        return node
-
-
-def short_label(recv: ast.AST, method: str, limit: int = LABEL_LIMIT) -> str:
-    """A readable, single-line, bounded `receiver.method`.
-
-    Long argument lists become `(...)`; if that is still too long, the start of
-    the receiver's chain is cut at an attribute, keeping its end:
-    `...float().mean().item`.
-    """
-    full = _unparse(ast.Attribute(recv, method, ast.Load()))
-    if len(full) <= limit:
-        return full
-    recv = _ElideArgs().visit(copy.deepcopy(recv))
-    full = _unparse(ast.Attribute(recv, method, ast.Load()))
-    if len(full) <= limit:
-        return full
-    best = None
-    node = recv
-    while isinstance(node, (ast.Attribute, ast.Call, ast.Subscript)):
-        nxt = node.func if isinstance(node, ast.Call) else node.value
-        if isinstance(node, ast.Attribute):
-            head = _unparse(nxt)
-            for h in (head, f"({head})"):
-                if full.startswith(h + "."):
-                    tail = full[len(h) + 1:]
-                    if len(tail) + 3 <= limit and (best is None or len(tail) > len(best)):
-                        best = tail
-        node = nxt
-    if len(method) + 3 <= limit and best is None:
-        best = method
-    return "..." + best if best is not None else "..." + full[-(limit - 3):]
-
-
-def short_receiver(text: str, limit: int = LABEL_LIMIT) -> str:
-    """The bounded form of a label given as text (a label is already bounded)."""
-    text = _WS.sub(" ", text.strip())
-    return text if len(text) <= limit else "..." + text[-(limit - 3):]
-
-
-_TAIL_WORD = re.compile(r"\w+$")
-_HEAD_WORD = re.compile(r"^\w+")
-
-
-def _joined(left: str, right: str) -> str:
-    """The gap between two whitespace-free pieces of an expression: ``_`` where
-    a word would otherwise run into the next (``not_ok``), or where one side is
-    a keyword (``d.sum()_if_n_else_d.mean()``); nothing elsewhere (``a==b``)."""
-    a, b = _TAIL_WORD.search(left), _HEAD_WORD.match(right)
-    if (a and b) or (a and keyword.iskeyword(a.group())) or (b and keyword.iskeyword(b.group())):
-        return "_"
-    return ""
-
-
-def compact_label(text: str) -> str:
-    """A site's label as one word, its whitespace dropped:
-    ``bool(decision == world)`` -> ``bool(decision==world)``; a gap next to a
-    keyword, or between two words, is written ``_``: ``bool(not ok)`` ->
-    ``bool(not_ok)``, ``bool(x is None)`` -> ``bool(x_is_None)``.
-
-    Without whitespace the ``site="..."`` argument is one word, which line
-    length checks (ruff's and pycodestyle's E501) let run past the limit, like
-    the path-like names of explicit sites."""
-    parts = text.split()
-    out = parts[0] if parts else ""
-    for p in parts[1:]:
-        out += _joined(out, p) + p
-    return out
+__all__ = ["LABEL_LIMIT", "compact_label", "name_sites", "renamed_site", "short_label", "short_receiver"]
 
 
 def name_sites(sites: list[Site], relpath: str) -> None:
