@@ -53,6 +53,7 @@ from typing import Any, Callable, Iterator, Optional
 from ..counted import frames as _frames
 from . import programs as _programs
 from ..counted import recorder as _recorder
+from .no_device import has_accelerator
 from .programs import RunError
 from ..counted.recorder import STATE
 
@@ -265,6 +266,9 @@ class _Session:
                 rep.meta["world_size"] = self.world_size
         if self.child:
             rep.meta["pid"] = os.getpid()
+        simulate = sys.modules.get("xferaudit.simulate")  # (xferaudit run --simulate)
+        if simulate is not None and simulate.enabled():
+            rep.meta["simulated"] = simulate.meta()
         return rep
 
     def _why_nothing(self, rep: Any) -> str:
@@ -274,7 +278,7 @@ class _Session:
         torch = sys.modules.get("torch")
         if torch is None:
             return "xferaudit run: the program never imported torch: nothing could cross\n"
-        if not _has_accelerator(torch):
+        if not has_accelerator(torch):
             return ("xferaudit run: torch found no GPU or other accelerator here, so every tensor stayed "
                     "on the CPU and nothing crossed: run the program where its GPU is\n")
         return "xferaudit run: no tensor crossed between host and device while the program ran\n"
@@ -290,9 +294,14 @@ class _Session:
         verdict = ""
         if self.budget is not None and not self.child:
             from .budget import check_run, run_verdict
+            from .no_device import refusal
 
             res.problems = check_run(self.budget, rep)
             verdict = run_verdict(res.problems, self.budget.source, rep.meta.get("steps"))
+            blind = refusal(sys.modules.get("torch"))  # (no device: nothing could cross)
+            if blind is not None:
+                res.problems.insert(0, blind)
+                verdict = blind.message + "\n"
         if self.output is None or self.child and not (rep.rows or rep.launches or rep.unwrapped):
             self.result = res
             return res  # (no file asked for, or a forked worker that recorded nothing)
@@ -302,7 +311,9 @@ class _Session:
         except OSError as e:
             res.error = f"xferaudit run: cannot write {self.output}: {e}"
         if not self.quiet and not self.child:
+            simulate = sys.modules.get("xferaudit.simulate")
             _say(rep.format() + self._why_nothing(rep) + self.ended
+                 + (simulate.summary() if simulate is not None else "")
                  + ("" if res.error else f"xferaudit run: wrote {self.output}\n"))
         if res.error:
             _say(res.error + "\n")
@@ -564,21 +575,6 @@ def _exit_code_of(e: SystemExit) -> int:
         return code
     _say(f"{code}\n")
     return 1
-
-
-def _has_accelerator(torch: Any) -> bool:
-    """Whether a device was there to cross to: CUDA, another accelerator torch
-    knows, or the simulated one of :mod:`xferaudit.testing` once set up."""
-    testing = sys.modules.get("xferaudit.testing")
-    if testing is not None and getattr(testing, "_ready", False):
-        return True
-    for probe in (getattr(torch, "cuda", None), getattr(torch, "accelerator", None)):
-        try:
-            if probe is not None and probe.is_available():
-                return True
-        except Exception:  # (a broken set-up: as good as none)
-            pass
-    return False
 
 
 def _say(text: str) -> None:

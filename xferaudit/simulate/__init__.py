@@ -1,0 +1,214 @@
+"""A program written for CUDA, unmodified, on the simulated accelerator.
+
+``xferaudit run --simulate SCRIPT`` (or ``XFERAUDIT_SIMULATE=1``) calls
+:func:`when_torch_imported`: the moment the program's ``import torch`` has
+finished, :func:`enable` sets up the simulated device of
+:mod:`xferaudit.testing` (``fakegpu``) and makes CUDA's names lead there:
+
+* ``torch.cuda.is_available()`` is True, one device (``cuda:0``), and the
+  usual queries a training script makes answer (:mod:`.cuda_api`);
+* every ``"cuda"`` device a torch call is given (``"cuda"``, ``"cuda:0"``,
+  ``torch.device("cuda")``, ``.cuda()``, ``device=`` of a factory, a module's
+  ``.to``) names the simulated device instead, so each crossing is the one
+  the program makes on a GPU: same direction, copies and bytes, at the same
+  line (:mod:`.redirect`);
+* ``pin_memory()`` gives host memory that says it is pinned, so
+  ``non_blocking`` copies from it are not pageable ones, as on a GPU;
+* ``torch.autocast("cuda")`` casts on the simulated device as CUDA's
+  autocast does for its common ops (:mod:`.amp`), and ``GradScaler`` works;
+* Lightning's ``accelerator="gpu"``/``"cuda"``/``"auto"`` gets
+  :class:`xferaudit.testing_lightning.SimulatedAccelerator`.
+
+What cannot be simulated (CUDA graphs, streams' and events' timing, Triton
+kernels, ``torch.compile``'s code, memory figures, several devices) is said
+when the program first reaches it (a :class:`~xferaudit.testing.SimulatedDeviceWarning`)
+and listed at the end of the run (:func:`notes`). The set-up is for the rest
+of the process: it cannot be undone (PyTorch's PrivateUse1 slot cannot).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import sys
+import threading
+from typing import Any, Callable
+
+ENV = "XFERAUDIT_SIMULATE"
+
+__all__ = ["ENV", "enable", "enabled", "meta", "note", "notes", "requested", "summary", "when_torch_imported"]
+
+_lock = threading.Lock()
+_enabled = False
+_notes: dict = {}  # what was reached that is not simulated: key -> one line
+
+
+def requested(flag: bool = False) -> bool:
+    """Whether a run asks for the simulation: `flag` (``--simulate``) or
+    ``$XFERAUDIT_SIMULATE`` set to 1/true/yes/on."""
+    return flag or os.environ.get(ENV, "").strip().lower() in ("1", "true", "yes", "on")
+
+
+def enabled() -> bool:
+    """Whether :func:`enable` has run in this process."""
+    return _enabled
+
+
+def enable(torch: Any = None) -> None:
+    """Set the simulation up (once per process; later calls do nothing)."""
+    global _enabled
+    if _enabled:
+        return
+    with _lock:
+        if _enabled:
+            return
+        if torch is None:
+            import torch
+        from ..testing import simulated_device
+
+        simulated_device()
+        from . import amp, cuda_api, redirect
+
+        cuda_api.install(torch)
+        amp.install(torch)
+        redirect.install(torch)
+        for name in ("lightning.pytorch", "lightning.fabric", "pytorch_lightning", "lightning_fabric"):
+            after_import((name,), _lightning)
+        after_import(("triton",), _triton)
+        _enabled = True
+
+
+def note(key: str, text: str) -> None:
+    """Record (once) that the program reached something the simulated device
+    cannot simulate, and warn about it."""
+    if key in _notes:
+        return
+    _notes[key] = text
+    import warnings
+
+    from ..testing import SimulatedDeviceWarning
+
+    warnings.warn(f"xferaudit simulate: {text}", SimulatedDeviceWarning, stacklevel=_callers_level())
+
+
+def _callers_level() -> int:
+    """The stack level of the program's frame that reached the note (past
+    xferaudit's and torch's own frames), for the warning's place."""
+    here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    torch_dir = os.path.dirname(getattr(sys.modules.get("torch"), "__file__", None) or here)
+    f, level = sys._getframe(2), 2
+    while f is not None and (f.f_code.co_filename.startswith(here) or f.f_code.co_filename.startswith(torch_dir)):
+        f, level = f.f_back, level + 1
+    return level if f is not None else 2
+
+
+def notes() -> list:
+    """What the program reached that was not simulated, one line each, in order."""
+    out = list(_notes.values())
+    testing = sys.modules.get("xferaudit.testing")
+    if testing is not None and getattr(testing, "_compile_warned", False) and "compile" not in _notes:
+        out.append("torch.compile: Dynamo cannot trace the simulated device's tensors; the compiled "
+                   "code ran eagerly (counts are eager mode's)")
+    return out
+
+
+def summary() -> str:
+    """The lines a run prints at its end under the simulation ("" when off)."""
+    if not _enabled:
+        return ""
+    lines = ["xferaudit run: simulated: every CUDA device of the program was the simulated device "
+             "(fakegpu); crossings are counted as on a GPU\n"]
+    for n in notes():
+        lines.append(f"xferaudit run: not simulated: {n}\n")
+    return "".join(lines)
+
+
+def meta() -> Any:
+    """What the run file records of the simulation (None when off)."""
+    if not _enabled:
+        return None
+    return {"device": "fakegpu", "for": "cuda", "not_simulated": notes()}
+
+
+# --- after an import ---------------------------------------------------------------------
+
+def after_import(names: tuple, ready: Callable[[Any], None]) -> None:
+    """Call ``ready(module)`` once the first of `names` has been imported
+    (now, if one is imported already)."""
+    for name in names:
+        mod = sys.modules.get(name)
+        if mod is not None:
+            _call(ready, mod)
+            return
+    sys.meta_path.insert(0, _Watcher(names, ready))
+
+
+def when_torch_imported() -> None:
+    """:func:`enable` the moment torch is imported (now, if it is)."""
+    after_import(("torch",), enable)
+
+
+def _call(ready: Callable, mod: Any) -> None:
+    try:
+        ready(mod)
+    except Exception as e:  # (the program's import must not fail for our sake)
+        try:
+            sys.stderr.write(f"xferaudit simulate: could not set up ({e!r}); the program runs on\n")
+        except (AttributeError, OSError, ValueError):
+            pass
+
+
+class _Watcher:
+    """A finder that lets Python import one of `names` as usual and calls
+    `ready(module)` when its module has finished executing."""
+
+    def __init__(self, names: tuple, ready: Callable) -> None:
+        self.names, self.ready, self.busy = names, ready, False
+
+    def find_spec(self, name: str, path: Any = None, target: Any = None) -> Any:
+        if name not in self.names or self.busy:
+            return None
+        self.busy = True
+        try:
+            spec = importlib.util.find_spec(name)
+        finally:
+            self.busy = False
+        if spec is None or spec.loader is None or not hasattr(spec.loader, "exec_module"):
+            return None
+        if self in sys.meta_path:
+            sys.meta_path.remove(self)
+        spec.loader = _Loader(spec.loader, self.ready)
+        return spec
+
+    def invalidate_caches(self) -> None:
+        pass
+
+
+class _Loader:
+    def __init__(self, loader: Any, ready: Callable) -> None:
+        self.loader, self.ready = loader, ready
+
+    def create_module(self, spec: Any) -> Any:
+        return self.loader.create_module(spec)
+
+    def exec_module(self, module: Any) -> None:
+        module.__loader__ = self.loader
+        if getattr(module, "__spec__", None) is not None:
+            module.__spec__.loader = self.loader
+        self.loader.exec_module(module)
+        _call(self.ready, module)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.loader, name)
+
+
+def _lightning(mod: Any) -> None:
+    from . import lightning_swap
+
+    lightning_swap.install(mod)
+
+
+def _triton(mod: Any) -> None:
+    from .cuda_api import hold_triton
+
+    hold_triton(mod)
