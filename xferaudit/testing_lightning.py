@@ -18,7 +18,8 @@ changing in the program: ``Trainer(accelerator="gpu")``, ``"cuda"`` and
 For ``lightning.pytorch`` (else the ``pytorch_lightning`` package);
 :func:`accelerator_class` makes the same for another base
 (``lightning.fabric``'s ``CUDAAccelerator``). Importing this module without
-Lightning installed raises ``ImportError``.
+Lightning installed is fine; using :class:`SimulatedAccelerator` then
+raises ``ImportError``.
 """
 
 from __future__ import annotations
@@ -84,4 +85,14 @@ def _base() -> type:
     return CUDAAccelerator
 
 
-SimulatedAccelerator = accelerator_class(_base())
+_made: list = []
+
+
+def __getattr__(name: str) -> Any:
+    # Made on first use: importing this module imports no Lightning (it may be
+    # imported while Lightning itself is being imported).
+    if name == "SimulatedAccelerator":
+        if not _made:
+            _made.append(accelerator_class(_base()))
+        return _made[0]
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

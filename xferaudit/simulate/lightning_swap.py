@@ -38,8 +38,7 @@ def install(package: Any) -> None:
         return
     from .. import testing_lightning
 
-    if package.__name__ == "lightning.pytorch" or (
-            package.__name__ == "pytorch_lightning" and testing_lightning._base() is base):
+    if package.__name__ in ("lightning.pytorch", "pytorch_lightning") and testing_lightning._base() is base:
         cls = testing_lightning.SimulatedAccelerator
     else:
         cls = testing_lightning.accelerator_class(base)
