@@ -237,3 +237,31 @@ def test_under_the_simulation_the_budget_is_judged(tmp_path):
     r, _ = xrun(tmp_path, body, "--simulate", "--budget", _budget(tmp_path, '[budget]\n"p.py:2" = 1\n'))
     assert r.returncode == 1
     assert "unwrapped transfer: p.py:3" in r.stderr
+
+
+def test_a_triton_kernel_says_it_cannot_run_simulated(tmp_path):
+    # A stand-in for Triton (none is installed on a CPU machine): its JITFunction.run is what a launch calls.
+    jit = tmp_path / "stub" / "triton" / "runtime"
+    jit.mkdir(parents=True)
+    (tmp_path / "stub" / "triton" / "__init__.py").write_text("")
+    (jit / "__init__.py").write_text("")
+    (jit / "jit.py").write_text("class JITFunction:\n    __name__ = 'add_kernel'\n\n"
+                                "    def run(self, *args, **kwargs):\n        return 'launched'\n")
+    r, run = xrun(tmp_path, """\
+        import torch
+        from xferaudit.testing import SimulatedDeviceError
+        import sys
+        x = torch.ones(2, device="cuda")
+        sys.path.insert(0, "stub")  # (only now: torch's own imports would take the stand-in for Triton)
+        import triton
+        from triton.runtime.jit import JITFunction
+        try:
+            JITFunction().run(x, grid=(1,))
+        except SimulatedDeviceError as e:
+            print("triton:", e)
+    """, "--simulate")
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.startswith("triton: the simulated device")
+    assert "triton: the simulated device cannot run the Triton kernel 'add_kernel'" in r.stdout
+    assert run["meta"]["simulated"]["not_simulated"][0].startswith("Triton kernels:")
+    assert "xferaudit run: not simulated: Triton kernels:" in r.stderr
