@@ -26,7 +26,7 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["SimulatedAccelerator", "accelerator_class"]
+__all__ = ["SimulatedAccelerator", "accelerator_class"]  # noqa: F822 - made on first use (__getattr__)
 
 
 def accelerator_class(base: type, name: str = "SimulatedAccelerator") -> type:

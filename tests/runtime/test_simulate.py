@@ -172,18 +172,23 @@ def test_what_cannot_be_simulated_is_said_when_reached_and_in_the_run_file(tmp_p
         except SimulatedDeviceError as e:
             print("graph:", e)
         print(torch.ones(1).to("cuda:1").device)
+        compiled = torch.compile(torch.nn.Linear(2, 2).cuda())
+        print("compiled", compiled(torch.ones(1, 2, device="cuda")).device)
     """, "--simulate")
     assert r.returncode == 0, r.stderr
     assert "ms True" in r.stdout and "graphed torch.Size([1, 2])" in r.stdout
     assert "graph: CUDA graphs cannot be simulated" in r.stdout
-    assert "fakegpu:0" in r.stdout
+    assert "fakegpu:0" in r.stdout and "compiled fakegpu:0" in r.stdout
+    # the graphed and the compiled call are still launches, as on a GPU
+    assert sorted((x["site"].split(":")[-1], x["launches"]) for x in run["launches"]) == [
+        ("make_graphed_callables", 1), ("torch.compile", 1)], run["launches"]
     notes = run["meta"]["simulated"]["not_simulated"]
     starts = ["CUDA streams:", "CUDA events' elapsed_time:", "torch.cuda.make_graphed_callables:",
-              "CUDA graphs:", "cuda:1 is the simulated device's one device"]
+              "CUDA graphs:", "cuda:1 is the simulated device's one device", "torch.compile: Dynamo cannot"]
     assert len(notes) == len(starts) and all(n.startswith(s) for n, s in zip(notes, starts)), notes
     for n in notes:
         assert f"xferaudit run: not simulated: {n}" in r.stderr
-    assert r.stderr.count("SimulatedDeviceWarning") == 5
+    assert r.stderr.count("SimulatedDeviceWarning") == len(starts)
 
 
 # --- run --budget without a device -----------------------------------------------------------

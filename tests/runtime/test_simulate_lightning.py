@@ -120,3 +120,19 @@ def test_the_accelerator_by_hand_without_the_simulation(tmp_path):
     assert r.stdout.strip() == "fit 4 SimulatedAccelerator fakegpu:0"
     assert "simulated" not in run["meta"]
     assert sum(row["crossings"] for row in run["rows"] if "move_data_to_device" in row["site"]) >= 4 * 2
+
+
+def test_fabric_gets_the_simulated_gpu_too(tmp_path):
+    (tmp_path / "fab.py").write_text(textwrap.dedent("""\
+        import torch
+        import lightning as L
+
+        fabric = L.Fabric(accelerator="cuda", devices=1)
+        model = fabric.setup(torch.nn.Linear(4, 1))
+        print(type(fabric.accelerator).__name__, fabric.device, model(torch.ones(2, 4, device="cuda")).sum().item() != 0)
+    """))
+    e = dict(os.environ, **ENV)
+    r = subprocess.run([sys.executable, "-m", "xferaudit.cli", "run", "-q", "--simulate", "fab.py"], cwd=tmp_path,
+                       capture_output=True, text=True, env=e, timeout=600)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.strip().splitlines()[-1] == "SimulatedAccelerator fakegpu:0 True"

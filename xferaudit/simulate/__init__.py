@@ -34,13 +34,14 @@ import sys
 import threading
 from typing import Any, Callable
 
+from .notes import note, notes
+
 ENV = "XFERAUDIT_SIMULATE"
 
 __all__ = ["ENV", "enable", "enabled", "meta", "note", "notes", "requested", "summary", "when_torch_imported"]
 
 _lock = threading.Lock()
 _enabled = False
-_notes: dict = {}  # what was reached that is not simulated: key -> one line
 
 
 def requested(flag: bool = False) -> bool:
@@ -78,46 +79,12 @@ def enable(torch: Any = None) -> None:
         _enabled = True
 
 
-def note(key: str, text: str) -> None:
-    """Record (once) that the program reached something the simulated device
-    cannot simulate, and warn about it."""
-    if key in _notes:
-        return
-    _notes[key] = text
-    import warnings
-
-    from ..testing import SimulatedDeviceWarning
-
-    warnings.warn(f"xferaudit simulate: {text}", SimulatedDeviceWarning, stacklevel=_callers_level())
-
-
-def _callers_level() -> int:
-    """The stack level of the program's frame that reached the note (past
-    xferaudit's and torch's own frames), for the warning's place."""
-    here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    torch_dir = os.path.dirname(getattr(sys.modules.get("torch"), "__file__", None) or here)
-    f, level = sys._getframe(2), 2
-    while f is not None and (f.f_code.co_filename.startswith(here) or f.f_code.co_filename.startswith(torch_dir)):
-        f, level = f.f_back, level + 1
-    return level if f is not None else 2
-
-
-def notes() -> list:
-    """What the program reached that was not simulated, one line each, in order."""
-    out = list(_notes.values())
-    testing = sys.modules.get("xferaudit.testing")
-    if testing is not None and getattr(testing, "_compile_warned", False) and "compile" not in _notes:
-        out.append("torch.compile: Dynamo cannot trace the simulated device's tensors; the compiled "
-                   "code ran eagerly (counts are eager mode's)")
-    return out
-
-
 def summary() -> str:
     """The lines a run prints at its end under the simulation ("" when off)."""
     if not _enabled:
         return ""
-    lines = ["xferaudit run: simulated: every CUDA device of the program was the simulated device "
-             "(fakegpu); crossings are counted as on a GPU\n"]
+    lines = [("xferaudit run: simulated: every CUDA device of the program was the simulated device "
+              "(fakegpu); crossings are counted as on a GPU\n")]
     for n in notes():
         lines.append(f"xferaudit run: not simulated: {n}\n")
     return "".join(lines)

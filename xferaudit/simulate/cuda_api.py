@@ -26,7 +26,7 @@ TOTAL_MEMORY = 80 * 1024**3
 
 
 def _note(key: str, text: str) -> None:
-    from . import note
+    from .notes import note
 
     note(key, text)
 
@@ -252,12 +252,28 @@ def install(torch: Any) -> None:
         for name in ("CUDAGraph", "graph", "make_graphed_callables", "is_current_stream_capturing"):
             if hasattr(graphs, name):
                 setattr(graphs, name, answers[name])
+    _note_compile(torch)
     nvtx = getattr(cuda, "nvtx", None)
     if nvtx is not None:
         for name in ("range_push", "range_pop", "mark", "range_start", "range_end"):
             if hasattr(nvtx, name):
                 setattr(nvtx, name, lambda *a, **k: 0)
         nvtx.range = lambda *a, **k: contextlib.nullcontext()
+
+
+def _note_compile(torch: Any) -> None:
+    """``torch.compile`` is noted when called: Dynamo cannot trace the simulated
+    device's tensors, so what it returns runs eagerly."""
+    real = torch.compile
+
+    def compile(*args: Any, **kwargs: Any) -> Any:  # noqa: A001 - torch.compile
+        _note("compile", "torch.compile: Dynamo cannot trace the simulated device's tensors; the compiled "
+              "code runs eagerly (its crossings are eager mode's; launches are still counted)")
+        return real(*args, **kwargs)
+
+    compile.__wrapped__ = real  # type: ignore[attr-defined]
+    compile.__doc__ = real.__doc__
+    torch.compile = compile
 
 
 def hold_triton(triton: Any) -> None:

@@ -90,7 +90,7 @@ def install(torch: Any) -> None:
 
 def _check_index(index: str) -> None:
     if index and index.strip() not in ("0",):
-        from . import note
+        from .notes import note
 
         note("devices", f"cuda:{index} is the simulated device's one device (fakegpu:0): the simulation "
              "has one device, so work placed on several GPUs runs on one")
