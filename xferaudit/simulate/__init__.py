@@ -28,12 +28,12 @@ of the process: it cannot be undone (PyTorch's PrivateUse1 slot cannot).
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import sys
 import threading
 from typing import Any, Callable
 
+from .._after_import import AfterImport
 from .notes import note, notes
 
 ENV = "XFERAUDIT_SIMULATE"
@@ -107,7 +107,7 @@ def after_import(names: tuple, ready: Callable[[Any], None]) -> None:
         if mod is not None:
             _call(ready, mod)
             return
-    sys.meta_path.insert(0, _Watcher(names, ready))
+    sys.meta_path.insert(0, AfterImport(names, ready, _failed))
 
 
 def when_torch_imported() -> None:
@@ -119,54 +119,14 @@ def _call(ready: Callable, mod: Any) -> None:
     try:
         ready(mod)
     except Exception as e:  # (the program's import must not fail for our sake)
-        try:
-            sys.stderr.write(f"xferaudit simulate: could not set up ({e!r}); the program runs on\n")
-        except (AttributeError, OSError, ValueError):
-            pass
+        _failed(e)
 
 
-class _Watcher:
-    """A finder that lets Python import one of `names` as usual and calls
-    `ready(module)` when its module has finished executing."""
-
-    def __init__(self, names: tuple, ready: Callable) -> None:
-        self.names, self.ready, self.busy = names, ready, False
-
-    def find_spec(self, name: str, path: Any = None, target: Any = None) -> Any:
-        if name not in self.names or self.busy:
-            return None
-        self.busy = True
-        try:
-            spec = importlib.util.find_spec(name)
-        finally:
-            self.busy = False
-        if spec is None or spec.loader is None or not hasattr(spec.loader, "exec_module"):
-            return None
-        if self in sys.meta_path:
-            sys.meta_path.remove(self)
-        spec.loader = _Loader(spec.loader, self.ready)
-        return spec
-
-    def invalidate_caches(self) -> None:
+def _failed(e: Exception) -> None:
+    try:
+        sys.stderr.write(f"xferaudit simulate: could not set up ({e!r}); the program runs on\n")
+    except (AttributeError, OSError, ValueError):
         pass
-
-
-class _Loader:
-    def __init__(self, loader: Any, ready: Callable) -> None:
-        self.loader, self.ready = loader, ready
-
-    def create_module(self, spec: Any) -> Any:
-        return self.loader.create_module(spec)
-
-    def exec_module(self, module: Any) -> None:
-        module.__loader__ = self.loader
-        if getattr(module, "__spec__", None) is not None:
-            module.__spec__.loader = self.loader
-        self.loader.exec_module(module)
-        _call(self.ready, module)
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self.loader, name)
 
 
 def _lightning(mod: Any) -> None:

@@ -40,7 +40,6 @@ from __future__ import annotations
 
 import atexit
 import contextlib
-import importlib.util
 import os
 import signal
 import stat
@@ -50,6 +49,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterator, Optional
 
+from ..._after_import import AfterImport
 from ..counted import frames as _frames
 from . import programs as _programs
 from ..counted import recorder as _recorder
@@ -323,57 +323,11 @@ class _Session:
         return res
 
 
-class _TorchWatcher:
+def _TorchWatcher(ready: Callable) -> AfterImport:  # noqa: N802 - a finder, made as a class would be
     """A finder that lets Python import torch as usual and calls `ready(torch)`
-    the moment torch's module has finished executing (the module's loader is
-    its own again afterwards)."""
-
-    def __init__(self, ready: Callable) -> None:
-        self.ready = ready
-        self.busy = False
-
-    def find_spec(self, name: str, path: Any = None, target: Any = None) -> Any:
-        if name != "torch" or self.busy:
-            return None
-        self.busy = True
-        try:
-            spec = importlib.util.find_spec(name)
-        finally:
-            self.busy = False
-        if spec is None or spec.loader is None or not hasattr(spec.loader, "exec_module"):
-            return None
-        if self in sys.meta_path:
-            sys.meta_path.remove(self)
-        spec.loader = _ReadyLoader(spec.loader, self.ready)
-        return spec
-
-    def invalidate_caches(self) -> None:
-        pass
-
-    def remove(self) -> None:
-        if self in sys.meta_path:
-            sys.meta_path.remove(self)
-
-
-class _ReadyLoader:
-    def __init__(self, loader: Any, ready: Callable) -> None:
-        self.loader, self.ready = loader, ready
-
-    def create_module(self, spec: Any) -> Any:
-        return self.loader.create_module(spec)
-
-    def exec_module(self, module: Any) -> None:
-        module.__loader__ = self.loader
-        if getattr(module, "__spec__", None) is not None:
-            module.__spec__.loader = self.loader
-        self.loader.exec_module(module)
-        try:
-            self.ready(module)
-        except Exception as e:  # (the program's `import torch` must not fail for our sake)
-            _say(f"xferaudit run: counting could not start ({e!r}); the program runs on\n")
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self.loader, name)
+    the moment torch's module has finished executing."""
+    return AfterImport(("torch",), ready, lambda e: _say(
+        f"xferaudit run: counting could not start ({e!r}); the program runs on\n"))
 
 
 def _on_sigterm(signum: int, frame: Any) -> None:
