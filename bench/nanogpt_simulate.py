@@ -93,6 +93,8 @@ def run(work: Path, out: Path, name: str, simulate: bool, mode: str = "full") ->
         cmd.append("--simulate")
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])))
     env.pop("XFERAUDIT_SIMULATE", None)
+    if simulate:  # (as a CI machine without a GPU: the simulated run sees none, also on a GPU machine)
+        env["CUDA_VISIBLE_DEVICES"] = ""
     r = subprocess.run(cmd + ["train.py", *ARGS], cwd=work, capture_output=True, text=True, env=env)
     (out / f"{name}.txt").write_text(f"$ {' '.join(cmd[1:])} train.py {' '.join(ARGS)}\n# exit {r.returncode}\n"
                                      f"--- stdout\n{r.stdout}--- stderr\n{r.stderr}")
