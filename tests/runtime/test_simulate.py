@@ -270,3 +270,19 @@ def test_a_triton_kernel_says_it_cannot_run_simulated(tmp_path):
     assert "triton: the simulated device cannot run the Triton kernel 'add_kernel'" in r.stdout
     assert run["meta"]["simulated"]["not_simulated"][0].startswith("Triton kernels:")
     assert "xferaudit run: not simulated: Triton kernels:" in r.stderr
+
+
+def test_the_guards_lite_mode_counts_each_crossing_once(tmp_path):
+    # (its hooks stand in front of Tensor.to/.item; the simulation's mode must not count them again)
+    body = """\
+        import torch
+        for step in range(3):
+            x = torch.ones(4).to(torch.device("cuda:0"))
+            y = torch.ones(4).cuda()
+            print(x.sum().item() + y.sum().item())
+    """
+    for mode in ("lite", "full"):
+        r, run = xrun(tmp_path, body, "--simulate", "--guard-mode", mode)
+        assert r.returncode == 0, r.stderr
+        assert run["meta"]["guard_mode"] == mode
+        assert {(k[0], k[1]): v[0] for k, v in table(run).items()} == {(3, "up"): 3, (4, "up"): 3, (5, "down"): 6}

@@ -70,6 +70,9 @@ def install(torch: Any) -> None:
                     d = f"cuda:{int(d)}"
                 mapped(d or "cuda")
                 return to(t, dev, **kwargs)
+            # Past the guard's lite-mode hook on a Tensor method (it stands in front of
+            # the method torch hands here): the hook already saw this call.
+            func = getattr(func, "__xferaudit_original__", func)
             pin = kwargs.get("pin_memory")
             if pin:
                 kwargs["pin_memory"] = False
