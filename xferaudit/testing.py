@@ -27,6 +27,11 @@ subclass :class:`SimulatedTensor` whose ``__torch_dispatch__`` runs each op on
 the host tensor it wraps and wraps the results again. Calling
 :func:`simulated_device` twice is fine; it sets up once per process.
 
+A program written for CUDA runs on it unmodified under ``xferaudit run
+--simulate`` (:mod:`xferaudit.simulate`: CUDA's names lead here, autocast and
+pinned memory are simulated); Lightning gets it through
+``xferaudit.testing_lightning.SimulatedAccelerator``.
+
 What it cannot do (it is a test double, not a device):
 
 * No speed, no asynchrony, no streams or events, no memory accounting:

@@ -14,7 +14,13 @@ exist, a budget that cannot be read) or when it exited 0 but the run file
 could not be written; 1 when it exited 0 but broke the budget given with
 ``--budget B.toml`` (or by ``run-budget`` in ``[tool.xferaudit]``), each site
 over its allowance and each new one named on stderr, with what to do and the
-commands (also when it ended in ``os.execv``: the exec is then not made).
+commands (also when it ended in ``os.execv``: the exec is then not made); 2
+when a budget was given but the program found no GPU (nothing could cross, so
+the budget cannot be judged).
+
+``--simulate`` (or ``XFERAUDIT_SIMULATE=1``) runs a program written for
+CUDA on the simulated device (:mod:`xferaudit.simulate`): a CI machine
+without a GPU counts the crossings the program makes on one.
 """
 
 from __future__ import annotations
@@ -35,7 +41,7 @@ class RunCommand(Command):
 
     def add_arguments(self, parser: argparse.ArgumentParser) -> None:
         parser.usage = ("xferaudit run [-h] [-o RUN.json] [-q] [--guard-mode {auto,lite,full}]\n"
-                        "                     [--ranges] [--budget B.toml | --no-budget]\n"
+                        "                     [--ranges] [--simulate] [--budget B.toml | --no-budget]\n"
                         "                     (SCRIPT [ARGS...] | -m MODULE [ARGS...])")
         parser.add_argument("-o", "--output", metavar="RUN.json", default=None,
                             help="the run file (default xferaudit-run.json; under torchrun the rank "
@@ -48,6 +54,10 @@ class RunCommand(Command):
         parser.add_argument("--ranges", action="store_true",
                             help="run each wrapped call inside a torch.profiler and an NVTX range "
                                  "named by its site (as XFERAUDIT_RANGES=1 does)")
+        parser.add_argument("--simulate", action="store_true",
+                            help="run a program written for CUDA, unmodified, on the simulated device "
+                                 "(no GPU needed): its CUDA devices are the simulated one, and every "
+                                 "crossing is counted as on a GPU (as XFERAUDIT_SIMULATE=1 does)")
         parser.add_argument("--budget", metavar="B.toml", default=None,
                             help="check the run against this budget (`xferaudit budget --from RUN.json` "
                                  "writes one): exit 1 naming each site over it and each new one "
@@ -83,6 +93,10 @@ class RunCommand(Command):
         before = os.environ.get(ENV)
         if args.ranges:  # read when the run starts counting (and by the program's own xfer.count)
             os.environ[ENV] = "1"
+        from .. import simulate
+
+        if simulate.requested(args.simulate):  # (set up once the program's `import torch` has run)
+            simulate.when_torch_imported()
         try:
             if module is not None:
                 res = run_module(module[0], module[1:], output, args.quiet, args.guard_mode, budget,
@@ -109,7 +123,9 @@ class RunCommand(Command):
             signal.signal(signal.SIGINT, signal.SIG_DFL)
             os.kill(os.getpid(), signal.SIGINT)
         if res.exit_code == 0 and res.problems:
-            return EXIT_FINDINGS
+            from ..runtime.runs.no_device import NoDevice
+
+            return EXIT_ERROR if isinstance(res.problems[0], NoDevice) else EXIT_FINDINGS
         return res.exit_code
 
 

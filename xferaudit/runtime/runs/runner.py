@@ -44,7 +44,6 @@ from __future__ import annotations
 
 import atexit
 import contextlib
-import importlib.util
 import os
 import signal
 import stat
@@ -54,9 +53,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterator, Optional
 
+from ..._after_import import AfterImport
 from ..counted import frames as _frames
 from . import programs as _programs
 from ..counted import recorder as _recorder
+from .no_device import has_accelerator
 from .programs import RunError
 from ..counted.recorder import STATE
 
@@ -297,6 +298,9 @@ class _Session:
                 rep.meta["world_size"] = self.world_size
         if self.child:
             rep.meta["pid"] = os.getpid()
+        simulate = sys.modules.get("xferaudit.simulate")  # (xferaudit run --simulate)
+        if simulate is not None and simulate.enabled():
+            rep.meta["simulated"] = simulate.meta()
         return rep
 
     def _why_nothing(self, rep: Any) -> str:
@@ -306,7 +310,7 @@ class _Session:
         torch = sys.modules.get("torch")
         if torch is None:
             return "xferaudit run: the program never imported torch: nothing could cross\n"
-        if not _has_accelerator(torch):
+        if not has_accelerator(torch):
             return ("xferaudit run: torch found no GPU or other accelerator here, so every tensor stayed "
                     "on the CPU and nothing crossed: run the program where its GPU is\n")
         return "xferaudit run: no tensor crossed between host and device while the program ran\n"
@@ -322,8 +326,12 @@ class _Session:
         judged = self.budget is not None and not self.child
         if judged:
             from .budget import check_run, run_verdict
+            from .no_device import refusal
 
             res.problems = check_run(self.budget, rep)
+            blind = refusal(sys.modules.get("torch"))  # (no device: nothing could cross)
+            if blind is not None:
+                res.problems.insert(0, blind)
         if self.output is None or self.child and not (rep.rows or rep.launches or rep.unwrapped):
             self.result = res
             return res  # (no file asked for, or a forked worker that recorded nothing)
@@ -334,8 +342,12 @@ class _Session:
             res.error = f"xferaudit run: cannot write {self.output}: {e}"
         verdict = (run_verdict(res.problems, self.budget.source, rep.meta.get("steps"),
                                None if res.error else str(self.output), self.budget) if judged else "")
+        if judged and res.problems and res.problems[0].kind == "no-device":
+            verdict = res.problems[0].message + "\n"  # (the budget cannot be judged: nothing could cross)
         if not self.quiet and not self.child:
+            simulate = sys.modules.get("xferaudit.simulate")
             _say(rep.format() + self._why_nothing(rep) + self._asked_note() + self.ended
+                 + (simulate.summary() if simulate is not None else "")
                  + ("" if res.error else f"xferaudit run: wrote {self.output}\n"))
         if res.error:
             _say(res.error + "\n")
@@ -345,57 +357,11 @@ class _Session:
         return res
 
 
-class _TorchWatcher:
+def _TorchWatcher(ready: Callable) -> AfterImport:  # noqa: N802 - a finder, made as a class would be
     """A finder that lets Python import torch as usual and calls `ready(torch)`
-    the moment torch's module has finished executing (the module's loader is
-    its own again afterwards)."""
-
-    def __init__(self, ready: Callable) -> None:
-        self.ready = ready
-        self.busy = False
-
-    def find_spec(self, name: str, path: Any = None, target: Any = None) -> Any:
-        if name != "torch" or self.busy:
-            return None
-        self.busy = True
-        try:
-            spec = importlib.util.find_spec(name)
-        finally:
-            self.busy = False
-        if spec is None or spec.loader is None or not hasattr(spec.loader, "exec_module"):
-            return None
-        if self in sys.meta_path:
-            sys.meta_path.remove(self)
-        spec.loader = _ReadyLoader(spec.loader, self.ready)
-        return spec
-
-    def invalidate_caches(self) -> None:
-        pass
-
-    def remove(self) -> None:
-        if self in sys.meta_path:
-            sys.meta_path.remove(self)
-
-
-class _ReadyLoader:
-    def __init__(self, loader: Any, ready: Callable) -> None:
-        self.loader, self.ready = loader, ready
-
-    def create_module(self, spec: Any) -> Any:
-        return self.loader.create_module(spec)
-
-    def exec_module(self, module: Any) -> None:
-        module.__loader__ = self.loader
-        if getattr(module, "__spec__", None) is not None:
-            module.__spec__.loader = self.loader
-        self.loader.exec_module(module)
-        try:
-            self.ready(module)
-        except Exception as e:  # (the program's `import torch` must not fail for our sake)
-            _say(f"xferaudit run: counting could not start ({e!r}); the program runs on\n")
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self.loader, name)
+    the moment torch's module has finished executing."""
+    return AfterImport(("torch",), ready, lambda e: _say(
+        f"xferaudit run: counting could not start ({e!r}); the program runs on\n"))
 
 
 def _on_sigterm(signum: int, frame: Any) -> None:
@@ -612,21 +578,6 @@ def _exit_code_of(e: SystemExit) -> int:
         return code
     _say(f"{code}\n")
     return 1
-
-
-def _has_accelerator(torch: Any) -> bool:
-    """Whether a device was there to cross to: CUDA, another accelerator torch
-    knows, or the simulated one of :mod:`xferaudit.testing` once set up."""
-    testing = sys.modules.get("xferaudit.testing")
-    if testing is not None and getattr(testing, "_ready", False):
-        return True
-    for probe in (getattr(torch, "cuda", None), getattr(torch, "accelerator", None)):
-        try:
-            if probe is not None and probe.is_available():
-                return True
-        except Exception:  # (a broken set-up: as good as none)
-            pass
-    return False
 
 
 def _say(text: str) -> None:
