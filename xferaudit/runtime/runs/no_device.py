@@ -46,9 +46,15 @@ def has_accelerator(torch: Any) -> bool:
     return False
 
 
-def refusal(torch: Optional[Any]) -> Optional[NoDevice]:
+def refusal(torch: Optional[Any], budget: Optional[Any] = None) -> Optional[NoDevice]:
     """The problem of a run whose program found no device (`torch`: the
-    program's torch module, None where it never imported torch), else None."""
+    program's torch module, None where it never imported torch), else None.
+
+    Only a budget that holds crossings is refused: one that holds launches and
+    compiled regions alone (graphs per call, graph breaks: what a CPU run of a
+    compiled program shows as well as a GPU's) is judged on the CPU too."""
+    if budget is not None and not getattr(budget, "crossings", True):
+        return None
     if torch is None:
         why = "the program never imported torch, so nothing could cross"
     elif not has_accelerator(torch):

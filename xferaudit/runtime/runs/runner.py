@@ -329,7 +329,7 @@ class _Session:
             from .no_device import refusal
 
             res.problems = check_run(self.budget, rep)
-            blind = refusal(sys.modules.get("torch"))  # (no device: nothing could cross)
+            blind = refusal(sys.modules.get("torch"), self.budget)  # (no device: nothing could cross)
             if blind is not None:
                 res.problems.insert(0, blind)
         if self.output is None or self.child and not (rep.rows or rep.launches or rep.unwrapped):

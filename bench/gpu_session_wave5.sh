@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# This wave's GPU work in one go (the device tool: one H100 or H200, torch 2.11,
+# Python 3.12, no libcst and no network): the whole GPU suite in one process,
+# then the wave's benches, each writing under OUT; everything is packed into
+# OUT/wave5.tgz (the device tool brings back few files) with a summary beside it.
+#   bash bench/gpu_session_wave5.sh OUT [part]
+# part: all (default) | suite | benches | speed
+# Wheels for what the image lacks (libcst, pyyaml, ruff) come in .whl/ when the
+# caller carries it; the scan-speed part times c43a603 from .base/ beside this tree.
+set -uo pipefail
+out=${1:?OUT}
+part=${2:-all}
+r="$out/r"
+mkdir -p "$r"
+export PYTHONUNBUFFERED=1 XLA_PYTHON_CLIENT_PREALLOCATE=false TORCHINDUCTOR_COMPILE_THREADS=8
+if [ -d .whl ]; then
+  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl \
+    > "$r/wheels.txt" 2>&1 && export PYTHONPATH=/tmp/site
+  export PATH=/tmp/site/bin:$PATH
+fi
+export PYTHONPATH=$PWD${PYTHONPATH:+:$PYTHONPATH}
+python3 setup.py -q build_ext --inplace > "$r/build_ext.txt" 2>&1 || echo "(no C counted path)"
+{ nvidia-smi -L; python3 -c "import torch, sys; print('torch', torch.__version__, 'python', sys.version.split()[0])"
+  python3 -c "import libcst; print('libcst', libcst.__version__ if hasattr(libcst, '__version__') else 'ok')"
+  python3 -c "import lightning; print('lightning', lightning.__version__)"; } > "$r/env.txt" 2>&1
+cat "$r/env.txt"
+step() {  # name, timeout, command...
+  local name=$1 t=$2; shift 2
+  local t0=$(date +%s)
+  timeout "$t" "$@" > "$r/$name.txt" 2>&1
+  local rc=$?
+  echo "$name: exit $rc ($(( $(date +%s) - t0 )) s)" | tee -a "$r/summary.txt"
+  tail -n 25 "$r/$name.txt" | sed "s/^/  [$name] /" >> "$r/summary_tails.txt"
+}
+if [ "$part" = all ] || [ "$part" = suite ]; then
+  step gpu_suite 420 python3 -m pytest -q -rs -p no:cacheprovider -m gpu tests
+fi
+if [ "$part" = all ] || [ "$part" = benches ]; then
+  step gpu_compiled 240 python3 bench/gpu_compiled.py --out "$r/compiled" --steps 12 --repeats 5
+  step gpu_named_lite 200 python3 bench/gpu_named.py --device cuda --mode lite --out "$r/gpu_named_lite.json"
+  step nanogpt 200 python3 bench/nanogpt_simulate.py "$r/nanogpt" --lite
+  step gpu_kernels 120 python3 bench/gpu_kernels.py "$r/kernels"
+fi
+if [ "$part" = speed ]; then
+  step scan_speed_2cores 420 taskset -c 0,1 python3 bench/scan_speed.py --repeat 3 --base .base
+  step scan_speed_16cores 200 python3 bench/scan_speed.py --repeat 3 --base .base
+fi
+tar -czf "$out/wave5_$part.tgz" -C "$out" r
+cp "$r/summary.txt" "$out/summary_$part.txt" 2>/dev/null
+cat "$r/summary.txt"
