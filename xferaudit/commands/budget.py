@@ -124,6 +124,9 @@ class BudgetCommand(Command):
         # Copies beside crossings where a call makes several (a module move).
         copies = {s: allowance(k) for s, (n, k) in totals.items() if k != n}
         launches = {x.site: allowance(x.launches) for x in rep.launches}
+        from ..runtime.runs.compiled_budget import freeze, toml_items
+
+        compiled = freeze(rep.meta.get("compiled"))  # graphs per call, breaks, CUDA-graph skips
         both = sorted(set(crossings) & set(launches))
         if both:
             raise UserError(f"{src}: site(s) both transfer and launch rows: {', '.join(both)}")
@@ -136,6 +139,8 @@ class BudgetCommand(Command):
             data = {s: ({"crossings": written(n), "copies": written(copies[s])} if s in copies
                         else written(n)) for s, n in crossings.items()}
             data.update({s: {"launches": written(n)} for s, n in launches.items()})
+            for s, e in compiled.items():
+                data[s] = {**data[s], **e} if isinstance(data.get(s), dict) else e
             text = json.dumps({"budget": data}, indent=2, sort_keys=True) + "\n"
         else:
             _toml_can_hold(list(crossings) + list(launches))
@@ -150,7 +155,11 @@ class BudgetCommand(Command):
             lines += [f"{_toml_key(s)} = {{ crossings = {_fmt(n)}, copies = {_fmt(copies[s])} }}"
                       if s in copies else f"{_toml_key(s)} = {_fmt(n)}"
                       for s, n in sorted(crossings.items())]
-            lines += [f"{_toml_key(s)} = {{ launches = {_fmt(n)} }}" for s, n in sorted(launches.items())]
+            lines += [f"{_toml_key(s)} = {{ launches = {_fmt(n)}"
+                      + (f", {toml_items(compiled[s])}" if s in compiled else "") + " }"
+                      for s, n in sorted(launches.items())]
+            lines += [f"{_toml_key(s)} = {{ {toml_items(e)} }}" for s, e in sorted(compiled.items())
+                      if s not in launches]
             text = "\n".join(lines) + "\n"
 
         if user_lines:
