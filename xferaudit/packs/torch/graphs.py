@@ -159,8 +159,30 @@ def _wrap_callable(fn: Any, site: Optional[str]) -> Any:
     return launched
 
 
+_wrappers_hidden = False
+
+
+def _hide_wrappers() -> None:
+    """The pack's wrappers (``xfer.item``, ``xfer.int``...), run eagerly at a
+    graph break, are run by Dynamo as the calls they wrap: never compiled as
+    frames of their own (:mod:`xferaudit.runtime.guarding.unseen`), so a
+    wrapped program breaks where the bare one does and compiles no extra graph."""
+    global _wrappers_hidden
+    if _wrappers_hidden:
+        return
+    _wrappers_hidden = True
+    import types
+
+    from . import implicit, runtime
+    from ...runtime.guarding.unseen import hide
+
+    hide(v for m in (runtime, implicit) for v in vars(m).values()
+         if isinstance(v, types.FunctionType) and v.__module__ == m.__name__)
+
+
 def graph(obj: Any, *, site: Optional[str] = None, decorator: bool = False) -> Any:
     """Count launches of what ``torch.compile`` / ``make_graphed_callables`` returned."""
+    _hide_wrappers()
     site = named(site)  # a short literal takes the file of the code that made the graph
     if decorator:
         inner = obj

@@ -190,14 +190,15 @@ def reason_class(reason: str) -> str:
     """A break's class from the reason Dynamo recorded (its first line names
     the kind of break, the rest the call that made it)."""
     head = reason.split("\n", 1)[0].lower()
-    low = reason.lower()
+    low = "\n".join(x for x in reason.lower().splitlines()  # (the hints name other calls)
+                    if not x.strip().startswith(("hint:", "for more details")))
     if "item()" in head or "tolist" in head or "__int__" in head or "__float__" in head \
             or "scalar" in head or "data-dependent output" in head or "__index__" in head:
         return HOST_READ
     if "generic_jump" in head or "data-dependent branch" in head or "jump" in head:
         return BRANCH
-    if "`print`" in low or "builtin print" in low or "logging" in low or "logger" in low \
-            or "warnings.warn" in low:
+    if "`print`" in low or "qualname: print" in low or "module: logging" in low or "logger" in low \
+            or "qualname: warn" in low or "logging.logger" in low:
         return PRINT
     if "marked as skipped" in head or "unsupported function" in head or "builtin operator" in head \
             or "call_function" in head or "does not know how to trace" in low:
