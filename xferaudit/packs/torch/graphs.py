@@ -170,13 +170,15 @@ def _hide_wrappers() -> None:
     global _wrappers_hidden
     if _wrappers_hidden:
         return
-    _wrappers_hidden = True
     import types
 
-    from . import implicit, runtime
     from ...runtime.guarding.unseen import hide
 
-    hide(v for m in (runtime, implicit) for v in vars(m).values()
+    from ... import registry
+
+    _wrappers_hidden = True
+    mods = [registry.pack_module("torch", name) for name in ("runtime", "implicit")]  # (by name: no cycle)
+    hide(v for m in mods for v in vars(m).values()
          if isinstance(v, types.FunctionType) and v.__module__ == m.__name__)
 
 
