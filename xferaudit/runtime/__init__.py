@@ -39,6 +39,7 @@ from typing import IO, Iterator, Optional, Union
 
 from .. import registry as _registry
 from .ranks import distributed as _distributed  # noqa: F401 - registers the multi-rank report
+from .counted import compiled as _compiled
 from .counted import ranges as _ranges
 from .counted import recorder as _recorder
 
@@ -106,6 +107,8 @@ def count(on: bool = True, timeline: Optional[bool] = None, ranges: Optional[boo
         _recorder.set_timeline(timeline)
     if on:
         _recorder.reset()
+        _compiled.reset()
+        _compiled.start()  # (compiled sites' graphs and breaks: tallied from now on, as launches are)
         _bind_torch()
         if ranges is not None:
             _recorder.set_ranges(ranges)
@@ -128,8 +131,9 @@ def is_counting() -> bool:
 
 
 def reset() -> None:
-    """Forget every count: transfers, launches and the guard's unwrapped events."""
+    """Forget every count: transfers, launches, compiled regions and the guard's unwrapped events."""
     _recorder.reset()
+    _compiled.reset()
 
 
 def step() -> None:

@@ -178,6 +178,10 @@ def _hide_wrappers() -> None:
 
     _wrappers_hidden = True
     mods = [registry.pack_module("torch", name) for name in ("runtime", "implicit")]  # (by name: no cycle)
+    try:  # bound now, outside any compiled region (else the first wrapped read binds, traced)
+        mods[0]._init()
+    except Exception:  # pragma: no cover - they bind lazily anyway
+        pass
     hide(v for m in mods for v in vars(m).values()
          if isinstance(v, types.FunctionType) and v.__module__ == m.__name__)
 

@@ -236,11 +236,33 @@ def _take_breaks(r: Region, start: int) -> None:
             fn = function_name(_original_function(fs.name or ""))
             src = normalise_text(getattr(fs, "line", "") or "")
         name = break_name(path, fn, src, line)
+        cls = reason_class(text)
+        if cls in (UNSUPPORTED, OTHER) and fs is not None and stack_inside(reason, fs):
+            cls = _wrapped_class(src) or cls  # (a break inside a wrapper: the read it wraps)
         had = r.breaks.get(name)
         if had is None:
-            r.breaks[name] = [1, path, line, fn, src, reason_class(text), text.split("\n", 1)[0]]
+            r.breaks[name] = [1, path, line, fn, src, cls, text.split("\n", 1)[0]]
         else:
             had[0] += 1
+
+
+def stack_inside(reason: Any, fs: Any) -> bool:
+    """Whether the break was made in a frame called from the user's line `fs` (a wrapper's)."""
+    stack = list(getattr(reason, "user_stack", None) or ())
+    return bool(stack) and stack[-1] is not fs
+
+
+#: What a wrapper called at a user's line reads (``xfer.item(...)``, ``xfer.bool(...)``...).
+_WRAPPED = (("print(", PRINT), (".bool(", BRANCH), (".item(", HOST_READ), (".int(", HOST_READ),
+            (".float(", HOST_READ), (".tolist(", HOST_READ), (".index(", HOST_READ), (".complex(", HOST_READ),
+            (".read(", PRINT))
+
+
+def _wrapped_class(text: str) -> str:
+    for needle, cls in _WRAPPED:
+        if needle in text:
+            return cls
+    return ""
 
 
 def _original_function(name: str) -> str:
@@ -457,6 +479,12 @@ def start(on: bool = True) -> None:
     STATE.on = on
     if on:
         install()
+
+
+def reset() -> None:
+    """Forget every compiled region's tallies."""
+    with STATE.lock:
+        STATE.regions.clear()
 
 
 def stop() -> None:
