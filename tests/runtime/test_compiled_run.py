@@ -181,3 +181,36 @@ def test_wrap_leaves_dynamos_graphs_as_plain(runs):
         assert sum(got["resumes"].values()) == sum(out["plain"]["resumes"].values()), name
         assert got["calls_captured"] == out["plain"]["calls_captured"], name
         assert sorted({lines[-1] for _, lines in got["breaks"] if lines}) == plain_lines, name
+    # under run, the wrapped program's breaks have the plain program's classes, at the same lines
+    p, _ = _run(wrapped, "prog.py", "wrapped_run", "--guard-mode", "lite")
+    assert p.returncode == 0, p.stderr[-3000:]
+    (region,) = json.loads((wrapped / "wrapped_run.json").read_text())["meta"]["compiled"]
+    assert {(b["line"] - shift, b["reason"]) for b in region["breaks"]} == set(INSIDE.items())
+
+
+MODULE_COMPILE = """\
+import torch
+
+
+class M(torch.nn.Module):
+    def forward(self, x):
+        h = x * 2
+        s = h.sum().item()
+        return h + s
+
+
+m = M()
+m.compile(backend="eager")
+for _ in range(3):
+    m(torch.randn(3))
+"""
+
+
+def test_module_compile_is_a_site(tmp_path):
+    (tmp_path / "mc.py").write_text(MODULE_COMPILE)
+    p, _ = _run(tmp_path, "mc.py", "mc")
+    assert p.returncode == 0, p.stderr[-3000:]
+    (region,) = json.loads((tmp_path / "mc.json").read_text())["meta"]["compiled"]
+    assert region["site"] == "mc.py:12:torch.compile"
+    assert region["calls"] == 3 and region["graphs_per_call"] == {"2": 3}
+    assert [(b["line"], b["reason"]) for b in region["breaks"]] == [(7, "host read")]

@@ -182,8 +182,11 @@ def _hide_wrappers() -> None:
         mods[0]._init()
     except Exception:  # pragma: no cover - they bind lazily anyway
         pass
-    hide(v for m in mods for v in vars(m).values()
-         if isinstance(v, types.FunctionType) and v.__module__ == m.__name__)
+    from ...runtime.counted import fastpath
+
+    hide([v for m in mods for v in vars(m).values()
+          if isinstance(v, types.FunctionType) and v.__module__ == m.__name__]
+         + list(fastpath.PYTHON.values()))  # (the Python wrappers the C counted path stands in front of)
 
 
 def graph(obj: Any, *, site: Optional[str] = None, decorator: bool = False) -> Any:
