@@ -85,6 +85,7 @@ class _State:
     def __init__(self) -> None:
         self.on = False
         self.installed = False
+        self.inductor = False  # Inductor's skip hook on
         self.regions: dict = {}  # site -> Region
         self.lock = threading.Lock()
         self.local = threading.local()  # .stack: [Frame] of the counted calls running on this thread
@@ -127,6 +128,8 @@ def _break_list() -> Optional[list]:
 
 
 def _skip_counter() -> int:
+    if not STATE.inductor:  # (no Inductor, no skip)
+        return 0
     u = sys.modules.get("torch._dynamo.utils")
     try:
         return int(u.counters["inductor"]["cudagraph_skips"]) if u is not None else 0
@@ -142,6 +145,8 @@ def begin(site: Optional[str]) -> Optional[_Call]:
         return None
     if not STATE.installed:
         install()
+    elif not STATE.inductor and _INDUCTOR in sys.modules:  # (Inductor imported since: its skip hook)
+        _install_inductor()
     call = _Call(_region(site if site is not None else UNNAMED))
     got = _break_list()
     call.breaks_at = len(got) if got is not None else 0
@@ -459,19 +464,29 @@ def install() -> None:
         return  # (nothing compiled yet: the rest when a compiled site is first called)
     _patch(getattr(og, "OutputGraph", None), "call_user_compiler", _wrap_compiler)
     _patch(cf, "get_and_maybe_log_recompilation_reasons", _wrap_recompile)
-    for name in ("torch._inductor.output_code", "torch._inductor.cudagraph_utils",
-                 "torch._inductor.cudagraph_trees", "torch._inductor.compile_fx"):
+    STATE.installed = True
+    if _INDUCTOR in sys.modules:
+        _install_inductor()
+
+
+_INDUCTOR = "torch._inductor.output_code"
+
+
+def _install_inductor() -> None:
+    """Inductor's skip messages (once Inductor is imported)."""
+    for name in (_INDUCTOR, "torch._inductor.cudagraph_utils", "torch._inductor.cudagraph_trees",
+                 "torch._inductor.compile_fx"):
         mod = sys.modules.get(name)
         if mod is not None and hasattr(mod, "log_cudagraph_skip_and_bump_counter"):
             _patch(mod, "log_cudagraph_skip_and_bump_counter", _wrap_skip_log)
-    STATE.installed = "torch._inductor.output_code" in sys.modules  # (else again at the next call)
+    STATE.inductor = True
 
 
 def uninstall() -> None:
     for owner, name, orig in reversed(STATE.undo):
         setattr(owner, name, orig)
     STATE.undo.clear()
-    STATE.installed = False
+    STATE.installed = STATE.inductor = False
 
 
 def start(on: bool = True) -> None:
