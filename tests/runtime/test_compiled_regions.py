@@ -46,14 +46,25 @@ def outside(y):
 INSIDE_LINE = 7
 
 
+def _module(path, name=None):
+    """The module of the file `path`, imported under `name` (default: its stem)."""
+    spec = importlib.util.spec_from_file_location(name or path.stem, path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def _source(tmp_path, name: str, text: str):
+    path = tmp_path / f"{name}.py"
+    path.write_text(text)
+    return _module(path)
+
+
 def _program(tmp_path, kind: str, name: str = "prog"):
     text = KINDS[kind][0]
     path = tmp_path / f"{name}_{kind}.py"
     path.write_text(SOURCE.format(inside=text, outside=text.replace("h.", "y.").replace("(h", "(y")))
-    spec = importlib.util.spec_from_file_location(path.stem, path)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod, path
+    return _module(path), path
 
 
 @pytest.fixture
@@ -99,11 +110,7 @@ def test_a_break_inside_is_named_at_its_line_with_its_class(tmp_path, fresh, kin
 
 
 def test_no_break_is_one_graph_per_call(tmp_path, fresh):
-    src = tmp_path / "clean.py"
-    src.write_text("def f(x):\n    return (x * 2).sin()\n")
-    spec = importlib.util.spec_from_file_location("clean", src)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
+    mod = _source(tmp_path, "clean", "def f(x):\n    return (x * 2).sin()\n")
     g = graph(torch.compile(mod.f, backend="eager"), site="clean")
     for _ in range(4):
         g(torch.randn(3))
@@ -128,11 +135,7 @@ def test_a_compiled_module_is_counted(tmp_path, fresh):
 
 
 def test_recompile_names_the_guard(tmp_path, fresh):
-    src = tmp_path / "rec.py"
-    src.write_text("def f(x, n):\n    return x * n\n")
-    spec = importlib.util.spec_from_file_location("rec", src)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
+    mod = _source(tmp_path, "rec", "def f(x, n):\n    return x * n\n")
     g = graph(torch.compile(mod.f, backend="eager", dynamic=False), site="rec")
     g(torch.ones(2), 2)
     g(torch.ones(2), 3)  # an int argument specialised: the guard on n fails
@@ -162,9 +165,7 @@ def test_budget_frozen_from_a_run_passes_it_and_fails_a_new_break(tmp_path, fres
     mod2, path2 = _program(tmp_path, "item", name="two")
     text = path2.read_text().replace("    return h.sin() + s\n", "    print(h)\n    return h.sin() + s\n", 1)
     path2.write_text(text)
-    spec = importlib.util.spec_from_file_location("two_b", path2)
-    mod2 = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod2)
+    mod2 = _module(path2, "two_b")
     budget2 = {"step": dict(budget["step"], breaks=[b.replace(path.name, path2.name)
                                                      for b in budget["step"]["breaks"]])}
     with pytest.raises(BudgetExceeded) as info:
@@ -177,11 +178,7 @@ def test_budget_frozen_from_a_run_passes_it_and_fails_a_new_break(tmp_path, fres
 
 
 def test_none_allowed_keeps_none(tmp_path, fresh):
-    src = tmp_path / "none.py"
-    src.write_text("def f(x):\n    return (x * 2).sin()\n")
-    spec = importlib.util.spec_from_file_location("none_", src)
-    clean = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(clean)
+    clean = _source(tmp_path, "none", "def f(x):\n    return (x * 2).sin()\n")
     with expect({"s": {"launches": 1, "breaks": [], "graphs": 1}}, steps=3, guard=None) as ex:
         _run_steps(graph(torch.compile(clean.f, backend="eager"), site="s"))
     assert ex.ok
@@ -223,11 +220,7 @@ def test_report_section_and_json(tmp_path, fresh):
 def test_cudagraph_skips_equal_inductors_counter(tmp_path, fresh):
     """mode="reduce-overhead" on the CPU: Inductor skips CUDA graphs (no CUDA
     device), and counts it; the region counts the same skips, and no replay."""
-    src = tmp_path / "ro.py"
-    src.write_text("def f(x):\n    return x * 2 + 1\n")
-    spec = importlib.util.spec_from_file_location("ro", src)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
+    mod = _source(tmp_path, "ro", "def f(x):\n    return x * 2 + 1\n")
     g = graph(torch.compile(mod.f, mode="reduce-overhead"), site="ro")
     for _ in range(2):
         g(torch.randn(8))
