@@ -5,8 +5,18 @@ launches as a GPU's does) is judged there."""
 
 import types
 
+import pytest
+
 from xferaudit.runtime.runs.budget import budget_from_mapping
 from xferaudit.runtime.runs.no_device import refusal
+
+@pytest.fixture(autouse=True)
+def _no_simulated_device(monkeypatch):
+    # (a test before this one may have set up the simulated device in this process: it counts as a device)
+    import xferaudit.testing as testing
+
+    monkeypatch.setattr(testing, "_ready", False, raising=False)
+
 
 NO_GPU = types.SimpleNamespace(cuda=types.SimpleNamespace(is_available=lambda: False), accelerator=None)
 

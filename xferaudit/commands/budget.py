@@ -141,6 +141,9 @@ class BudgetCommand(Command):
         copies = {s: allowance(k) for s, k in copies.items() if k != crossings[s]}
         crossings = {s: allowance(n) for s, n in crossings.items()}
         launches = {s: allowance(n) for s, n in launches.items()}
+        from ..runtime.runs.compiled_budget import freeze, toml_items
+
+        compiled = freeze(rep.meta.get("compiled"))  # graphs per call, breaks, CUDA-graph skips
         both = sorted(set(crossings) & set(launches))
         if both:
             raise UserError(f"{src}: site(s) both transfer and launch rows: {', '.join(both)}")
@@ -153,6 +156,8 @@ class BudgetCommand(Command):
             data = {s: ({"crossings": written(n), "copies": written(copies[s])} if s in copies
                         else written(n)) for s, n in crossings.items()}
             data.update({s: {"launches": written(n)} for s, n in launches.items()})
+            for s, e in compiled.items():
+                data[s] = {**data[s], **e} if isinstance(data.get(s), dict) else e
             text = json.dumps({"budget": data}, indent=2, sort_keys=True) + "\n"
         else:
             _toml_can_hold(list(crossings) + list(launches))
@@ -167,7 +172,11 @@ class BudgetCommand(Command):
             lines += [f"{_toml_key(s)} = {{ crossings = {_fmt(n)}, copies = {_fmt(copies[s])} }}"
                       if s in copies else f"{_toml_key(s)} = {_fmt(n)}"
                       for s, n in sorted(crossings.items())]
-            lines += [f"{_toml_key(s)} = {{ launches = {_fmt(n)} }}" for s, n in sorted(launches.items())]
+            lines += [f"{_toml_key(s)} = {{ launches = {_fmt(n)}"
+                      + (f", {toml_items(compiled[s])}" if s in compiled else "") + " }"
+                      for s, n in sorted(launches.items())]
+            lines += [f"{_toml_key(s)} = {{ {toml_items(e)} }}" for s, e in sorted(compiled.items())
+                      if s not in launches]
             text = "\n".join(lines) + "\n"
 
         from ..runtime.runs.budget import line_name

@@ -39,6 +39,7 @@ from typing import IO, Iterator, Optional, Union
 
 from .. import registry as _registry
 from .ranks import distributed as _distributed  # noqa: F401 - registers the multi-rank report
+from .counted import compiled as _compiled
 from .counted import recorder as _recorder
 
 # Re-exported (see _OWN; the full __all__ adds the packs' wrappers).
@@ -89,10 +90,11 @@ def is_counting() -> bool:
 
 
 def reset() -> None:
-    """Forget every count: transfers, launches and the guard's unwrapped events
-    (under ``xferaudit run``, nothing: see :func:`count`)."""
+    """Forget every count: transfers, launches, compiled regions and the guard's
+    unwrapped events (under ``xferaudit run``, nothing: see :func:`count`)."""
     if not _held_by_run("xfer.reset()"):
         _recorder.reset()
+        _compiled.reset()
 
 
 def step() -> None:

@@ -34,6 +34,7 @@ import sys
 import weakref
 from typing import Any, Optional
 
+from ...runtime.counted import compiled as _regions
 from ...runtime.counted.recorder import record_launch
 from ...runtime.counted.sitenames import named
 
@@ -66,16 +67,19 @@ class _LaunchHook:
     counted after a warm-up (which compiled) still show it.
     """
 
-    __slots__ = ("site", "compiled", "start", "nodes")
+    __slots__ = ("site", "compiled", "start", "nodes", "call")
 
     def __init__(self, site: Optional[str], compiled: bool) -> None:
         self.site = site
         self.compiled = compiled
         self.start = 0
         self.nodes: Optional[int] = None
+        self.call: Any = None  # the compiled-regions call in progress (counted.compiled)
 
     def __call__(self, module: Any, args: Any, output: Any) -> None:
         if self.compiled:
+            call, self.call = self.call, None
+            _regions.end(call)
             grown = _captured() - self.start
             if grown > 0:
                 self.nodes = grown
@@ -87,6 +91,7 @@ class _LaunchHook:
     def __setstate__(self, state: tuple) -> None:
         self.site, self.compiled, self.nodes = state
         self.start = 0
+        self.call = None
 
 
 class _StartHook:
@@ -98,7 +103,11 @@ class _StartHook:
         self.launch = launch
 
     def __call__(self, module: Any, args: Any) -> None:
-        self.launch.start = _captured()
+        launch = self.launch
+        launch.start = _captured()
+        if launch.call is not None:  # (the last call raised: its end was never seen)
+            _regions.end(launch.call)
+        launch.call = _regions.begin(launch.site)
 
     def __getstate__(self) -> tuple:
         return (self.launch,)
@@ -127,7 +136,11 @@ def _wrap_callable(fn: Any, site: Optional[str]) -> Any:
 
         def launched(*args: Any, **kwargs: Any) -> Any:
             start = _captured()
-            out = fn(*args, **kwargs)
+            call = _regions.begin(site)
+            try:
+                out = fn(*args, **kwargs)
+            finally:
+                _regions.end(call)
             grown = _captured() - start
             if grown > 0:
                 last[0] = grown
@@ -146,8 +159,39 @@ def _wrap_callable(fn: Any, site: Optional[str]) -> Any:
     return launched
 
 
+_wrappers_hidden = False
+
+
+def _hide_wrappers() -> None:
+    """The pack's wrappers (``xfer.item``, ``xfer.int``...), run eagerly at a
+    graph break, are run by Dynamo as the calls they wrap: never compiled as
+    frames of their own (:mod:`xferaudit.runtime.guarding.unseen`), so a
+    wrapped program breaks where the bare one does and compiles no extra graph."""
+    global _wrappers_hidden
+    if _wrappers_hidden:
+        return
+    import types
+
+    from ...runtime.guarding.unseen import hide
+
+    from ... import registry
+
+    _wrappers_hidden = True
+    mods = [registry.pack_module("torch", name) for name in ("runtime", "implicit")]  # (by name: no cycle)
+    try:  # bound now, outside any compiled region (else the first wrapped read binds, traced)
+        mods[0]._init()
+    except Exception:  # pragma: no cover - they bind lazily anyway
+        pass
+    from ...runtime.counted import fastpath
+
+    hide([v for m in mods for v in vars(m).values()
+          if isinstance(v, types.FunctionType) and v.__module__ == m.__name__]
+         + list(fastpath.PYTHON.values()))  # (the Python wrappers the C counted path stands in front of)
+
+
 def graph(obj: Any, *, site: Optional[str] = None, decorator: bool = False) -> Any:
     """Count launches of what ``torch.compile`` / ``make_graphed_callables`` returned."""
+    _hide_wrappers()
     site = named(site)  # a short literal takes the file of the code that made the graph
     if decorator:
         inner = obj

@@ -50,7 +50,7 @@ from ...runtime.counted import recorder as _recorder
 from ...runtime.guarding.guard_hooks import ORIGINALS as _ORIGINALS
 from ...runtime.counted.recorder import STATE as _S
 from ...runtime.counted.recorder import call_marked, record, timed_call
-from ...runtime.counted.sitenames import named
+from ...runtime.counted.sitenames import is_short, named, traced_name
 from . import functions as _functions
 from . import runtime as _w
 
@@ -213,6 +213,9 @@ def read(x: Any, site: Optional[str] = None) -> Any:
     if not _tensor(x):
         return x
     # formatted later (a logging handler may do it): a short literal takes this caller's file now
+    # (while Dynamo traces, from its stack of traced frames: no frame walk, no break of its own)
+    if _S.active and _w._compiling is not None and _w._compiling():
+        return _Read(x, traced_name(site) if is_short(site) else site)
     return _Read(x, named(site) if _S.active else site)
 
 

@@ -40,6 +40,7 @@ from typing import Any, Callable, Optional
 
 from . import guard_ops
 from .type_slots import first_slots
+from .unseen import hide
 
 #: Tensor methods hooked, by what decides whether a call could cross.
 SCALAR_READS = ("item", "__float__", "__int__", "__bool__", "__index__", "__complex__", "tolist")
@@ -540,6 +541,8 @@ class Hooks:
             _same_builtin(self.slots[-1][3], orig)
 
     def install(self, on: bool) -> None:
+        if on:  # (Dynamo runs them as the C methods they stand for: never as frames of its own)
+            hide(slot[3] for slot in self.slots)
         for owner, name, own, hooked in self.slots:
             if on:
                 setattr(owner, name, hooked)

@@ -18,6 +18,7 @@ from typing import Any, Callable
 from . import guard_ops
 from ..counted import recorder as _recorder
 from .guard_state import sync, tls
+from .unseen import hide
 
 __all__ = ["count_reads", "counting_disable", "print_counter_class", "print_hooks", "printer"]
 
@@ -175,6 +176,8 @@ def print_hooks(torch: Any, ops: guard_ops.Ops, event: Callable) -> Any:
              for name, what in _PRINTERS.items()}
 
     def install(on: bool) -> None:
+        if on:
+            hide(hooks.values())  # (run by Dynamo as the printers they stand for: .unseen)
         for name, fn in (hooks if on else originals).items():
             setattr(Tensor, name, fn)
         if counts_inside:

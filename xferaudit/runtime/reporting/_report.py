@@ -34,7 +34,9 @@ from .report_rows import (
     ReportError, _field, _lines_summing, _once, add_cells, launch_order, new_sums, row_from_dict, row_line,
     heading, row_order, totals_of, unwrapped_order, with_lines,
 )
+from ..counted import compiled as _compiled
 from ..counted.rows import Launch, Row, Unwrapped
+from .compiled_text import compiled_section
 from ..counted.tallies import named_lines, named_rows
 
 __all__ = ["FORMAT", "SORTS", "Launch", "Report", "ReportError", "Row", "Unwrapped", "diff",
@@ -146,6 +148,9 @@ class Report:
             lines = named_lines(state.unwrapped.values())
             if lines:  # (where the rows named without a wrapper were made: their names hold no line)
                 meta["lines"] = lines
+            regions = _compiled.snapshot()
+            if regions:  # (compiled sites' graphs, breaks and CUDA-graph skips: counted.compiled)
+                meta["compiled"] = regions
             if getattr(state, "steps", 0):
                 meta["steps"] = int(state.steps)
                 meta["steps_seconds"] = round((state.step_ns - state.start_ns) / 1e9, 9)
@@ -323,6 +328,7 @@ class Report:
             for x in self.launches:
                 nodes = "-" if x.nodes is None else str(x.nodes)
                 lines.append(f"{x.launches:>8} {nodes:>7}  {x.site}")
+        lines.extend(compiled_section(self.meta.get("compiled"), self.meta.get("steps")))
         if self.unwrapped:
             lines.append("")
             lines.append("unwrapped transfers (seen by the guard outside every wrapper)")

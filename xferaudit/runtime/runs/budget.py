@@ -77,6 +77,8 @@ from typing import IO, Any, Mapping, Optional, Union
 
 from ... import _validate
 from ..._text import printable
+from . import compiled_budget as _compiled_budget
+from ..counted import compiled as _compiled
 from ..counted import recorder as _recorder
 from .advice import advice, commands
 from .advice import number as _num
@@ -150,6 +152,7 @@ class Budget:
     copies: dict = field(default_factory=dict)  # site -> copies per step, where given
     pageable: dict = field(default_factory=dict)  # site -> pageable copies per step, where given
     file: Optional[str] = None  # the file it was read from, where one (what to edit, or freeze into)
+    compiled: dict = field(default_factory=dict)  # site -> graphs/breaks/cudagraph_skips (.compiled_budget)
 
     def __contains__(self, site: str) -> bool:
         return site in self.crossings or site in self.launches
@@ -165,6 +168,8 @@ class Budget:
                      if site in d}
             out[site] = dict(crossings=written(n), **extra) if extra else written(n)
         out.update({s: {"launches": written(n)} for s, n in self.launches.items()})
+        for s, e in self.compiled.items():  # (beside the site's launches: one table)
+            out[s] = {**out[s], **e} if isinstance(out.get(s), dict) else dict(e)
         return out
 
 
@@ -219,11 +224,17 @@ def budget_from_mapping(data: Mapping[str, Any], where: str = "budget") -> Budge
     launches: dict = {}
     copies: dict = {}
     pageable: dict = {}
+    compiled: dict = {}
     for site, v in data.items():
         w = f"{where}: {site!r}"
         if not isinstance(site, str):  # "" is a name (the runtime records `site=""` as one)
             raise BudgetError(f"{where}: site names must be strings, not {site!r}")
         if isinstance(v, Mapping):
+            v, entry = _compiled_budget.split(v, w, BudgetError)
+            if entry is not None:
+                compiled[site] = entry
+            if v is None:
+                continue
             unknown = set(v) - {"crossings", "launches", "copies", "pageable"}
             if unknown or not v or ("launches" in v and len(v) != 1) or (
                     "launches" not in v and "crossings" not in v):
@@ -238,7 +249,7 @@ def budget_from_mapping(data: Mapping[str, Any], where: str = "budget") -> Budge
                 table[site] = _value(n, f"{w}.{key}")
         else:
             crossings[site] = _value(v, w)
-    return Budget(crossings, launches, where, copies, pageable)
+    return Budget(crossings, launches, where, copies, pageable, compiled=compiled)
 
 
 def _table_of(data: Any, where: str) -> Any:
@@ -309,7 +320,7 @@ def _snapshot() -> tuple:
             path = _recorder.line_path(t.code.co_filename, t.path) if t.code is not None else t.path
             _add_line(unwrapped, (path, t.line, t.op, t.direction, t.name), t.count, t.op, t.copies,
                       t.pageable, t.bytes)
-    return sites, launches, unwrapped
+    return sites, launches, unwrapped, _compiled.snapshot()
 
 
 def _add_line(lines: dict, key: tuple, count: int, op: str, copies: int, pageable: int, nbytes: int) -> None:
@@ -426,7 +437,8 @@ def check_run(budget: Budget, rep: Any) -> list:
     if isinstance(steps, bool) or not isinstance(steps, int) or steps < 1:
         steps = 1
     sites, launches, unwrapped = report_totals(rep)
-    return check(budget, sites, launches, unwrapped, steps, made_at=_oldnames.lines_of(rep.meta))
+    return (check(budget, sites, launches, unwrapped, steps, made_at=_oldnames.lines_of(rep.meta))
+            + _compiled_budget.check(budget.compiled, rep.meta.get("compiled")))
 
 
 def run_verdict(problems: list, source: str, steps: Any, run_file: Optional[str] = None,
@@ -490,6 +502,8 @@ class Expectation:
         self._optimizer: Any = None  # (steps="optimizer") the optimizer steps counted in the block
         self._unhook: Any = None
         self._prev_on = False
+        self._prev_compiled = False
+        self._first: Any = None
         self.checked = False
 
     # -- use ---------------------------------------------------------------------
@@ -527,7 +541,9 @@ class Expectation:
             if active_levels() is None and _torch_available():
                 self._guard = guard(self.guard_level)
                 self._guard.__enter__()
-        self._start = _snapshot()
+        self._prev_compiled = _compiled.STATE.on
+        _compiled.start()
+        self._start = self._first = _snapshot()
         return self
 
     def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
@@ -539,6 +555,8 @@ class Expectation:
         finally:
             self._guard = None
             _recorder.STATE.on = self._prev_on
+            if not self._prev_compiled:
+                _compiled.stop()
             if self._unhook is not None:
                 self._unhook()
                 self._unhook = None
@@ -578,6 +596,8 @@ class Expectation:
         self.unwrapped = {k: v[0] / steps for k, v in unwrapped.items() if v[0]}
         self.problems = check(self.budget, sites, launches, unwrapped, steps, self.unwrapped_allowed,
                               self.pageable_allowed, _live_lines())
+        self.problems += _compiled_budget.check(  # (breaks and skips come at compile: the warm-up too)
+            self.budget.compiled, _compiled.delta(self._first[3], end[3]), _compiled.delta(self._start[3], end[3]))
         self.checked = True
         if not self.problems:
             return

@@ -54,6 +54,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterator, Optional
 
 from ..._after_import import AfterImport
+from ..counted import compiled as _compiled
 from ..counted import frames as _frames
 from . import programs as _programs
 from ..counted import recorder as _recorder
@@ -242,6 +243,8 @@ class _Session:
         from .run_hooks import OptimizerSteps, hook_launches
 
         runtime_module("torch")._init()
+        _compiled.start()  # (before the launch hooks: their replay hook must be the outer one)
+        self.undo.append(_compiled.stop)
         self.undo.append(hook_launches(torch))
         self.steps = OptimizerSteps()
         self.undo.append(self.steps.install(torch))

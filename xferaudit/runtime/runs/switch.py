@@ -11,6 +11,7 @@ import sys
 from typing import Optional
 
 from ... import registry as _registry
+from ..counted import compiled as _compiled
 from ..counted import ranges as _ranges
 from ..counted import recorder as _recorder
 from ..counted.recorder import STATE
@@ -53,6 +54,8 @@ def count(on: bool = True, timeline: Optional[bool] = None, ranges: Optional[boo
         return prev
     if on:
         _recorder.reset()
+        _compiled.reset()
+        _compiled.start()  # (compiled sites' graphs and breaks: tallied from now on, as launches are)
         bind_torch()
         if ranges is not None:
             _recorder.set_ranges(ranges)
