@@ -66,6 +66,7 @@ _COMPILING = {"compiler.is_compiling": True, "_dynamo.is_compiling": True,
 #: The kinds of span :attr:`Compiled.exempt` lists: which reads Dynamo keeps in the graph there.
 EXEMPT = ("truth", "format", "math", "conversion", "all")
 # a file that may compile: `compile(` or `.compile(` not of `re`, or a decorator naming `compile`
+_ALIAS = re.compile(r"c(?<!\wc)ompile[ \t]+as[ \t]+(\w+)")
 _HINT = re.compile(r"c(?<!\wc)(?<!\bre\.c)(?<!\bregex\.c)ompile\s*\(|@[ \t]*(?:\w+[ \t]*\.[ \t]*)*compile\b")
 
 
@@ -105,13 +106,15 @@ class _Compiled(Reach):
         for ap, text in self.src.texts.items():
             if "compile" not in text:
                 continue
-            hits = list(_HINT.finditer(text))
+            hits = [c.start() for c in _HINT.finditer(text)]
+            for alias in set(_ALIAS.findall(text)):  # `from torch import compile as tc`: `tc(...)`
+                hits += [c.start() for c in re.finditer(rf"\b{alias}\s*\(", text)]
             if not hits:
                 continue
             m = self.src.module(ap)
             if m is None:
                 continue
-            lines = line_numbers(text, [c.start() for c in hits])
+            lines = line_numbers(text, sorted(hits))
             for line, refs in m.call_arguments(lines, _compile_argument, through_self=True):
                 self.follow(m, refs, f"{m.rel}:{line}")
             if "@" in text:
