@@ -47,13 +47,12 @@ Dynamo does not read.
 from __future__ import annotations
 
 import ast
-import hashlib
 import re
 from collections import defaultdict
 from typing import Callable, Iterable, Optional
 
 from ..front.source import collector_paused, line_numbers
-from .reach import FUNCS, SKIPS, Module, Reach, Sources, project_sources, statements
+from .reach import FUNCS, SKIPS, Module, Reach, Sources, project_sources, remembered, statements
 from .scripted import Project
 
 #: ``torch.compile``'s own names (a call, or a decorator with or without arguments).
@@ -66,8 +65,59 @@ _COMPILING = {"compiler.is_compiling": True, "_dynamo.is_compiling": True,
 #: The kinds of span :attr:`Compiled.exempt` lists: which reads Dynamo keeps in the graph there.
 EXEMPT = ("truth", "format", "math", "conversion", "all")
 # a file that may compile: `compile(` or `.compile(` not of `re`, or a decorator naming `compile`
-_ALIAS = re.compile(r"c(?<!\wc)ompile[ \t]+as[ \t]+(\w+)")
-_HINT = re.compile(r"c(?<!\wc)(?<!\bre\.c)(?<!\bregex\.c)ompile\s*\(|@[ \t]*(?:\w+[ \t]*\.[ \t]*)*compile\b")
+# where a file may hand code to torch.compile (the others are not parsed for roots): `torch.compile`
+# called or a decorator (`T.compile` after `import torch as T`; not named in a docstring), a method `.compile()` given no
+# positional argument (`model.compile(backend=...)`; not `re.compile(p)`), and `compile` imported from torch
+_TORCH_AS = re.compile(r"i(?<!\wi)mport[ \t]+torch[ \t]+as[ \t]+(\w+)")
+_IMPORTED = re.compile(r"f(?<!\wf)rom[ \t]+torch[ \t]+import[^\n]*?\bcompile\b(?:[ \t]+as[ \t]+(\w+))?")
+_METHOD = re.compile(r"\.[ \t]*compile\s*\(\s*(?:\)|\w+\s*=[^=])")
+
+
+_WORD = re.compile(r"c(?<!\wc)ompile\b")  # (`\bcompile`: a pattern starting with a letter is the faster search)
+_OWNER = re.compile(r"(@[ \t]*)?\b(\w+)[ \t]*\.[ \t]*\Z")  # what `compile` is an attribute of, at a window's end
+_CALLED = re.compile(r"[ \t]*\(")
+
+
+def _hits(text: str) -> list:
+    """(offset, whether a decorator) of each place in `text` that may hand code to ``torch.compile``."""
+    names = {"torch", *_TORCH_AS.findall(text)}
+    bare = {m.group(1) or "compile" for m in _IMPORTED.finditer(text)}
+    out = []
+    for m in _WORD.finditer(text):
+        i = m.start()
+        window = text[max(0, i - 80):i]
+        owner = _OWNER.search(window)
+        if owner is not None and owner.group(2) in names:
+            at = i - len(window) + owner.start()
+            if owner.group(1):
+                out.append((at, True))
+            elif _CALLED.match(text, m.end()):
+                out.append((at, False))
+        elif window.rstrip(" \t").endswith("."):
+            if _METHOD.match(text, i - len(window) + len(window.rstrip(" \t")) - 1):
+                out.append((i, False))
+        elif "compile" in bare:
+            if window.rstrip(" \t").endswith("@"):
+                out.append((i, True))
+            elif _CALLED.match(text, m.end()) and not (window and (window[-1].isalnum() or window[-1] in "_.")):
+                out.append((i, False))
+    for alias in bare - {"compile"}:  # `from torch import compile as tc`: `tc(...)`, `@tc`
+        for m in re.finditer(rf"(@[ \t]*)?(?<![\w.]){re.escape(alias)}\b", text):
+            if m.group(1) or _CALLED.match(text, m.end()):
+                out.append((m.start(), m.group(1) is not None))
+    return [h for h in out if not _in_prose(text, h[0])]
+
+
+def _in_prose(text: str, at: int) -> bool:
+    """Offset `at` is, evidently, in a comment or a docstring (after a ``#`` on
+    its line, or inside a triple-quoted string by the count of quotes before
+    it): a mention of ``torch.compile(model)`` in prose is no reason to parse
+    the file. (A ``#`` or quotes inside a string may hide a real call: a miss,
+    never a false finding.)"""
+    line_start = text.rfind("\n", 0, at) + 1
+    if "#" in text[line_start:at]:
+        return True
+    return text.count('"""', 0, at) % 2 == 1 or text.count("\'\'\'", 0, at) % 2 == 1
 
 
 def _compile_argument(m: Module, call: ast.Call) -> Optional[ast.AST]:
@@ -106,18 +156,16 @@ class _Compiled(Reach):
         for ap, text in self.src.texts.items():
             if "compile" not in text:
                 continue
-            hits = [c.start() for c in _HINT.finditer(text)]
-            for alias in set(_ALIAS.findall(text)):  # `from torch import compile as tc`: `tc(...)`
-                hits += [c.start() for c in re.finditer(rf"\b{alias}\s*\(", text)]
+            hits = _hits(text)
             if not hits:
                 continue
             m = self.src.module(ap)
             if m is None:
                 continue
-            lines = line_numbers(text, sorted(hits))
+            lines = line_numbers(text, sorted(at for at, _ in hits))
             for line, refs in m.call_arguments(lines, _compile_argument, through_self=True):
                 self.follow(m, refs, f"{m.rel}:{line}")
-            if "@" in text:
+            if any(decorator for _, decorator in hits):
                 for node in _defs(m.tree):
                     if node.decorator_list and any(q in COMPILE for q in _decorators(node, m)) \
                             and not _skipped(node, m):
@@ -208,17 +256,7 @@ def for_check(project: Project, cfg, cache=None, sources: Optional[Callable[[], 
     cache itself never holds it: the code is applied to each file's findings
     after the cache (:func:`..front.graph_breaks.mark`), so a compile call
     added or removed in another file changes them without a parse."""
-    key = hashlib.blake2b(("compiled|" + project.state).encode(), digest_size=16).hexdigest()
-    got = _MEMO.get(key)
-    if got is None and cache is not None:
-        got = checked(cache.side_get("compiled", key))
-    if got is None:
-        got = for_wrap(project, cfg, sources)
-        if cache is not None:
-            cache.side_put("compiled", key, got)
-    _MEMO.clear()
-    _MEMO[key] = got
-    return got
+    return remembered(_MEMO, "compiled", project.state, cache, lambda: for_wrap(project, cfg, sources), checked)
 
 
 def checked(value) -> Optional[dict]:

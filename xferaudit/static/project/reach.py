@@ -86,6 +86,7 @@ class Module:
                     stack.extend(getattr(n, field, ()))
         self._names: Optional[dict] = None
         self._methods: dict = {}  # (id(class), name) -> def: the `self.name` a call hands over
+        self._classes: dict = {}  # id(class) -> what :meth:`_on_self` read of it
 
     def qualname(self, node: ast.AST) -> Optional[str]:
         """The dotted name `node` (a Name or an attribute chain) stands for,
@@ -165,9 +166,9 @@ class Module:
         function holding the call where it assigns that name, else in the
         module) and, `through_self`, ``self.attr`` through the assignments of
         the class holding the call (``self.model = Net()``) or the class's
-        method of that name. Only the functions (`through_self`: the classes)
-        holding such a line are walked whole; other statements are skipped
-        unless they hold one."""
+        method of that name. Only the functions holding such a line are walked
+        whole; other statements are skipped unless they hold one (a class's
+        assignments to ``self`` are read from its statements when asked for)."""
         lines = sorted(set(lines))
 
         def holds(node: ast.AST) -> bool:
@@ -175,8 +176,6 @@ class Module:
             return i < len(lines) and lines[i] <= (node.end_lineno or node.lineno)
 
         assigned: dict = defaultdict(lambda: defaultdict(list))  # scope -> name -> [value]
-        on_self: dict = defaultdict(lambda: defaultdict(list))  # id(class) -> attribute -> [value]
-        methods: dict = defaultdict(dict)  # id(class) -> name -> [def]
         calls: list = []  # (call, the expression picked, its scopes, innermost first, its class)
         stack: list = [(self.tree, (0,), False, None)]
         while stack:  # one walk, each node with the functions around it
@@ -185,29 +184,22 @@ class Module:
                 for t in node.targets:
                     if isinstance(t, ast.Name):
                         assigned[scopes[0]][t.id].append(node.value)
-                    elif cls is not None and _on_self(t):
-                        on_self[id(cls)][t.attr].append(node.value)
-            elif isinstance(node, ast.AnnAssign) and node.value is not None:
-                if isinstance(node.target, ast.Name):
-                    assigned[scopes[0]][node.target.id].append(node.value)
-                elif cls is not None and _on_self(node.target):
-                    on_self[id(cls)][node.target.attr].append(node.value)
+            elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name) and node.value is not None:
+                assigned[scopes[0]][node.target.id].append(node.value)
             elif isinstance(node, ast.Call) and not dead:
                 x = pick(self, node)
                 if x is not None:
                     calls.append((node, x, scopes, cls))
-            inner, inner_cls = scopes, cls
+            inner = scopes
             if isinstance(node, (*FUNCS, ast.ClassDef)):
                 if isinstance(node, ast.ClassDef):
-                    inner_cls = node
-                    methods[id(node)] = {f.name: f for f in node.body if isinstance(f, FUNCS)}
+                    cls = node
                 else:
                     inner = (id(node), *scopes)
                 dead = dead or any((self.qualname(d.func if isinstance(d, ast.Call) else d) or "").endswith(SKIPS)
                                    for d in node.decorator_list)
-            # inside a function (or class, for its assignments to `self`) holding such a line: every statement
-            whole = len(inner) > 1 or through_self and inner_cls is not None
-            stack.extend((c, inner, dead, inner_cls) for c in ast.iter_child_nodes(node)
+            whole = len(inner) > 1  # inside a function holding such a line: every statement
+            stack.extend((c, inner, dead, cls) for c in ast.iter_child_nodes(node)
                          if whole or not isinstance(c, ast.stmt) or holds(c)
                          or isinstance(c, (ast.Assign, ast.AnnAssign)) and node is self.tree)
         out = []
@@ -222,15 +214,31 @@ class Module:
                     todo.extend(next((assigned[sc][x.id] for sc in scopes if x.id in assigned[sc]), ()))
                 elif through_self and cls is not None and _on_self(x) and ("self", x.attr) not in seen:
                     seen.add(("self", x.attr))
-                    if x.attr in on_self[id(cls)]:
-                        todo.extend(on_self[id(cls)][x.attr])
-                    elif x.attr in methods[id(cls)]:
+                    values, methods = self._on_self(cls)
+                    if x.attr in values:
+                        todo.extend(values[x.attr])
+                    elif x.attr in methods:
                         refs.add(("method", (id(cls), x.attr)))
-                        self._methods[(id(cls), x.attr)] = methods[id(cls)][x.attr]
+                        self._methods[(id(cls), x.attr)] = methods[x.attr]
                 elif through_self and isinstance(x, ast.Attribute) and isinstance(x.value, (ast.Name, ast.Call)):
                     todo.append(x.value)  # (`model.forward`: what `model` is)
             out.append((c.lineno, refs))
         return out
+
+    def _on_self(self, cls: ast.ClassDef) -> tuple:
+        """({attribute: [values assigned to ``self.attribute``]}, {name: method def}) of `cls`."""
+        got = self._classes.get(id(cls))
+        if got is None:
+            values: dict = defaultdict(list)
+            for n in statements(cls):  # (assignments are statements: the expressions are not walked)
+                if isinstance(n, ast.Assign):
+                    for t in n.targets:
+                        if _on_self(t):
+                            values[t.attr].append(n.value)
+                elif isinstance(n, ast.AnnAssign) and n.value is not None and _on_self(n.target):
+                    values[n.target.attr].append(n.value)
+            got = self._classes[id(cls)] = (values, {f.name: f for f in cls.body if isinstance(f, FUNCS)})
+        return got
 
     def method(self, key: tuple) -> Optional[ast.AST]:
         """The def a ``("method", key)`` ref of :meth:`call_arguments` names."""
@@ -485,3 +493,20 @@ def project_sources(project, cfg) -> Callable[[], Sources]:
         return got[0]
 
     return get
+
+
+def remembered(memo: dict, name: str, key: str, cache, compute: Callable[[], dict],
+               check: Callable[[object], Optional[dict]]) -> dict:
+    """A project pass's map under `key` (the project's state): from `memo`
+    (this process's), else from beside the findings cache (`cache`, saved as
+    `name`, if `check` accepts its shape), else ``compute()``, then saved there."""
+    got = memo.get(key)
+    if got is None and cache is not None:
+        got = check(cache.side_get(name, key))
+    if got is None:
+        got = compute()
+        if cache is not None:
+            cache.side_put(name, key, got)
+    memo.clear()  # (one project per process, in practice)
+    memo[key] = got
+    return got

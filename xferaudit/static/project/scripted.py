@@ -53,7 +53,7 @@ from typing import Callable, Iterable, NamedTuple, Optional
 
 from ..front.source import collector_paused, line_numbers
 from ..front.unwrappable import _PYTHON_ONLY, _decorated, script_call_lines, scripted_defs
-from .reach import Module, Reach, Sources, module_name, statements
+from .reach import Module, Reach, Sources, module_name, remembered, statements
 
 _Module = Module  # (the name tests and older callers use)
 __all__ = ["Project", "for_check", "for_wrap", "module_name", "project_of", "scripted_in_project", "statements"]
@@ -176,17 +176,7 @@ def for_check(project: Project, cfg, cache=None, sources: Optional[Callable[[], 
     cache (`cache`, a :class:`~.cache.Cache`), where the next run finds it; a
     run whose files are unchanged reads one small file instead of the
     project's code (a few seconds on torch's own tree)."""
-    key = project.state
-    got = _MEMO.get(key)
-    if got is None and cache is not None:
-        got = _checked(cache.side_get("scripted", key))
-    if got is None:
-        got = for_wrap(project, cfg, sources)
-        if cache is not None:
-            cache.side_put("scripted", key, got)
-    _MEMO.clear()  # (one project per process, in practice)
-    _MEMO[key] = got
-    return got
+    return remembered(_MEMO, "scripted", project.state, cache, lambda: for_wrap(project, cfg, sources), _checked)
 
 
 def _checked(value) -> Optional[dict]:
