@@ -480,7 +480,8 @@ _add(CodeDoc(
         "it. The read is reported under this code instead of its usual one (`XFA202`, `XFA401`-`XFA405`); "
         "outside compiled code, or where the reach is not shown, it keeps that code. Not reported here, as "
         "Dynamo keeps them in the graph: `.cpu()`, `.to(\"cpu\")`, `.numpy()`, `assert t`, f-string fields "
-        "and `\"...\".format(t)`, numpy calls, `torch.tensor([a, b])` of tensors. `# noqa: XFA601` on the "
+        "and `\"...\".format(t)` (unless given to `print` or logging, which break the graph themselves), numpy "
+        "calls, `torch.tensor([a, b])` of tensors. `# noqa: XFA601` on the "
         "line suppresses one."
     ),
     why=(

@@ -32,9 +32,10 @@ reason its counters give:
 
 Not breaks, so they keep their usual code: ``.cpu()``, ``.to("cpu")``,
 ``.numpy()`` (copies traced into the graph), ``assert t``, an f-string field
-or ``"...".format(t)``, numpy calls (``np.asarray(t)``), ``torch.tensor([a, b])``
-of tensors, and code in the branch of ``if torch.compiler.is_compiling():``
-that Dynamo does not read.
+or ``"...".format(t)`` (but not one given to ``print`` or a logging call,
+which breaks the graph itself), numpy calls (``np.asarray(t)``),
+``torch.tensor([a, b])`` of tensors, and code in the branch of
+``if torch.compiler.is_compiling():`` that Dynamo does not read.
 """
 
 from __future__ import annotations

@@ -203,18 +203,23 @@ def _span(kind: str, node: ast.AST) -> list:
 def _exempt(m: Module, fn: ast.AST) -> list:
     """The spans of `fn` where a read of a kind stays in Dynamo's graph (:data:`EXEMPT`)."""
     out = []
-    for n in ast.walk(fn):
+    printed: set = set()  # the f-strings print or logging is given: the call itself breaks the graph
+    for n in ast.walk(fn):  # (breadth first: a call before its arguments)
         t = type(n)
         if t is ast.Assert:
             out.append(_span("truth", n.test))
         elif t is ast.JoinedStr:
-            out.append(_span("format", n))
+            if id(n) not in printed:
+                out.append(_span("format", n))
         elif t is ast.If:
             taken = m.mode_test(n.test, _COMPILING)
             if taken is not None:
                 out.extend(_span("all", s) for s in (n.orelse if taken else n.body))
         elif t is ast.Call:
             f = n.func
+            if _prints(m, f):
+                printed.update(id(a) for a in n.args)
+                continue
             if isinstance(f, ast.Attribute) and f.attr == "format" and isinstance(f.value, ast.Constant):
                 out.append(_span("format", n))
                 continue
@@ -224,6 +229,19 @@ def _exempt(m: Module, fn: ast.AST) -> list:
             elif q in ("torch.tensor", "torch.as_tensor", "torch.asarray"):
                 out.append(_span("conversion", n))
     return out
+
+
+_LOG_METHODS = frozenset({"debug", "info", "warning", "warn", "error", "exception", "critical", "log"})
+
+
+def _prints(m: Module, func: ast.AST) -> bool:
+    """`func` is ``print`` or a logging call (Dynamo breaks the graph at it, whatever it is given)."""
+    if isinstance(func, ast.Name):
+        return func.id == "print" and func.id not in m.imports and func.id not in m.top
+    if isinstance(func, ast.Attribute) and func.attr in _LOG_METHODS:
+        owner = (m.qualname(func) or "").split(".")[:-1]  # `logging`, `logger`, `self.log`...
+        return bool(owner) and (owner[0] == "logging" or "log" in owner[-1].lower())
+    return False
 
 
 def compiled_in_project(files: Iterable[str], relpath: Callable[[str], str] = lambda p: p,
