@@ -80,7 +80,7 @@ def test_the_xfa601_lines_are_where_dynamo_breaks_on_a_read(programs, capsys, na
     fn = getattr(mod, "step", None)
     fn = getattr(fn, "_torchdynamo_orig_callable", fn) if fn is not None else mod.Net()
     torch._dynamo.reset()
-    explained = torch._dynamo.explain(fn)(torch.randn(4))
+    explained = torch._dynamo.explain(fn)(torch.randn(*getattr(mod, "INPUT_SHAPE", (4,))))
     breaks = {b.user_stack[-1].lineno for b in explained.break_reasons
               if b.user_stack and b.user_stack[-1].filename.endswith(f"{name}.py")}
     breaks -= _marked(text, "unsupported: no read")
