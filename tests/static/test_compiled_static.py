@@ -301,3 +301,21 @@ def test_wrap_counts_the_reads_inside_or_leaves_them_when_ignored(tmp_path, caps
     assert main(["wrap", "."]) == 0
     layers = (root / "pkg/layers.py").read_text()
     assert "if h.sum() > 0:" not in layers and "self.block(x).tolist()" not in layers
+
+
+def test_sites_json_names_the_compiling_call_and_stdin_reads_the_project_map(tmp_path, capsys, monkeypatch):
+    root = _project(tmp_path, PACKAGE)
+    monkeypatch.chdir(root)
+    main(["sites", "--format", "json", "pkg/layers.py"])
+    sites = {s["line"]: s for s in json.loads(capsys.readouterr().out)}
+    assert sites[11]["rule"] == "XFA601" and sites[11]["compiled"] == "train.py:5"
+    assert sites[19]["rule"] == "XFA403" and "compiled" not in sites[19]  # print(h) in log(): outside
+    # an editor's or formatter's text of a file (check -): the project's map, from the files as saved
+    import subprocess
+    import sys
+
+    text = (root / "pkg/layers.py").read_text()
+    out = subprocess.run([sys.executable, "-m", "xferaudit", "check", "-", "--stdin-filename", "pkg/layers.py"],
+                         cwd=root, input=text.encode(), capture_output=True, timeout=120,
+                         env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])})
+    assert "pkg/layers.py:11:" in out.stdout.decode() and " XFA601 " in out.stdout.decode()
