@@ -74,32 +74,41 @@ _METHOD = re.compile(r"\.[ \t]*compile\s*\(\s*(?:\)|\w+\s*=[^=])")
 
 
 _WORD = re.compile(r"c(?<!\wc)ompile\b")  # (`\bcompile`: a pattern starting with a letter is the faster search)
-_OWNER = re.compile(r"(@[ \t]*)?\b(\w+)[ \t]*\.[ \t]*\Z")  # what `compile` is an attribute of, at a window's end
 _CALLED = re.compile(r"[ \t]*\(")
+
+
+def _back(text: str, i: int, chars: str = " \t") -> int:
+    """The offset before the run of `chars` that ends at `i`."""
+    while i and text[i - 1] in chars:
+        i -= 1
+    return i
 
 
 def _hits(text: str) -> list:
     """(offset, whether a decorator) of each place in `text` that may hand code to ``torch.compile``."""
-    names = {"torch", *_TORCH_AS.findall(text)}
-    bare = {m.group(1) or "compile" for m in _IMPORTED.finditer(text)}
+    names = {"torch", *_TORCH_AS.findall(text)} if "import torch" in text and " as " in text else {"torch"}
+    bare = {m.group(1) or "compile" for m in _IMPORTED.finditer(text)} if "torch import" in text else set()
     out = []
     for m in _WORD.finditer(text):
         i = m.start()
-        window = text[max(0, i - 80):i]
-        owner = _OWNER.search(window)
-        if owner is not None and owner.group(2) in names:
-            at = i - len(window) + owner.start()
-            if owner.group(1):
-                out.append((at, True))
-            elif _CALLED.match(text, m.end()):
-                out.append((at, False))
-        elif window.rstrip(" \t").endswith("."):
-            if _METHOD.match(text, i - len(window) + len(window.rstrip(" \t")) - 1):
+        j = _back(text, i)
+        if j and text[j - 1] == ".":  # `owner.compile`
+            k = _back(text, j - 1)
+            start = k
+            while start and (text[start - 1].isalnum() or text[start - 1] == "_"):
+                start -= 1
+            if text[start:k] in names:
+                at = _back(text, start)
+                if at and text[at - 1] == "@":
+                    out.append((at - 1, True))
+                elif _CALLED.match(text, m.end()):
+                    out.append((start, False))
+            elif _METHOD.match(text, j - 1):
                 out.append((i, False))
-        elif "compile" in bare:
-            if window.rstrip(" \t").endswith("@"):
-                out.append((i, True))
-            elif _CALLED.match(text, m.end()) and not (window and (window[-1].isalnum() or window[-1] in "_.")):
+        elif "compile" in bare and not (j and (text[j - 1].isalnum() or text[j - 1] == "_")):
+            if j and text[j - 1] == "@":
+                out.append((j - 1, True))
+            elif _CALLED.match(text, m.end()):
                 out.append((i, False))
     for alias in bare - {"compile"}:  # `from torch import compile as tc`: `tc(...)`, `@tc`
         for m in re.finditer(rf"(@[ \t]*)?(?<![\w.]){re.escape(alias)}\b", text):
