@@ -392,6 +392,7 @@ def test_rule_docs(capsys):
     assert [d["code"] for d in json.loads(out)] == [
         "XFA001", "XFA101", "XFA201", "XFA202", "XFA203", "XFA204", "XFA301", "XFA302",
         "XFA401", "XFA402", "XFA403", "XFA404", "XFA405", "XFA406", "XFA407", "XFA408", "XFA451", "XFA501", "XFA502",
+        "XFA601",
     ]
     rc, _, err = run(capsys, "rule", "XFA999")
     assert rc == 2 and "unknown code" in err

@@ -21,7 +21,7 @@ def proj(tmp_path, monkeypatch):
 
 @pytest.mark.parametrize("argv", [
     ["check", "--select", "XFA9", "train.py"],
-    ["check", "--ignore", "XFA6", "train.py"],
+    ["check", "--ignore", "XFA7", "train.py"],
     ["check", "--select", "XFA202,XFA299", "train.py"],
     ["check", "--select", "XFA49", "train.py"],
     ["wrap", "--select", "XFA9", "train.py"],

@@ -247,7 +247,7 @@ async def _check(ls: XferauditServer, uri: str) -> None:
         ls.window_show_message(types.ShowMessageParams(
             type=types.MessageType.Error, message=f"xferaudit: {doc.config_error}"))
     await _publish(ls, doc)
-    if doc.linted is None or not any(d.code.startswith(("XFA2", "XFA3", "XFA4")) for d in doc.reported()):
+    if doc.linted is None or not any(d.code.startswith(("XFA2", "XFA3", "XFA4", "XFA6")) for d in doc.reported()):
         return
     if ls.fix_delay:
         await asyncio.sleep(ls.fix_delay)  # (a change meanwhile cancels this task: no fixes begun)
@@ -363,7 +363,7 @@ async def code_action(ls: XferauditServer, params: types.CodeActionParams) -> li
     if _wanted(types.CodeActionKind.QuickFix, only):
         for diag in ours:
             actions.extend(await _site_actions(ls, doc, diag))
-    wrappable = any(d.code.startswith(("XFA2", "XFA4")) for d in doc.reported())
+    wrappable = any(d.code.startswith(("XFA2", "XFA4", "XFA6")) for d in doc.reported())
     kind = types.CodeActionKind.QuickFix if ours and _wanted(types.CodeActionKind.QuickFix, only) else WRAP_ALL
     if wrappable and (ours or only) and _wanted(kind, only):
         action = await _deferred(ls, doc, WRAP_ALL_TITLE, kind, {"action": "wrap-all"})

@@ -9,7 +9,11 @@ Codes are ``XFA`` + three digits (valid flake8 codes, stable once published):
 - ``XFA4xx``: implicit transfers (no transfer call of their own), found where
   the value layer shows a device tensor; ``XFA451`` is a hazard, not a site;
 - ``XFA5xx``: run evidence (``check --evidence RUN.json``): a line a recorded
-  run saw crossing that no site explains, and evidence gone stale.
+  run saw crossing that no site explains, and evidence gone stale;
+- ``XFA6xx``: compiled code (what ``torch.compile`` compiles, found across the
+  project): ``XFA601``, a host read there, which breaks the graph. It replaces
+  the read's ``XFA202`` or ``XFA40x`` on that line: explicit and implicit
+  reads alike, so neither of those families holds it.
 
 Each entry is written the way ruff documents its rules: what it does, why it
 matters, an example, and what to write instead. ``xferaudit rule CODE`` prints
@@ -458,4 +462,59 @@ _add(CodeDoc(
     ),
     example="# the run saw `value = float(loss)`; the line now reads:\nvalue = float(loss.detach())\n",
     instead="# record a new run and commit it:\n# xferaudit run -o xferaudit-run.json train.py\n",
+))
+
+_add(CodeDoc(
+    code="XFA601",
+    name="read-breaks-compiled-graph",
+    summary="A host read inside code that `torch.compile` compiles: it breaks the graph",
+    what=(
+        "Reports a read of device data to the host inside a function that `torch.compile` compiles: "
+        "`.item()`, `.tolist()`, `int(t)`, `float(t)`, `bool(t)`, `range(t)`, `seq[t]`, `math.*(t)`, "
+        "`if t:`, `while t:`, `not t`, `and`/`or` of tensors, `print(t)`, `str(t)`, `repr(t)`, logging "
+        "a tensor, `t[mask]`, `nonzero`, `unique`. The compiled code is found across the project's files: "
+        "what `torch.compile(fn)`, `@torch.compile` (with or without arguments), `torch.compile(model)`, "
+        "`torch.compile(Net(...))`, `model.compile()` and `self.model = torch.compile(self.model)` reach, "
+        "through `forward` and the functions and methods (on `self`) it calls, in any file; "
+        "`@torch.compiler.disable` functions are not followed. The message names the call that compiles "
+        "it. The read is reported under this code instead of its usual one (`XFA202`, `XFA401`-`XFA405`); "
+        "outside compiled code, or where the reach is not shown, it keeps that code. Not reported here, as "
+        "Dynamo keeps them in the graph: `.cpu()`, `.to(\"cpu\")`, `.numpy()`, `assert t`, f-string fields "
+        "and `\"...\".format(t)` (unless given to `print` or logging, which break the graph themselves), numpy "
+        "calls, `torch.tensor([a, b])` of tensors. `# noqa: XFA601` on the "
+        "line suppresses one."
+    ),
+    why=(
+        "Dynamo cannot put a host read into a graph: it ends the graph before the read, runs the read in "
+        "Python (a synchronisation: the host waits for every queued kernel) and starts another graph after "
+        "it. A step compiled as one graph becomes several, each a launch of its own, with eager Python "
+        "between them, and CUDA graphs (`mode=\"reduce-overhead\"`) cover only the pieces. PyTorch says so "
+        "only in its logs (`TORCH_LOGS=graph_breaks`), once."
+    ),
+    example=(
+        "@torch.compile\n"
+        "def step(x, w):\n"
+        "    h = x @ w\n"
+        "    if h.abs().sum().item() > 1e3:  # the graph breaks here\n"
+        "        h = h / 2\n"
+        "    return h\n"
+    ),
+    instead=(
+        "@torch.compile\n"
+        "def step(x, w):\n"
+        "    h = x @ w\n"
+        "    return torch.where(h.abs().sum() > 1e3, h / 2, h)  # one graph, no read\n"
+    ),
+    fixable=True,
+    counts_only=True,
+    note=(
+        "Three ways out: keep it a tensor (`torch.where`, `torch.cond` for a branch), move the read out of "
+        "the compiled code (return the tensor, read it after the call), or let Dynamo trace it: "
+        "`torch._dynamo.config.capture_scalar_outputs = True` for `.item()` and conversions (a branch on the "
+        "value still breaks), `capture_dynamic_output_shape_ops = True` for `t[mask]` and `nonzero`, "
+        "`reorderable_logging_functions` for `print`. `xferaudit wrap` counts the read where it is (a "
+        "wrapper inside compiled code breaks the graph at the same line, as the bare read does); "
+        "`--ignore XFA601` leaves these reads unwrapped. `xferaudit run` reports the breaks a run really "
+        "made, with their counts."
+    ),
 ))

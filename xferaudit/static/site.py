@@ -41,6 +41,9 @@ class Site:
     # an implicit site's wrapper as the value layer chose it (the wrap grammar's implicit style:
     # "bool", "index", "read", "reads", "save", or "call" for the builtin's own: float(t) -> xfer.float(t))
     wrapper: str = ""
+    #: a read that breaks the graph of code `torch.compile` compiles (XFA601): "file:line" of the
+    #: call that compiles it (static/front/graph_breaks.py); "" elsewhere
+    compiled: str = ""
 
     def to_json(self) -> dict:
         d = asdict(self)
@@ -51,4 +54,6 @@ class Site:
             del d["no_wrap"]
         if not self.evidence:
             del d["evidence"]
+        if not self.compiled:
+            del d["compiled"]
         return d

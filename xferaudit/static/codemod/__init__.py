@@ -94,6 +94,7 @@ from ...rules import RuleTable
 from ...wrapform import ALIAS, site_literal, wrapper_infos
 from ..front.evidence import category_of, wrap_outcome
 from ..front.finder import analyse
+from ..front.graph_breaks import mark as mark_compiled
 from ..site import Site
 from ..front.source import char_col, collector_paused, decode_source
 from .imports import (
@@ -196,6 +197,7 @@ def wrap_source(
     site_ok: Optional[Callable[[Site], bool]] = None,
     scripted: Optional[dict] = None,
     placed: Optional[dict] = None,
+    compiled: Optional[dict] = None,
 ) -> CodemodResult:
     """Wrap every eligible unwrapped site of one file's bytes.
 
@@ -210,7 +212,9 @@ def wrap_source(
     (``check``'s fixes wrap one site at a time); `scripted` names the file's
     functions that a ``torch.jit.script`` in another file compiles (left, with
     the reason: :mod:`..project.scripted`); `placed`: the helpers of other modules
-    that place what they return (:mod:`..values.project`); suppressed sites are never wrapped
+    that place what they return (:mod:`..values.project`); `compiled`: the file's entry
+    of what ``torch.compile`` compiles (:mod:`..project.compiled`: the reads there that
+    break the graph are ``XFA601`` sites, which `codes_ok` selects by that code); suppressed sites are never wrapped
     (wrapping them would leave their suppression unused). `style` (the
     project's line length and import sorting, :func:`code_style`) decides
     where the runtime import goes and which long lines are broken. Raises
@@ -227,6 +231,8 @@ def wrap_source(
                          placed=placed)
     if found.error or ctx is None:
         raise CodemodError(f"cannot parse: {found.error} (line {found.error_line})")
+    if compiled:
+        mark_compiled(found.sites, compiled, found.suppressions)
     codes_ok = codes_ok or (lambda code: True)
     sites, res.suppressed, res.not_selected = _eligible(found.sites, codes_ok, hot, site_ok)
     rel = relpath if relpath is not None else path
@@ -244,6 +250,8 @@ def wrap_source(
             found, ctx = analyse(text, path, rules, rel, hot, scripted=scripted, placed=placed)
             if found.error or ctx is None:  # pragma: no cover - a comment never breaks a parse
                 raise CodemodError(f"cannot parse: {found.error} (line {found.error_line})")
+            if compiled:
+                mark_compiled(found.sites, compiled, found.suppressions)
             sites, res.suppressed, res.not_selected = _eligible(found.sites, codes_ok, hot, site_ok)
             firsts = {n.first for n in named if not any(n is k for k, _ in left)}
             unnamed = {(s.line, s.column, s.rule) for n, _ in left for s in n.sites}

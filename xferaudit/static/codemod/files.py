@@ -72,16 +72,16 @@ _JOB: dict = {}
 
 
 def _job(mode: str, cfg: Config, select: tuple[str, ...], want_old: bool, rename: bool = False,
-         evidence=None, scripted=None, placed=None) -> dict:
+         evidence=None, scripted=None, placed=None, compiled=None) -> dict:
     return dict(mode=mode, cfg=cfg, table=cfg.table(), select=select, want_old=want_old,
                 style=code_style(cfg.root), rename=rename, evidence=evidence, scripted=scripted or {},
-                placed=placed or {})
+                placed=placed or {}, compiled=compiled or {})
 
 
 def _init(mode: str, cfg: Config, select: tuple[str, ...], want_old: bool, rename: bool = False,
-          evidence=None, scripted=None, placed=None) -> None:
+          evidence=None, scripted=None, placed=None, compiled=None) -> None:
     _JOB.clear()
-    _JOB.update(_job(mode, cfg, select, want_old, rename, evidence, scripted, placed))
+    _JOB.update(_job(mode, cfg, select, want_old, rename, evidence, scripted, placed, compiled))
 
 
 def _read_bytes(path: str) -> bytes:
@@ -117,7 +117,8 @@ def _rewrite(data: bytes, path: str, rel: str, codes_ok, job: Optional[dict] = N
 
         res = wrap_source(data, path, job["table"], rel, codes_ok, job["style"], fe,
                           scripted=job["scripted"].get(os.path.abspath(path)),
-                          placed=for_file(job.get("placed") or {}, path))
+                          placed=for_file(job.get("placed") or {}, path),
+                          compiled=(job.get("compiled") or {}).get(os.path.abspath(path)))
         if renamed is not None and res.new is None:
             res.new = data
     else:
@@ -253,24 +254,29 @@ Progress = _progress.Progress
 def _outcomes(paths: Sequence[str], mode: str, cfg: Config, select: tuple[str, ...], want_old: bool,
               jobs: Optional[int], rename: bool = False, evidence=None):
     n = len(paths)
-    scripted = placed = None
-    if mode == "wrap" and n:  # what TorchScript compiles, from any file of the project
+    scripted = placed = compiled = None
+    if mode == "wrap" and n:  # what TorchScript and torch.compile compile, from any file of the project
+        from ..project.compiled import for_wrap as compiled_for_wrap
         from ..project.placed import for_check as placed_for_check
+        from ..project.reach import project_sources
         from ..project.scripted import for_wrap, project_of
 
         project = project_of(paths, cfg)
-        scripted = for_wrap(project, cfg)
+        sources = project_sources(project, cfg)
+        scripted = for_wrap(project, cfg, sources)
+        compiled = compiled_for_wrap(project, cfg, sources)
+        del sources
         placed = placed_for_check(project, cfg)  # the helpers elsewhere that place what they return
     cpus = os.cpu_count() or 1
     workers = jobs if jobs else (min(cpus, 8) if n >= PARALLEL_MIN_FILES else 1)
     workers = max(1, min(workers, n or 1))
     if workers == 1:
-        _init(mode, cfg, select, want_old, rename, evidence, scripted, placed)
+        _init(mode, cfg, select, want_old, rename, evidence, scripted, placed, compiled)
         for p in paths:
             yield process_file(p)
         return
     chunk = max(1, min(16, n // (workers * 8)))
-    with pool_of(workers, (mode, cfg, select, want_old, rename, evidence, scripted, placed)) as pool:
+    with pool_of(workers, (mode, cfg, select, want_old, rename, evidence, scripted, placed, compiled)) as pool:
         yield from pool.imap(process_file, paths, chunksize=chunk)
 
 

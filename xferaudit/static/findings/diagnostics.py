@@ -41,6 +41,7 @@ from ...wrapform import (
 from ...wrapform import suggestion as wf_suggestion
 from ..codes import CODES
 from ..front.evidence import Stale, check_findings, stale_message, static_function
+from ..front.graph_breaks import message as compiled_message
 from ..values.findings import message as implicit_message
 from ..front.naming import renamed_site, short_receiver
 from ..front.notebook import display_position, is_notebook, read as read_notebook
@@ -328,7 +329,11 @@ def collect(scan: Scan, cfg: Config, rules: RuleTable, sources: Optional[dict] =
             else:
                 code = s.rule
                 # implicit sites (the value layer's) say what crosses and how to count it
-                if s.no_wrap:
+                if s.compiled:  # a read that breaks the graph of compiled code (XFA601)
+                    msg = compiled_message(s, call_text(s), None if s.no_wrap else
+                                           implicit_suggestion(s) if s.implicit else
+                                           suggestion(s, by_id.get(s.rule_id)))
+                elif s.no_wrap:
                     msg = no_wrap_message(s, code)
                 else:
                     msg = (implicit_message(s.op, call_text(s), implicit_suggestion(s)) if s.implicit

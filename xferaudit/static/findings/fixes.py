@@ -64,7 +64,7 @@ if TYPE_CHECKING:  # pragma: no cover
 SAFE, UNSAFE, DISPLAY = "safe", "unsafe", "display"
 
 #: Codes whose fix may change what the code does (the module docstring says why).
-UNSAFE_CODES = ("XFA204", "XFA302", "XFA4")
+UNSAFE_CODES = ("XFA204", "XFA302", "XFA4", "XFA601")
 #: Codes whose fix is a comment (the statement form): it changes nothing Python runs.
 COMMENT_CODES = ("XFA405", "XFA406", "XFA407")
 
@@ -229,13 +229,15 @@ def wrap_fixes(data: bytes, path: str, relpath: str, cfg: "Config", rules: "Rule
                sites: Iterable["Site"], style=None,
                stop: Optional[Callable[[], bool]] = None,
                scripted: Optional[dict] = None,
-               placed: Optional[dict] = None) -> dict[tuple[int, int, str], tuple[Edit, ...]]:
+               placed: Optional[dict] = None,
+               compiled: Optional[dict] = None) -> dict[tuple[int, int, str], tuple[Edit, ...]]:
     """{(line, column, code) of a site: the edits that wrap it} for the sites of
     one file's bytes that ``wrap`` rewrites (the others are left out). `stop()`
     is asked before each codemod run: True raises :class:`Stopped`; `scripted`:
     the file's functions TorchScript compiles from another file, left as ``wrap``
     leaves them (:mod:`..project.scripted`); `placed`: the helpers elsewhere that place
-    what they return (:mod:`..values.project`)."""
+    what they return (:mod:`..values.project`); `compiled`: the file's entry of what
+    ``torch.compile`` compiles (its reads there are ``XFA601``, :mod:`..project.compiled`)."""
     from ..codemod import CodemodError, code_style, wrap_source
 
     style = style or code_style(cfg.root)
@@ -250,7 +252,7 @@ def wrap_fixes(data: bytes, path: str, relpath: str, cfg: "Config", rules: "Rule
         site_ok = None if only is None else (lambda x: any(_same(x, s) for s in only))
         try:
             res = wrap_source(data, path, rules, relpath, codes_ok, style, site_ok=site_ok, scripted=scripted,
-                              placed=placed)
+                              placed=placed, compiled=compiled)
         except (CodemodError, RecursionError):
             return None
         if only is None:
@@ -438,8 +440,10 @@ def attach(diags: list["Diagnostic"], scan, cfg: "Config", rules: "RuleTable",
     from ..values.project import for_file
 
     placed = getattr(scan, "placed", None) or {}
+    compiled = getattr(scan, "compiled", None) or {}
     items = [(data, res.path, rel, res.sites, any(d.code == "XFA302" for d in found),
-              scripted.get(os.path.abspath(res.path)), for_file(placed, res.path))
+              scripted.get(os.path.abspath(res.path)), for_file(placed, res.path),
+              compiled.get(os.path.abspath(res.path)))
              for res, rel, found, data in todo]
     by_id = {r.id: r for r in rules.rules}
     for (res, rel, found, _), edits in zip(todo, _file_edits_all(items, cfg, rules, jobs, stop)):
@@ -470,9 +474,9 @@ def _worker_init(cfg: "Config", rules: "RuleTable", run_pid: int) -> None:
 
 
 def _file_edits(item: tuple, stop: Optional[Callable[[], bool]] = None) -> dict:
-    data, path, rel, sites, rename, scripted, placed = item
+    data, path, rel, sites, rename, scripted, placed, compiled = item
     cfg, rules, style = _STATE[0]
-    edits = wrap_fixes(data, path, rel, cfg, rules, sites, style, stop, scripted, placed)
+    edits = wrap_fixes(data, path, rel, cfg, rules, sites, style, stop, scripted, placed, compiled)
     if rename:
         edits.update(rename_fixes(data, path, rel, rules, [s for s in sites if s.wrapped]))
     return edits

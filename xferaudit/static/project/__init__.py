@@ -4,8 +4,10 @@
 includes and excludes) and runs the finder over each, in worker processes
 when there are enough bytes to repay them. :mod:`.cache` keeps each file's
 findings, keyed by its bytes, the tool's own code and the rows in force.
-:mod:`.scripted` is the one pass that needs the whole project: the code
-TorchScript compiles from another file, whose sites ``wrap`` leaves and every
-command reports as left. :mod:`.progress` is the progress line of a long run.
+:mod:`.scripted` and :mod:`.compiled` need the whole project (the walk they
+share is :mod:`.reach`): the code TorchScript compiles from another file, whose
+sites ``wrap`` leaves and every command reports as left, and the code
+``torch.compile`` compiles, where a host read breaks the graph (``XFA601``).
+:mod:`.progress` is the progress line of a long run.
 ``check``, ``sites``, ``wrap`` and the editor server all scan through here.
 """

@@ -171,6 +171,9 @@ class Scan:
     scripted: dict = field(default_factory=dict)
     # the project's helpers that place what they return, and its files' modules (:mod:`..values.project`)
     placed: dict = field(default_factory=dict)
+    # absolute path -> its functions that torch.compile compiles, and the spans that stay in the graph
+    # (:mod:`.compiled`); applied to the findings after the cache (:func:`..front.graph_breaks.mark`)
+    compiled: dict = field(default_factory=dict)
 
 
 def display_path(path: str, cwd: str) -> str:
@@ -223,13 +226,18 @@ def scan(
 
         cache = Cache.open(cache_dir or cfg.cache_path(), cfg)
     if files:
+        from .compiled import for_check as compiled_for_check
+        from .reach import project_sources
         from .scripted import for_check, project_of
         from ..values.project import digest_of, for_file
         from .placed import start
 
         project = project_of(files, cfg)  # (the project's files, walked and stat'ed once for both passes)
         placed = start(project, cfg, cache)  # (a large project's: beside the TorchScript pass)
-        out.scripted = for_check(project, cfg, cache)
+        sources = project_sources(project, cfg)  # (read and parsed once for the two compiler passes)
+        out.scripted = for_check(project, cfg, cache, sources)
+        out.compiled = compiled_for_check(project, cfg, cache, sources)
+        del sources
         out.placed = placed()
     todo: list[tuple[int, tuple]] = []  # (index in results, (data, display, relpath, evidence, scripted, placed))
     digests: dict[int, str] = {}
@@ -279,9 +287,23 @@ def scan(
         for i, digest in digests.items():
             cache.put(out.relpaths[i], digest, out.results[i])
         cache.save()
+    _mark_compiled(out)  # (after the cache: it holds each file's own findings, this the project's)
     if evidence:
         out.gone = _gone(evidence, paths)
     return out
+
+
+def _mark_compiled(out: Scan) -> None:
+    """The reads that break the graph of code ``torch.compile`` compiles take
+    their code (:func:`..front.graph_breaks.mark`): a look-up per site."""
+    if not out.compiled:
+        return
+    from ..front.graph_breaks import mark
+
+    for res in out.results:
+        entry = out.compiled.get(os.path.abspath(res.path)) if res is not None else None
+        if entry:
+            mark(res.sites, entry, res.suppressions)
 
 
 def _gone(evidence: Any, paths: Sequence) -> list:
@@ -315,7 +337,7 @@ def scan_source(data: "bytes | str", filename: str, cfg: Config, rules: Optional
     out.relpaths.append(rel)
     display = display_path(ap, os.getcwd())
     entries = tuple(evidence.for_file(ap)) if evidence else ()
-    out.scripted, out.placed = _scripted_for(ap, cfg)
+    out.scripted, out.placed, out.compiled = _scripted_for(ap, cfg)
     scripted = out.scripted.get(ap)
     from ..values.project import for_file
 
@@ -326,14 +348,22 @@ def scan_source(data: "bytes | str", filename: str, cfg: Config, rules: Optional
     else:
         out.results.append(analyze(data.encode("utf-8") if isinstance(data, str) else data, display, rel, rules,
                                    entries, scripted, placed))
+    entry = out.compiled.get(ap)
+    if entry:
+        from ..front.graph_breaks import mark
+
+        mark(out.results[0].sites, entry, out.results[0].suppressions)
     return out
 
 
 def _scripted_for(path: str, cfg: Config) -> tuple:
-    """The project's TorchScript map and placing helpers for a source not read
-    from disk, from the findings cache where it can be read
-    (:func:`.scripted.for_check`, :func:`.placed.for_check`)."""
+    """The project's TorchScript map, placing helpers and ``torch.compile`` map
+    for a source not read from disk, from the findings cache where it can be
+    read (:func:`.scripted.for_check`, :func:`.placed.for_check`,
+    :func:`.compiled.for_check`: the project's files as saved)."""
     from .cache import Cache, CacheError
+    from .compiled import for_check as compiled_for_check
+    from .reach import project_sources
     from .scripted import for_check, project_of
     from .placed import for_check as placed_for_check
 
@@ -344,7 +374,9 @@ def _scripted_for(path: str, cfg: Config) -> tuple:
         except (CacheError, OSError):
             pass
     project = project_of([path] if os.path.exists(path) else [], cfg)
-    return for_check(project, cfg, cache), placed_for_check(project, cfg, cache)
+    sources = project_sources(project, cfg)
+    return (for_check(project, cfg, cache, sources), placed_for_check(project, cfg, cache),
+            compiled_for_check(project, cfg, cache, sources))
 
 
 def _run(todo: list, rules: RuleTable, jobs: Optional[int],
