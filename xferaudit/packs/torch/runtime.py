@@ -139,6 +139,9 @@ def _init_locked(import_it: bool) -> Any:
     _TENSOR = t.Tensor
     _fastpath.bind_tensor(t.Tensor)
     _torch = t
+    from . import scripting  # (the wrappers, as TorchScript should see them: once)
+
+    scripting.register(t)
     return t
 
 
