@@ -75,10 +75,10 @@ def main(argv: list) -> int:
         row = {"files": len(files), "files_with_kernels": len(spans),
                "kernels": sum(len(v) for v in spans.values()), "findings_now": len(now)}
 
-        def in_kernel(f) -> bool:
+        def in_kernel(f, tree=tree, spans=spans) -> bool:
             p = Path(f["filename"])
             p = p if p.is_absolute() else tree / p
-            ln, col = f["location"]["row"], f["location"]["column"]
+            ln = f["location"]["row"]
             return any(l0 <= ln <= l1 for l0, _, l1, _ in spans.get(p.resolve(), ()))
 
         row["findings_now_in_kernels"] = sum(map(in_kernel, now))

@@ -224,3 +224,23 @@ def test_a_model_scripted_from_a_separate_file_after_wrap(tmp_path: Path, pure: 
                              capture_output=True, text=True, env=clean, timeout=300, cwd=tmp_path)
         assert got.returncode == 0, got.stderr[-3000:]
         assert got.stdout.strip().endswith("False")
+
+
+def test_registered_when_torch_is_imported_after_the_runtime():
+    """``import xferaudit.runtime`` imports no torch; TorchScript still knows
+    the wrappers once torch is imported, before any wrapper has run."""
+    prog = textwrap.dedent('''
+        import sys, linecache
+        import xferaudit.runtime as _xfer
+        assert "torch" not in sys.modules
+        import torch
+        src = "def f(x: torch.Tensor):\\n    return _xfer.float(_xfer.cpu(x.sum(), site='a'), site='b')\\n"
+        linecache.cache["f.py"] = (len(src), None, src.splitlines(True), "f.py")
+        exec(compile(src, "f.py", "exec"), globals())
+        print(torch.jit.script(f)(torch.ones(3)))
+    ''')
+    root = Path(__file__).resolve().parents[2]
+    done = subprocess.run([sys.executable, "-c", prog], capture_output=True, text=True, timeout=300,
+                          env=dict(os.environ, PYTHONPATH=str(root)))
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.stdout.strip() == "3.0"

@@ -291,46 +291,7 @@ def register(torch: Any = None) -> None:
 
 
 def when_torch() -> None:
-    """Register now if torch is imported (fully), else right after its import
-    ends (a finder on ``sys.meta_path`` that watches that one name, then
-    leaves)."""
-    t = sys.modules.get("torch")
-    if t is not None:
-        if getattr(t, "jit", None) is not None and getattr(getattr(t, "jit"), "script", None) is not None:
-            register(t)
-        return
-    if not any(isinstance(f, _AfterTorch) for f in sys.meta_path):
-        sys.meta_path.insert(0, _AfterTorch())
+    """Register now if torch is imported, else right after its import ends."""
+    from ...runtime.counted.fastpath import after_import
 
-
-class _AfterTorch:
-    """Registers the wrappers with TorchScript just after ``torch`` is imported."""
-
-    def find_spec(self, fullname: str, path: Any = None, target: Any = None) -> Any:
-        if fullname != "torch":
-            return None
-        import importlib.util
-
-        try:
-            sys.meta_path.remove(self)
-        except ValueError:
-            pass
-        spec = importlib.util.find_spec(fullname)
-        if spec is None or spec.loader is None or not hasattr(spec.loader, "exec_module"):
-            return spec
-        loader = spec.loader
-
-        class _Then:
-            def create_module(self, spec: Any) -> Any:
-                return loader.create_module(spec)
-
-            def exec_module(self, module: Any) -> None:
-                module.__spec__.loader = module.__loader__ = loader
-                loader.exec_module(module)
-                register(module)
-
-            def __getattr__(self, name: str) -> Any:
-                return getattr(loader, name)
-
-        spec.loader = _Then()
-        return spec
+    after_import("torch", register)

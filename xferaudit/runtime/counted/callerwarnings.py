@@ -13,8 +13,10 @@ What this does, at no cost to a call that warns nothing (the wrappers are not
 touched, nothing runs per call):
 
 * one filter at the front of :data:`warnings.filters`, ``"always"`` for the
-  wrapper modules only (:data:`WRAPPERS`: every pack's wrapper modules and the
-  recorder, whose ``timed_call`` makes the bare call while counting), hands
+  wrapper modules only (:data:`WRAPPERS`: every pack's wrapper modules, the
+  recorder, whose ``timed_call`` makes the bare call while counting, the
+  guard's hooks, in which a bare call runs under the guard, and the runner's
+  launch hooks), hands
   every warning placed in a wrapper to :func:`_showwarnmsg`, installed as
   ``warnings._showwarnmsg`` (what the interpreter calls to show a warning);
 * :func:`_showwarnmsg` walks out of the wrapper frames to the caller's and
@@ -52,9 +54,12 @@ import sys
 import warnings
 from typing import Any, Optional
 
-#: The modules whose frames make the bare calls: every pack's wrappers and the
-#: recorder's timed call (a frame of one of these is never the user's).
-WRAPPERS = r"xferaudit\.(?:packs\.[A-Za-z0-9_]+\.[A-Za-z0-9_]+|runtime\.counted\.[A-Za-z0-9_]+)\Z"
+#: The modules whose frames make the bare calls: every pack's wrappers, the
+#: recorder's timed call, the guard's hooks and counted printing (a bare
+#: ``x.cpu()`` under the guard runs in its hook), the runner's launch hooks
+#: (a frame of one of these is never the user's).
+WRAPPERS = (r"xferaudit\.(?:packs\.[A-Za-z0-9_]+\.[A-Za-z0-9_]+|runtime\.(?:counted|guarding)\.[A-Za-z0-9_]+"
+            r"|runtime\.runs\.run_hooks)\Z")
 _WRAPPERS = re.compile(WRAPPERS)
 _PKG = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))) + os.sep
 _FILTER = ("always", None, Warning, _WRAPPERS, 0)
