@@ -39,16 +39,19 @@ Span = tuple  # (first line, first byte column, last line, end byte column)
 _WORDS: dict = {}
 
 
-def _words(tops: frozenset) -> "re.Pattern":
+def _words(tops: frozenset) -> re.Pattern:
     rx = _WORDS.get(tops)
     if rx is None:
-        rx = _WORDS[tops] = re.compile(r"\b(?:%s)\b" % "|".join(map(re.escape, sorted(tops))))
+        names = "|".join(map(re.escape, sorted(tops)))
+        rx = _WORDS[tops] = re.compile(rf"^[ \t]*(?:from|import)\b[^\n]*\b(?:{names})\b", re.MULTILINE)
     return rx
 
 
 def may_hold_kernels(text: str, kernels) -> bool:
-    """Whether `text` names a module of the kernel vocabulary at all (a file
-    that names none holds no kernel: the one test most files pay)."""
+    """Whether `text` imports a module of the kernel vocabulary at all (a
+    kernel decorator is a name its imports bind; a file importing none holds
+    no kernel, whatever its comments say of warps: the one test most files
+    pay)."""
     tops = kernels.top_modules()
     return bool(tops) and _words(tops).search(text) is not None
 
