@@ -273,10 +273,11 @@ def register(torch: Any = None) -> None:
 
         _SOURCE_NAMES = tuple(re.findall(r"^def (\w+)\(", _SOURCE, re.M))
         from ...runtime.counted import fastpath
-        from . import runtime as _w
 
+        # (the pack's wrapper modules, as imported: runtime.py imports this module, not the reverse)
+        parts = getattr(sys.modules.get(f"{__package__}.runtime"), "RUNTIME_PARTS", ())
         wrappers: dict = {}
-        for part in ("runtime",) + _w.RUNTIME_PARTS:
+        for part in ("runtime", *parts):
             mod = sys.modules.get(f"{__package__}.{part}")
             for name in getattr(mod, "__all__", ()):
                 wrappers.setdefault(name, getattr(mod, name, None))
