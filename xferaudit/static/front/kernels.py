@@ -28,6 +28,7 @@ each launch).
 from __future__ import annotations
 
 import ast
+import bisect
 import re
 from typing import Optional
 
@@ -56,19 +57,68 @@ def may_hold_kernels(text: str, kernels) -> bool:
     return bool(tops) and _words(tops).search(text) is not None
 
 
+def _bound(resolver) -> list:
+    """(name, qualified name) of every import the resolver's scopes hold
+    (read from its binder: no walk of the tree)."""
+    b = resolver.binder
+    if b is None:
+        return []
+    out = []
+    for scope in (b.module, *b.scope_of.values()):
+        for name, binds in scope.bindings.items():
+            out.extend((name, q) for _, q in binds if isinstance(q, str))
+    return out
+
+
+def _lines(text: str, pattern: str) -> list:
+    """The lines (ascending, 1-based) where `pattern` matches."""
+    out: list = []
+    line, at = 1, 0
+    for m in re.finditer(pattern, text):
+        line += text.count("\n", at, m.start())
+        at = m.start()
+        if not out or out[-1] != line:
+            out.append(line)
+    return out
+
+
+def _spans(node: ast.AST, lines: list) -> bool:
+    """Whether `node` spans one of `lines` (ascending)."""
+    if not lines:
+        return False
+    k = bisect.bisect_left(lines, node.lineno)
+    return k < len(lines) and lines[k] <= node.end_lineno
+
+
 class _Kernels:
     """One walk over a file's definitions, the resolver following its scopes."""
 
-    def __init__(self, resolver, kernels) -> None:
+    def __init__(self, resolver, kernels, text: str) -> None:
         self.resolver = resolver
         self.decorators = kernels.decorators
         self.modules = tuple(m + "." for m in kernels.modules)
         self.found: dict[int, ast.AST] = {}  # id(def) -> def
         self.named: set[str] = set()  # functions a decorator is called on, by name
         self.defs: dict[str, list] = {}
+        # cheap tests before a name is resolved: the last part of a decorator's name,
+        # and the names the file's imports bind to a kernel module or to a module above one
+        bound = _bound(resolver)
+        self.last = frozenset(q.rpartition(".")[2] for q in self.decorators) | \
+            frozenset(name for name, q in bound if q in self.decorators)  # (`from triton import jit as J`)
+        mods = kernels.modules
+        self.roots = frozenset(name for name, q in bound
+                               if any(q == m or q.startswith(m + ".") or m.startswith(q + ".") for m in mods))
+        # the lines where such a call can be (a statement spanning none is not walked)
+        self.named_lines = _lines(text, rf"\b(?:{'|'.join(map(re.escape, sorted(self.last)))})\s*\(")
+        self.module_lines = _lines(text, rf"\b(?:{'|'.join(map(re.escape, sorted(self.roots)))})\b") \
+            if self.roots else []
 
     def _is_decorator(self, node: ast.AST) -> bool:
-        q = self.resolver.qualname(node.func if isinstance(node, ast.Call) else node)
+        f = node.func if isinstance(node, ast.Call) else node
+        last = f.attr if isinstance(f, ast.Attribute) else f.id if isinstance(f, ast.Name) else None
+        if last not in self.last:
+            return False
+        q = self.resolver.qualname(f)
         return q is not None and q in self.decorators
 
     def _in_module(self, q: Optional[str]) -> bool:
@@ -81,24 +131,34 @@ class _Kernels:
     def _calls(self, node: ast.AST, own_body: bool) -> bool:
         """Scan the calls of `node` (not entering nested definitions): note the
         functions a kernel decorator is called on; with `own_body`, say whether
-        one calls into a kernel module."""
+        one calls into a kernel module. Only where the text can hold one."""
+        named = _spans(node, self.named_lines)
+        module = own_body and _spans(node, self.module_lines)
+        if not (named or module):
+            return False
         hit = False
         todo = [node]
         while todo:
             n = todo.pop()
             if isinstance(n, ast.Call):
-                if n.args and isinstance(n.args[0], ast.Name) and self._is_decorator(n):
+                if named and n.args and type(n.args[0]) is ast.Name and self._is_decorator(n):
                     self.named.add(n.args[0].id)
-                if own_body and not hit and self._modules_call(n):
+                if module and not hit and self._modules_call(n):
                     hit = True
+                    if not named:
+                        return True
             for child in ast.iter_child_nodes(n):
                 if not isinstance(child, _SCOPES):
                     todo.append(child)
         return hit
 
     def _modules_call(self, call: ast.Call) -> bool:
-        f = call.func
-        return isinstance(f, (ast.Attribute, ast.Name)) and self._in_module(self.resolver.qualname(f))
+        f = root = call.func
+        while isinstance(root, ast.Attribute):
+            root = root.value
+        if not isinstance(root, ast.Name) or root.id not in self.roots:
+            return False
+        return self._in_module(self.resolver.qualname(f))
 
     def _stmt(self, st: ast.stmt) -> None:
         if isinstance(st, _SCOPES):
@@ -114,7 +174,7 @@ class _Kernels:
                     if isinstance(sub, _SCOPES):
                         self._stmt(sub)
                     else:
-                        own = self._calls(sub, isinstance(st, _DEFS)) or own
+                        own = self._calls(sub, not own and isinstance(st, _DEFS) and id(st) not in self.found) or own
                         self._nested(sub)
                 if own:
                     self.found[id(st)] = st
@@ -153,7 +213,7 @@ def kernel_spans(tree: ast.Module, text: str, resolver, kernels) -> list[Span]:
         return []
     outer = resolver.scope
     try:
-        k = _Kernels(resolver, kernels)
+        k = _Kernels(resolver, kernels, text)
         k.walk(tree.body)
         return k.spans()
     finally:
