@@ -169,19 +169,19 @@ def test_a_warning_once_per_process_from_cpp_lands_on_the_callers_line():
 
 def test_the_router_survives_catch_warnings_and_a_reset():
     """Installed inside a ``catch_warnings`` block (a first import during
-    pytest's collection), it is still there after the block; after
-    ``resetwarnings()`` counting puts it back."""
+    pytest's collection), it is still there after the block; it stays in
+    front of filters added after it, and through ``resetwarnings()``."""
     with warnings.catch_warnings():
-        warnings.resetwarnings()
+        warnings.filters.clear()
         callerwarnings.install()
         assert callerwarnings.installed()
     assert callerwarnings.installed()
     assert sum(f is callerwarnings._FILTER for f in warnings.filters) == 1
     with warnings.catch_warnings():
         warnings.resetwarnings()
-        assert not callerwarnings.installed()
-        with xfer.counting():
-            assert callerwarnings.installed()
+        assert warnings.filters == [callerwarnings._FILTER]
+        warnings.simplefilter("error")
+        assert warnings.filters[0] is callerwarnings._FILTER and len(warnings.filters) == 2
 
 
 def test_a_warning_of_the_users_own_is_untouched():

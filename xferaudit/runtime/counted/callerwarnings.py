@@ -33,11 +33,11 @@ touched, nothing runs per call):
   callers' lines); a ``"once"`` that the first pass took is handed back to
   the second, made on the caller's context;
 * ``filterwarnings``/``simplefilter`` (``warnings._add_filter``) put the router
-  back in front after adding theirs; it also goes into the interpreter's own
-  list besides the one in force (``catch_warnings`` swaps in a copy and puts
-  the saved list back at its end: a first import inside pytest's collection
-  would otherwise lose it), and :func:`install` runs again when counting or
-  the guard starts (after a ``resetwarnings()``).
+  back in front after adding theirs, and ``resetwarnings`` leaves it (alone);
+  it also goes into the interpreter's own list besides the one in force
+  (``catch_warnings`` swaps in a copy and puts the saved list back at its
+  end: a first import inside pytest's collection would otherwise lose it).
+  Installed when the torch pack's wrappers are imported.
 
 Not covered: a warning placed more than one frame above the bare call
 (``stacklevel=3`` in a library's Python code) lands one frame off, as before;
@@ -147,6 +147,15 @@ def _add_filter(*item: Any, append: bool) -> None:
 
 
 _original_add: Any = None
+_original_reset: Any = None
+
+
+def _resetwarnings() -> None:
+    """``warnings.resetwarnings``: every filter goes, the router stays (it
+    decides nothing about a warning: the user's filters do, on the caller's
+    context)."""
+    _original_reset()
+    _front(warnings.filters)
 
 
 def install() -> None:
@@ -159,6 +168,10 @@ def install() -> None:
     if add is not None and add is not _add_filter:
         _original_add = add
         warnings._add_filter = _add_filter
+    global _original_reset
+    if warnings.resetwarnings is not _resetwarnings:
+        _original_reset = warnings.resetwarnings
+        warnings.resetwarnings = _resetwarnings
     changed = warnings.filters[:1] != [_FILTER]
     _front(warnings.filters)
     base = getattr(sys.modules.get("_warnings"), "filters", None)

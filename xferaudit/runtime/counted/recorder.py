@@ -60,7 +60,6 @@ import time
 from collections import deque
 from typing import Any, Callable, Optional
 
-from . import callerwarnings as _callerwarnings
 from . import fastpath as _fastpath
 from . import frames as _frames
 from . import ranges as _ranges
@@ -151,8 +150,6 @@ class _State:
         self.plain = self._on and not self._guard and not self._ranges
         self.unmarked = self._on and not self._ranges and not self._full
         _fastpath.set_flags(self.active, self.plain and _timeline is None)  # (the C wrappers' switches)
-        if self.active:  # (a warning inside a wrapper shown at its caller's line: the router, put back if dropped)
-            _callerwarnings.install()
 
     on = _Switch("Counting wrapped sites (``xfer.count(True)``).")
     guard = _Switch("The runtime guard is watching the dispatcher: wrappers mark their depth.")
@@ -173,7 +170,6 @@ class _State:
 
 _timeline: Optional["Timeline"] = None  # STATE.timeline, as a global: record() reads it on every call
 STATE = _State()
-_callerwarnings.install()
 _tallies.root_of = lambda: STATE.root
 
 
