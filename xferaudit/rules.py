@@ -217,6 +217,43 @@ def _devices(data: Any, where: str) -> Devices:
 
 
 @dataclass(frozen=True)
+class Kernels:
+    """A pack's kernel vocabulary (its ``[kernels]`` table): code that a GPU
+    kernel language compiles, not PyTorch, so no site is there.
+
+    ``decorators`` are qualified names that make a kernel of the function they
+    decorate (``triton.jit``, with ``triton.autotune(...)`` stacked on it) or
+    that they are called on (``triton.jit(fn)``); ``modules`` are kernel
+    languages whose functions only a kernel calls (``triton.language``): a
+    function calling one (``tl.load(...)``) is kernel code whatever decorates it.
+    """
+
+    decorators: frozenset = frozenset()
+    modules: frozenset = frozenset()
+
+    def merged(self, other: "Kernels") -> "Kernels":
+        return Kernels(self.decorators | other.decorators, self.modules | other.modules)
+
+    def top_modules(self) -> frozenset:
+        """The top-level modules the vocabulary names (``triton``, ``numba``): a
+        file naming none of them holds no kernel."""
+        return frozenset(q.split(".", 1)[0] for q in self.decorators | self.modules)
+
+
+def _kernels(data: Any, where: str) -> Kernels:
+    if not isinstance(data, Mapping):
+        raise RuleError(f"{where}: [kernels] must be a table")
+    unknown = set(data) - {"decorators", "modules"}
+    if unknown:
+        raise RuleError(f"{where}: [kernels]: unknown field(s) {', '.join(sorted(unknown))}")
+    for k in ("decorators", "modules"):
+        v = data.get(k, [])
+        if not isinstance(v, list) or not all(isinstance(x, str) and x for x in v):
+            raise RuleError(f"{where}: [kernels]: {k} must be a list of qualified names")
+    return Kernels(frozenset(data.get("decorators", ())), frozenset(data.get("modules", ())))
+
+
+@dataclass(frozen=True)
 class Pack:
     name: str
     imports: tuple[str, ...]  # a file importing one of these turns the pack on
@@ -226,6 +263,7 @@ class Pack:
     #: Names that mean their module even where no import binds them (a star
     #: import, a notebook cell): ``torch`` used bare is still torch.
     assumed_imports: tuple[str, ...] = ()
+    kernels: Kernels = Kernels()
 
 
 def _pack_path(name: str) -> Path:
@@ -243,7 +281,8 @@ def load_pack(name: str) -> Pack:
     rules = tuple(_rule_from_row(r, name, str(path)) for r in data.get("rule", []))
     return Pack(name=name, imports=tuple(data.get("imports", ())), rules=rules, prelude=str(data.get("prelude", "")),
                 devices=_devices(data.get("devices", {}), str(path)),
-                assumed_imports=tuple(data.get("assumed_imports", ())))
+                assumed_imports=tuple(data.get("assumed_imports", ())),
+                kernels=_kernels(data.get("kernels", {}), str(path)))
 
 
 def no_data_devices() -> frozenset:
@@ -288,6 +327,9 @@ class RuleTable:
     #: "proven" whatever it is (``implicit`` and ``gpu-first-exclude`` in the config).
     implicit: str = DEFAULT_IMPLICIT
     gpu_first_exclude: tuple[str, ...] = DEFAULT_GPU_FIRST_EXCLUDE
+    #: Every pack's kernel vocabulary, merged: whatever packs are on in a file,
+    #: code a kernel language compiles holds no site (static/front/kernels.py).
+    kernels: Kernels = Kernels()
 
     @classmethod
     def of(
@@ -297,6 +339,7 @@ class RuleTable:
         pack_imports: Mapping[str, Iterable[str]] | None = None,
         devices: Devices | None = None,
         assumed_imports: Iterable[str] = (),
+        kernels: Kernels | None = None,
     ) -> "RuleTable":
         rules = tuple(rules)
         methods: dict[str, list[Rule]] = {}
@@ -319,6 +362,7 @@ class RuleTable:
             pack_imports={k: tuple(v) for k, v in (pack_imports or {}).items()},
             devices=devices if devices is not None else Devices(),
             assumed_imports=frozenset(assumed_imports),
+            kernels=kernels if kernels is not None else Kernels(),
         )
 
     def active_packs(self, imported: Iterable[str]) -> frozenset | None:
@@ -360,6 +404,9 @@ def table(packs: Iterable[str] = ("torch",), extra: Iterable[Rule] = (), by_impo
     rules: list[Rule] = []
     devices = Devices()
     assumed: list[str] = []
+    kernels = Kernels()
+    for name in available_packs():  # (every pack's kernels, whichever are on)
+        kernels = kernels.merged(load_pack(name).kernels)
     for name in always:
         pack = load_pack(name)
         rules.extend(pack.rules)
@@ -374,4 +421,5 @@ def table(packs: Iterable[str] = ("torch",), extra: Iterable[Rule] = (), by_impo
                 pack_imports[name] = pack.imports
                 devices = devices.merged(pack.devices)
     rules.extend(extra)
-    return RuleTable.of(rules, always=always, pack_imports=pack_imports, devices=devices, assumed_imports=assumed)
+    return RuleTable.of(rules, always=always, pack_imports=pack_imports, devices=devices, assumed_imports=assumed,
+                        kernels=kernels)

@@ -7,7 +7,8 @@ calls, a class body, a default argument, ``match``, ``async``... Each method
 returns what it computed; :func:`outcome` runs every method of a program on
 given inputs and records, per method, the result (value and type), or the
 exception (type and message), with the printed output, the log lines and the
-order in which the program's helper calls ran. Running the bare program and
+order in which the program's helper calls ran, and the warnings (category,
+message, filename and line). Running the bare program and
 its wrapped form must give the same outcome, on host tensors and on the
 simulated device, with counting off and on.
 
@@ -171,6 +172,11 @@ CONTEXTS = {
     "with_cm": "with contextlib.nullcontext({E}) as c:\n    r = bool(c)",
     "explicit": "r = t.cpu().tolist()",
     "explicit_to": "r = float(t.to('cpu').sum())",
+    # a warning raised inside the site (torch's "To copy construct from a tensor"): the same record
+    "warn_inside": "r = torch.tensor({E}, device=t.device)",
+    # a function TorchScript compiles at run time, scripted by a loop variable (no pass can see it)
+    "script_loop": "def inner(z: torch.Tensor) -> float:\n    if z.sum() > 0:\n        return float(z.sum().cpu())\n"
+                   "    return float(z.mean())\nr = [torch.jit.script(fn)(t.sum()) for fn in (inner,)][0]",
 }
 
 HEADER = '''\
@@ -300,7 +306,11 @@ def outcome(source: str, tv: Any, uv: Any, dev: Any, count: bool, guard: str = "
 
     import xferaudit.runtime as xfer
 
+    import linecache
+
     code = compile(source, "m.py", "exec", dont_inherit=True)
+    # (TorchScript reads a function's source through linecache: the program's, under its name)
+    linecache.cache["m.py"] = (len(source), None, source.splitlines(True), "m.py")
     ns: dict = {"__name__": "xferaudit_differential_m", "__file__": "m.py"}
     exec(code, ns)
     log = logging.getLogger("xferaudit.differential")
@@ -340,6 +350,6 @@ def outcome(source: str, tv: Any, uv: Any, dev: Any, count: bool, guard: str = "
         if res[0] == "value":
             res = ("value", normal(res[1], torch, np))
         out.append((name, res, _clean(printed.getvalue()), _clean(stream.getvalue()), tuple(order),
-                    tuple((w.category.__name__, _clean(str(w.message))) for w in seen
+                    tuple((w.category.__name__, _clean(str(w.message)), w.filename, w.lineno) for w in seen
                           if w.category.__name__ != "UnexpectedTransferWarning")))
     return out

@@ -6,7 +6,8 @@ site can stand in. Each is wrapped as ``xferaudit wrap`` wraps it (plain, and as
 could be a tensor), and run bare and wrapped, in process, on host tensors and
 on the simulated device, wrapped with counting off and on. Per method, the
 results (value and type), exceptions (type and message), printed and logged
-output, the order of the helper calls and the warnings must be the bare run's.
+output, the order of the helper calls and the warnings (category, message,
+filename and line, the line read back to the bare source's) must be the bare run's.
 ``unwrap`` must give back every byte, restoring one call per site wrapped.
 
 Size: 1,500 generated programs of 1 to 6 contexts each (about 5,000 contexts;
@@ -53,13 +54,36 @@ def wrapped(src: str, everywhere: bool) -> tuple[str, int]:
     return new.decode(), n
 
 
+def bare_lines(src: str, new: str) -> dict:
+    """Each line of the wrapped source -> the bare source's line it came from
+    (wrap adds its import and may break a statement over lines)."""
+    import difflib
+
+    a, b = src.splitlines(), new.splitlines()
+    out = {}
+    for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(None, a, b, autojunk=False).get_opcodes():
+        for j in range(j1, j2):
+            if tag == "equal":
+                out[j + 1] = i1 + (j - j1) + 1
+            elif tag == "replace":
+                out[j + 1] = i1 + min(j - j1, i2 - i1 - 1) + 1
+    return out
+
+
+def _as_bare(result: list, lines: dict) -> list:
+    """A wrapped run's outcome with its warnings' lines in the bare source's numbering."""
+    return [(*r[:5], tuple((c, m, f, lines.get(ln, -ln) if f == "m.py" else ln) for c, m, f, ln in r[5]))
+            for r in result]
+
+
 def same_meaning(src: str, tv, uv, everywhere: bool) -> int:
     new, n = wrapped(src, everywhere)
+    lines = bare_lines(src, new)
     for dev in (HOST, DEV):
         bare = outcome(src, tv, uv, dev, False)
         if n:
             for count in (False, True):
-                got = outcome(new, tv, uv, dev, count)
+                got = _as_bare(outcome(new, tv, uv, dev, count), lines)
                 for b, w in zip(bare, got):
                     assert w == b, (f"{b[0]} on {dev}, counting {'on' if count else 'off'}:\n"
                                     f"bare:    {b[1:]}\nwrapped: {w[1:]}\n--- wrapped source:\n{new}")

@@ -51,6 +51,7 @@ from collections.abc import Mapping
 from typing import Any, Optional
 
 from ...runtime.counted import fastpath as _fastpath
+from ...runtime.counted import callerwarnings as _callerwarnings
 from ...runtime.counted.crossing import HOST, NO_DATA, largest
 from ...runtime.counted.crossing import direction as _crossing
 from ...runtime.guarding.guard_hooks import ORIGINALS as _ORIGINALS
@@ -71,6 +72,9 @@ __all__ = [
 #: torch.save) and the rows the value layer checks (new_tensor, new, type,
 #: module compile).
 RUNTIME_PARTS = ("functions", "implicit", "value_rows")
+
+# A warning raised inside a wrapper is reported at its caller's line (see callerwarnings).
+_callerwarnings.install()
 
 _META_ONLY = NO_DATA == frozenset({"meta"})  # then Tensor.is_meta answers, cheaply
 
@@ -139,6 +143,9 @@ def _init_locked(import_it: bool) -> Any:
     _TENSOR = t.Tensor
     _fastpath.bind_tensor(t.Tensor)
     _torch = t
+    from . import scripting  # (the wrappers, as TorchScript should see them: once)
+
+    scripting.register(t)
     return t
 
 

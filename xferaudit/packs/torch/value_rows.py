@@ -62,3 +62,10 @@ def compile(module: Any, *args: Any, site: Optional[str] = None, **kwargs: Any) 
 
 
 __all__ = ["compile", "new", "new_tensor", "type"]
+
+
+# The pack's last part: its wrappers are all in place, so TorchScript can be
+# told what each stands for (now if torch is imported, else after its import).
+from . import scripting as _scripting  # noqa: E402
+
+_scripting.when_torch()

@@ -108,12 +108,16 @@ def _register_polyfills() -> None:
             pass
 
 
-class _AfterDynamo(importlib.abc.MetaPathFinder):
-    """Registers the polyfills just after ``torch._dynamo`` is imported (and
+class _AfterImport(importlib.abc.MetaPathFinder):
+    """Calls ``then(module)`` just after the module `name` is imported (and
     then leaves ``sys.meta_path``); every other import is one comparison."""
 
+    def __init__(self, name: str, then: Any) -> None:
+        self.name = name
+        self.then = then
+
     def find_spec(self, fullname: str, path: Any = None, target: Any = None) -> Any:
-        if fullname != "torch._dynamo":
+        if fullname != self.name:
             return None
         try:
             sys.meta_path.remove(self)
@@ -122,16 +126,34 @@ class _AfterDynamo(importlib.abc.MetaPathFinder):
         spec = importlib.util.find_spec(fullname)
         if spec is None or spec.loader is None or not hasattr(spec.loader, "exec_module"):
             return spec
-        spec.loader = _ThenRegister(spec.loader)
+        spec.loader = _ThenRegister(spec.loader, self.then)
         return spec
 
 
-class _ThenRegister(importlib.abc.Loader):
-    """A loader that runs the module's own, then registers the polyfills, and
-    puts the module's own loader back on the module."""
+class _AfterDynamo(_AfterImport):
+    """Registers the polyfills just after ``torch._dynamo`` is imported."""
 
-    def __init__(self, loader: Any) -> None:
+    def __init__(self) -> None:
+        super().__init__("torch._dynamo", lambda module: _register_polyfills())
+
+
+def after_import(name: str, then: Any) -> None:
+    """``then(module)`` once the module `name` has been imported (now, if it
+    is; else right after its import ends)."""
+    mod = sys.modules.get(name)
+    if mod is not None:
+        then(mod)
+    elif not any(isinstance(f, _AfterImport) and f.name == name for f in sys.meta_path):
+        sys.meta_path.insert(0, _AfterImport(name, then))
+
+
+class _ThenRegister(importlib.abc.Loader):
+    """A loader that runs the module's own, then the callback, and puts the
+    module's own loader back on the module."""
+
+    def __init__(self, loader: Any, then: Any) -> None:
         self.loader = loader
+        self.then = then
 
     def create_module(self, spec: Any) -> Any:
         return self.loader.create_module(spec)
@@ -140,7 +162,7 @@ class _ThenRegister(importlib.abc.Loader):
         spec = module.__spec__
         spec.loader = module.__loader__ = self.loader
         self.loader.exec_module(module)
-        _register_polyfills()
+        self.then(module)
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.loader, name)

@@ -69,6 +69,7 @@ from .resolver import COMPOUND_BODIES, Resolver, arg_names, target_names
 from ..site import Site
 from .source import Source, decode_source, parse, split_lines
 from .suppress import bare_own, file_suppressions, parse_suppressions
+from .kernels import drop_kernel_sites, kernel_spans
 from .unwrappable import arguments_may_have_effects, mark as mark_unwrappable
 from .wrapped import Unwrapper, read_wrapped
 
@@ -581,6 +582,9 @@ def analyse(
         return res, None
     finally:
         sys.setrecursionlimit(limit)
+    spans = kernel_spans(tree, text, ctx.resolver, rules.kernels) if f.sites else []
+    if spans:  # code a kernel language compiles is not PyTorch: no site there
+        f.sites = drop_kernel_sites(f.sites, spans)
     f.sites.sort(key=lambda s: (s.line, s.column))
     mark_unwrappable(f.sites, text, tree, f.lines, nodes, f.resolver.qualname, scripted)
     if "xferaudit:" in text:  # statements named by a site comment (the wrap grammar's statement form)
