@@ -11,7 +11,8 @@ import ast
 from typing import Optional
 
 from .kinds import (
-    A_LIST, CPUDEV, DEV, DEVICE, DEVOUT, DEVSTATE, DEVX, FUNC, HOST, HOST_PAGEABLE, NUMPY, OBJ, ON_DEVICE, OTHER, PY,
+    A_LIST, CPUDEV, DEV, DEVICE, DEVOUT, DEVSTATE, DEVX, FUNC, HOST, HOST_PAGEABLE, HOST_PAIRS, HOST_PARAM, HOST_SEQ,
+    HOSTMOD, NUMPY, OBJ, ON_DEVICE, OTHER, PY,
     PYLIST, SELF, TENSOR, TENSORISH, TENSORS, UNKNOWN, Val, combine,
 )
 from .helpers import helper_call
@@ -111,6 +112,8 @@ def call_value(ev, fv: Val, node: ast.Call) -> Val:
     if k in ("devmod", "devx"):
         return DEVOUT
     if k == "obj":  # a loss, a layer: a tensor where its inputs are
+        if fv.device == "cpu" and node.args and all_host(ev, node):
+            return HOST  # a layer on the host, called on host tensors
         where = args_place(ev, node, keywords=False)
         return DEV if where == "dev" else TENSOR if where == "tensor" else UNKNOWN
     if k == "class":
@@ -142,6 +145,11 @@ def args_place(ev, node: ast.Call, keywords: bool = True) -> str:
         if k in ("tensor", "tensors"):
             out = "tensor"
     return out
+
+
+def all_host(ev, node: ast.Call) -> bool:
+    """Every argument of the call is a host tensor (no keyword, no unpacking)."""
+    return not node.keywords and all(type(a) is not ast.Starred and ev.value(a).kind == "host" for a in node.args)
 
 
 def args_device(ev, node: ast.Call) -> Val:
@@ -218,7 +226,14 @@ def torch_function(ev, q: str, node: ast.Call) -> Optional[Val]:
     if q.startswith(TORCH_NOT_TENSOR_PREFIX) or last in TORCH_NOT_TENSOR:
         return OTHER
     if camel(last):
-        return OBJ  # torch.nn.Linear(...), torch.nn.CrossEntropyLoss()
+        if last in ("Parameter", "Buffer") and q.startswith("torch.nn."):
+            v = ev.value(node.args[0]) if node.args else None
+            return HOST_PARAM if v is not None and v.kind == "host" else OBJ  # nn.Parameter(torch.zeros(n))
+        if q.startswith("torch.nn.") and ev.default_device == "cpu" and keyword(node, "device") is None and \
+                not any(k.arg is None for k in node.keywords) and not any(type(a) is ast.Starred for a in node.args) \
+                and args_place(ev, node) != "dev":
+            return HOSTMOD  # torch.nn.Linear(4, 4): its parameters made on the host
+        return OBJ  # torch.nn.CrossEntropyLoss(), a layer made with device=...
     if q.count(".") > 1 and not q.startswith(TORCH_TENSOR_NAMESPACES):
         if q.startswith("torch.nn.") and not q.startswith("torch.nn.functional"):
             return OTHER
@@ -368,11 +383,15 @@ def method(ev, node: ast.Call, func: ast.Attribute) -> Val:
         if m == "clip_grad_norm_":  # accelerator.clip_grad_norm_(...): the total norm
             return TENSOR
         return object_method(ev, node, m)
+    if k == "host" and rv.container and m in ("values", "items"):
+        return HOST_SEQ if m == "values" else HOST_PAIRS  # a host module's state_dict(): its host tensors
     if k in TENSORISH:
         return shaped(tensor_method(rv, m), m, node, 0)
     if k in ("obj", "devmod"):
         if m in MODULE_SAME_METHODS:
             return rv
+        if rv.device == "cpu" and m in _HOST_STATE:
+            return _HOST_STATE[m]  # a module on the host: its parameters, buffers and state
         if m == "state_dict":
             return DEVSTATE if k == "devmod" else UNKNOWN
         if k == "devmod" and m in MODULE_OUT_METHODS:
@@ -409,6 +428,11 @@ def object_method(ev, node: ast.Call, m: str) -> Val:
         return UNKNOWN
     where = args_place(ev, node)
     return DEVOUT if where == "dev" else TENSORS if where == "tensor" else UNKNOWN
+
+
+#: What a module on the host gives by these methods: host tensors, or (name, host tensor) pairs.
+_HOST_STATE = {"parameters": HOST_SEQ, "buffers": HOST_SEQ, "state_dict": HOST_SEQ,
+               "named_parameters": HOST_PAIRS, "named_buffers": HOST_PAIRS}
 
 
 #: Reductions that, with no dimension given, make a tensor of no dimensions

@@ -19,6 +19,7 @@ from .expressions import Evaluator
 from .flow import narrowed
 from .findings import CODES, Finding, Result
 from .builders import HOST_BUILDERS, READ_BELOW, built_from_device
+from .placement import is_dtype
 from .kinds import A_LIST, GPU_FIRST, ON_DEVICE, OTHER, SELF, TENSORISH, Val, is_dev
 from .vocabulary import MATCH, TRIES
 
@@ -470,6 +471,8 @@ class Checker:
             self.res.receivers[id(node)] = rv
             if func.attr == "to":
                 self._direction(node)
+            elif func.attr == "copy_" and args and type(args[0]) is not ast.Starred:
+                self.res.sources[id(node)] = ev.value(args[0])
         q = ev.qual(func)
         if isinstance(func, ast.Name) and q is None and func.id not in ev.env and func.id not in ev.local_names:
             f = func.id
@@ -550,15 +553,18 @@ class Checker:
     def _direction(self, node: ast.Call) -> None:
         """`x.to(device)` with `device` a name this function binds to a literal
         device (``torch.device("cuda")``, ``"cpu"``): the direction, for the explicit
-        rule to read (:attr:`.findings.Result.directions`)."""
+        rule to read (:attr:`.findings.Result.directions`); "dtype" for `x.to(wtype)`
+        with `wtype` shown to hold a dtype (bound to one, a parametrize list of them)."""
         dev = node.args[0] if node.args else None
         kw = next((k.value for k in node.keywords if k.arg == "device"), None)
         if dev is None or kw is not None and self.ev.device_value(dev) == "dtype":
             dev = kw
-        if type(dev) is ast.Name and dev.id in self.ev.local_names:  # bound in this function
-            lit = self.ev.value(dev).device
-            if lit is not None:
-                self.res.directions[id(node)] = lit
+        if type(dev) is ast.Name:
+            v = self.ev.value(dev)
+            if is_dtype(v) and kw is None:  # wtype = torch.float16, a parametrize list of dtypes: a cast
+                self.res.directions[id(node)] = "dtype"
+            elif dev.id in self.ev.local_names and v.device is not None:  # bound in this function
+                self.res.directions[id(node)] = v.device
 
     def _log_args(self, node: ast.Call) -> None:
         """A logging call: the arguments go to handlers the code does not show,

@@ -14,7 +14,7 @@ from typing import Callable, Optional
 
 from . import calls as _calls
 from .kinds import (
-    CPUDEV, DEV, DEVICE, DEVLIKE, DEVOUT, NONE, NUMPY, ON_DEVICE, OTHER, PY, PYLIST, SELF, TENSOR,
+    HOST, HOST_PAIR, HOST_PAIRS, host_module, CPUDEV, DEV, DEVICE, DEVLIKE, DEVOUT, NONE, NUMPY, ON_DEVICE, OTHER, PY, PYLIST, SELF, TENSOR,
     TENSORISH, TENSORS, UNKNOWN, Val, combine, join,
 )
 from .classes import attributes, is_property
@@ -257,6 +257,8 @@ class Evaluator:
             return self.classes.attr(bv, a)  # top1.avg: what this file's class binds to it
         if a == "module" and k in ("obj", "devmod", "devx"):
             return bv  # ddp_model.module: the module it wraps, where it is
+        if a in ("weight", "bias") and host_module(bv):
+            return HOST  # torch.nn.Linear(4, 4).weight: a layer made on the host
         if k == "tensors":
             if a in TENSOR_PY_ATTRS:
                 return PY
@@ -331,6 +333,8 @@ class Evaluator:
     def element(self, v: Val) -> Val:
         """What unpacking a value gives, or iterating one that is no module's output."""
         k = v.kind
+        if v is HOST_PAIRS:
+            return HOST_PAIR  # for name, p in host_model.named_parameters()
         if v.items is not None:
             return PY  # a dict's keys
         if v.parts:  # for a, t in (("q", q), ("k", k)): what the parts are, together

@@ -16,7 +16,7 @@ from typing import Callable, Optional
 from ...wrapform import IMPLICIT
 from ..codes import IMPLICIT_CODES, IMPLICIT_OP_CODES
 from .expressions import Evaluator
-from .kinds import NOT_A_RECEIVER, Val
+from .kinds import NOT_A_RECEIVER, Val, host_module
 
 #: code -> (op, kind)
 CODES = IMPLICIT_CODES
@@ -58,8 +58,11 @@ class Result:
     def __init__(self) -> None:
         self.findings: list[Finding] = []
         self.receivers: dict[int, Val] = {}  # id(method call) -> its receiver's value
-        #: id(`x.to(name)` call) -> "cpu" or "dev": the literal device `name` is bound to
+        #: id(`x.to(name)` call) -> "cpu" or "dev": the literal device `name` is bound to;
+        #: "dtype": `name` holds a dtype (the call is a cast)
         self.directions: dict[int, str] = {}
+        #: id(`dst.copy_(src)` call) -> the value of `src`, as the walk read it
+        self.sources: dict[int, Val] = {}
         self.free: Optional[Evaluator] = None  # for calls in functions not walked
 
     def value(self, node: ast.AST, local: Callable[[str], bool], call: Optional[ast.Call] = None) -> Val:
@@ -92,9 +95,15 @@ class Result:
         return v is not None and unbound_tensor(v) and bool(call.args)
 
     def on_host(self, call: ast.Call) -> bool:
-        """The receiver of the method call is a host tensor, as the walk read it."""
+        """The receiver of the method call is a host tensor (or a module shown on
+        the host), as the walk read it."""
         v = self.receivers.get(id(call))
-        return v is not None and v.kind == "host"
+        return v is not None and (v.kind == "host" or host_module(v))
+
+    def host_copy(self, call: ast.Call) -> bool:
+        """`dst.copy_(src)` with both on the host (`src` a host tensor or numpy), as the walk read them."""
+        v = self.sources.get(id(call))
+        return v is not None and v.kind in ("host", "numpy") and self.on_host(call)
 
     def not_a_receiver(self, call: ast.Call, local: Callable[[str], bool]) -> Optional[Val]:
         """The receiver's value when the code shows it is no tensor (a module,

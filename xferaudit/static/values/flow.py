@@ -15,7 +15,7 @@ from typing import Callable, Optional
 from .calls import literal_device
 from .expressions import Evaluator
 from .kinds import (
-    ANNOTATED, CLASS, DEVMOD, KEPT_BY_NONE, NUMPY, OBJ, OTHER, PY, PYLIST, UNKNOWN, Val, combine, join, join_loop,
+    ANNOTATED, CLASS, DEVMOD, KEPT_BY_NONE, host_module, NUMPY, OBJ, OTHER, PY, PYLIST, UNKNOWN, Val, combine, join, join_loop,
 )
 from .placement import device_value
 from .vocabulary import MATCH, MODULE_SAME_METHODS, NUMPY_CLASSES, PY_CLASSES, TRIES, annot_kind, import_val
@@ -169,6 +169,8 @@ class Walker:
         t = type(st)
         if self.hook is not None:
             self.hook(st, ev)
+        if (t is ast.Expr or t is ast.Assign) and type(st.value) is ast.Call:
+            self._escapes(st.value)
         if t is ast.Assign:
             v = ev.value(st.value)
             if type(st.value) is ast.Constant and type(st.value.value) is str:
@@ -294,6 +296,18 @@ class Walker:
             for n in st.names:
                 ev.env[n] = UNKNOWN
 
+    def _escapes(self, c: ast.Call) -> None:
+        """A module shown on the host, handed to a call the code does not show
+        (`trainer.fit(model)`, `fabric.setup(model)`), may be moved there: after
+        it, a module of unknown place (the call's own value is read before)."""
+        ev = self.ev
+        for a in (*c.args, *(k.value for k in c.keywords)):
+            if type(a) is ast.Name:
+                v = ev.env.get(a.id)
+                if v is not None and host_module(v) and not _keeps_place(ev, c.func):
+                    ev.value(c)  # (what the call gives, read with the module where it was)
+                    ev.env[a.id] = OBJ
+
     def _called_on(self, c: ast.Call) -> None:
         """`meter.update(x)` (an instance of this file's class), `res.append(x)`
         (a list made here) as a statement: what the name holds after it."""
@@ -384,6 +398,19 @@ _CONVERT_WORDS = frozenset("""numpy np cpu list item items scalar float int str 
     pil image img array decode repr len shape size count num dict tuple bool save log print plot show write
     is has get to as""".split())
 _CONVERT_ENDS = ("numpy", "list", "str", "array", "img", "image", "text", "json", "dict")
+
+
+#: Builtins a module handed to stays where it is.
+_KEEPING_BUILTINS = frozenset("isinstance len print zip list tuple id type str repr hasattr getattr sum sorted".split())
+
+
+def _keeps_place(ev, func: ast.AST) -> bool:
+    """Calling `func` leaves a module passed to it where it is: a builtin that
+    only looks at it, or torch's own functions (`torch.save(model, f)`)."""
+    if type(func) is ast.Name and func.id in _KEEPING_BUILTINS and func.id not in ev.env:
+        return True
+    q = ev.qual(func)
+    return q is not None and q.startswith("torch.") and not q.startswith("torch.compile")
 
 
 def _converts(name: str) -> bool:

@@ -17,7 +17,9 @@ from typing import Optional
 from .classes import Classes
 from .expressions import Evaluator, Resolver
 from .flow import Hook, Walker, bound_names
-from .kinds import ANNOTATED, DEVX, FUNC, OTHER, SELF, TENSOR, UNKNOWN, Val, join
+from .kinds import ANNOTATED, DEVX, FUNC, OBJ, OTHER, SELF, TENSOR, UNKNOWN, Val, host_module, join
+from .parametrize import dtype_params, module_lists
+from .placement import DTYPE
 from .summaries import Returns, call_seeds, framework, framework_seeds, host_class, is_module_class, summary
 from .uses import Uses, masked_params
 from .vocabulary import annot_kind, import_val
@@ -111,6 +113,24 @@ class _Module:
         self.reported: set = set()  # ids of the module functions walked reporting
         self.plain: dict = {}  # id(class) -> what its own methods bind to self.* (phase 1 of klass)
         self.classes = Classes(tree, self.plain_attrs, self._class_walk)
+        self.lists: Optional[dict] = None  # (module_lists)
+        self.calls_by_attr: Optional[dict] = None  # (attr_calls)
+
+    def attr_calls(self) -> dict:
+        """Attribute name -> how many calls of it (`x.name(...)`) the file makes, counted once."""
+        if self.calls_by_attr is None:
+            counts: dict = {}
+            for node in ast.walk(self.tree):
+                if type(node) is ast.Call and type(node.func) is ast.Attribute:
+                    counts[node.func.attr] = counts.get(node.func.attr, 0) + 1
+            self.calls_by_attr = counts
+        return self.calls_by_attr
+
+    def module_lists(self) -> dict:
+        """The module's names bound to list displays (:func:`.parametrize.module_lists`), read once."""
+        if self.lists is None:
+            self.lists = module_lists(self.tree)
+        return self.lists
 
     def close(self) -> None:
         """Cut the walkers' hold on this module's bound methods (a cycle): the
@@ -224,8 +244,14 @@ class _Module:
         if module:
             self.module_classes.add(cls.name)
         host = host_class(cls)
+        # parameters and layers made on the host: so only in `__init__` and what it alone calls (they
+        # run before the instance can be moved); elsewhere as before (modules, places unknown)
+        init = _init_only(methods, by_name, self.attr_calls) if any(_made_on_host(v) for v in attrs.values()) \
+            else ()
+        later_attrs = {k: OBJ if _made_on_host(v) else v for k, v in attrs.items()} if init else attrs
         for fn in methods:
-            self.function(fn, attrs, self.hook, method=True, where=f"{where}.{fn.name}", calls=self.calls,
+            self.function(fn, attrs if fn.name in init else later_attrs, self.hook, method=True,
+                          where=f"{where}.{fn.name}", calls=self.calls,
                           seeds=framework_seeds(contract, fn), methods=by_name, module=module,
                           seeded="the framework hands it over on the module's device", proven=host)
         for st in cls.body:
@@ -289,6 +315,8 @@ class _Module:
         if known is None or known[2] != method:  # the same def is walked up to three times: read it once
             names = bound_names(fn.body) | {p.arg for p in fn.args.posonlyargs + fn.args.args + fn.args.kwonlyargs}
             params = _params(fn, method)
+            if fn.decorator_list:  # @pytest.mark.parametrize("wtype", [torch.float32, ...]): a dtype
+                params.update(dict.fromkeys(dtype_params(fn, self.module_lists()), DTYPE))
             open_ = _open_params(fn, params)
             used = self._used(fn, open_)
             star = {a.arg for a in (fn.args.vararg, fn.args.kwarg) if a is not None}  # (a tuple, a dict: no
@@ -332,6 +360,40 @@ class _Module:
             # Only the assignments to self.* matter; the walk is the same.
             return {k: v for k, v in ev.env.items() if isinstance(k, tuple)}
         return ev.env
+
+
+def _made_on_host(v: Val) -> bool:
+    """A parameter or layer made on the host (:data:`.kinds.HOST_PARAM`, :data:`.kinds.HOSTMOD`)."""
+    return v.device == "cpu" and (v.kind == "host" or host_module(v))
+
+
+def _init_only(methods: list, by_name: dict, attr_calls) -> frozenset:
+    """`__init__` and the methods only it calls (``self.initialize_weights()``, and
+    what those call): code that runs before the instance can be moved. A method
+    called anywhere else in the file (`attr_calls()`: attribute name -> calls of
+    it in the file) is not one."""
+    if "__init__" not in by_name:
+        return frozenset()
+    counts = attr_calls()
+    banned: set = set()
+    while True:
+        out = {"__init__"}
+        calls: dict = {}  # method name -> its calls from the methods in `out`
+        todo = [by_name["__init__"]]
+        while todo:
+            for node in ast.walk(todo.pop()):
+                if type(node) is ast.Call and type(node.func) is ast.Attribute and \
+                        type(node.func.value) is ast.Name and node.func.value.id == "self":
+                    name = node.func.attr
+                    if name in by_name and name not in banned:
+                        calls[name] = calls.get(name, 0) + 1
+                        if name not in out:
+                            out.add(name)
+                            todo.append(by_name[name])
+        called_elsewhere = {n for n in out if n != "__init__" and counts.get(n, 0) != calls.get(n, 0)}
+        if not called_elsewhere:
+            return frozenset(out)
+        banned |= called_elsewhere
 
 
 def _open_params(fn, params: dict) -> list:
