@@ -11,7 +11,7 @@ import ast
 from typing import Optional
 
 from .kinds import (
-    A_LIST, CPUDEV, DEV, DEVICE, DEVOUT, DEVSTATE, DEVX, FUNC, HOST, HOST_PAGEABLE, HOST_PAIRS, HOST_PARAM, HOST_SEQ,
+    A_LIST, CPUDEV, DEV, DEVICE, DEVOUT, DEVSTATE, DEVX, FUNC, LOCAL_FUNC, HOST, HOST_PAGEABLE, HOST_PAIRS, HOST_PARAM, HOST_SEQ,
     HOSTMOD, NUMPY, OBJ, ON_DEVICE, OTHER, PY,
     PYLIST, SELF, TENSOR, TENSORISH, TENSORS, UNKNOWN, Val, combine,
 )
@@ -63,6 +63,12 @@ def call(ev, node: ast.Call) -> Val:
                 fid not in ev.imports:
             return classes.instance(fid, node, ev)  # meter = AverageMeter(...): an instance of this file's class
         fv = ev.name(func)
+        if fv is LOCAL_FUNC:
+            if ev.local_calls is not None and not node.keywords and \
+                    not any(isinstance(a, ast.Starred) for a in node.args):
+                # a function defined in the one walked: what it is called with (.walk seeds it)
+                ev.local_calls.setdefault(fid, {})[id(node)] = [ev.value(a) for a in node.args]
+            return UNKNOWN
         if fv is FUNC:
             if ev.calls is not None and not node.keywords and \
                     not any(isinstance(a, ast.Starred) for a in node.args):
@@ -404,6 +410,8 @@ def method(ev, node: ast.Call, func: ast.Attribute) -> Val:
                 return v
         return object_method(ev, node, m)
     if k == "tensors":
+        if m == "get" and rv.items is not None and node.args:
+            return TENSOR  # metrics.get("val_loss") of a mapping of tensors: one of them
         if m in ("get", "to_tuple", "values"):
             return rv
         return UNKNOWN

@@ -38,6 +38,8 @@ class Evaluator:
         self.local_names: frozenset = frozenset()  # names bound anywhere in the function
         self.where = "<module>"  # qualified name of the function walked
         self.calls: Optional[dict] = None  # module function name -> {id(call): [argument values]}
+        #: the same for the functions defined in the function walked (.walk seeds them)
+        self.local_calls: Optional[dict] = None
         self.gpu_first = False  # the reading: a tensor the file does not place is on the accelerator
         self.default_device = "cpu"  # where a factory without device= puts its result: "cpu", "dev", "unknown"
         self.methods: dict = {}  # name -> def of the methods of the class walked (self.m(...) has a summary)
@@ -282,6 +284,8 @@ class Evaluator:
             return PY
         if a == "device" and not (isinstance(base, ast.Name) and base.id == "self"):
             return DEVLIKE  # where an unplaced value is: the code does not say
+        if a in METRIC_MAPPINGS and k in ("unknown", "obj"):
+            return METRICS  # trainer.callback_metrics: Lightning's logged values, tensors
         return UNKNOWN
 
     # subscripts ------------------------------------------------------------------
@@ -351,6 +355,12 @@ class Evaluator:
         if k == "pylist":
             return PY
         return UNKNOWN
+
+
+#: A Lightning trainer's mappings of what the module logged (`self.log`): name -> a
+#: tensor, kept where the module computed it (`trainer.callback_metrics["val_loss"]`).
+METRIC_MAPPINGS = frozenset({"callback_metrics", "logged_metrics", "progress_bar_metrics"})
+METRICS = Val("tensors", items={}, container=True)
 
 
 def _stringy(node: ast.AST) -> bool:

@@ -171,7 +171,7 @@ _WHAT = {
               "`xferaudit wrap` counts it as `xfer.bool(..., site=...)`"),
     "format": ("formats a device tensor as text: an implicit read to the host and a sync (down)",
                "`xferaudit wrap` counts it as `xfer.read(..., site=...)` or `xfer.reads(...)`"),
-    "math": ("passes a device tensor to math/numpy: an implicit read to the host (down)",
+    "math": ("passes a device tensor to math/numpy (or compares it in max/min): an implicit read to the host (down)",
              "`xferaudit wrap` counts it as `xfer.reads(fn, ..., site=...)`"),
     "count": ("reads a data-dependent size back from the device: an implicit sync (down)",
               "keep shapes static, or name its statement (`xferaudit wrap` appends `# xferaudit: site=...`)"),

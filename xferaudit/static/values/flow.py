@@ -15,7 +15,7 @@ from typing import Callable, Optional
 from .calls import literal_device
 from .expressions import Evaluator
 from .kinds import (
-    ANNOTATED, CLASS, DEVMOD, KEPT_BY_NONE, host_module, NUMPY, OBJ, OTHER, PY, PYLIST, UNKNOWN, Val, combine, join, join_loop,
+    ANNOTATED, CLASS, DEVMOD, KEPT_BY_NONE, LOCAL_FUNC, host_module, NUMPY, OBJ, OTHER, PY, PYLIST, UNKNOWN, Val, combine, join, join_loop,
 )
 from .placement import device_value
 from .vocabulary import MATCH, MODULE_SAME_METHODS, NUMPY_CLASSES, PY_CLASSES, TRIES, annot_kind, import_val
@@ -215,7 +215,7 @@ class Walker:
                 elif q.startswith(_RUNTIME) and c.args:  # the wrapped form: xfer.cpu(net.eval(), site=...)
                     self._moved_in_place(c.args[0], c.func.attr, c.args[1:], c.keywords)
             elif isinstance(c, ast.NamedExpr) or (isinstance(c, ast.Call) and isinstance(c.func, ast.Name)
-                                                 and ev.calls is not None):
+                                                 and (ev.calls is not None or ev.local_calls is not None)):
                 ev.value(c)  # binds the walrus; records the call of a module function
             elif type(c) is ast.Call and type(c.func) is ast.Attribute and type(c.func.value) is ast.Name:
                 self._called_on(c)
@@ -271,7 +271,7 @@ class Walker:
             live = [env for env, ends in paths if not ends]
             self._merge(live or [env for env, _ in paths])
         elif t in (ast.FunctionDef, ast.AsyncFunctionDef):
-            ev.env[st.name] = OTHER
+            ev.env[st.name] = LOCAL_FUNC if ev.function is not None and not st.decorator_list else OTHER
             self.nested(st, ev)
         elif t is ast.ClassDef:
             ev.env[st.name] = CLASS

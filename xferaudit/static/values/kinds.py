@@ -129,6 +129,7 @@ def host_module(v: Val) -> bool:
 A_LIST = Val("py", qual="builtins.list")  # a Python list of values the file does not show (`list(x)`)
 SELF = Val("obj", qual=None)  # the `self` parameter of a method (compared by identity)
 FUNC = Val("other", qual=None)  # a function defined at the module's top level (compared by identity)
+LOCAL_FUNC = Val("other", qual=None)  # a function defined in the function walked (compared by identity)
 
 #: What an annotation (:func:`.vocabulary.annot_kind`) makes a parameter or a name.
 ANNOTATED = {"tensor": TENSOR, "tensors": Val("tensors", container=True),

@@ -277,6 +277,21 @@ class _Module:
                     attrs[k[1]] = join(attrs[k[1]], v) if k[1] in attrs else v
         return attrs
 
+    def _local_seeds(self, fn, local: dict, calls: dict, attrs: dict, hook: Hook, where: str) -> None:
+        """A function defined in `fn` whose every call (`calls`: name -> {id(call):
+        [argument values]}) passes a device value for a parameter, and whose name
+        `fn` uses only to call it (not handed on as a callback): walked again
+        reporting, knowing it (``should_stop(sequences[-1], eos)``)."""
+        for name, sites in calls.items():
+            got = local.get(name)
+            if got is None or not sites:
+                continue
+            inner, closure = got
+            seeds = call_seeds(inner, sites)
+            if seeds and _loads(fn, name) == len(sites):
+                self.function(inner, attrs, hook, method=False, outer=closure, where=f"{where}.{name}", seeds=seeds,
+                              seeded=f"every call of {name}() in {fn.name}() passes a device value")
+
     def _used(self, fn, open_: list) -> dict:
         """The parameters of `fn` that its uses show are tensors (:mod:`.uses`):
         name -> (line, the use)."""
@@ -340,13 +355,20 @@ class _Module:
             if ev.env.get(p) is UNKNOWN:
                 ev.env[p] = entry
 
+        local: dict = {}  # name -> (def, the names it sees) of the functions defined in this one
+
         def nested(inner, outer_ev):
             if collect or hook is None:
                 return
             closure = {k: v for k, v in outer_ev.env.items() if isinstance(k, str)}
+            local[inner.name] = (inner, closure)
             self.function(inner, attrs, hook, method=False, outer=closure, where=f"{where}.{inner.name}")
 
+        if hook is not None and not collect:
+            ev.local_calls = {}
         Walker(ev, None if collect else hook, nested).body(fn.body)
+        if local and ev.local_calls:
+            self._local_seeds(fn, local, ev.local_calls, attrs, hook, where)
         if ev.masked and masked is None:
             found = masked_params(fn, ev.masked)
             if found:
@@ -360,6 +382,11 @@ class _Module:
             # Only the assignments to self.* matter; the walk is the same.
             return {k: v for k, v in ev.env.items() if isinstance(k, tuple)}
         return ev.env
+
+
+def _loads(fn, name: str) -> int:
+    """How many times the body of `fn` reads the name `name` (nested defs included)."""
+    return sum(1 for n in ast.walk(fn) if type(n) is ast.Name and n.id == name and type(n.ctx) is ast.Load)
 
 
 def _made_on_host(v: Val) -> bool:
