@@ -63,6 +63,8 @@ _DOTTED = re.compile(r"[A-Za-z_][\w.]*")
 #: what a helper may return to be kept: a value the code shows on a device
 _KEPT = frozenset({"dev", "devx", "devout", "devmod"})
 _FUNCS = (ast.FunctionDef, ast.AsyncFunctionDef)
+#: what a saved summary may hold: those, and a tensor (the gpu-first reading of an annotated def)
+_SPEC_KINDS = _KEPT | {"tensor"}
 
 
 def module_of(path: str, folders: dict) -> tuple:
@@ -85,9 +87,11 @@ def module_of(path: str, folders: dict) -> tuple:
     return ".".join(reversed(parts)), package
 
 
-def _spec(v) -> Optional[list]:
-    """A summary as data: [kind, [part kinds] or None], or None where it places nothing."""
-    if v is None or v.kind not in _KEPT:
+def _spec(v, tensor: bool = False) -> Optional[list]:
+    """A summary as data: [kind, [part kinds] or None], or None where it places nothing
+    (with `tensor`, the gpu-first reading's: a tensor it does not place is kept too,
+    what a def annotated ``-> torch.Tensor`` returns where its body does not say)."""
+    if v is None or v.kind not in _KEPT and not (tensor and v.kind == "tensor" and v.parts is None):
         return None
     return [v.kind, [p.kind for p in v.parts] if v.parts else None]
 
@@ -148,6 +152,25 @@ def _returns_placed(chunk: str) -> bool:
 
 
 _NEXT_TOP = re.compile(r"\n(?=[^\s#)\]}])")
+#: a def's header ending in a plain tensor annotation of its return (``) -> torch.Tensor:``)
+_TENSOR_RETURN = re.compile(r"\)[ \t]*->[ \t]*(['\"]?)(?:torch\.)?Tensor\1[ \t]*:[ \t]*(?:#[^\n]*)?(?:\n|$)")
+#: a line that ends a header (``...:`` then the line's end): the annotation must come before any
+_HEADER_END = re.compile(r":[ \t]*(?:#[^\n]*)?\n")
+
+
+def _annotated(chunk: str) -> bool:
+    """The def `chunk` is annotated to return a tensor (``-> torch.Tensor``,
+    ``-> Tensor``), by its header's text: what it returns is a tensor to its
+    callers in any module, where its body does not say otherwise (the walk decides)."""
+    if "Tensor" not in chunk:
+        return False
+    m = _TENSOR_RETURN.search(chunk)
+    return m is not None and _HEADER_END.search(chunk, 0, m.start()) is None
+
+
+def _candidate(chunk: str) -> bool:
+    """A top-level def worth a summary: it returns what it places, or is annotated to return a tensor."""
+    return "return" in chunk and (_places(chunk) and _returns_placed(chunk) or _annotated(chunk))
 
 
 def _any_candidate(text: str) -> bool:
@@ -158,7 +181,7 @@ def _any_candidate(text: str) -> bool:
         while i != -1:
             end = _NEXT_TOP.search(text, i + 2)
             chunk = text[i:end.start() if end else len(text)]
-            if "return" in chunk and _places(chunk) and _returns_placed(chunk):
+            if _candidate(chunk):
                 return True
             i = text.find(head, i + 2)
     return False
@@ -169,7 +192,7 @@ def _reduced(text: str) -> Optional[str]:
     top-level imports and assignments, and the top-level defs that return and
     place something (``.to(``, ``.cuda(``, ``device=``); None where there is
     no such def. Parsing this is a fraction of parsing the whole file."""
-    if "return" not in text or not _places(text):
+    if "return" not in text or not (_places(text) or "Tensor" in text):
         return None
     if not _any_candidate(text):
         return None
@@ -183,7 +206,7 @@ def _reduced(text: str) -> Optional[str]:
         keep = False
         if _DEF.match(text, s):
             chunk = text[s:e]
-            keep = "return" in chunk and _places(chunk) and _returns_placed(chunk)
+            keep = _candidate(chunk)
             found = found or keep
         elif _KEEP_TOP.match(text, s):
             keep = text.count("\n", s, e) <= 3  # (a name bound to a device; not a table)
@@ -329,7 +352,7 @@ def _one(path: str, ap: str, text: str, reduced: str, relpath: Callable[[str], s
     rel = relpath(path)
     for fn in fns:
         p = _spec(proven.get(fn.name))
-        g = p if p is not None and gpu_first else _spec(gpu.get(fn.name))
+        g = p if p is not None and gpu_first else _spec(gpu.get(fn.name), tensor=True)
         if p or g:
             helpers[f"{module}.{fn.name}"] = [p, g, f"{rel}:{fn.lineno}", _optional_devices(fn)]
 
@@ -405,7 +428,7 @@ def digest_of(placed: Optional[dict]) -> bytes:
 
 
 def _is_spec(v) -> bool:
-    return v is None or (isinstance(v, list) and len(v) == 2 and isinstance(v[0], str) and v[0] in _KEPT
+    return v is None or (isinstance(v, list) and len(v) == 2 and isinstance(v[0], str) and v[0] in _SPEC_KINDS
                          and (v[1] is None or isinstance(v[1], list) and all(isinstance(k, str) for k in v[1])))
 
 

@@ -198,7 +198,7 @@ class _Module:
         self.reported.add(id(fn))
         returned: list = []
         self.function(fn, {}, self.hook, method=False, where=fn.name, calls=self.calls, returned=returned)
-        self.summaries.done.setdefault((id(fn),), summary(returned, self.gpu_first))
+        self.summaries.done.setdefault((id(fn),), summary(returned, self.gpu_first, fn))
         return returned
 
     def _summary_walk(self, fn, caller: Evaluator, seeds: Optional[dict]) -> list:
