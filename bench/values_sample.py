@@ -53,8 +53,10 @@ TESTS = ("test", "tests", "testing", "test_*.py", "*_test.py", "conftest.py")
 
 
 def xfa(*args: str, cwd: str) -> str:
+    """``xferaudit ARGS`` in `cwd`: the code of this script's tree, unless ``PYTHONPATH`` names another."""
     cmd = [sys.executable, "-m", "xferaudit", *args]
-    return subprocess.run(cmd, cwd=cwd, capture_output=True, text=True).stdout
+    env = {**os.environ, "PYTHONPATH": os.environ.get("PYTHONPATH") or str(HERE.parent)}
+    return subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, env=env).stdout
 
 
 def statistics(root: str, lib: str, mode: str, explicit: bool = False) -> Counter:

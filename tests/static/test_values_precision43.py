@@ -325,3 +325,24 @@ def test_a_function_annotated_to_return_a_tensor_returns_one_in_another_module(t
     assert found("gpu-first") == [(6, "XFA403"), (7, "XFA401")]
     assert found("proven") == []
     assert found("gpu-first") == [(6, "XFA403"), (7, "XFA401")]  # (read back from the cache, where kept)
+
+
+def test_a_model_of_another_module_made_without_a_device_is_on_the_host():
+    src = """\
+    import torch
+    from lib.model import GPT, Boxes
+
+    def test_compare(config, fabric, t):
+        device = torch.device("cpu")
+        ours = GPT(config).to(device)
+        theirs = GPT(config, device="cuda").to(device)
+        boxes = Boxes(t).to(device)
+        with fabric.init_module():
+            inited = GPT(config)
+        inited.to(device)
+        for p in ours.parameters():
+            p.tolist()
+    """
+    # made on the host and kept there: no crossing; made with device=, from a tensor, or in
+    # Fabric's init_module (on its device): down to the host
+    assert sites(src, "proven", "tests/test_c.py") == [(7, "XFA202"), (8, "XFA202"), (11, "XFA202")]

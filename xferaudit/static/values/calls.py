@@ -76,7 +76,7 @@ def call(ev, node: ast.Call) -> Val:
                 ev.calls.setdefault(fid, {})[id(node)] = [ev.value(a) for a in node.args]
             return ev.returns("", fid, node)  # what it returns (.summaries)
         if fv.kind == "class" or (fv.kind == "unknown" and (camel(fid) or fv.qual is not None and fid.isupper())):
-            return OBJ  # Net(), and an imported ALLCAPS class: GPT(config)
+            return built(ev, node)  # Net(), and an imported ALLCAPS class: GPT(config)
         return call_value(ev, fv, node)
     if isinstance(func, ast.Attribute):
         if isinstance(func.value, ast.Name) and func.value.id == "self" and ev.env.get("self") is SELF:
@@ -193,8 +193,43 @@ def qualified(ev, q: str, node: ast.Call) -> Optional[Val]:
         last = q.rsplit(".", 1)[-1]
         if last in MODULE_WRAPPER_CLASSES:
             return wrapped_module(ev, node, OBJ)
-        return OBJ if camel(last) or last.isupper() and len(last) > 1 else None
+        return built(ev, node) if camel(last) or last.isupper() and len(last) > 1 else None
     return torch_function(ev, q, node)
+
+
+def built(ev, node: ast.Call, layer: bool = False) -> Val:
+    """An instance of a class the file does not define, made here (`GPT(config)`): a
+    module on the host (:data:`.kinds.HOSTMOD`) where nothing it is given names a
+    device or may hold a tensor (no `device=`, no `**kw`; only numbers, text, classes
+    and settings: `config`, `args`) and the default device is the host; else an object
+    of unknown place. A torch.nn `layer` may be given any value but a tensor or a module
+    (`nn.Linear(dim, dim)`; not `nn.Sequential(block)`)."""
+    if ev.default_device != "cpu" or any(k.arg is None or "device" in k.arg for k in node.keywords) or \
+            any(type(a) is ast.Starred for a in node.args):
+        return OBJ
+    for a in (*node.args, *(k.value for k in node.keywords)):
+        k = ev.value(a).kind
+        if k in _SETTINGS or layer and k not in _HOLDING or k == "unknown" and _settings_name(a):
+            continue
+        return OBJ  # Boxes(t), Sequential(layer): where what it is given is
+    return HOSTMOD
+
+
+#: torch.nn's containers: where they are is where what they are given is.
+_CONTAINERS = frozenset({"Sequential", "ModuleList", "ModuleDict", "ParameterList", "ParameterDict"})
+#: What a layer given it may hold or be placed by: tensors, modules, devices.
+_HOLDING = frozenset({"dev", "devx", "devout", "host", "tensor", "tensors", "either", "obj", "devmod", "devstate",
+                      "numpy", "cpudev", "device", "devlike"})
+#: What a class may be given and still make its parameters on the default device:
+#: numbers, text, lists of them, classes and functions, objects that are no tensors.
+_SETTINGS = frozenset({"py", "pylist", "pymod", "class", "other"})
+
+
+def _settings_name(node: ast.AST) -> bool:
+    """`config`, `self.cfg`, `args`, `hparams`: a value whose name says it holds settings, no tensor."""
+    name = node.id if type(node) is ast.Name else node.attr if type(node) is ast.Attribute else ""
+    name = name.lower()
+    return name.endswith(("config", "cfg", "conf", "args", "hparams", "params", "kwargs", "opts", "options"))
 
 
 def wrapped_module(ev, node: ast.Call, otherwise: Val) -> Val:
@@ -235,11 +270,9 @@ def torch_function(ev, q: str, node: ast.Call) -> Optional[Val]:
         if last in ("Parameter", "Buffer") and q.startswith("torch.nn."):
             v = ev.value(node.args[0]) if node.args else None
             return HOST_PARAM if v is not None and v.kind == "host" else OBJ  # nn.Parameter(torch.zeros(n))
-        if q.startswith("torch.nn.") and ev.default_device == "cpu" and keyword(node, "device") is None and \
-                not any(k.arg is None for k in node.keywords) and not any(type(a) is ast.Starred for a in node.args) \
-                and args_place(ev, node) != "dev":
-            return HOSTMOD  # torch.nn.Linear(4, 4): its parameters made on the host
-        return OBJ  # torch.nn.CrossEntropyLoss(), a layer made with device=...
+        if q.startswith("torch.nn.") and last not in _CONTAINERS:
+            return built(ev, node, layer=True)  # torch.nn.Linear(4, 4): its parameters made on the host
+        return OBJ
     if q.count(".") > 1 and not q.startswith(TORCH_TENSOR_NAMESPACES):
         if q.startswith("torch.nn.") and not q.startswith("torch.nn.functional"):
             return OTHER

@@ -251,6 +251,8 @@ class Walker:
                 if isinstance(c, ast.Call) and c.args and ev.qual(c.func) == "torch.device":
                     d = device_value(ev, c.args[0])  # with torch.device("cuda"): factories there
                     ev.default_device = d if d in ("cpu", "dev") else "unknown"
+                elif type(c) is ast.Call and type(c.func) is ast.Attribute and c.func.attr in _PLACING_CONTEXTS:
+                    ev.default_device = "unknown"  # with fabric.init_module(): made where the framework says
             self.body(st.body)
             ev.default_device = default
         elif t in TRIES:
@@ -400,6 +402,9 @@ _CONVERT_WORDS = frozenset("""numpy np cpu list item items scalar float int str 
 _CONVERT_ENDS = ("numpy", "list", "str", "array", "img", "image", "text", "json", "dict")
 
 
+#: Context managers of frameworks that make what is built in them on their own device
+#: (Fabric's `init_module()`/`init_tensor()`, accelerate's `init_empty_weights()`: meta).
+_PLACING_CONTEXTS = frozenset({"init_module", "init_tensor", "init_empty_weights", "init_on_device"})
 #: Builtins a module handed to stays where it is.
 _KEEPING_BUILTINS = frozenset("isinstance len print zip list tuple id type str repr hasattr getattr sum sorted".split())
 
