@@ -346,3 +346,37 @@ def test_a_model_of_another_module_made_without_a_device_is_on_the_host():
     # made on the host and kept there: no crossing; made with device=, from a tensor, or in
     # Fabric's init_module (on its device): down to the host
     assert sites(src, "proven", "tests/test_c.py") == [(7, "XFA202"), (8, "XFA202"), (11, "XFA202")]
+
+
+SYNC_TEST = """\
+import pytest
+import torch
+from lib.model import Attention, HFModel
+
+
+def sync_weights(ours, theirs):
+    with torch.no_grad():
+        theirs.q_proj.weight.copy_(ours.attn.q_proj.weight)
+        theirs.layers[0].norm.weight.copy_(ours.norm_1.weight)
+
+
+@pytest.mark.parametrize("device", [torch.device("cpu")])
+def test_against_hf(device):
+    config_ours = make_config()
+    ours = Attention(config_ours, block_idx=0).to(device)
+    theirs = HFModel(config_ours).to(device)
+    sync_weights(ours, theirs)
+    theirs.lm_head.weight.copy_(ours.lm_head.weight)
+    x = torch.randn(2, 4, device=device)
+    assert ours(x).sum().item() == theirs(x).sum().item()
+"""
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_parts_of_models_made_on_the_host_and_a_parametrized_host_device_stay_on_the_host(mode):
+    assert sites(SYNC_TEST, mode, "tests/test_sync.py") == []
+    # the same with a device that may be an accelerator: every move and read is back
+    src = SYNC_TEST.replace('[torch.device("cpu")]', '[torch.device("cpu"), torch.device("cuda")]')
+    assert sites(src, mode, "tests/test_sync.py") == [
+        (8, "XFA203"), (9, "XFA203"), (15, "XFA203"), (16, "XFA203"), (18, "XFA203"), (20, "XFA202"),
+        (20, "XFA202")]

@@ -229,7 +229,7 @@ def _settings_name(node: ast.AST) -> bool:
     """`config`, `self.cfg`, `args`, `hparams`: a value whose name says it holds settings, no tensor."""
     name = node.id if type(node) is ast.Name else node.attr if type(node) is ast.Attribute else ""
     name = name.lower()
-    return name.endswith(("config", "cfg", "conf", "args", "hparams", "params", "kwargs", "opts", "options"))
+    return "config" in name or "cfg" in name or name.endswith(("conf", "args", "hparams", "opts", "options"))
 
 
 def wrapped_module(ev, node: ast.Call, otherwise: Val) -> Val:
@@ -285,7 +285,8 @@ def torch_function(ev, q: str, node: ast.Call) -> Optional[Val]:
     return shaped(v, last, node, 1) if q.count(".") == 1 else v
 
 
-_LITERAL_DEVICES = {"cpu": Val("cpudev", device="cpu"), "dev": Val("device", device="dev")}
+HOST_DEVICE = Val("cpudev", device="cpu")  # torch.device("cpu"), "cpu": the host, as a device
+_LITERAL_DEVICES = {"cpu": HOST_DEVICE, "dev": Val("device", device="dev")}
 #: Device types that hold data on an accelerator, as a literal names them.
 _ACCELERATORS = frozenset({"cuda", "mps", "xpu", "hpu", "npu", "mtia", "privateuseone", "xla"})
 

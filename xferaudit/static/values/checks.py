@@ -37,12 +37,6 @@ def on_device(v: Val) -> bool:
     return v.kind in ON_DEVICE
 
 
-def tensor(v: Val) -> bool:
-    """A device tensor itself (not a container, an output or a value moved there: `max`
-    of a list of them compares what the list holds, which the code may not show)."""
-    return v.kind == "dev"
-
-
 def shown(v: Val) -> bool:
     """Formatting a device value: a device tensor or a device module's output
     (a value moved with .to(dev) may be a module, whose printing reads nothing;
@@ -492,7 +486,7 @@ class Checker:
                 # max(loss, loss * 2), min(t, 3.0): each comparison is tested for truth inside the call;
                 # max(t) compares a device tensor's rows (a value of no dimensions is no iterable)
                 if len(args) > 1 or self.value(args[0]).kind == "dev" and self.value(args[0]).dims != 0:
-                    self._reads("XFA404", node, list(args), tensor)
+                    self._reads("XFA404", node, list(args), is_dev)  # (a device tensor itself)
             elif f in _FORMATTERS and (f == "print" or not node.keywords and 1 <= len(args) <= (
                     2 if f == "format" else 1)):
                 # (the value alone: `str(t, "utf-8")` would name the stand-in's type in its error)

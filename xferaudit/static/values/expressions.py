@@ -14,7 +14,7 @@ from typing import Callable, Optional
 
 from . import calls as _calls
 from .kinds import (
-    HOST, HOST_PAIR, HOST_PAIRS, host_module, CPUDEV, DEV, DEVICE, DEVLIKE, DEVOUT, NONE, NUMPY, ON_DEVICE, OTHER, PY, PYLIST, SELF, TENSOR,
+    HOST, HOST_PAIR, HOST_PAIRS, HOSTMOD, host_module, CPUDEV, DEV, DEVICE, DEVLIKE, DEVOUT, NONE, NUMPY, ON_DEVICE, OTHER, PY, PYLIST, SELF, TENSOR,
     TENSORISH, TENSORS, UNKNOWN, Val, combine, join,
 )
 from .classes import attributes, is_property
@@ -259,8 +259,10 @@ class Evaluator:
             return self.classes.attr(bv, a)  # top1.avg: what this file's class binds to it
         if a == "module" and k in ("obj", "devmod", "devx"):
             return bv  # ddp_model.module: the module it wraps, where it is
-        if a in ("weight", "bias") and host_module(bv):
-            return HOST  # torch.nn.Linear(4, 4).weight: a layer made on the host
+        if host_module(bv):
+            # torch.nn.Linear(4, 4).weight: a layer made on the host; model.lm_head: a part of it
+            # (a parameter, a layer or a setting: no value of it is on a device)
+            return HOST if a in ("weight", "bias") else HOSTMOD
         if k == "tensors":
             if a in TENSOR_PY_ATTRS:
                 return PY
@@ -292,6 +294,8 @@ class Evaluator:
     def _subscript(self, node: ast.Subscript) -> Val:
         bv = self.value(node.value)
         k = bv.kind
+        if host_module(bv):
+            return bv  # model.transformer.h[0]: a part of a module on the host
         if bv.parts is not None and isinstance(node.slice, ast.Constant) and type(node.slice.value) is int:
             i = node.slice.value
             if -len(bv.parts) <= i < len(bv.parts):

@@ -103,7 +103,7 @@ class Result:
     def host_copy(self, call: ast.Call) -> bool:
         """`dst.copy_(src)` with both on the host (`src` a host tensor or numpy), as the walk read them."""
         v = self.sources.get(id(call))
-        return v is not None and v.kind in ("host", "numpy") and self.on_host(call)
+        return v is not None and (v.kind in ("host", "numpy") or host_module(v)) and self.on_host(call)
 
     def not_a_receiver(self, call: ast.Call, local: Callable[[str], bool]) -> Optional[Val]:
         """The receiver's value when the code shows it is no tensor (a module,

@@ -15,7 +15,7 @@ from typing import Callable, Optional
 from .calls import literal_device
 from .expressions import Evaluator
 from .kinds import (
-    ANNOTATED, CLASS, DEVMOD, KEPT_BY_NONE, LOCAL_FUNC, host_module, NUMPY, OBJ, OTHER, PY, PYLIST, UNKNOWN, Val, combine, join, join_loop,
+    ANNOTATED, CLASS, DEVMOD, FUNC, KEPT_BY_NONE, LOCAL_FUNC, host_module, NUMPY, OBJ, OTHER, PY, PYLIST, UNKNOWN, Val, combine, join, join_loop,
 )
 from .placement import device_value
 from .vocabulary import MATCH, MODULE_SAME_METHODS, NUMPY_CLASSES, PY_CLASSES, TRIES, annot_kind, import_val
@@ -411,9 +411,14 @@ _KEEPING_BUILTINS = frozenset("isinstance len print zip list tuple id type str r
 
 def _keeps_place(ev, func: ast.AST) -> bool:
     """Calling `func` leaves a module passed to it where it is: a builtin that
-    only looks at it, or torch's own functions (`torch.save(model, f)`)."""
+    only looks at it, torch's own functions (`torch.save(model, f)`), a function
+    of this file with no `.to(`/`.cuda(`/`.cpu(` call in it."""
     if type(func) is ast.Name and func.id in _KEEPING_BUILTINS and func.id not in ev.env:
         return True
+    if type(func) is ast.Name and ev.name(func) is FUNC and ev.summaries is not None:
+        fn = ev.summaries.functions.get(func.id)  # a function of this file that moves nothing
+        return fn is not None and not any(type(n) is ast.Call and type(n.func) is ast.Attribute and
+                                          n.func.attr in ("to", "cuda", "cpu") for n in ast.walk(fn))
     q = ev.qual(func)
     return q is not None and q.startswith("torch.") and not q.startswith("torch.compile")
 

@@ -1,10 +1,11 @@
 """What pytest's ``parametrize`` fills a test's parameters with, where the code shows it.
 
 ``@pytest.mark.parametrize("wtype", [torch.float32, torch.float16])`` makes
-``wtype`` a dtype in the test, so ``x.to(wtype)`` is a cast, no move. Only
+``wtype`` a dtype in the test, so ``x.to(wtype)`` is a cast, no move; a list of
+the host device alone (``[torch.device("cpu")]``) makes the parameter the host. Only
 lists (or tuples) written out, in the decorator or bound to a module-level
 name, whose every value (``pytest.param(v, ...)``'s first argument) is a dtype
-of an array library (``torch.float16``, ``np.int64``, ``tl.float32``), count.
+of an array library (``torch.float16``, ``np.int64``, ``tl.float32``), or the host, count.
 """
 
 from __future__ import annotations
@@ -21,7 +22,13 @@ _LIBRARIES = frozenset({"torch", "np", "numpy", "tl", "triton", "jnp", "jax", "c
 def dtype_params(fn: ast.AST, module_lists: dict) -> frozenset:
     """The parameters of `fn` its ``parametrize`` decorators fill with dtypes only.
     `module_lists`: module-level name -> the list or tuple display bound to it."""
-    out: set = set()
+    return frozenset(n for n, what in filled(fn, module_lists).items() if what == "dtype")
+
+
+def filled(fn: ast.AST, module_lists: dict) -> dict:
+    """Parameter -> "dtype" where ``parametrize`` fills it with dtypes only, "cpu"
+    where with the host device only (``torch.device("cpu")``, ``"cpu"``)."""
+    out: dict = {}
     for d in getattr(fn, "decorator_list", ()):
         if type(d) is not ast.Call or not _is_parametrize(d.func) or len(d.args) < 2:
             continue
@@ -40,8 +47,10 @@ def dtype_params(fn: ast.AST, module_lists: dict) -> frozenset:
             else:
                 break
             if all(_is_dtype(v) for v in column):
-                out.add(name)
-    return frozenset(out)
+                out[name] = "dtype"
+            elif all(_is_host(v) for v in column):
+                out[name] = "cpu"
+    return out
 
 
 def module_lists(tree: ast.Module) -> dict:
@@ -75,6 +84,14 @@ def _unparam(node: ast.AST) -> ast.AST:
     if type(node) is ast.Call and type(node.func) is ast.Attribute and node.func.attr == "param":
         return node.args[0] if len(node.args) == 1 else ast.Tuple(elts=list(node.args), ctx=ast.Load())
     return node
+
+
+def _is_host(node: ast.AST) -> bool:
+    """``"cpu"`` or ``torch.device("cpu")``."""
+    if type(node) is ast.Call and type(node.func) is ast.Attribute and node.func.attr == "device" and \
+            len(node.args) == 1 and not node.keywords:
+        node = node.args[0]
+    return type(node) is ast.Constant and node.value == "cpu"
 
 
 def _is_dtype(node: ast.AST) -> bool:

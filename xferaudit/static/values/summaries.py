@@ -19,7 +19,7 @@ from __future__ import annotations
 import ast
 from typing import Callable, Optional
 
-from .kinds import DEVICE_KINDS, DEVOUT, TENSOR, UNKNOWN, Val, join
+from .kinds import DEVICE_KINDS, DEVOUT, HOSTMOD, TENSOR, UNKNOWN, Val, host_module, join
 from .vocabulary import annot_kind
 
 #: walk(def node, the caller's evaluator, seeds) -> the values its return statements give
@@ -111,12 +111,15 @@ _CALLBACK_HOOKS = frozenset({"on_train_batch_end", "on_validation_batch_end", "o
 
 def call_seeds(fn: ast.FunctionDef, sites: dict) -> dict:
     """Seeds of `fn` from its calls (`sites`: id(call) -> argument values): a
-    positional parameter that every call passes a device value."""
+    positional parameter that every call passes a device value (or a module on
+    the host: :data:`.kinds.HOSTMOD`)."""
     params = [p.arg for p in fn.args.posonlyargs + fn.args.args]
     seeds = {}
     for i, p in enumerate(params):
         vals = [args[i] for args in sites.values() if i < len(args)]
-        if len(vals) == len(sites) and all(v.kind in DEVICE_KINDS for v in vals):
+        if len(vals) == len(sites) and vals and all(host_module(v) for v in vals):
+            seeds[p] = HOSTMOD  # sync_weights(ours, theirs), both made on the host: so are their parts
+        elif len(vals) == len(sites) and all(v.kind in DEVICE_KINDS for v in vals):
             v = vals[0]
             for w in vals[1:]:
                 v = join(v, w)

@@ -18,8 +18,9 @@ from .classes import Classes
 from .expressions import Evaluator, Resolver
 from .flow import Hook, Walker, bound_names
 from .kinds import ANNOTATED, DEVX, FUNC, OBJ, OTHER, SELF, TENSOR, UNKNOWN, Val, host_module, join
-from .parametrize import dtype_params, module_lists
+from .parametrize import filled, module_lists
 from .placement import DTYPE
+from .calls import HOST_DEVICE
 from .summaries import Returns, call_seeds, framework, framework_seeds, host_class, is_module_class, summary
 from .uses import Uses, masked_params
 from .vocabulary import annot_kind, import_val
@@ -331,7 +332,8 @@ class _Module:
             names = bound_names(fn.body) | {p.arg for p in fn.args.posonlyargs + fn.args.args + fn.args.kwonlyargs}
             params = _params(fn, method)
             if fn.decorator_list:  # @pytest.mark.parametrize("wtype", [torch.float32, ...]): a dtype
-                params.update(dict.fromkeys(dtype_params(fn, self.module_lists()), DTYPE))
+                params.update((p, DTYPE if what == "dtype" else HOST_DEVICE)
+                              for p, what in filled(fn, self.module_lists()).items())
             open_ = _open_params(fn, params)
             used = self._used(fn, open_)
             star = {a.arg for a in (fn.args.vararg, fn.args.kwarg) if a is not None}  # (a tuple, a dict: no
