@@ -380,3 +380,34 @@ def test_parts_of_models_made_on_the_host_and_a_parametrized_host_device_stay_on
     assert sites(src, mode, "tests/test_sync.py") == [
         (8, "XFA203"), (9, "XFA203"), (15, "XFA203"), (16, "XFA203"), (18, "XFA203"), (20, "XFA202"),
         (20, "XFA202")]
+
+
+def test_host_modules_handed_down_two_helpers_and_through_enumerate_zip_stay_on_the_host():
+    src = """\
+    import pytest
+    import torch
+    from lib.model import Block, HFModel
+
+
+    def sync_attention(ours, theirs):
+        theirs.q_proj.weight.copy_(ours.q_proj.weight)
+
+
+    def sync_block(ours, theirs):
+        with torch.no_grad():
+            sync_attention(ours.attn, theirs.self_attn)
+            for i, (mine, other) in enumerate(zip(ours.experts, theirs.experts)):
+                other.up_proj.weight.copy_(mine.fc_2.weight)
+
+
+    @pytest.mark.parametrize("device", [torch.device("cpu")])
+    def test_block(device):
+        config_ours = make_config()
+        block = Block(config_ours, block_idx=0).to(device)
+        hf_block = HFModel(config_ours).to(device).model.layers[0]
+        sync_block(block, hf_block)
+    """
+    assert sites(src, "proven", "tests/test_block.py") == []
+    moved = src.replace('[torch.device("cpu")]', '["cpu", "cuda"]')
+    assert sites(moved, "proven", "tests/test_block.py") == [(7, "XFA203"), (14, "XFA203"), (20, "XFA203"),
+                                                            (21, "XFA203")]

@@ -13,7 +13,7 @@ from typing import Optional
 from .kinds import (
     A_LIST, CPUDEV, DEV, DEVICE, DEVOUT, DEVSTATE, DEVX, FUNC, LOCAL_FUNC, HOST, HOST_PAGEABLE, HOST_PAIRS, HOST_PARAM, HOST_SEQ,
     HOSTMOD, NUMPY, OBJ, ON_DEVICE, OTHER, PY,
-    PYLIST, SELF, TENSOR, TENSORISH, TENSORS, UNKNOWN, Val, combine,
+    PYLIST, SELF, TENSOR, TENSORISH, TENSORS, UNKNOWN, Val, combine, host_module,
 )
 from .helpers import helper_call
 from .placement import device_value, moved, moved_to
@@ -208,8 +208,10 @@ def built(ev, node: ast.Call, layer: bool = False) -> Val:
             any(type(a) is ast.Starred for a in node.args):
         return OBJ
     for a in (*node.args, *(k.value for k in node.keywords)):
-        k = ev.value(a).kind
-        if k in _SETTINGS or layer and k not in _HOLDING or k == "unknown" and _settings_name(a):
+        v = ev.value(a)
+        k = v.kind
+        if k in _SETTINGS or layer and k not in _HOLDING or k == "unknown" and _settings_name(a) or \
+                not layer and host_module(v):  # GPT(Config(...)): an object made here from settings too
             continue
         return OBJ  # Boxes(t), Sequential(layer): where what it is given is
     return HOSTMOD

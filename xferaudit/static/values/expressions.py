@@ -343,6 +343,8 @@ class Evaluator:
         k = v.kind
         if v is HOST_PAIRS:
             return HOST_PAIR  # for name, p in host_model.named_parameters()
+        if host_module(v):
+            return v  # for block in host_model.blocks: its parts, on the host
         if v.items is not None:
             return PY  # a dict's keys
         if v.parts:  # for a, t in (("q", q), ("k", k)): what the parts are, together

@@ -379,7 +379,11 @@ class Walker:
                 return
             if it.func.id == "enumerate" and len(target.elts) == 2 and it.args:
                 self.bind(target.elts[0], PY)
-                self.bind(target.elts[1], ev.iterated(ev.value(it.args[0])))
+                inner = it.args[0]
+                if type(inner) is ast.Call and type(inner.func) is ast.Name and inner.func.id == "zip":
+                    self._bind_loop(target.elts[1], inner)  # for i, (a, b) in enumerate(zip(x, y))
+                else:
+                    self.bind(target.elts[1], ev.iterated(ev.value(inner)))
                 return
         self.bind(target, self._iter_val(it))
 

@@ -17,6 +17,9 @@ importing nothing:
    (``.to(``, ``.cuda(``, ``device=``), the top-level defs that hold both are
    the candidates, found by their text, and only they, with the file's
    top-level imports and assignments, are parsed (:func:`_reduced`);
+   A def annotated to return a tensor (``-> torch.Tensor``) is a candidate
+   too: in the gpu-first reading it returns a tensor where its body says
+   nothing else (``["tensor", None]``), with no call's inputs needed;
 2. each candidate is summarised by the value layer's own walk of its module
    (the same reading of its return statements as for a call in that file:
    ``x.to(dev)``, ``x.cuda()``, a factory with ``device=``, a dict or tuple of

@@ -184,14 +184,24 @@ class _Module:
         # classes nested under if/try at module level are rare: skipped
         # A function of this module called only with device values for a parameter
         # (evaluate(model, ...) with model moved to a device): walked again with it known.
-        for name, sites in self.calls.items():
-            fn = self.summaries.functions.get(name)
-            if fn is None or not sites:
-                continue
-            seeds = call_seeds(fn, sites)
-            if seeds:
-                self.function(fn, {}, self.hook, method=False, where=fn.name, seeds=seeds,
-                              seeded=f"every call of {fn.name}() in this file passes a device value")
+        # (a walk with seeds records its own calls again, over what the first walk recorded of the same
+        # calls: helper(a) calling inner(a) seeds inner in turn, a few levels deep)
+        done: set = set()
+        for _ in range(3):
+            walked = False
+            for name, sites in list(self.calls.items()):
+                fn = self.summaries.functions.get(name)
+                if fn is None or not sites:
+                    continue
+                seeds = call_seeds(fn, sites)
+                key = (name, tuple(sorted((p, v.kind, v.device) for p, v in seeds.items())))
+                if seeds and key not in done:
+                    done.add(key)
+                    walked = True
+                    self.function(fn, {}, self.hook, method=False, where=fn.name, seeds=seeds, calls=self.calls,
+                                  seeded=f"every call of {fn.name}() in this file passes a device value")
+            if not walked:
+                break
 
     def _report(self, fn) -> list:
         """The reporting walk of a module function, which gives what it returns
