@@ -210,7 +210,7 @@ def built(ev, node: ast.Call, layer: bool = False) -> Val:
     for a in (*node.args, *(k.value for k in node.keywords)):
         v = ev.value(a)
         k = v.kind
-        if k in _SETTINGS or layer and k not in _HOLDING or k == "unknown" and _settings_name(a) or \
+        if k in _SETTINGS or layer and k not in _HOLDING or k in ("unknown", "obj") and _settings_name(a) or \
                 not layer and host_module(v):  # GPT(Config(...)): an object made here from settings too
             continue
         return OBJ  # Boxes(t), Sequential(layer): where what it is given is

@@ -20,6 +20,7 @@ from .flow import narrowed
 from .findings import CODES, Finding, Result
 from .builders import HOST_BUILDERS, READ_BELOW, built_from_device
 from .placement import is_dtype
+from .copies import one_device
 from .kinds import A_LIST, GPU_FIRST, ON_DEVICE, OTHER, SELF, TENSORISH, Val, is_dev
 from .vocabulary import MATCH, TRIES
 
@@ -473,6 +474,8 @@ class Checker:
                 self._direction(node)
             elif func.attr == "copy_" and args and type(args[0]) is not ast.Starred:
                 self.res.sources[id(node)] = ev.value(args[0])
+                if one_device(ev, func.value, args[0]):  # ssm_state.copy_(ssm_state * dA): no crossing
+                    self.res.one_device.add(id(node))
         q = ev.qual(func)
         if isinstance(func, ast.Name) and q is None and func.id not in ev.env and func.id not in ev.local_names:
             f = func.id

@@ -63,6 +63,8 @@ class Result:
         self.directions: dict[int, str] = {}
         #: id(`dst.copy_(src)` call) -> the value of `src`, as the walk read it
         self.sources: dict[int, Val] = {}
+        #: ids of `dst.copy_(src)` calls the code shows between values on one device (.copies)
+        self.one_device: set = set()
         self.free: Optional[Evaluator] = None  # for calls in functions not walked
 
     def value(self, node: ast.AST, local: Callable[[str], bool], call: Optional[ast.Call] = None) -> Val:
@@ -101,7 +103,10 @@ class Result:
         return v is not None and (v.kind == "host" or host_module(v))
 
     def host_copy(self, call: ast.Call) -> bool:
-        """`dst.copy_(src)` with both on the host (`src` a host tensor or numpy), as the walk read them."""
+        """`dst.copy_(src)` with both on the host (`src` a host tensor or numpy), as the walk read
+        them, or both on one device, as the code shows (:mod:`.copies`): no crossing."""
+        if id(call) in self.one_device:
+            return True
         v = self.sources.get(id(call))
         return v is not None and (v.kind in ("host", "numpy") or host_module(v)) and self.on_host(call)
 

@@ -1,0 +1,126 @@
+"""`dst.copy_(src)` where the code shows both sides on one device: no crossing.
+
+A copy is a move site (its direction is a run-time fact), unless the code shows
+where both sides are. The value layer drops it where both are on the host
+(:meth:`.findings.Result.host_copy`); this module finds, by the expressions and
+where their names were bound, a copy between two values on one device, whichever:
+
+- the source is computed from the destination (``ssm_state.copy_(ssm_state * dA
+  + dB)``, ``conv_state.copy_(torch.roll(conv_state, -1))``): a tensor op's
+  result is on its operands' device;
+- one side was made like the other (``stacked = w.new_zeros(n, k)`` then
+  ``stacked[:n].copy_(w[:n])``; ``torch.zeros_like(w)``, ``torch.empty_like``);
+- both are parts of values moved to the same device name in this function
+  (``a = Layer().to(device)``, ``b = Ref().to(device)``, then
+  ``a.proj.weight.copy_(b.proj.weight)``).
+
+Nothing that moves or reads (``.to``, ``.cpu``, ``.cuda``, ``.numpy``, a
+factory) may sit inside the source, and the names must be bound once in the
+function seen so far (:attr:`.expressions.Evaluator.origins`).
+"""
+
+from __future__ import annotations
+
+import ast
+from typing import Optional
+
+#: Calls inside a source that may put it elsewhere than its operands.
+_MOVES = frozenset({"to", "cuda", "cpu", "numpy", "tolist", "item", "pin_memory", "tensor", "as_tensor",
+                    "from_numpy", "asarray", "zeros", "ones", "empty", "full", "rand", "randn", "randint", "arange"})
+#: Methods and torch functions that make a tensor on the device of their first operand.
+_LIKE = ("new_zeros", "new_ones", "new_empty", "new_full", "new_tensor", "zeros_like", "ones_like",
+         "empty_like", "full_like", "rand_like", "randn_like", "clone", "detach")
+
+
+def _root(node: ast.AST) -> Optional[str]:
+    """The name an expression of attributes, items and non-moving method calls is rooted in."""
+    while True:
+        t = type(node)
+        if t is ast.Name:
+            return node.id
+        if t is ast.Attribute or t is ast.Subscript:
+            node = node.value
+        elif t is ast.Call and type(node.func) is ast.Attribute and node.func.attr not in _MOVES:
+            node = node.func.value
+        else:
+            return None
+
+
+def _moves(node: ast.AST) -> bool:
+    for n in ast.walk(node):
+        if type(n) is ast.Call:
+            f = n.func
+            name = f.attr if type(f) is ast.Attribute else f.id if type(f) is ast.Name else ""
+            if name in _MOVES or name.startswith("from_"):
+                return True
+    return False
+
+
+def _operands(node: ast.AST) -> set:
+    """The names a tensor expression computes from (its operands' roots)."""
+    out: set = set()
+    stack = [node]
+    while stack:
+        n = stack.pop()
+        t = type(n)
+        if t is ast.BinOp:
+            stack += [n.left, n.right]
+        elif t is ast.UnaryOp:
+            stack.append(n.operand)
+        elif t is ast.Call:
+            if type(n.func) is ast.Attribute and type(n.func.value) is not ast.Name or \
+                    type(n.func) is ast.Attribute and n.func.value.id not in ("torch", "F", "np"):
+                stack.append(n.func.value)  # x.roll(...): its receiver
+            stack += [a for a in n.args if type(a) is not ast.Starred]
+        elif t in (ast.Attribute, ast.Subscript, ast.Name):
+            r = _root(n)
+            if r is not None:
+                out.add(r)
+    return out
+
+
+def _made_like(origins: dict, name: str, other: str) -> bool:
+    """`name` was bound to a tensor made like `other` (``other.new_zeros(...)``, ``torch.zeros_like(other)``)."""
+    node = origins.get(name)
+    if type(node) is not ast.Call:
+        return False
+    f = node.func
+    if type(f) is ast.Attribute and f.attr in _LIKE:
+        if f.attr.endswith("_like"):
+            return bool(node.args) and _root(node.args[0]) == other
+        return _root(f.value) == other
+    return False
+
+
+def _moved_to(ev, name: str) -> Optional[str]:
+    """The device name `name`'s value was last moved to in its binding (``X(...).to(device).to(dtype)``)."""
+    node = ev.origins.get(name)
+    found = None
+    while type(node) is ast.Call and type(node.func) is ast.Attribute:
+        if node.func.attr == "to" and found is None:
+            dev = next((k.value for k in node.keywords if k.arg == "device"), node.args[0] if node.args else None)
+            if type(dev) is ast.Name and ev.device_value(dev) != "dtype":
+                found = dev.id
+        elif node.func.attr in ("to", "cuda"):
+            return None  # moved twice: (the later move is the one that counts)
+        node = node.func.value
+    return found
+
+
+def one_device(ev, dst: ast.AST, src: ast.AST) -> bool:
+    """The code shows `dst` and `src` of `dst.copy_(src)` on one device (see the module's doc)."""
+    if _moves(src):
+        return False
+    d = _root(dst)
+    if d is None:
+        return False
+    if d in _operands(src):
+        return True  # computed from the destination
+    s = _root(src)
+    if s is None or s == d:
+        return s == d and s is not None
+    origins = ev.origins
+    if _made_like(origins, d, s) or _made_like(origins, s, d):
+        return True
+    a, b = _moved_to(ev, d), _moved_to(ev, s)
+    return a is not None and a == b and a not in (d, s)
