@@ -171,9 +171,27 @@ def _annotated(chunk: str) -> bool:
     return m is not None and _HEADER_END.search(chunk, 0, m.start()) is None
 
 
+#: What may make a host value in a def's body: a factory (without `device=`, which
+#: would place it), `.cpu()`, numpy. A def annotated to return a tensor whose text
+#: has none of these is summarised by its annotation alone, without a walk.
+_HOSTLY = re.compile(r"\btorch\.(?:zeros|ones|empty|full|tensor|as_tensor|asarray|arange|linspace|logspace|rand"
+                     r"|randn|randint|randperm|eye|from_numpy|frombuffer|load)\b|\.cpu\(|\.numpy\(|\bnp\.|numpy")
+
+
 def _candidate(chunk: str) -> bool:
-    """A top-level def worth a summary: it returns what it places, or is annotated to return a tensor."""
-    return "return" in chunk and (_places(chunk) and _returns_placed(chunk) or _annotated(chunk))
+    """A top-level def worth a walk: it returns what it places, or is annotated to
+    return a tensor and may make a host value (:data:`_HOSTLY`: the walk decides)."""
+    if "return" not in chunk:
+        return False
+    if _places(chunk) and _returns_placed(chunk):
+        return True
+    return _annotated(chunk) and _HOSTLY.search(chunk) is not None
+
+
+def _plainly_annotated(chunk: str) -> bool:
+    """A top-level def annotated to return a tensor whose body makes no host value
+    (:func:`_candidate` is false for it): it returns a tensor it does not place."""
+    return "return" in chunk and _annotated(chunk) and not _candidate(chunk)
 
 
 def _any_candidate(text: str) -> bool:
@@ -184,10 +202,35 @@ def _any_candidate(text: str) -> bool:
         while i != -1:
             end = _NEXT_TOP.search(text, i + 2)
             chunk = text[i:end.start() if end else len(text)]
-            if _candidate(chunk):
+            if _candidate(chunk) or _plainly_annotated(chunk):
                 return True
             i = text.find(head, i + 2)
     return False
+
+
+def _annotated_defs(text: str) -> list:
+    """(name, line) of the top-level defs of `text` that :func:`_plainly_annotated`
+    takes, found from the annotations (few files have one at the top level)."""
+    out = []
+    seen = set()
+    for m in _TENSOR_RETURN.finditer(text):
+        at = m.start()
+        s = max(text.rfind("\ndef ", 0, at), text.rfind("\nasync def ", 0, at)) + 1
+        if s == 0 and not text.startswith(("def ", "async def ")):
+            continue
+        if s in seen:
+            continue
+        seen.add(s)
+        end = _NEXT_TOP.search(text, s + 2)
+        stop = end.start() if end else len(text)
+        if at > stop:
+            continue  # (a method's, or a nested def's, header)
+        chunk = text[s:stop]
+        if _plainly_annotated(chunk):
+            name = _DEF_NAMES.match(chunk)
+            if name is not None:
+                out.append((name.group(1), text.count("\n", 0, s) + 1))
+    return out
 
 
 def _reduced(text: str) -> Optional[str]:
@@ -284,6 +327,7 @@ def placed_in_project(files: Iterable[str], relpath: Callable[[str], str] = lamb
     inits: dict = {}  # a package's __init__: its text, for the helpers it re-exports
     targets: dict = {}  # absolute path -> what its imports name (dotted, absolute)
     pending: list = []  # (path, absolute path, text, reduced text) of the files with candidates
+    annotated: list = []  # (path, module, [(name, line)]) of the defs annotated to return a tensor, unwalked
     with collector_paused():  # (the trees are freed by their counts: see ..project.scan.analyze)
         for path in files:
             if not path.endswith(".py"):
@@ -301,7 +345,13 @@ def placed_in_project(files: Iterable[str], relpath: Callable[[str], str] = lamb
             reduced = _reduced(text)
             if reduced is not None:
                 pending.append((path, ap, text, reduced))
+            if gpu_first and "Tensor" in text and "return" in text:
+                annotated.append((path, module, _annotated_defs(text)))
         wanted = set().union(*targets.values()) if targets else set()
+        for path, module, defs in annotated:  # (gpu-first only: a tensor it does not place)
+            for name, line in defs:
+                if module in wanted or f"{module}.{name}" in wanted:
+                    helpers[f"{module}.{name}"] = [None, ["tensor", None], f"{relpath(path)}:{line}", []]
         for path, ap, text, reduced in pending:
             module = modules[ap][0]
             if module in wanted or any(f"{module}.{n}" in wanted for n in _DEF_NAMES.findall(reduced)):
