@@ -8,6 +8,7 @@ The functions take the :class:`~.expressions.Evaluator` in force (``ev``).
 from __future__ import annotations
 
 import ast
+import sys
 from typing import Optional
 
 from .kinds import (
@@ -76,7 +77,7 @@ def call(ev, node: ast.Call) -> Val:
                 ev.calls.setdefault(fid, {})[id(node)] = [ev.value(a) for a in node.args]
             return ev.returns("", fid, node)  # what it returns (.summaries)
         if fv.kind == "class" or (fv.kind == "unknown" and (camel(fid) or fv.qual is not None and fid.isupper())):
-            return built(ev, node)  # Net(), and an imported ALLCAPS class: GPT(config)
+            return built(ev, node, q=fv.qual)  # Net(), and an imported ALLCAPS class: GPT(config)
         return call_value(ev, fv, node)
     if isinstance(func, ast.Attribute):
         if isinstance(func.value, ast.Name) and func.value.id == "self" and ev.env.get("self") is SELF:
@@ -193,11 +194,11 @@ def qualified(ev, q: str, node: ast.Call) -> Optional[Val]:
         last = q.rsplit(".", 1)[-1]
         if last in MODULE_WRAPPER_CLASSES:
             return wrapped_module(ev, node, OBJ)
-        return built(ev, node) if camel(last) or last.isupper() and len(last) > 1 else None
+        return built(ev, node, q=q) if camel(last) or last.isupper() and len(last) > 1 else None
     return torch_function(ev, q, node)
 
 
-def built(ev, node: ast.Call, layer: bool = False) -> Val:
+def built(ev, node: ast.Call, layer: bool = False, q: Optional[str] = None) -> Val:
     """An instance of a class the file does not define, made here (`GPT(config)`): a
     module on the host (:data:`.kinds.HOSTMOD`) where nothing it is given names a
     device or may hold a tensor (no `device=`, no `**kw`; only numbers, text, classes
@@ -205,8 +206,8 @@ def built(ev, node: ast.Call, layer: bool = False) -> Val:
     of unknown place. A torch.nn `layer` may be given any value but a tensor or a module
     (`nn.Linear(dim, dim)`; not `nn.Sequential(block)`)."""
     if ev.default_device != "cpu" or any(k.arg is None or "device" in k.arg for k in node.keywords) or \
-            any(type(a) is ast.Starred for a in node.args):
-        return OBJ
+            any(type(a) is ast.Starred for a in node.args) or q is not None and q.split(".", 1)[0] in _STDLIB:
+        return OBJ  # (OrderedDict(), a Queue: the standard library's classes hold what they are given)
     for a in (*node.args, *(k.value for k in node.keywords)):
         v = ev.value(a)
         k = v.kind
@@ -217,6 +218,8 @@ def built(ev, node: ast.Call, layer: bool = False) -> Val:
     return HOSTMOD
 
 
+#: The standard library's top-level modules (Python 3.10's list, else the value layer's own).
+_STDLIB = frozenset(getattr(sys, "stdlib_module_names", ())) | STDLIB_MODULES | {"collections", "queue"}
 #: torch.nn's containers: where they are is where what they are given is.
 _CONTAINERS = frozenset({"Sequential", "ModuleList", "ModuleDict", "ParameterList", "ParameterDict"})
 #: What a layer given it may hold or be placed by: tensors, modules, devices.

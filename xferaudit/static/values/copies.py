@@ -24,6 +24,12 @@ from __future__ import annotations
 import ast
 from typing import Optional
 
+#: Names of torch's function namespaces as files import them (`torch.roll`, `F.pad`).
+_TORCH = frozenset({"torch", "F"})
+#: Tensor methods whose result is on their receiver's device.
+_TENSOR_METHODS = frozenset("""roll float half double bfloat16 int long bool clone detach contiguous view reshape
+    flatten unsqueeze squeeze transpose permute t exp log sqrt abs neg sum mean cumsum softmax sigmoid tanh mul add
+    sub div clamp expand expand_as repeat narrow flip""".split())
 #: Calls inside a source that may put it elsewhere than its operands.
 _MOVES = frozenset({"to", "cuda", "cpu", "numpy", "tolist", "item", "pin_memory", "tensor", "as_tensor",
                     "from_numpy", "asarray", "zeros", "ones", "empty", "full", "rand", "randn", "randint", "arange"})
@@ -57,7 +63,7 @@ def _moves(node: ast.AST) -> bool:
 
 
 def _operands(node: ast.AST) -> set:
-    """The names a tensor expression computes from (its operands' roots)."""
+    """The values a tensor expression computes from (its operands' dotted names, :func:`_path`)."""
     out: set = set()
     stack = [node]
     while stack:
@@ -68,21 +74,40 @@ def _operands(node: ast.AST) -> set:
         elif t is ast.UnaryOp:
             stack.append(n.operand)
         elif t is ast.Call:
-            if type(n.func) is ast.Attribute and type(n.func.value) is not ast.Name or \
-                    type(n.func) is ast.Attribute and n.func.value.id not in ("torch", "F", "np"):
-                stack.append(n.func.value)  # x.roll(...): its receiver
-            stack += [a for a in n.args if type(a) is not ast.Starred]
+            if type(n.func) is ast.Attribute and type(n.func.value) is ast.Name and n.func.value.id in _TORCH:
+                stack += [a for a in n.args if type(a) is not ast.Starred]  # torch.roll(x, 1)
+            elif type(n.func) is ast.Attribute and n.func.attr in _TENSOR_METHODS:
+                stack.append(n.func.value)  # x.roll(...), x.float(): its receiver
         elif t in (ast.Attribute, ast.Subscript, ast.Name):
-            r = _root(n)
-            if r is not None:
-                out.add(r)
+            p = _path(n)
+            if p is not None:
+                out.add(p)
     return out
 
 
+def _path(node: ast.AST) -> Optional[str]:
+    """The dotted name an expression of attributes and items is (``self.magnitude``,
+    ``conv_state`` of ``conv_state[:, -1]``); None for anything else."""
+    parts = []
+    while True:
+        t = type(node)
+        if t is ast.Subscript:
+            node = node.value
+        elif t is ast.Attribute:
+            parts.append(node.attr)
+            node = node.value
+        elif t is ast.Name:
+            parts.append(node.id)
+            return ".".join(reversed(parts))
+        else:
+            return None
+
+
 def _made_like(origins: dict, name: str, other: str) -> bool:
-    """`name` was bound to a tensor made like `other` (``other.new_zeros(...)``, ``torch.zeros_like(other)``)."""
+    """`name` was bound to a tensor made like `other` (``other.new_zeros(...)``, ``torch.zeros_like(other)``),
+    where no `device=` says otherwise."""
     node = origins.get(name)
-    if type(node) is not ast.Call:
+    if type(node) is not ast.Call or any(k.arg in ("device", None) for k in node.keywords):
         return False
     f = node.func
     if type(f) is ast.Attribute and f.attr in _LIKE:
@@ -114,11 +139,13 @@ def one_device(ev, dst: ast.AST, src: ast.AST) -> bool:
     d = _root(dst)
     if d is None:
         return False
-    if d in _operands(src):
+    if _path(dst) in _operands(src):
         return True  # computed from the destination
+    if _path(src) is not None and _path(src) == _path(dst):
+        return True  # a[0].copy_(a[1]): one tensor
     s = _root(src)
-    if s is None or s == d:
-        return s == d and s is not None
+    if s is None or s == d or d == "self":
+        return False
     origins = ev.origins
     if _made_like(origins, d, s) or _made_like(origins, s, d):
         return True

@@ -380,10 +380,13 @@ class Walker:
             if it.func.id == "enumerate" and len(target.elts) == 2 and it.args:
                 self.bind(target.elts[0], PY)
                 inner = it.args[0]
-                if type(inner) is ast.Call and type(inner.func) is ast.Name and inner.func.id == "zip":
-                    self._bind_loop(target.elts[1], inner)  # for i, (a, b) in enumerate(zip(x, y))
+                pair = target.elts[1]
+                if type(inner) is ast.Call and type(inner.func) is ast.Name and inner.func.id == "zip" and \
+                        type(pair) in (ast.Tuple, ast.List) and len(pair.elts) == len(inner.args) and \
+                        all(host_module(ev.value(a)) for a in inner.args):
+                    self._bind_loop(pair, inner)  # for i, (a, b) in enumerate(zip(ours.h, theirs.h)): host parts
                 else:
-                    self.bind(target.elts[1], ev.iterated(ev.value(inner)))
+                    self.bind(pair, ev.iterated(ev.value(inner)))
                 return
         self.bind(target, self._iter_val(it))
 
