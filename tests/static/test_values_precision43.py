@@ -439,3 +439,14 @@ def test_a_copy_between_values_the_code_shows_on_one_device_is_no_move():
     # moved to different devices, stays
     assert sites(src) == [(8, "XFA203"), (9, "XFA202"), (9, "XFA203"), (13, "XFA203"), (14, "XFA203"),
                           (15, "XFA203"), (18, "XFA203")]
+
+
+def test_a_cute_dtype_is_no_device():
+    src = """\
+    import cutlass
+    import cutlass.cute as cute
+
+    def load(tXrX, tYrY, x):
+        return tXrX.load().to(cute.Float32), tYrY.load().to(cutlass.BFloat16), x.to(cute.Tensor)
+    """
+    assert sites(src) == [(5, "XFA203")]  # (the last: cute.Tensor is no dtype)

@@ -567,11 +567,11 @@ class Checker:
         kw = next((k.value for k in node.keywords if k.arg == "device"), None)
         if dev is None or kw is not None and self.ev.device_value(dev) == "dtype":
             dev = kw
-        if type(dev) is ast.Name:
+        if type(dev) in (ast.Name, ast.Attribute):
             v = self.ev.value(dev)
-            if is_dtype(v) and kw is None:  # wtype = torch.float16, a parametrize list of dtypes: a cast
+            if is_dtype(v) and kw is None:  # wtype = torch.float16, parametrized dtypes, cute.Float32: a cast
                 self.res.directions[id(node)] = "dtype"
-            elif dev.id in self.ev.local_names and v.device is not None:  # bound in this function
+            elif type(dev) is ast.Name and dev.id in self.ev.local_names and v.device is not None:  # bound here
                 self.res.directions[id(node)] = v.device
 
     def _log_args(self, node: ast.Call) -> None:

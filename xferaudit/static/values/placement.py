@@ -81,15 +81,17 @@ def is_dtype(v: Val) -> bool:
     """`v` is a dtype: an array library's dtype constant (``torch.float16``,
     ``np.int64``: a name bound to one), or :data:`DTYPE`, what a parameter that a
     ``parametrize`` list of dtypes fills holds."""
-    if v.kind != "pymod" or v.qual is None:
+    if v.kind not in ("pymod", "class") or v.qual is None:
         return False
     head, _, last = v.qual.partition(".")
     last = last.rsplit(".", 1)[-1]
+    if v.kind == "class":  # CuTe's dtypes are classes: cute.Float32, cutlass.BFloat16
+        return head == "cutlass" and last.lower() in DTYPE_NAMES
     return head in _ARRAY_LIBRARIES and (last in DTYPES or last in DTYPE_NAMES or last == "dtype")
 
 
 #: The libraries whose dtype constants a name may be bound to.
-_ARRAY_LIBRARIES = frozenset({"torch", "numpy", "jax", "triton", "cupy", "ml_dtypes"})
+_ARRAY_LIBRARIES = frozenset({"torch", "numpy", "jax", "triton", "cupy", "ml_dtypes", "cutlass"})
 
 
 def moved(rv: Val, where: str) -> Val:
