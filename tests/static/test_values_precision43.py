@@ -450,3 +450,20 @@ def test_a_cute_dtype_is_no_device():
         return tXrX.load().to(cute.Float32), tYrY.load().to(cutlass.BFloat16), x.to(cute.Tensor)
     """
     assert sites(src) == [(5, "XFA203")]  # (the last: cute.Tensor is no dtype)
+
+
+def test_a_dtype_read_from_an_attribute_and_copies_between_factories_on_one_device():
+    src = """\
+    import torch
+
+    def backward(ctx, grad, weight, shape):
+        orig = ctx.compute_dtype
+        wtype = weight.dtype
+        static_a = torch.randn(*shape, device="cuda")
+        fresh_a = torch.randn(*shape, device="cuda").contiguous()
+        static_a.copy_(fresh_a)
+        host = torch.randn(*shape)
+        static_a.copy_(host)
+        return grad.to(orig), weight.to(wtype), grad.to(ctx.device)
+    """
+    assert sites(src) == [(10, "XFA203"), (11, "XFA203")]

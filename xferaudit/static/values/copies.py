@@ -117,6 +117,24 @@ def _made_like(origins: dict, name: str, other: str) -> bool:
     return False
 
 
+def _made_on(origins: dict, name: str) -> Optional[str]:
+    """The literal device (``device="cuda"``) of the factory `name` was bound to, with its ``.to(dtype)``s."""
+    node = origins.get(name)
+    while type(node) is ast.Call and type(node.func) is ast.Attribute and node.func.attr in _KEEPING:
+        node = node.func.value
+    if type(node) is not ast.Call:
+        return None
+    dev = next((k.value for k in node.keywords if k.arg == "device"), None)
+    if type(dev) is ast.Constant and type(dev.value) is str and dev.value.split(":", 1)[0] in _LITERALS:
+        return dev.value
+    return None
+
+
+#: What keeps a tensor where it is, after a factory; literal devices a factory may name.
+_KEEPING = frozenset({"requires_grad_", "contiguous", "clone", "detach", "float", "half", "bfloat16"})
+_LITERALS = frozenset({"cuda", "mps", "xpu", "cpu"})
+
+
 def _moved_to(ev, name: str) -> Optional[str]:
     """The device name `name`'s value was last moved to in its binding (``X(...).to(device).to(dtype)``)."""
     node = ev.origins.get(name)
@@ -149,5 +167,8 @@ def one_device(ev, dst: ast.AST, src: ast.AST) -> bool:
     origins = ev.origins
     if _made_like(origins, d, s) or _made_like(origins, s, d):
         return True
+    a, b = _made_on(origins, d), _made_on(origins, s)
+    if a is not None and a == b:
+        return True  # static_a = torch.randn(n, device="cuda"), fresh_a likewise
     a, b = _moved_to(ev, d), _moved_to(ev, s)
     return a is not None and a == b and a not in (d, s)

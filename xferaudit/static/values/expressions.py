@@ -18,7 +18,7 @@ from .kinds import (
     TENSORISH, TENSORS, UNKNOWN, Val, combine, join,
 )
 from .classes import attributes, is_property
-from .placement import device_value
+from .placement import DTYPE, device_value
 from .vocabulary import OUTPUT_FIELDS, TENSOR_OTHER_ATTRS, TENSOR_PY_ATTRS, TENSOR_SAME_ATTRS, import_val
 
 Resolver = Callable[[ast.AST], Optional[str]]
@@ -271,6 +271,8 @@ class Evaluator:
             if a in TENSOR_PY_ATTRS:
                 return PY
             if a in TENSOR_OTHER_ATTRS:
+                if a == "dtype":
+                    return DTYPE  # orig = x.dtype, then .to(orig): a cast
                 if a == "device":
                     return DEVICE if k in ON_DEVICE else CPUDEV if k == "host" else DEVLIKE
                 return OTHER
@@ -288,6 +290,8 @@ class Evaluator:
             return DEVLIKE  # where an unplaced value is: the code does not say
         if a in METRIC_MAPPINGS and k in ("unknown", "obj"):
             return METRICS  # trainer.callback_metrics: Lightning's logged values, tensors
+        if a.endswith("dtype") and k in ("unknown", "obj"):
+            return DTYPE  # orig = ctx.compute_dtype, then .to(orig): a cast
         return UNKNOWN
 
     # subscripts ------------------------------------------------------------------
