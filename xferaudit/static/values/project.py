@@ -185,7 +185,13 @@ def _candidate(chunk: str) -> bool:
         return False
     if _places(chunk) and _returns_placed(chunk):
         return True
-    return _annotated(chunk) and _HOSTLY.search(chunk) is not None
+    return "Tensor" in chunk and _annotated(chunk) and _hostly(chunk)
+
+
+def _hostly(text: str) -> bool:
+    """:data:`_HOSTLY` finds a host value's making in `text` (substring tests first: the regex is slow)."""
+    return ("torch." in text or ".cpu(" in text or "np." in text or "numpy" in text) and \
+        _HOSTLY.search(text) is not None
 
 
 def _plainly_annotated(chunk: str) -> bool:
@@ -202,7 +208,7 @@ def _any_candidate(text: str) -> bool:
         while i != -1:
             end = _NEXT_TOP.search(text, i + 2)
             chunk = text[i:end.start() if end else len(text)]
-            if _candidate(chunk) or _plainly_annotated(chunk):
+            if _candidate(chunk):
                 return True
             i = text.find(head, i + 2)
     return False
@@ -238,7 +244,8 @@ def _reduced(text: str) -> Optional[str]:
     top-level imports and assignments, and the top-level defs that return and
     place something (``.to(``, ``.cuda(``, ``device=``); None where there is
     no such def. Parsing this is a fraction of parsing the whole file."""
-    if "return" not in text or not (_places(text) or "Tensor" in text):
+    if "return" not in text or not (_places(text) or "Tensor" in text and _TENSOR_RETURN.search(text)
+                                    and _hostly(text)):
         return None
     if not _any_candidate(text):
         return None
