@@ -30,6 +30,7 @@ hold ``true`` or ``false``) and prints the precision per reading.
 from __future__ import annotations
 
 import argparse
+import ast
 import json
 import math
 import os
@@ -52,33 +53,79 @@ TESTS = ("test", "tests", "testing", "test_*.py", "*_test.py", "conftest.py")
 
 
 def xfa(*args: str, cwd: str) -> str:
+    """``xferaudit ARGS`` in `cwd`: the code of this script's tree, unless ``PYTHONPATH`` names another."""
     cmd = [sys.executable, "-m", "xferaudit", *args]
-    return subprocess.run(cmd, cwd=cwd, capture_output=True, text=True).stdout
+    env = {**os.environ, "PYTHONPATH": os.environ.get("PYTHONPATH") or str(HERE.parent)}
+    return subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, env=env).stdout
 
 
-def statistics(root: str, lib: str, mode: str) -> Counter:
-    """code -> count, from ``check --statistics`` (implicit codes only)."""
+def statistics(root: str, lib: str, mode: str, explicit: bool = False) -> Counter:
+    """code -> count, from ``check --statistics`` (implicit codes only, unless `explicit`)."""
     out = xfa("check", lib, "--no-cache", "--statistics", "--exit-zero", "--implicit", mode, cwd=root)
     counts: Counter = Counter()
     for line in out.splitlines():
         parts = line.split()
-        if len(parts) >= 2 and parts[1].startswith("XFA4") and parts[0].isdigit():
+        if len(parts) >= 2 and parts[1].startswith("XFA" if explicit else "XFA4") and parts[0].isdigit():
             counts[parts[1]] = int(parts[0])
     return counts
 
 
-def findings(root: str, lib: str, mode: str) -> list[dict]:
-    """The unsuppressed implicit sites of non-test code (``sites --format json``)."""
+#: Decorators (their last name) that make a function a GPU kernel compiled by its
+#: library (Triton, CuTe, numba): findings inside one are counted apart.
+KERNEL_DECORATORS = frozenset({"jit", "autotune", "heuristics", "kernel", "cuda"})
+_KERNEL_LINES: dict = {}
+
+
+def _decorator_name(d: ast.expr) -> str:
+    d = d.func if isinstance(d, ast.Call) else d
+    parts = []
+    while isinstance(d, ast.Attribute):
+        parts.append(d.attr)
+        d = d.value
+    if isinstance(d, ast.Name):
+        parts.append(d.id)
+    return ".".join(reversed(parts))
+
+
+def kernel_lines(path: str) -> set:
+    """The lines of `path` inside a function decorated as a kernel (``@triton.jit``,
+    ``@triton.autotune(...)``, ``@cute.kernel``, ``@numba.cuda.jit``)."""
+    if path not in _KERNEL_LINES:
+        lines: set = set()
+        try:
+            tree = ast.parse(Path(path).read_bytes())
+        except (OSError, SyntaxError, ValueError):
+            tree = None
+        for node in ast.walk(tree) if tree else ():
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                names = [_decorator_name(d) for d in node.decorator_list]
+                if any(n.split(".")[-1] in KERNEL_DECORATORS and ("triton" in n or "cute" in n or "numba" in n
+                                                                  or n in ("jit", "kernel", "autotune"))
+                       for n in names):
+                    lines.update(range(node.lineno, (node.end_lineno or node.lineno) + 1))
+        _KERNEL_LINES[path] = lines
+    return _KERNEL_LINES[path]
+
+
+def in_kernel(root: str, r: dict) -> bool:
+    return r["line"] in kernel_lines(os.path.join(root, r["path"]))
+
+
+def findings(root: str, lib: str, mode: str, tests: bool = False, explicit: bool = False) -> list[dict]:
+    """The unsuppressed implicit sites (``sites --format json``), the explicit ones
+    too with `explicit`: of non-test code unless `tests`; each marked ``kernel``
+    when it lies in a kernel function."""
     out = xfa("sites", lib, "--no-cache", "--format", "json", "--implicit", mode, cwd=root)
     recs = json.loads(out or "[]")
     keep = []
     for r in recs:
-        if not r.get("implicit") or r.get("suppressed") or r.get("wrapped") or r["rule"] == "XFA451":
+        if not (r.get("implicit") or explicit) or r.get("suppressed") or r.get("wrapped") or r["rule"] == "XFA451":
             continue
         rel = os.path.relpath(os.path.join(root, r["path"]), os.path.join(root, lib))
-        if path_matches(rel, TESTS):
+        if not tests and path_matches(rel, TESTS):
             continue
         r["lib"] = lib
+        r["kernel"] = in_kernel(root, r)
         keep.append(r)
     return keep
 
@@ -127,23 +174,43 @@ def main() -> int:
     ap.add_argument("--evidence", action="store_true", help="print each sampled finding's evidence under it")
     ap.add_argument("--reading", choices=MODES, action="append",
                     help="sample this reading only (repeatable; default: both)")
+    ap.add_argument("--libs", nargs="+", metavar="LIB",
+                    help=f"the libraries (folders under --root) to read (default: {' '.join(LIBRARIES)})")
+    ap.add_argument("--tests", action="store_true",
+                    help="sample test code too (paths the test patterns match)")
+    ap.add_argument("--explicit", action="store_true",
+                    help="count and sample the explicit sites (XFA1xx-3xx) too, not only the implicit ones")
+    ap.add_argument("--kernels", action="store_true",
+                    help="sample findings inside kernel functions (@triton.jit, ...) too; they are always counted apart")
     a = ap.parse_args()
     root = os.path.abspath(a.root)
-    libs = [lib for lib in LIBRARIES if os.path.isdir(os.path.join(root, lib))]
+    libs = [lib for lib in (a.libs or LIBRARIES) if os.path.isdir(os.path.join(root, lib))]
     codes = sorted({f"XFA40{i}" for i in range(1, 9)})
-    print("implicit findings per code (xferaudit check LIB --no-cache --statistics --exit-zero --implicit MODE)\n")
+    if a.explicit:
+        codes = ["XFA201", "XFA202", "XFA203", "XFA204"] + codes
+    print(("all" if a.explicit else "implicit") + " findings per code (xferaudit check LIB --no-cache --statistics --exit-zero --implicit MODE)\n")
     print("| library | reading | " + " | ".join(codes) + " | all |")
     print("|---|---|" + "---|" * (len(codes) + 1))
     for lib in libs:
         for mode in MODES:
-            c = statistics(root, lib, mode)
+            c = statistics(root, lib, mode, a.explicit)
             print(f"| {lib} | {mode} | " + " | ".join(str(c.get(k, 0)) for k in codes) + f" | {sum(c.values())} |")
     if a.sample:
         for mode in a.reading or MODES:
-            pool = {lib: findings(root, lib, mode) for lib in libs}
+            every = {lib: findings(root, lib, mode, a.tests, a.explicit) for lib in libs}
+            print(f"\n{mode}: findings of {'all' if a.tests else 'non-test'} code per library, "
+                  "inside kernel functions (@triton.jit, ...) and outside\n")
+            print("| library | in kernels | outside | all |")
+            print("|---|---|---|---|")
+            for lib, recs in every.items():
+                k = sum(r["kernel"] for r in recs)
+                print(f"| {lib} | {k} | {len(recs) - k} | {len(recs)} |")
+            pool = {lib: [r for r in recs if a.kernels or not r["kernel"]] for lib, recs in every.items()}
             picked = sample(pool, a.sample, a.seed)
             n = sum(len(v) for v in pool.values())
-            print(f"\n{mode}: {len(picked)} of {n} implicit findings of non-test code (seed {a.seed})\n")
+            what = ("" if a.tests else "non-test ") + "code"
+            what = ("" if a.explicit else "implicit ") + "findings of " + what + ("" if a.kernels else " outside kernels")
+            print(f"\n{mode}: {len(picked)} of {n} {what} (seed {a.seed})\n")
             print("| reading | finding | code | source | verdict | why |")
             print("|---|---|---|---|---|---|")
             for r in picked:

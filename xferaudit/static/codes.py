@@ -320,7 +320,9 @@ _IMPLICIT_DOCS = [
      "the value in the call (an f-string) and that is wrapped."),
     ("XFA404", "implicit-math", "A device tensor passed to `math` or numpy",
      "Reports a device tensor passed to a `math` function (`math.isnan(loss)`) or a numpy "
-     "function (`np.asarray(t)`, `np.array(t)`).",
+     "function (`np.asarray(t)`, `np.array(t)`), or compared by the builtins `max` and `min` "
+     "(`max(loss, loss * 2)`, `min(t, 3.0)`, `max(t)` of a device tensor's rows), which test "
+     "each comparison for truth inside the call.",
      "`math` reads a Python float (a copy and a synchronisation); numpy needs host memory "
      "(on CUDA it raises, elsewhere it copies).",
      "if math.isnan(loss):\n    raise FloatingPointError\n",

@@ -35,7 +35,7 @@ class PrintCallback(pl.Callback):
 
     def on_train_epoch_end(self, trainer, pl_module):
         metrics = trainer.callback_metrics
-        print(metrics)
+        print(metrics)  # gpu-first: XFA403 (the logged values: tensors, where the module made them)
 
 
 class TypeCallback(pl.Callback):

@@ -57,4 +57,5 @@ One module per concern::
     findings.py     what the rules report (Finding, Result), check's messages
     implicit.py     one file's implicit findings (find)
     sites.py        the finder analysis: implicit sites added, method-row sites re-judged
+    parametrize.py  what pytest's parametrize fills a test's parameters with (dtypes, the host)
 """

@@ -8,11 +8,13 @@ The functions take the :class:`~.expressions.Evaluator` in force (``ev``).
 from __future__ import annotations
 
 import ast
+import sys
 from typing import Optional
 
 from .kinds import (
-    A_LIST, CPUDEV, DEV, DEVICE, DEVOUT, DEVSTATE, DEVX, FUNC, HOST, HOST_PAGEABLE, NUMPY, OBJ, ON_DEVICE, OTHER, PY,
-    PYLIST, SELF, TENSOR, TENSORISH, TENSORS, UNKNOWN, Val, combine,
+    A_LIST, CPUDEV, DEV, DEVICE, DEVOUT, DEVSTATE, DEVX, FUNC, LOCAL_FUNC, HOST, HOST_PAGEABLE, HOST_PAIRS, HOST_PARAM, HOST_SEQ,
+    HOSTMOD, NUMPY, OBJ, ON_DEVICE, OTHER, PY,
+    PYLIST, SELF, TENSOR, TENSORISH, TENSORS, UNKNOWN, Val, combine, host_module,
 )
 from .helpers import helper_call
 from .placement import device_value, moved, moved_to
@@ -62,6 +64,12 @@ def call(ev, node: ast.Call) -> Val:
                 fid not in ev.imports:
             return classes.instance(fid, node, ev)  # meter = AverageMeter(...): an instance of this file's class
         fv = ev.name(func)
+        if fv is LOCAL_FUNC:
+            if ev.local_calls is not None and not node.keywords and \
+                    not any(isinstance(a, ast.Starred) for a in node.args):
+                # a function defined in the one walked: what it is called with (.walk seeds it)
+                ev.local_calls.setdefault(fid, {})[id(node)] = [ev.value(a) for a in node.args]
+            return UNKNOWN
         if fv is FUNC:
             if ev.calls is not None and not node.keywords and \
                     not any(isinstance(a, ast.Starred) for a in node.args):
@@ -69,7 +77,7 @@ def call(ev, node: ast.Call) -> Val:
                 ev.calls.setdefault(fid, {})[id(node)] = [ev.value(a) for a in node.args]
             return ev.returns("", fid, node)  # what it returns (.summaries)
         if fv.kind == "class" or (fv.kind == "unknown" and (camel(fid) or fv.qual is not None and fid.isupper())):
-            return OBJ  # Net(), and an imported ALLCAPS class: GPT(config)
+            return built(ev, node, q=fv.qual)  # Net(), and an imported ALLCAPS class: GPT(config)
         return call_value(ev, fv, node)
     if isinstance(func, ast.Attribute):
         if isinstance(func.value, ast.Name) and func.value.id == "self" and ev.env.get("self") is SELF:
@@ -111,6 +119,8 @@ def call_value(ev, fv: Val, node: ast.Call) -> Val:
     if k in ("devmod", "devx"):
         return DEVOUT
     if k == "obj":  # a loss, a layer: a tensor where its inputs are
+        if fv.device == "cpu" and node.args and all_host(ev, node):
+            return HOST  # a layer on the host, called on host tensors
         where = args_place(ev, node, keywords=False)
         return DEV if where == "dev" else TENSOR if where == "tensor" else UNKNOWN
     if k == "class":
@@ -142,6 +152,11 @@ def args_place(ev, node: ast.Call, keywords: bool = True) -> str:
         if k in ("tensor", "tensors"):
             out = "tensor"
     return out
+
+
+def all_host(ev, node: ast.Call) -> bool:
+    """Every argument of the call is a host tensor (no keyword, no unpacking)."""
+    return not node.keywords and all(type(a) is not ast.Starred and ev.value(a).kind == "host" for a in node.args)
 
 
 def args_device(ev, node: ast.Call) -> Val:
@@ -179,8 +194,47 @@ def qualified(ev, q: str, node: ast.Call) -> Optional[Val]:
         last = q.rsplit(".", 1)[-1]
         if last in MODULE_WRAPPER_CLASSES:
             return wrapped_module(ev, node, OBJ)
-        return OBJ if camel(last) or last.isupper() and len(last) > 1 else None
+        return built(ev, node, q=q) if camel(last) or last.isupper() and len(last) > 1 else None
     return torch_function(ev, q, node)
+
+
+def built(ev, node: ast.Call, layer: bool = False, q: Optional[str] = None) -> Val:
+    """An instance of a class the file does not define, made here (`GPT(config)`): a
+    module on the host (:data:`.kinds.HOSTMOD`) where nothing it is given names a
+    device or may hold a tensor (no `device=`, no `**kw`; only numbers, text, classes
+    and settings: `config`, `args`) and the default device is the host; else an object
+    of unknown place. A torch.nn `layer` may be given any value but a tensor or a module
+    (`nn.Linear(dim, dim)`; not `nn.Sequential(block)`)."""
+    if ev.default_device != "cpu" or any(k.arg is None or "device" in k.arg for k in node.keywords) or \
+            any(type(a) is ast.Starred for a in node.args) or q is not None and q.split(".", 1)[0] in _STDLIB:
+        return OBJ  # (OrderedDict(), a Queue: the standard library's classes hold what they are given)
+    for a in (*node.args, *(k.value for k in node.keywords)):
+        v = ev.value(a)
+        k = v.kind
+        if k in _SETTINGS or layer and k not in _HOLDING or k in ("unknown", "obj") and _settings_name(a) or \
+                not layer and host_module(v):  # GPT(Config(...)): an object made here from settings too
+            continue
+        return OBJ  # Boxes(t), Sequential(layer): where what it is given is
+    return HOSTMOD
+
+
+#: The standard library's top-level modules (Python 3.10's list, else the value layer's own).
+_STDLIB = frozenset(getattr(sys, "stdlib_module_names", ())) | STDLIB_MODULES | {"collections", "queue"}
+#: torch.nn's containers: where they are is where what they are given is.
+_CONTAINERS = frozenset({"Sequential", "ModuleList", "ModuleDict", "ParameterList", "ParameterDict"})
+#: What a layer given it may hold or be placed by: tensors, modules, devices.
+_HOLDING = frozenset({"dev", "devx", "devout", "host", "tensor", "tensors", "either", "obj", "devmod", "devstate",
+                      "numpy", "cpudev", "device", "devlike"})
+#: What a class may be given and still make its parameters on the default device:
+#: numbers, text, lists of them, classes and functions, objects that are no tensors.
+_SETTINGS = frozenset({"py", "pylist", "pymod", "class", "other"})
+
+
+def _settings_name(node: ast.AST) -> bool:
+    """`config`, `self.cfg`, `args`, `hparams`: a value whose name says it holds settings, no tensor."""
+    name = node.id if type(node) is ast.Name else node.attr if type(node) is ast.Attribute else ""
+    name = name.lower()
+    return "config" in name or "cfg" in name or name.endswith(("conf", "args", "hparams", "opts", "options"))
 
 
 def wrapped_module(ev, node: ast.Call, otherwise: Val) -> Val:
@@ -218,7 +272,12 @@ def torch_function(ev, q: str, node: ast.Call) -> Optional[Val]:
     if q.startswith(TORCH_NOT_TENSOR_PREFIX) or last in TORCH_NOT_TENSOR:
         return OTHER
     if camel(last):
-        return OBJ  # torch.nn.Linear(...), torch.nn.CrossEntropyLoss()
+        if last in ("Parameter", "Buffer") and q.startswith("torch.nn."):
+            v = ev.value(node.args[0]) if node.args else None
+            return HOST_PARAM if v is not None and v.kind == "host" else OBJ  # nn.Parameter(torch.zeros(n))
+        if q.startswith("torch.nn.") and last not in _CONTAINERS:
+            return built(ev, node, layer=True)  # torch.nn.Linear(4, 4): its parameters made on the host
+        return OBJ
     if q.count(".") > 1 and not q.startswith(TORCH_TENSOR_NAMESPACES):
         if q.startswith("torch.nn.") and not q.startswith("torch.nn.functional"):
             return OTHER
@@ -231,7 +290,8 @@ def torch_function(ev, q: str, node: ast.Call) -> Optional[Val]:
     return shaped(v, last, node, 1) if q.count(".") == 1 else v
 
 
-_LITERAL_DEVICES = {"cpu": Val("cpudev", device="cpu"), "dev": Val("device", device="dev")}
+HOST_DEVICE = Val("cpudev", device="cpu")  # torch.device("cpu"), "cpu": the host, as a device
+_LITERAL_DEVICES = {"cpu": HOST_DEVICE, "dev": Val("device", device="dev")}
 #: Device types that hold data on an accelerator, as a literal names them.
 _ACCELERATORS = frozenset({"cuda", "mps", "xpu", "hpu", "npu", "mtia", "privateuseone", "xla"})
 
@@ -368,11 +428,15 @@ def method(ev, node: ast.Call, func: ast.Attribute) -> Val:
         if m == "clip_grad_norm_":  # accelerator.clip_grad_norm_(...): the total norm
             return TENSOR
         return object_method(ev, node, m)
+    if k == "host" and rv.container and m in ("values", "items"):
+        return HOST_SEQ if m == "values" else HOST_PAIRS  # a host module's state_dict(): its host tensors
     if k in TENSORISH:
         return shaped(tensor_method(rv, m), m, node, 0)
     if k in ("obj", "devmod"):
         if m in MODULE_SAME_METHODS:
             return rv
+        if rv.device == "cpu" and m in _HOST_STATE:
+            return _HOST_STATE[m]  # a module on the host: its parameters, buffers and state
         if m == "state_dict":
             return DEVSTATE if k == "devmod" else UNKNOWN
         if k == "devmod" and m in MODULE_OUT_METHODS:
@@ -385,6 +449,8 @@ def method(ev, node: ast.Call, func: ast.Attribute) -> Val:
                 return v
         return object_method(ev, node, m)
     if k == "tensors":
+        if m == "get" and rv.items is not None and node.args:
+            return TENSOR  # metrics.get("val_loss") of a mapping of tensors: one of them
         if m in ("get", "to_tuple", "values"):
             return rv
         return UNKNOWN
@@ -409,6 +475,11 @@ def object_method(ev, node: ast.Call, m: str) -> Val:
         return UNKNOWN
     where = args_place(ev, node)
     return DEVOUT if where == "dev" else TENSORS if where == "tensor" else UNKNOWN
+
+
+#: What a module on the host gives by these methods: host tensors, or (name, host tensor) pairs.
+_HOST_STATE = {"parameters": HOST_SEQ, "buffers": HOST_SEQ, "state_dict": HOST_SEQ,
+               "named_parameters": HOST_PAIRS, "named_buffers": HOST_PAIRS}
 
 
 #: Reductions that, with no dimension given, make a tensor of no dimensions

@@ -19,6 +19,8 @@ from .expressions import Evaluator
 from .flow import narrowed
 from .findings import CODES, Finding, Result
 from .builders import HOST_BUILDERS, READ_BELOW, built_from_device
+from .placement import is_dtype
+from .copies import one_device
 from .kinds import A_LIST, GPU_FIRST, ON_DEVICE, OTHER, SELF, TENSORISH, Val, is_dev
 from .vocabulary import MATCH, TRIES
 
@@ -470,6 +472,10 @@ class Checker:
             self.res.receivers[id(node)] = rv
             if func.attr == "to":
                 self._direction(node)
+            elif func.attr == "copy_" and args and type(args[0]) is not ast.Starred:
+                self.res.sources[id(node)] = ev.value(args[0])
+                if one_device(ev, func.value, args[0]):  # ssm_state.copy_(ssm_state * dA): no crossing
+                    self.res.one_device.add(id(node))
         q = ev.qual(func)
         if isinstance(func, ast.Name) and q is None and func.id not in ev.env and func.id not in ev.local_names:
             f = func.id
@@ -479,6 +485,11 @@ class Checker:
                 for a in args:
                     if self.dev(a):
                         self.add("XFA401", a, wrap="index")
+            elif f in ("max", "min") and args and not node.keywords and not any(type(a) is ast.Starred for a in args):
+                # max(loss, loss * 2), min(t, 3.0): each comparison is tested for truth inside the call;
+                # max(t) compares a device tensor's rows (a value of no dimensions is no iterable)
+                if len(args) > 1 or self.value(args[0]).kind == "dev" and self.value(args[0]).dims != 0:
+                    self._reads("XFA404", node, list(args), is_dev)  # (a device tensor itself)
             elif f in _FORMATTERS and (f == "print" or not node.keywords and 1 <= len(args) <= (
                     2 if f == "format" else 1)):
                 # (the value alone: `str(t, "utf-8")` would name the stand-in's type in its error)
@@ -550,15 +561,18 @@ class Checker:
     def _direction(self, node: ast.Call) -> None:
         """`x.to(device)` with `device` a name this function binds to a literal
         device (``torch.device("cuda")``, ``"cpu"``): the direction, for the explicit
-        rule to read (:attr:`.findings.Result.directions`)."""
+        rule to read (:attr:`.findings.Result.directions`); "dtype" for `x.to(wtype)`
+        with `wtype` shown to hold a dtype (bound to one, a parametrize list of them)."""
         dev = node.args[0] if node.args else None
         kw = next((k.value for k in node.keywords if k.arg == "device"), None)
         if dev is None or kw is not None and self.ev.device_value(dev) == "dtype":
             dev = kw
-        if type(dev) is ast.Name and dev.id in self.ev.local_names:  # bound in this function
-            lit = self.ev.value(dev).device
-            if lit is not None:
-                self.res.directions[id(node)] = lit
+        if type(dev) in (ast.Name, ast.Attribute):
+            v = self.ev.value(dev)
+            if is_dtype(v) and kw is None:  # wtype = torch.float16, parametrized dtypes, cute.Float32: a cast
+                self.res.directions[id(node)] = "dtype"
+            elif type(dev) is ast.Name and dev.id in self.ev.local_names and v.device is not None:  # bound here
+                self.res.directions[id(node)] = v.device
 
     def _log_args(self, node: ast.Call) -> None:
         """A logging call: the arguments go to handlers the code does not show,

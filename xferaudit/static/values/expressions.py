@@ -14,11 +14,11 @@ from typing import Callable, Optional
 
 from . import calls as _calls
 from .kinds import (
-    CPUDEV, DEV, DEVICE, DEVLIKE, DEVOUT, NONE, NUMPY, ON_DEVICE, OTHER, PY, PYLIST, SELF, TENSOR,
+    HOST, HOST_PAIR, HOST_PAIRS, HOSTMOD, host_module, CPUDEV, DEV, DEVICE, DEVLIKE, DEVOUT, NONE, NUMPY, ON_DEVICE, OTHER, PY, PYLIST, SELF, TENSOR,
     TENSORISH, TENSORS, UNKNOWN, Val, combine, join,
 )
 from .classes import attributes, is_property
-from .placement import device_value
+from .placement import DTYPE, device_value
 from .vocabulary import OUTPUT_FIELDS, TENSOR_OTHER_ATTRS, TENSOR_PY_ATTRS, TENSOR_SAME_ATTRS, import_val
 
 Resolver = Callable[[ast.AST], Optional[str]]
@@ -38,6 +38,8 @@ class Evaluator:
         self.local_names: frozenset = frozenset()  # names bound anywhere in the function
         self.where = "<module>"  # qualified name of the function walked
         self.calls: Optional[dict] = None  # module function name -> {id(call): [argument values]}
+        #: the same for the functions defined in the function walked (.walk seeds them)
+        self.local_calls: Optional[dict] = None
         self.gpu_first = False  # the reading: a tensor the file does not place is on the accelerator
         self.default_device = "cpu"  # where a factory without device= puts its result: "cpu", "dev", "unknown"
         self.methods: dict = {}  # name -> def of the methods of the class walked (self.m(...) has a summary)
@@ -257,6 +259,10 @@ class Evaluator:
             return self.classes.attr(bv, a)  # top1.avg: what this file's class binds to it
         if a == "module" and k in ("obj", "devmod", "devx"):
             return bv  # ddp_model.module: the module it wraps, where it is
+        if host_module(bv):
+            # torch.nn.Linear(4, 4).weight: a layer made on the host; model.lm_head: a part of it
+            # (a parameter, a layer or a setting: no value of it is on a device)
+            return HOST if a in ("weight", "bias") else HOSTMOD
         if k == "tensors":
             if a in TENSOR_PY_ATTRS:
                 return PY
@@ -265,6 +271,8 @@ class Evaluator:
             if a in TENSOR_PY_ATTRS:
                 return PY
             if a in TENSOR_OTHER_ATTRS:
+                if a == "dtype":
+                    return DTYPE  # orig = x.dtype, then .to(orig): a cast
                 if a == "device":
                     return DEVICE if k in ON_DEVICE else CPUDEV if k == "host" else DEVLIKE
                 return OTHER
@@ -280,12 +288,18 @@ class Evaluator:
             return PY
         if a == "device" and not (isinstance(base, ast.Name) and base.id == "self"):
             return DEVLIKE  # where an unplaced value is: the code does not say
+        if a in METRIC_MAPPINGS and k in ("unknown", "obj"):
+            return METRICS  # trainer.callback_metrics: Lightning's logged values, tensors
+        if a.endswith("dtype") and k in ("unknown", "obj"):
+            return DTYPE  # orig = ctx.compute_dtype, then .to(orig): a cast
         return UNKNOWN
 
     # subscripts ------------------------------------------------------------------
     def _subscript(self, node: ast.Subscript) -> Val:
         bv = self.value(node.value)
         k = bv.kind
+        if host_module(bv):
+            return bv  # model.transformer.h[0]: a part of a module on the host
         if bv.parts is not None and isinstance(node.slice, ast.Constant) and type(node.slice.value) is int:
             i = node.slice.value
             if -len(bv.parts) <= i < len(bv.parts):
@@ -331,6 +345,10 @@ class Evaluator:
     def element(self, v: Val) -> Val:
         """What unpacking a value gives, or iterating one that is no module's output."""
         k = v.kind
+        if v is HOST_PAIRS:
+            return HOST_PAIR  # for name, p in host_model.named_parameters()
+        if host_module(v):
+            return v  # for block in host_model.blocks: its parts, on the host
         if v.items is not None:
             return PY  # a dict's keys
         if v.parts:  # for a, t in (("q", q), ("k", k)): what the parts are, together
@@ -347,6 +365,12 @@ class Evaluator:
         if k == "pylist":
             return PY
         return UNKNOWN
+
+
+#: A Lightning trainer's mappings of what the module logged (`self.log`): name -> a
+#: tensor, kept where the module computed it (`trainer.callback_metrics["val_loss"]`).
+METRIC_MAPPINGS = frozenset({"callback_metrics", "logged_metrics", "progress_bar_metrics"})
+METRICS = Val("tensors", items={}, container=True)
 
 
 def _stringy(node: ast.AST) -> bool:

@@ -16,7 +16,7 @@ from typing import Callable, Optional
 from ...wrapform import IMPLICIT
 from ..codes import IMPLICIT_CODES, IMPLICIT_OP_CODES
 from .expressions import Evaluator
-from .kinds import NOT_A_RECEIVER, Val
+from .kinds import NOT_A_RECEIVER, Val, host_module
 
 #: code -> (op, kind)
 CODES = IMPLICIT_CODES
@@ -58,8 +58,13 @@ class Result:
     def __init__(self) -> None:
         self.findings: list[Finding] = []
         self.receivers: dict[int, Val] = {}  # id(method call) -> its receiver's value
-        #: id(`x.to(name)` call) -> "cpu" or "dev": the literal device `name` is bound to
+        #: id(`x.to(name)` call) -> "cpu" or "dev": the literal device `name` is bound to;
+        #: "dtype": `name` holds a dtype (the call is a cast)
         self.directions: dict[int, str] = {}
+        #: id(`dst.copy_(src)` call) -> the value of `src`, as the walk read it
+        self.sources: dict[int, Val] = {}
+        #: ids of `dst.copy_(src)` calls the code shows between values on one device (.copies)
+        self.one_device: set = set()
         self.free: Optional[Evaluator] = None  # for calls in functions not walked
 
     def value(self, node: ast.AST, local: Callable[[str], bool], call: Optional[ast.Call] = None) -> Val:
@@ -92,9 +97,18 @@ class Result:
         return v is not None and unbound_tensor(v) and bool(call.args)
 
     def on_host(self, call: ast.Call) -> bool:
-        """The receiver of the method call is a host tensor, as the walk read it."""
+        """The receiver of the method call is a host tensor (or a module shown on
+        the host), as the walk read it."""
         v = self.receivers.get(id(call))
-        return v is not None and v.kind == "host"
+        return v is not None and (v.kind == "host" or host_module(v))
+
+    def host_copy(self, call: ast.Call) -> bool:
+        """`dst.copy_(src)` with both on the host (`src` a host tensor or numpy), as the walk read
+        them, or both on one device, as the code shows (:mod:`.copies`): no crossing."""
+        if id(call) in self.one_device:
+            return True
+        v = self.sources.get(id(call))
+        return v is not None and (v.kind in ("host", "numpy") or host_module(v)) and self.on_host(call)
 
     def not_a_receiver(self, call: ast.Call, local: Callable[[str], bool]) -> Optional[Val]:
         """The receiver's value when the code shows it is no tensor (a module,
@@ -162,7 +176,7 @@ _WHAT = {
               "`xferaudit wrap` counts it as `xfer.bool(..., site=...)`"),
     "format": ("formats a device tensor as text: an implicit read to the host and a sync (down)",
                "`xferaudit wrap` counts it as `xfer.read(..., site=...)` or `xfer.reads(...)`"),
-    "math": ("passes a device tensor to math/numpy: an implicit read to the host (down)",
+    "math": ("passes a device tensor to math/numpy (or compares it in max/min): an implicit read to the host (down)",
              "`xferaudit wrap` counts it as `xfer.reads(fn, ..., site=...)`"),
     "count": ("reads a data-dependent size back from the device: an implicit sync (down)",
               "keep shapes static, or name its statement (`xferaudit wrap` appends `# xferaudit: site=...`)"),

@@ -15,7 +15,7 @@ from typing import Callable, Optional
 from .calls import literal_device
 from .expressions import Evaluator
 from .kinds import (
-    ANNOTATED, CLASS, DEVMOD, KEPT_BY_NONE, NUMPY, OBJ, OTHER, PY, PYLIST, UNKNOWN, Val, combine, join, join_loop,
+    ANNOTATED, CLASS, DEVMOD, FUNC, KEPT_BY_NONE, LOCAL_FUNC, host_module, NUMPY, OBJ, OTHER, PY, PYLIST, UNKNOWN, Val, combine, join, join_loop,
 )
 from .placement import device_value
 from .vocabulary import MATCH, MODULE_SAME_METHODS, NUMPY_CLASSES, PY_CLASSES, TRIES, annot_kind, import_val
@@ -169,6 +169,8 @@ class Walker:
         t = type(st)
         if self.hook is not None:
             self.hook(st, ev)
+        if (t is ast.Expr or t is ast.Assign) and type(st.value) is ast.Call:
+            self._escapes(st.value)
         if t is ast.Assign:
             v = ev.value(st.value)
             if type(st.value) is ast.Constant and type(st.value.value) is str:
@@ -213,7 +215,7 @@ class Walker:
                 elif q.startswith(_RUNTIME) and c.args:  # the wrapped form: xfer.cpu(net.eval(), site=...)
                     self._moved_in_place(c.args[0], c.func.attr, c.args[1:], c.keywords)
             elif isinstance(c, ast.NamedExpr) or (isinstance(c, ast.Call) and isinstance(c.func, ast.Name)
-                                                 and ev.calls is not None):
+                                                 and (ev.calls is not None or ev.local_calls is not None)):
                 ev.value(c)  # binds the walrus; records the call of a module function
             elif type(c) is ast.Call and type(c.func) is ast.Attribute and type(c.func.value) is ast.Name:
                 self._called_on(c)
@@ -249,6 +251,8 @@ class Walker:
                 if isinstance(c, ast.Call) and c.args and ev.qual(c.func) == "torch.device":
                     d = device_value(ev, c.args[0])  # with torch.device("cuda"): factories there
                     ev.default_device = d if d in ("cpu", "dev") else "unknown"
+                elif type(c) is ast.Call and type(c.func) is ast.Attribute and c.func.attr in _PLACING_CONTEXTS:
+                    ev.default_device = "unknown"  # with fabric.init_module(): made where the framework says
             self.body(st.body)
             ev.default_device = default
         elif t in TRIES:
@@ -269,7 +273,7 @@ class Walker:
             live = [env for env, ends in paths if not ends]
             self._merge(live or [env for env, _ in paths])
         elif t in (ast.FunctionDef, ast.AsyncFunctionDef):
-            ev.env[st.name] = OTHER
+            ev.env[st.name] = LOCAL_FUNC if ev.function is not None and not st.decorator_list else OTHER
             self.nested(st, ev)
         elif t is ast.ClassDef:
             ev.env[st.name] = CLASS
@@ -293,6 +297,18 @@ class Walker:
         elif t in (ast.Global, ast.Nonlocal):
             for n in st.names:
                 ev.env[n] = UNKNOWN
+
+    def _escapes(self, c: ast.Call) -> None:
+        """A module shown on the host, handed to a call the code does not show
+        (`trainer.fit(model)`, `fabric.setup(model)`), may be moved there: after
+        it, a module of unknown place (the call's own value is read before)."""
+        ev = self.ev
+        for a in (*c.args, *(k.value for k in c.keywords)):
+            if type(a) is ast.Name:
+                v = ev.env.get(a.id)
+                if v is not None and host_module(v) and not _keeps_place(ev, c.func):
+                    ev.value(c)  # (what the call gives, read with the module where it was)
+                    ev.env[a.id] = OBJ
 
     def _called_on(self, c: ast.Call) -> None:
         """`meter.update(x)` (an instance of this file's class), `res.append(x)`
@@ -363,7 +379,14 @@ class Walker:
                 return
             if it.func.id == "enumerate" and len(target.elts) == 2 and it.args:
                 self.bind(target.elts[0], PY)
-                self.bind(target.elts[1], ev.iterated(ev.value(it.args[0])))
+                inner = it.args[0]
+                pair = target.elts[1]
+                if type(inner) is ast.Call and type(inner.func) is ast.Name and inner.func.id == "zip" and \
+                        type(pair) in (ast.Tuple, ast.List) and len(pair.elts) == len(inner.args) and \
+                        all(host_module(ev.value(a)) for a in inner.args):
+                    self._bind_loop(pair, inner)  # for i, (a, b) in enumerate(zip(ours.h, theirs.h)): host parts
+                else:
+                    self.bind(pair, ev.iterated(ev.value(inner)))
                 return
         self.bind(target, self._iter_val(it))
 
@@ -384,6 +407,27 @@ _CONVERT_WORDS = frozenset("""numpy np cpu list item items scalar float int str 
     pil image img array decode repr len shape size count num dict tuple bool save log print plot show write
     is has get to as""".split())
 _CONVERT_ENDS = ("numpy", "list", "str", "array", "img", "image", "text", "json", "dict")
+
+
+#: Context managers of frameworks that make what is built in them on their own device
+#: (Fabric's `init_module()`/`init_tensor()`, accelerate's `init_empty_weights()`: meta).
+_PLACING_CONTEXTS = frozenset({"init_module", "init_tensor", "init_empty_weights", "init_on_device"})
+#: Builtins a module handed to stays where it is.
+_KEEPING_BUILTINS = frozenset("isinstance len print zip list tuple id type str repr hasattr getattr sum sorted".split())
+
+
+def _keeps_place(ev, func: ast.AST) -> bool:
+    """Calling `func` leaves a module passed to it where it is: a builtin that
+    only looks at it, torch's own functions (`torch.save(model, f)`), a function
+    of this file with no `.to(`/`.cuda(`/`.cpu(` call in it."""
+    if type(func) is ast.Name and func.id in _KEEPING_BUILTINS and func.id not in ev.env:
+        return True
+    if type(func) is ast.Name and ev.name(func) is FUNC and ev.summaries is not None:
+        fn = ev.summaries.functions.get(func.id)  # a function of this file that moves nothing
+        return fn is not None and not any(type(n) is ast.Call and type(n.func) is ast.Attribute and
+                                          n.func.attr in ("to", "cuda", "cpu") for n in ast.walk(fn))
+    q = ev.qual(func)
+    return q is not None and q.startswith("torch.") and not q.startswith("torch.compile")
 
 
 def _converts(name: str) -> bool:

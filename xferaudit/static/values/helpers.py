@@ -63,7 +63,7 @@ def local_helpers(tree: ast.Module, placed: Optional[dict], gpu_first: bool) -> 
             v = _value(gpu if gpu_first else proven)
             if v is None:
                 continue
-            entry = (v, q, where, optional, proven is None)
+            entry = (v, q, where, optional, proven is None and v.kind != "tensor")  # (annotated: no inputs needed)
             if q == target:
                 out[local] = entry
             elif q.startswith(target + "."):

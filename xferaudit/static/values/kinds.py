@@ -21,7 +21,8 @@ class Val:
     tensor known to have no dimensions (``t.argmax()``, ``order[0]`` of a
     vector), 1 for a vector (``scores.argsort()``), else None. ``device``:
     what a value names when handed over as a device ("cpu" or "dev": the
-    literal ``"cuda"``, ``torch.device("cuda")``), else None. ``cls``: the
+    literal ``"cuda"``, ``torch.device("cuda")``); "cpu" for a module or a
+    parameter shown on the host (:data:`HOSTMOD`, :data:`HOST_PARAM`), else None. ``cls``: the
     name of this file's class a value is an instance of. ``opaque``: a
     module's output read from a call of a value the file does not know
     (``make(x)``): no attribute of it is a tensor by that alone."""
@@ -104,9 +105,31 @@ OTHER = Val("other")
 UNKNOWN = Val("unknown")
 NONE = Val("unknown")  # `x = None`: nothing yet (compared by identity)
 
+#: A module shown on the host: a torch.nn layer made here without `device=`, or
+#: any module moved with `.cpu()` / `.to("cpu")` (its parameters and state are
+#: host tensors, its output is where its inputs are).
+HOSTMOD = Val("obj", device="cpu")
+#: A parameter made here of a host tensor (`nn.Parameter(torch.zeros(n))`): a
+#: host tensor until its module is moved (see .walk: `__init__` and what it calls).
+HOST_PARAM = Val("host", device="cpu")
+#: What a host module's `parameters()`, `buffers()`, `state_dict()`, `.values()`
+#: give: host tensors (`for p in m.parameters()`, `sd["w"]`)...
+HOST_SEQ = Val("host", container=True)
+#: ...and its `named_parameters()`, `state_dict().items()`: (name, host tensor)
+#: pairs (compared by identity: :meth:`.expressions.Evaluator.element`).
+HOST_PAIRS = Val("host", container=True)
+HOST_PAIR = Val("py", parts=(Val("py"), HOST), container=True)
+
+
+def host_module(v: Val) -> bool:
+    """A module shown on the host (:data:`HOSTMOD`)."""
+    return v.kind == "obj" and v.device == "cpu"
+
+
 A_LIST = Val("py", qual="builtins.list")  # a Python list of values the file does not show (`list(x)`)
 SELF = Val("obj", qual=None)  # the `self` parameter of a method (compared by identity)
 FUNC = Val("other", qual=None)  # a function defined at the module's top level (compared by identity)
+LOCAL_FUNC = Val("other", qual=None)  # a function defined in the function walked (compared by identity)
 
 #: What an annotation (:func:`.vocabulary.annot_kind`) makes a parameter or a name.
 ANNOTATED = {"tensor": TENSOR, "tensors": Val("tensors", container=True),

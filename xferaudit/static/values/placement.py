@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import ast
 
-from .kinds import DEV, DEVMOD, DEVOUT, DEVX, HOST, OBJ, ON_DEVICE, TENSOR, TENSORISH, UNKNOWN, Val
+from .kinds import DEV, DEVMOD, HOSTMOD, SELF, DEVOUT, DEVX, HOST, OBJ, ON_DEVICE, TENSOR, TENSORISH, UNKNOWN, Val
+from ..front.classify import DTYPE_NAMES
 from .vocabulary import DTYPES, const_str, keyword
 
 
@@ -39,9 +40,12 @@ def _device_value(ev, node: ast.AST) -> str:
     if last is not None and (last.lower().endswith("dtype") or last in DTYPES):
         return "dtype"
     if last is not None:
-        lit = ev.value(node).device  # device = torch.device("cuda") (or "cuda") above
+        v = ev.value(node)
+        lit = v.device  # device = torch.device("cuda") (or "cuda") above
         if lit is not None:
             return lit
+        if is_dtype(v):
+            return "dtype"  # wtype = torch.float16 above, a parametrize list of dtypes
     if isinstance(node, ast.Attribute) and (ev.qual(node) or "").startswith("torch.") and node.attr != "device":
         return "dtype"  # torch.int, torch.float8_e4m3fn, torch.channels_last: a device is torch.device(...)
     if isinstance(node, ast.Call) and ev.qual(node.func) == "torch.device":
@@ -69,12 +73,33 @@ def _device_value(ev, node: ast.AST) -> str:
     return "unknown"
 
 
+#: Some dtype (a test parameter filled from a list of dtypes).
+DTYPE = Val("pymod", qual="torch.dtype")
+
+
+def is_dtype(v: Val) -> bool:
+    """`v` is a dtype: an array library's dtype constant (``torch.float16``,
+    ``np.int64``: a name bound to one), or :data:`DTYPE`, what a parameter that a
+    ``parametrize`` list of dtypes fills holds."""
+    if v.kind not in ("pymod", "class") or v.qual is None:
+        return False
+    head, _, last = v.qual.partition(".")
+    last = last.rsplit(".", 1)[-1]
+    if v.kind == "class":  # CuTe's dtypes are classes: cute.Float32, cutlass.BFloat16
+        return head == "cutlass" and last.lower() in DTYPE_NAMES
+    return head in _ARRAY_LIBRARIES and (last in DTYPES or last in DTYPE_NAMES or last == "dtype")
+
+
+#: The libraries whose dtype constants a name may be bound to.
+_ARRAY_LIBRARIES = frozenset({"torch", "numpy", "jax", "triton", "cupy", "ml_dtypes", "cutlass"})
+
+
 def moved(rv: Val, where: str) -> Val:
     """What moving a value of `rv` to the host (`where` "cpu") or a device gives."""
     k = rv.kind
     if where == "cpu":
         if k in ("obj", "devmod"):
-            return OBJ
+            return HOSTMOD if rv is not SELF else OBJ  # model.cpu(): its parameters on the host
         return HOST if k in TENSORISH or k in ("unknown", "tensors") else UNKNOWN
     if k in TENSORISH and k != "devx":
         return DEV

@@ -17,6 +17,9 @@ importing nothing:
    (``.to(``, ``.cuda(``, ``device=``), the top-level defs that hold both are
    the candidates, found by their text, and only they, with the file's
    top-level imports and assignments, are parsed (:func:`_reduced`);
+   A def annotated to return a tensor (``-> torch.Tensor``) is a candidate
+   too: in the gpu-first reading it returns a tensor where its body says
+   nothing else (``["tensor", None]``), with no call's inputs needed;
 2. each candidate is summarised by the value layer's own walk of its module
    (the same reading of its return statements as for a call in that file:
    ``x.to(dev)``, ``x.cuda()``, a factory with ``device=``, a dict or tuple of
@@ -63,6 +66,8 @@ _DOTTED = re.compile(r"[A-Za-z_][\w.]*")
 #: what a helper may return to be kept: a value the code shows on a device
 _KEPT = frozenset({"dev", "devx", "devout", "devmod"})
 _FUNCS = (ast.FunctionDef, ast.AsyncFunctionDef)
+#: what a saved summary may hold: those, and a tensor (the gpu-first reading of an annotated def)
+_SPEC_KINDS = _KEPT | {"tensor"}
 
 
 def module_of(path: str, folders: dict) -> tuple:
@@ -85,9 +90,11 @@ def module_of(path: str, folders: dict) -> tuple:
     return ".".join(reversed(parts)), package
 
 
-def _spec(v) -> Optional[list]:
-    """A summary as data: [kind, [part kinds] or None], or None where it places nothing."""
-    if v is None or v.kind not in _KEPT:
+def _spec(v, tensor: bool = False) -> Optional[list]:
+    """A summary as data: [kind, [part kinds] or None], or None where it places nothing
+    (with `tensor`, the gpu-first reading's: a tensor it does not place is kept too,
+    what a def annotated ``-> torch.Tensor`` returns where its body does not say)."""
+    if v is None or v.kind not in _KEPT and not (tensor and v.kind == "tensor" and v.parts is None):
         return None
     return [v.kind, [p.kind for p in v.parts] if v.parts else None]
 
@@ -148,6 +155,49 @@ def _returns_placed(chunk: str) -> bool:
 
 
 _NEXT_TOP = re.compile(r"\n(?=[^\s#)\]}])")
+#: a def's header ending in a plain tensor annotation of its return (``) -> torch.Tensor:``)
+_TENSOR_RETURN = re.compile(r"\)[ \t]*->[ \t]*(['\"]?)(?:torch\.)?Tensor\1[ \t]*:[ \t]*(?:#[^\n]*)?(?:\n|$)")
+#: a line that ends a header (``...:`` then the line's end): the annotation must come before any
+_HEADER_END = re.compile(r":[ \t]*(?:#[^\n]*)?\n")
+
+
+def _annotated(chunk: str) -> bool:
+    """The def `chunk` is annotated to return a tensor (``-> torch.Tensor``,
+    ``-> Tensor``), by its header's text: what it returns is a tensor to its
+    callers in any module, where its body does not say otherwise (the walk decides)."""
+    if "Tensor" not in chunk:
+        return False
+    m = _TENSOR_RETURN.search(chunk)
+    return m is not None and _HEADER_END.search(chunk, 0, m.start()) is None
+
+
+#: What may make a host value in a def's body: a factory (without `device=`, which
+#: would place it), `.cpu()`, numpy. A def annotated to return a tensor whose text
+#: has none of these is summarised by its annotation alone, without a walk.
+_HOSTLY = re.compile(r"\btorch\.(?:zeros|ones|empty|full|tensor|as_tensor|asarray|arange|linspace|logspace|rand"
+                     r"|randn|randint|randperm|eye|from_numpy|frombuffer|load)\b|\.cpu\(|\.numpy\(|\bnp\.|numpy")
+
+
+def _candidate(chunk: str) -> bool:
+    """A top-level def worth a walk: it returns what it places, or is annotated to
+    return a tensor and may make a host value (:data:`_HOSTLY`: the walk decides)."""
+    if "return" not in chunk:
+        return False
+    if _places(chunk) and _returns_placed(chunk):
+        return True
+    return "Tensor" in chunk and _annotated(chunk) and _hostly(chunk)
+
+
+def _hostly(text: str) -> bool:
+    """:data:`_HOSTLY` finds a host value's making in `text` (substring tests first: the regex is slow)."""
+    return ("torch." in text or ".cpu(" in text or "np." in text or "numpy" in text) and \
+        _HOSTLY.search(text) is not None
+
+
+def _plainly_annotated(chunk: str) -> bool:
+    """A top-level def annotated to return a tensor whose body makes no host value
+    (:func:`_candidate` is false for it): it returns a tensor it does not place."""
+    return "return" in chunk and _annotated(chunk) and not _candidate(chunk)
 
 
 def _any_candidate(text: str) -> bool:
@@ -158,10 +208,35 @@ def _any_candidate(text: str) -> bool:
         while i != -1:
             end = _NEXT_TOP.search(text, i + 2)
             chunk = text[i:end.start() if end else len(text)]
-            if "return" in chunk and _places(chunk) and _returns_placed(chunk):
+            if _candidate(chunk):
                 return True
             i = text.find(head, i + 2)
     return False
+
+
+def _annotated_defs(text: str) -> list:
+    """(name, line) of the top-level defs of `text` that :func:`_plainly_annotated`
+    takes, found from the annotations (few files have one at the top level)."""
+    out = []
+    seen = set()
+    for m in _TENSOR_RETURN.finditer(text):
+        at = m.start()
+        s = max(text.rfind("\ndef ", 0, at), text.rfind("\nasync def ", 0, at)) + 1
+        if s == 0 and not text.startswith(("def ", "async def ")):
+            continue
+        if s in seen:
+            continue
+        seen.add(s)
+        end = _NEXT_TOP.search(text, s + 2)
+        stop = end.start() if end else len(text)
+        if at > stop:
+            continue  # (a method's, or a nested def's, header)
+        chunk = text[s:stop]
+        if _plainly_annotated(chunk):
+            name = _DEF_NAMES.match(chunk)
+            if name is not None:
+                out.append((name.group(1), text.count("\n", 0, s) + 1))
+    return out
 
 
 def _reduced(text: str) -> Optional[str]:
@@ -169,7 +244,8 @@ def _reduced(text: str) -> Optional[str]:
     top-level imports and assignments, and the top-level defs that return and
     place something (``.to(``, ``.cuda(``, ``device=``); None where there is
     no such def. Parsing this is a fraction of parsing the whole file."""
-    if "return" not in text or not _places(text):
+    if "return" not in text or not (_places(text) or "Tensor" in text and _TENSOR_RETURN.search(text)
+                                    and _hostly(text)):
         return None
     if not _any_candidate(text):
         return None
@@ -183,7 +259,7 @@ def _reduced(text: str) -> Optional[str]:
         keep = False
         if _DEF.match(text, s):
             chunk = text[s:e]
-            keep = "return" in chunk and _places(chunk) and _returns_placed(chunk)
+            keep = _candidate(chunk)
             found = found or keep
         elif _KEEP_TOP.match(text, s):
             keep = text.count("\n", s, e) <= 3  # (a name bound to a device; not a table)
@@ -258,6 +334,7 @@ def placed_in_project(files: Iterable[str], relpath: Callable[[str], str] = lamb
     inits: dict = {}  # a package's __init__: its text, for the helpers it re-exports
     targets: dict = {}  # absolute path -> what its imports name (dotted, absolute)
     pending: list = []  # (path, absolute path, text, reduced text) of the files with candidates
+    annotated: list = []  # (path, module, [(name, line)]) of the defs annotated to return a tensor, unwalked
     with collector_paused():  # (the trees are freed by their counts: see ..project.scan.analyze)
         for path in files:
             if not path.endswith(".py"):
@@ -275,7 +352,13 @@ def placed_in_project(files: Iterable[str], relpath: Callable[[str], str] = lamb
             reduced = _reduced(text)
             if reduced is not None:
                 pending.append((path, ap, text, reduced))
+            if gpu_first and "Tensor" in text and "return" in text:
+                annotated.append((path, module, _annotated_defs(text)))
         wanted = set().union(*targets.values()) if targets else set()
+        for path, module, defs in annotated:  # (gpu-first only: a tensor it does not place)
+            for name, line in defs:
+                if module in wanted or f"{module}.{name}" in wanted:
+                    helpers[f"{module}.{name}"] = [None, ["tensor", None], f"{relpath(path)}:{line}", []]
         for path, ap, text, reduced in pending:
             module = modules[ap][0]
             if module in wanted or any(f"{module}.{n}" in wanted for n in _DEF_NAMES.findall(reduced)):
@@ -329,7 +412,7 @@ def _one(path: str, ap: str, text: str, reduced: str, relpath: Callable[[str], s
     rel = relpath(path)
     for fn in fns:
         p = _spec(proven.get(fn.name))
-        g = p if p is not None and gpu_first else _spec(gpu.get(fn.name))
+        g = p if p is not None and gpu_first else _spec(gpu.get(fn.name), tensor=True)
         if p or g:
             helpers[f"{module}.{fn.name}"] = [p, g, f"{rel}:{fn.lineno}", _optional_devices(fn)]
 
@@ -405,7 +488,7 @@ def digest_of(placed: Optional[dict]) -> bytes:
 
 
 def _is_spec(v) -> bool:
-    return v is None or (isinstance(v, list) and len(v) == 2 and isinstance(v[0], str) and v[0] in _KEPT
+    return v is None or (isinstance(v, list) and len(v) == 2 and isinstance(v[0], str) and v[0] in _SPEC_KINDS
                          and (v[1] is None or isinstance(v[1], list) and all(isinstance(k, str) for k in v[1])))
 
 

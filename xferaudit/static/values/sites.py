@@ -128,13 +128,21 @@ def _rejudge(ctx: FileContext, res, methods: list) -> None:
         if res.not_a_receiver(node, local) is not None:
             drop.add(id(s))
             continue
-        if s.kind == "down" and res.on_host(node):
-            drop.add(id(s))  # torch.zeros(3).sum().item(): a host tensor read on the host crosses nothing
+        lit = res.directions.get(id(node))
+        if (s.kind == "down" or lit == "cpu" and rule.kind == "device") and res.on_host(node):
+            # torch.zeros(3).sum().item(): a host tensor read on the host crosses nothing; nor does
+            # torch.nn.Linear(4, 4).to(device), device = torch.device("cpu"): a host module kept there
+            drop.add(id(s))
+            continue
+        if rule.id == "torch.copy_" and res.host_copy(node):
+            drop.add(id(s))  # q.copy_(p), both parameters of modules made on the host
             continue
         if not _findings.row_allows(rule.id, node, res, local):
             drop.add(id(s))
             continue
-        lit = res.directions.get(id(node))
+        if lit == "dtype" and rule.kind == "device":
+            drop.add(id(s))  # x.to(wtype), wtype = torch.float16 (or a parametrize list of dtypes): a cast
+            continue
         if lit is not None and rule.kind == "device" and s.kind == "move":
             # device = torch.device("cuda") above: `.to(device)` goes up, not "either way"
             kind = "down" if lit == "cpu" else "up"

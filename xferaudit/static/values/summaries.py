@@ -19,7 +19,8 @@ from __future__ import annotations
 import ast
 from typing import Callable, Optional
 
-from .kinds import DEVICE_KINDS, DEVOUT, UNKNOWN, Val, join
+from .kinds import DEVICE_KINDS, DEVOUT, HOSTMOD, TENSOR, UNKNOWN, Val, host_module, join
+from .vocabulary import annot_kind
 
 #: walk(def node, the caller's evaluator, seeds) -> the values its return statements give
 Walk = Callable[[ast.AST, object, Optional[dict]], list]
@@ -66,17 +67,34 @@ class Returns:
             return UNKNOWN  # recursion: what it returns is not known yet
         self.busy.add(key)
         try:
-            v = summary(self.walk(fn, ev, seeds), ev.gpu_first)
+            v = summary(self.walk(fn, ev, seeds), ev.gpu_first, fn)
         finally:
             self.busy.discard(key)
         self.done[key] = v
         return v
 
 
-def summary(returned: list, gpu_first: bool = False) -> Val:
+def returns_tensor(fn) -> bool:
+    """`fn` is annotated to return a tensor, plainly (``-> torch.Tensor``, ``-> Tensor``,
+    ``-> "Tensor"``; not ``Optional[Tensor]``, which may be None)."""
+    r = fn.returns
+    if type(r) is ast.Constant:
+        return type(r.value) is str and r.value.strip() in ("Tensor", "torch.Tensor")
+    return type(r) in (ast.Name, ast.Attribute) and annot_kind(r) == "tensor"
+
+
+def summary(returned: list, gpu_first: bool = False, fn=None) -> Val:
     """The values of a function's returns joined (a tuple's position by
     position); a bare ``return`` or ``return None`` beside others is the
-    caller's check, not a value it uses."""
+    caller's check, not a value it uses. Where that says nothing, a def `fn`
+    annotated to return a tensor (:func:`returns_tensor`) returns one."""
+    v = _joined(returned, gpu_first)
+    if v.kind == "unknown" and fn is not None and returns_tensor(fn):
+        return TENSOR  # def validate(...) -> torch.Tensor, its body read no further
+    return v
+
+
+def _joined(returned: list, gpu_first: bool) -> Val:
     # (a literal device is read where it is written, not through a call: `dev = setup()` stays "either way")
     vals = [v if v.device is None else Val(v.kind) for v in returned if v is not None]
     if not vals:
@@ -93,12 +111,15 @@ _CALLBACK_HOOKS = frozenset({"on_train_batch_end", "on_validation_batch_end", "o
 
 def call_seeds(fn: ast.FunctionDef, sites: dict) -> dict:
     """Seeds of `fn` from its calls (`sites`: id(call) -> argument values): a
-    positional parameter that every call passes a device value."""
+    positional parameter that every call passes a device value (or a module on
+    the host: :data:`.kinds.HOSTMOD`)."""
     params = [p.arg for p in fn.args.posonlyargs + fn.args.args]
     seeds = {}
     for i, p in enumerate(params):
         vals = [args[i] for args in sites.values() if i < len(args)]
-        if len(vals) == len(sites) and all(v.kind in DEVICE_KINDS for v in vals):
+        if len(vals) == len(sites) and vals and all(host_module(v) for v in vals):
+            seeds[p] = HOSTMOD  # sync_weights(ours, theirs), both made on the host: so are their parts
+        elif len(vals) == len(sites) and all(v.kind in DEVICE_KINDS for v in vals):
             v = vals[0]
             for w in vals[1:]:
                 v = join(v, w)

@@ -17,7 +17,10 @@ from typing import Optional
 from .classes import Classes
 from .expressions import Evaluator, Resolver
 from .flow import Hook, Walker, bound_names
-from .kinds import ANNOTATED, DEVX, FUNC, OTHER, SELF, TENSOR, UNKNOWN, Val, join
+from .kinds import ANNOTATED, DEVX, FUNC, OBJ, OTHER, SELF, TENSOR, UNKNOWN, Val, host_module, join
+from .parametrize import filled, module_lists
+from .placement import DTYPE
+from .calls import HOST_DEVICE
 from .summaries import Returns, call_seeds, framework, framework_seeds, host_class, is_module_class, summary
 from .uses import Uses, masked_params
 from .vocabulary import annot_kind, import_val
@@ -111,6 +114,24 @@ class _Module:
         self.reported: set = set()  # ids of the module functions walked reporting
         self.plain: dict = {}  # id(class) -> what its own methods bind to self.* (phase 1 of klass)
         self.classes = Classes(tree, self.plain_attrs, self._class_walk)
+        self.lists: Optional[dict] = None  # (module_lists)
+        self.calls_by_attr: Optional[dict] = None  # (attr_calls)
+
+    def attr_calls(self) -> dict:
+        """Attribute name -> how many calls of it (`x.name(...)`) the file makes, counted once."""
+        if self.calls_by_attr is None:
+            counts: dict = {}
+            for node in ast.walk(self.tree):
+                if type(node) is ast.Call and type(node.func) is ast.Attribute:
+                    counts[node.func.attr] = counts.get(node.func.attr, 0) + 1
+            self.calls_by_attr = counts
+        return self.calls_by_attr
+
+    def module_lists(self) -> dict:
+        """The module's names bound to list displays (:func:`.parametrize.module_lists`), read once."""
+        if self.lists is None:
+            self.lists = module_lists(self.tree)
+        return self.lists
 
     def close(self) -> None:
         """Cut the walkers' hold on this module's bound methods (a cycle): the
@@ -163,14 +184,24 @@ class _Module:
         # classes nested under if/try at module level are rare: skipped
         # A function of this module called only with device values for a parameter
         # (evaluate(model, ...) with model moved to a device): walked again with it known.
-        for name, sites in self.calls.items():
-            fn = self.summaries.functions.get(name)
-            if fn is None or not sites:
-                continue
-            seeds = call_seeds(fn, sites)
-            if seeds:
-                self.function(fn, {}, self.hook, method=False, where=fn.name, seeds=seeds,
-                              seeded=f"every call of {fn.name}() in this file passes a device value")
+        # (a walk with seeds records its own calls again, over what the first walk recorded of the same
+        # calls: helper(a) calling inner(a) seeds inner in turn, a few levels deep)
+        done: set = set()
+        for _ in range(3):
+            walked = False
+            for name, sites in list(self.calls.items()):
+                fn = self.summaries.functions.get(name)
+                if fn is None or not sites:
+                    continue
+                seeds = call_seeds(fn, sites)
+                key = (name, tuple(sorted((p, v.kind, v.device) for p, v in seeds.items())))
+                if seeds and key not in done:
+                    done.add(key)
+                    walked = True
+                    self.function(fn, {}, self.hook, method=False, where=fn.name, seeds=seeds, calls=self.calls,
+                                  seeded=f"every call of {fn.name}() in this file passes a device value")
+            if not walked:
+                break
 
     def _report(self, fn) -> list:
         """The reporting walk of a module function, which gives what it returns
@@ -178,7 +209,7 @@ class _Module:
         self.reported.add(id(fn))
         returned: list = []
         self.function(fn, {}, self.hook, method=False, where=fn.name, calls=self.calls, returned=returned)
-        self.summaries.done.setdefault((id(fn),), summary(returned, self.gpu_first))
+        self.summaries.done.setdefault((id(fn),), summary(returned, self.gpu_first, fn))
         return returned
 
     def _summary_walk(self, fn, caller: Evaluator, seeds: Optional[dict]) -> list:
@@ -224,8 +255,14 @@ class _Module:
         if module:
             self.module_classes.add(cls.name)
         host = host_class(cls)
+        # parameters and layers made on the host: so only in `__init__` and what it alone calls (they
+        # run before the instance can be moved); elsewhere as before (modules, places unknown)
+        init = _init_only(methods, by_name, self.attr_calls) if any(_made_on_host(v) for v in attrs.values()) \
+            else ()
+        later_attrs = {k: OBJ if _made_on_host(v) else v for k, v in attrs.items()} if init else attrs
         for fn in methods:
-            self.function(fn, attrs, self.hook, method=True, where=f"{where}.{fn.name}", calls=self.calls,
+            self.function(fn, attrs if fn.name in init else later_attrs, self.hook, method=True,
+                          where=f"{where}.{fn.name}", calls=self.calls,
                           seeds=framework_seeds(contract, fn), methods=by_name, module=module,
                           seeded="the framework hands it over on the module's device", proven=host)
         for st in cls.body:
@@ -250,6 +287,21 @@ class _Module:
                 if isinstance(k, tuple):
                     attrs[k[1]] = join(attrs[k[1]], v) if k[1] in attrs else v
         return attrs
+
+    def _local_seeds(self, fn, local: dict, calls: dict, attrs: dict, hook: Hook, where: str) -> None:
+        """A function defined in `fn` whose every call (`calls`: name -> {id(call):
+        [argument values]}) passes a device value for a parameter, and whose name
+        `fn` uses only to call it (not handed on as a callback): walked again
+        reporting, knowing it (``should_stop(sequences[-1], eos)``)."""
+        for name, sites in calls.items():
+            got = local.get(name)
+            if got is None or not sites:
+                continue
+            inner, closure = got
+            seeds = call_seeds(inner, sites)
+            if seeds and _loads(fn, name) == len(sites):
+                self.function(inner, attrs, hook, method=False, outer=closure, where=f"{where}.{name}", seeds=seeds,
+                              seeded=f"every call of {name}() in {fn.name}() passes a device value")
 
     def _used(self, fn, open_: list) -> dict:
         """The parameters of `fn` that its uses show are tensors (:mod:`.uses`):
@@ -289,6 +341,9 @@ class _Module:
         if known is None or known[2] != method:  # the same def is walked up to three times: read it once
             names = bound_names(fn.body) | {p.arg for p in fn.args.posonlyargs + fn.args.args + fn.args.kwonlyargs}
             params = _params(fn, method)
+            if fn.decorator_list:  # @pytest.mark.parametrize("wtype", [torch.float32, ...]): a dtype
+                params.update((p, DTYPE if what == "dtype" else HOST_DEVICE)
+                              for p, what in filled(fn, self.module_lists()).items())
             open_ = _open_params(fn, params)
             used = self._used(fn, open_)
             star = {a.arg for a in (fn.args.vararg, fn.args.kwarg) if a is not None}  # (a tuple, a dict: no
@@ -312,13 +367,20 @@ class _Module:
             if ev.env.get(p) is UNKNOWN:
                 ev.env[p] = entry
 
+        local: dict = {}  # name -> (def, the names it sees) of the functions defined in this one
+
         def nested(inner, outer_ev):
             if collect or hook is None:
                 return
             closure = {k: v for k, v in outer_ev.env.items() if isinstance(k, str)}
+            local[inner.name] = (inner, closure)
             self.function(inner, attrs, hook, method=False, outer=closure, where=f"{where}.{inner.name}")
 
+        if hook is not None and not collect:
+            ev.local_calls = {}
         Walker(ev, None if collect else hook, nested).body(fn.body)
+        if local and ev.local_calls:
+            self._local_seeds(fn, local, ev.local_calls, attrs, hook, where)
         if ev.masked and masked is None:
             found = masked_params(fn, ev.masked)
             if found:
@@ -332,6 +394,45 @@ class _Module:
             # Only the assignments to self.* matter; the walk is the same.
             return {k: v for k, v in ev.env.items() if isinstance(k, tuple)}
         return ev.env
+
+
+def _loads(fn, name: str) -> int:
+    """How many times the body of `fn` reads the name `name` (nested defs included)."""
+    return sum(1 for n in ast.walk(fn) if type(n) is ast.Name and n.id == name and type(n.ctx) is ast.Load)
+
+
+def _made_on_host(v: Val) -> bool:
+    """A parameter or layer made on the host (:data:`.kinds.HOST_PARAM`, :data:`.kinds.HOSTMOD`)."""
+    return v.device == "cpu" and (v.kind == "host" or host_module(v))
+
+
+def _init_only(methods: list, by_name: dict, attr_calls) -> frozenset:
+    """`__init__` and the methods only it calls (``self.initialize_weights()``, and
+    what those call): code that runs before the instance can be moved. A method
+    called anywhere else in the file (`attr_calls()`: attribute name -> calls of
+    it in the file) is not one."""
+    if "__init__" not in by_name:
+        return frozenset()
+    counts = attr_calls()
+    banned: set = set()
+    while True:
+        out = {"__init__"}
+        calls: dict = {}  # method name -> its calls from the methods in `out`
+        todo = [by_name["__init__"]]
+        while todo:
+            for node in ast.walk(todo.pop()):
+                if type(node) is ast.Call and type(node.func) is ast.Attribute and \
+                        type(node.func.value) is ast.Name and node.func.value.id == "self":
+                    name = node.func.attr
+                    if name in by_name and name not in banned:
+                        calls[name] = calls.get(name, 0) + 1
+                        if name not in out:
+                            out.add(name)
+                            todo.append(by_name[name])
+        called_elsewhere = {n for n in out if n != "__init__" and counts.get(n, 0) != calls.get(n, 0)}
+        if not called_elsewhere:
+            return frozenset(out)
+        banned |= called_elsewhere
 
 
 def _open_params(fn, params: dict) -> list:
