@@ -154,8 +154,12 @@ def test_run_apply_run_again_check(proj, capsys):
     assert {(p, ln - 4) for p, ln, _ in _findings(out)} == {(u["path"], u["line"]) for u in first["unwrapped"]}
     assert "XFA502" not in out
 
-    # an edited line is stale
+    # an edit beside the crossing keeps it (found by its name: metrics.py:...:float(loss))
     (proj / "metrics.py").write_text(original["metrics.py"].replace("return float(loss)", "return float(loss) * 2"))
+    assert main(["check", "--no-cache", "--evidence", "run.json", "--select", "XFA502", "."]) == 0
+    capsys.readouterr()
+    # an edit of the crossing itself is stale
+    (proj / "metrics.py").write_text(original["metrics.py"].replace("return float(loss)", "return float(loss.mean())"))
     assert main(["check", "--no-cache", "--evidence", "run.json", "--select", "XFA502", "."]) == 1
     out = capsys.readouterr().out
     (stale,) = [ln for ln in out.splitlines() if "XFA502" in ln]
