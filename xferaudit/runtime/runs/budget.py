@@ -99,7 +99,7 @@ class BudgetError(ValueError):
 class Problem:
     """One way a run broke its budget."""
 
-    kind: str  # "over" | "unexpected" | "unwrapped" | "pageable"
+    kind: str  # "over" | "unexpected" | "unwrapped" | "pageable" | "unseen" (what the run could not see)
     site: str  # the site, or "path:line" for an unwrapped transfer
     measured: float  # per step
     budget: Optional[float]  # per step; None for unexpected/unwrapped
@@ -121,6 +121,8 @@ class Problem:
             return (f"pageable copies: {site}: {m} non_blocking copies per step from or to "
                     f"pageable host memory (they ran synchronously), allowed "
                     f"{_num(self.budget or 0)}: pin the host memory")
+        if self.kind == "unseen":
+            return f"not seen, so not judged: {site}"
         return f"unwrapped transfer: {site}: {what}, {m} per step"
 
 

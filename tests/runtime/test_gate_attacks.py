@@ -1,0 +1,195 @@
+"""Red-team of the CI gate (issue 40, "no wrong pass"): programs that cross
+more, or somewhere new, in ways the run's guard did not watch by itself.
+Each must end in a broken budget (exit 1), never "within the budget".
+
+Each program imports ``base`` (3 optimizer steps, one upload per step); the
+budget is frozen once from the good program and every attack is run against
+it, as CI runs ``xferaudit run --budget``."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+pytest.importorskip("torch")
+
+TREE = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+BASE = """
+import os, sys, torch
+from xferaudit.testing import simulated_device
+dev = simulated_device()
+model = torch.nn.Linear(2, 2).to(dev)
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+def step(i):
+    x = torch.randn(4, 2).to(dev)
+    loss = model(x).pow(2).mean()
+    loss.backward(); opt.step(); opt.zero_grad()
+    return loss
+"""
+
+GOOD = """
+from base import *
+for i in range(3):
+    loss = step(i)
+"""
+
+
+def _xferaudit(folder, *args):
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([TREE, str(folder)]))
+    env.pop("XFERAUDIT_GUARD", None)
+    return subprocess.run([sys.executable, "-m", "xferaudit", *args], cwd=folder, env=env,
+                          capture_output=True, text=True, timeout=300)
+
+
+@pytest.fixture(scope="module")
+def gate(tmp_path_factory):
+    """A project with ``base.py`` and a budget frozen from the good program;
+    returns run(name, source) -> the finished ``xferaudit run --budget``."""
+    folder = tmp_path_factory.mktemp("gate")
+    (folder / "pyproject.toml").write_text("[project]\nname = 'p'\n")
+    (folder / "base.py").write_text(BASE)
+    (folder / "good.py").write_text(GOOD)
+    r = _xferaudit(folder, "run", "-q", "-o", "good.json", "good.py")
+    assert r.returncode == 0, r.stderr
+    r = _xferaudit(folder, "budget", "--from", "good.json", "-o", "budget.toml")
+    assert r.returncode == 0, r.stderr
+
+    def run(name, source):
+        (folder / name).write_text(textwrap.dedent(source))
+        return _xferaudit(folder, "run", "-o", name + ".json", "--budget", "budget.toml", name)
+
+    run.folder = folder
+    return run
+
+
+def test_the_good_program_keeps_its_budget(gate):
+    r = gate("again.py", GOOD)
+    assert r.returncode == 0, r.stderr
+    assert "within the budget" in r.stderr and "not seen" not in r.stderr
+
+
+def _broken(r, *says):
+    assert r.returncode == 1, r.stderr
+    assert "transfer budget broken" in r.stderr and "within the budget" not in r.stderr
+    for s in says:
+        assert s in r.stderr, r.stderr
+
+
+def test_a_read_in_a_thread_the_program_starts_is_counted(gate):
+    r = gate("thread.py", """
+        from base import *
+        import threading
+        for i in range(3):
+            loss = step(i)
+            t = threading.Thread(target=lambda: loss.item())
+            t.start(); t.join()
+    """)
+    _broken(r, "unwrapped transfer: thread.py:6: aten._local_scalar_dense (down), 1 per step")
+
+
+def test_a_read_in_an_executor_thread_is_counted(gate):
+    r = gate("pool.py", """
+        from base import *
+        from concurrent.futures import ThreadPoolExecutor
+        with ThreadPoolExecutor(2) as pool:
+            for i in range(3):
+                loss = step(i)
+                pool.submit(loss.item).result()
+    """)
+    _broken(r, "unwrapped transfer:", "aten._local_scalar_dense")
+
+
+def test_the_programs_own_guard_off_does_not_hide_a_read(gate):
+    r = gate("off.py", """
+        from base import *
+        import xferaudit.runtime as xfer
+        for i in range(3):
+            loss = step(i)
+            with xfer.guard("off"):
+                loss.item()
+    """)
+    _broken(r, "unwrapped transfer: off.py:7: aten._local_scalar_dense", 'xfer.guard("off") (off.py:6)')
+
+
+def test_a_forked_child_that_crosses_breaks_the_gate(gate):
+    r = gate("fork.py", """
+        from base import *
+        for i in range(3):
+            loss = step(i)
+        pid = os.fork()
+        if pid == 0:
+            loss.item()
+            os._exit(0)
+        os.waitpid(pid, 0)
+    """)
+    _broken(r, "not seen, so not judged: forked child (pid", "crossed 1 time(s)")
+
+
+def test_a_multiprocessing_fork_child_that_crosses_breaks_the_gate(gate):
+    r = gate("mpfork.py", """
+        from base import *
+        import multiprocessing as mp
+        def work(t):
+            t.item()
+        if __name__ == "__main__":
+            for i in range(3):
+                loss = step(i)
+            p = mp.get_context("fork").Process(target=work, args=(loss,))
+            p.start(); p.join()
+    """)
+    _broken(r, "forked child (pid", "crossed 1 time(s)")
+
+
+def test_a_child_that_crosses_nothing_passes(gate):
+    r = gate("quietfork.py", """
+        from base import *
+        for i in range(3):
+            loss = step(i)
+        pid = os.fork()
+        if pid == 0:
+            os._exit(0)
+        os.waitpid(pid, 0)
+    """)
+    assert r.returncode == 0, r.stderr
+    assert "within the budget" in r.stderr
+
+
+def test_a_python_process_started_afresh_breaks_the_gate(gate):
+    r = gate("spawn.py", """
+        from base import *
+        import subprocess
+        for i in range(3):
+            loss = step(i)
+        subprocess.run([sys.executable, "-c", "pass"], check=True)
+    """)
+    _broken(r, "not seen, so not judged: 1 Python process(es) started afresh, not counted")
+
+
+def test_another_program_started_is_said_but_passes(gate):
+    r = gate("other.py", """
+        from base import *
+        import subprocess
+        for i in range(3):
+            loss = step(i)
+        subprocess.run(["true"], check=True)
+    """)
+    assert r.returncode == 0, r.stderr
+    assert "warning: 1 other process(es) started, not counted: true" in r.stderr
+
+
+def test_torch_first_imported_on_a_thread_breaks_the_gate(gate):
+    r = gate("threadimport.py", """
+        import threading
+        t = threading.Thread(target=lambda: __import__("torch"))
+        t.start(); t.join()
+        from base import *
+        for i in range(3):
+            loss = step(i)
+            loss.item()
+    """)
+    _broken(r, "torch was first imported on thread", "import torch on the main thread first")
