@@ -15,6 +15,8 @@ import textwrap
 
 import pytest
 
+pytest_plugins = ["pytester"]
+
 pytest.importorskip("torch")
 
 TREE = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -193,3 +195,46 @@ def test_torch_first_imported_on_a_thread_breaks_the_gate(gate):
             loss.item()
     """)
     _broken(r, "torch was first imported on thread", "import torch on the main thread first")
+
+
+# --- xfer.expect and the pytest marker ----------------------------------------------------
+
+def test_expect_counts_a_read_in_a_thread_started_in_the_block():
+    import threading
+
+    import torch
+
+    from xferaudit.runtime.runs.budget import BudgetExceeded, expect
+    from xferaudit.testing import simulated_device
+
+    t = torch.ones(1).to(simulated_device())
+    with pytest.raises(BudgetExceeded) as ei:
+        with expect({}, steps=1):
+            th = threading.Thread(target=t.item)
+            th.start()
+            th.join()
+    assert "aten._local_scalar_dense" in str(ei.value)
+    assert threading.Thread._bootstrap_inner.__module__ == "threading"  # (taken off again)
+
+
+def test_the_xfer_budget_marker_counts_a_read_in_a_thread(pytester):
+    from test_pytest_plugin import run
+
+    pytester.makepyfile(test_t="""
+        import threading, pytest, torch
+        from xferaudit.testing import simulated_device
+
+        T = torch.ones(1).to(simulated_device())
+
+        @pytest.mark.xfer_budget({})
+        def test_quiet():
+            pass
+
+        @pytest.mark.xfer_budget({})
+        def test_read_in_a_thread():
+            th = threading.Thread(target=T.item)
+            th.start(); th.join()
+    """)
+    res = run(pytester)
+    res.assert_outcomes(passed=1, failed=1)
+    res.stdout.fnmatch_lines(["*test_read_in_a_thread*", "*aten._local_scalar_dense*"])

@@ -479,6 +479,7 @@ class Expectation:
         self._guard: Any = None
         self._optimizer: Any = None  # (steps="optimizer") the optimizer steps counted in the block
         self._unhook: Any = None
+        self._unhook_threads: Any = None
         self._prev_on = False
         self.checked = False
 
@@ -517,6 +518,7 @@ class Expectation:
             if active_levels() is None and _torch_available():
                 self._guard = guard(self.guard_level)
                 self._guard.__enter__()
+            self._unhook_threads = _threads_guarded(self._guard)
         self._start = _snapshot()
         return self
 
@@ -532,6 +534,9 @@ class Expectation:
             if self._unhook is not None:
                 self._unhook()
                 self._unhook = None
+            if self._unhook_threads is not None:
+                self._unhook_threads()
+                self._unhook_threads = None
         if exc_type is not None:
             return  # the block's own error wins; nothing to check
         self._finish(end)
@@ -576,6 +581,18 @@ class Expectation:
             raise err
         out = self.file if self.file is not None else sys.stderr
         out.write(f"xferaudit: {err}\n")
+
+
+def _threads_guarded(entered: Any) -> Any:
+    """Threads started in the block run under a guard too (the one `entered`
+    for the block, else the levels in force): their crossings are measured."""
+    from ..guarding.guard import active_levels
+    from .unseen import guard_threads
+
+    levels = active_levels()
+    if levels is None or not _torch_available():
+        return None
+    return guard_threads(levels, entered.mode if entered is not None else None)
 
 
 def _torch_available() -> bool:
