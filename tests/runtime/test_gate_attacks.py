@@ -238,3 +238,13 @@ def test_the_xfer_budget_marker_counts_a_read_in_a_thread(pytester):
     res = run(pytester)
     res.assert_outcomes(passed=1, failed=1)
     res.stdout.fnmatch_lines(["*test_read_in_a_thread*", "*aten._local_scalar_dense*"])
+
+
+def test_a_run_of_other_steps_than_the_frozen_one_is_said(gate):
+    r = gate("more.py", """
+        from base import *
+        for i in range(6):
+            loss = step(i)
+    """)
+    assert r.returncode == 0, r.stderr
+    assert "warning: the budget was frozen from 3 step(s), this run made 6" in r.stderr

@@ -172,6 +172,7 @@ class _Session:
     blind: str = ""  # why the guard could not watch the main thread (a problem with a budget: .unseen)
     early_threads: list = field(default_factory=list)  # threads running before the guard was on
     parent_pid: Optional[int] = None  # (a forked child) the pid of the run's process
+    steps_seen: Any = None  # the steps the budget was checked over
 
     def held(self, what: str, frame: Any) -> None:
         """The program asked to switch or reset counting (`what`, from `frame`);
@@ -332,6 +333,7 @@ class _Session:
             from .budget import check_run, run_verdict
 
             res.problems = check_run(self.budget, rep) + _unseen.problems(self)
+            self.steps_seen = rep.meta.get("steps") or 1
         if self.output is None or self.child and not (rep.rows or rep.launches or rep.unwrapped):
             self.result = res
             return res  # (no file asked for, or a forked worker that recorded nothing)

@@ -238,6 +238,22 @@ def _child_files(session: Any) -> dict:
     return out
 
 
+_FROM = re.compile(r"^# From .*: (\d{1,19}) step\(s\)", re.M)
+
+
+def _frozen_steps(path: Optional[str]) -> Optional[int]:
+    """The steps a budget file written by ``xferaudit budget --from`` was frozen
+    over (its header comment), else None."""
+    if not path:
+        return None
+    try:
+        with open(path, encoding="utf-8") as f:
+            m = _FROM.search(f.read(4096))
+    except (OSError, ValueError):
+        return None
+    return int(m.group(1)) if m else None
+
+
 # --- the verdict -------------------------------------------------------------------------------
 
 def _problem(site: str, count: float, todo: str) -> Any:
@@ -286,6 +302,11 @@ def note(session: Any) -> str:
     if others:
         lines.append(f"xferaudit run: warning: {len(others)} other process(es) started, not counted: "
                      + "; ".join(others[:3]) + "\n")
+    frozen, steps = _frozen_steps(getattr(session.budget, "file", None)), session.steps_seen
+    if frozen is not None and frozen != steps:
+        lines.append(f"xferaudit run: warning: the budget was frozen from {frozen} step(s), this run made "
+                     f"{steps}: crossings made outside the steps (set-up, the end) are divided by {steps}, "
+                     "not by the steps they were frozen over; run the same steps as the frozen run\n")
     early = getattr(session, "early_threads", None)
     if early:
         lines.append(f"xferaudit run: warning: thread(s) {', '.join(early[:5])} started before torch was "
