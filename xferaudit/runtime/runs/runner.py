@@ -330,9 +330,9 @@ class _Session:
         res = RunResult(self.exit_code or 0, report=rep)
         judged = self.budget is not None and not self.child
         if judged:
-            from .budget import check_run, run_verdict
+            from .budget import Problem, check_run, run_verdict
 
-            res.problems = check_run(self.budget, rep) + _unseen.problems(self)
+            res.problems = check_run(self.budget, rep) + _unseen.problems(self, Problem)
             self.steps_seen = rep.meta.get("steps") or 1
         if self.output is None or self.child and not (rep.rows or rep.launches or rep.unwrapped):
             self.result = res

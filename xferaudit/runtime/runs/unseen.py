@@ -256,14 +256,12 @@ def _frozen_steps(path: Optional[str]) -> Optional[int]:
 
 # --- the verdict -------------------------------------------------------------------------------
 
-def _problem(site: str, count: float, todo: str) -> Any:
-    from .budget import Problem
+def problems(session: Any, problem: Callable) -> list:
+    """The ``unseen`` problems of a judged run (the parent process's), made by
+    `problem` (:class:`~.budget.Problem`, which imports this module)."""
+    def _problem(site: str, count: float, todo: str) -> Any:
+        return problem("unseen", site, count, None, todo)
 
-    return Problem("unseen", site, count, None, todo)
-
-
-def problems(session: Any) -> list:
-    """The ``unseen`` problems of a judged run (the parent process's)."""
     out = []
     why = getattr(session, "blind", "")
     if why:
