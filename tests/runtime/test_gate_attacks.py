@@ -248,3 +248,18 @@ def test_a_run_of_other_steps_than_the_frozen_one_is_said(gate):
     """)
     assert r.returncode == 0, r.stderr
     assert "warning: the budget was frozen from 3 step(s), this run made 6" in r.stderr
+
+
+def test_a_thread_started_before_torch_is_said(gate):
+    r = gate("early.py", """
+        import threading
+        go = threading.Event()
+        th = threading.Thread(target=go.wait, name="early-worker")
+        th.start()
+        from base import *
+        for i in range(3):
+            loss = step(i)
+        go.set(); th.join()
+    """)
+    assert r.returncode == 0, r.stderr
+    assert "warning: thread(s) early-worker started before torch was imported" in r.stderr

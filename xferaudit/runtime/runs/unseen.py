@@ -267,15 +267,8 @@ def problems(session: Any, problem: Callable) -> list:
     if why:
         out.append(_problem(why, 0, "import torch on the main thread first (at the top of the program), "
                                     "so that the run's guard watches it"))
-    files = _child_files(session)
-    for pid in getattr(session, "forked", []) or []:
-        path, n = files.pop(pid, (None, 0))
-        if path is not None and n:
-            out.append(_problem(f"forked child (pid {pid}) crossed {n} time(s), in {path}", n,
-                                "one process is judged: cross in the main process, or check the child's "
-                                "work with its own xferaudit run --budget"))
-    for pid, (path, n) in files.items():  # (forked some other way: os.forkpty, a C library)
-        if n:
+    for pid, (path, n) in sorted(_child_files(session).items(), key=lambda kv: str(kv[0])):
+        if n:  # (a child forked by os.fork, multiprocessing, os.forkpty or a C library alike)
             out.append(_problem(f"forked child (pid {pid}) crossed {n} time(s), in {path}", n,
                                 "one process is judged: cross in the main process, or check the child's "
                                 "work with its own xferaudit run --budget"))
