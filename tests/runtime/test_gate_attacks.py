@@ -263,3 +263,72 @@ def test_a_thread_started_before_torch_is_said(gate):
     """)
     assert r.returncode == 0, r.stderr
     assert "warning: thread(s) early-worker started before torch was imported" in r.stderr
+
+
+def _expect_catches(fn):
+    import torch
+
+    import xferaudit.runtime as xfer
+    from xferaudit.runtime.runs.budget import BudgetExceeded, expect
+    from xferaudit.testing import simulated_device
+
+    t = torch.ones(1).to(simulated_device())
+    prev = xfer.is_counting()
+    try:
+        with pytest.raises(BudgetExceeded) as ei:
+            with expect({}, steps=1) as ex:
+                fn(xfer, t)
+    finally:
+        xfer.count(prev)
+    assert not xfer.is_counting() or prev
+    return str(ei.value), ex
+
+
+@pytest.mark.parametrize("name, fn, what", [
+    ("reset after the read", lambda xfer, t: (t.item(), xfer.reset()), "xfer.reset()"),
+    ("counting off, then a wrapped read", lambda xfer, t: (xfer.count(False), xfer.item(t, site="s")),
+     "xfer.count(False)"),
+    ("a count(True) window after the read", lambda xfer, t: (t.item(), xfer.count(False), xfer.count(True)),
+     "xfer.count(True)"),
+    ("a counting() block after the read", lambda xfer, t: (t.item(), xfer.counting().__enter__()),
+     "xfer.count(True)"),
+])
+def test_expect_holds_the_blocks_own_counting_switches(name, fn, what):
+    text, ex = _expect_catches(fn)
+    assert "per step" in text
+    assert what in ex.held
+
+
+def test_expect_holds_the_blocks_own_guard_off():
+    def read(xfer, t):
+        with xfer.guard("off"):
+            t.item()
+    text, ex = _expect_catches(read)
+    assert "aten._local_scalar_dense" in text and 'xfer.guard("off")' in ex.held
+
+
+def test_expect_under_a_guard_that_is_off_still_sees_a_read():
+    import xferaudit.runtime as xfer
+
+    with xfer.guard("off"):
+        text, _ = _expect_catches(lambda xfer, t: t.item())
+    assert "aten._local_scalar_dense" in text
+
+
+def test_the_budget_marker_under_an_xfer_guard_off_marker_still_sees_a_read(pytester):
+    from test_pytest_plugin import run
+
+    pytester.makepyfile(test_off="""
+        import pytest, torch
+        from xferaudit.testing import simulated_device
+
+        T = torch.ones(1).to(simulated_device())
+
+        @pytest.mark.xfer_guard("off")
+        @pytest.mark.xfer_budget({})
+        def test_read():
+            T.item()
+    """)
+    res = run(pytester)
+    res.assert_outcomes(failed=1)
+    res.stdout.fnmatch_lines(["*aten._local_scalar_dense*"])

@@ -89,6 +89,9 @@ BudgetSource = Union[Mapping[str, Any], str, "os.PathLike[str]", "Budget", None]
 #: ``expect(steps=OPTIMIZER)``: the steps are the ``optimizer.step()`` calls made
 #: in the block (the most any one optimizer made), as ``xferaudit run`` counts them.
 OPTIMIZER = "optimizer"
+#: The open ``expect`` blocks, innermost last: while one is, the program's
+#: ``xfer.count(...)``/``xfer.reset()``/``guard("off")`` are held (:meth:`Expectation.hold`).
+HOLDING: list = []
 
 
 class BudgetError(ValueError):
@@ -480,6 +483,8 @@ class Expectation:
         self._optimizer: Any = None  # (steps="optimizer") the optimizer steps counted in the block
         self._unhook: Any = None
         self._unhook_threads: Any = None
+        self._unhold: Any = None
+        self.held: list = []  # what the block asked of counting and was held (xfer.count(False), ...)
         self._prev_on = False
         self.checked = False
 
@@ -515,16 +520,41 @@ class Expectation:
         if self.guard_level:
             from ..guarding.guard import active_levels, guard
 
-            if active_levels() is None and _torch_available():
+            active = active_levels()  # (a guard already on, but "off" somewhere, would hide crossings)
+            if (active is None or "off" in (active.get(d) for d in ("up", "down", "d2d"))) \
+                    and _torch_available():
                 self._guard = guard(self.guard_level)
                 self._guard.__enter__()
             self._unhook_threads = _threads_guarded(self._guard)
         self._start = _snapshot()
+        self._unhold = self._hold_counting()
         return self
+
+    def hold(self, what: str) -> None:
+        """The block asked `what` of counting (``xfer.count(False)``,
+        ``xfer.reset()``, ``guard("off")``): held, so every crossing is measured."""
+        if what not in self.held:
+            self.held.append(what)
+
+    def _hold_counting(self) -> Any:
+        from .unseen import hold_guard_off
+
+        HOLDING.append(self)
+        unguard = hold_guard_off(lambda what, frame: self.hold(what))
+
+        def undo() -> None:
+            unguard()
+            if self in HOLDING:
+                HOLDING.remove(self)
+
+        return undo
 
     def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
         __tracebackhide__ = True  # pytest shows the failure, not this module's source
         end = _snapshot()
+        if self._unhold is not None:
+            self._unhold()
+            self._unhold = None
         try:
             if self._guard is not None:
                 self._guard.__exit__(None, None, None)
