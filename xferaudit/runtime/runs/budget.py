@@ -56,7 +56,9 @@ measured (compilation, allocator warm-up, lazy init). Without ``step()`` calls,
 block, as ``xferaudit run`` does: a budget frozen from a run
 (``xferaudit budget --from RUN.json``) is checked per step the same way. Counting is on
 inside the block and is measured as the difference of the tallies, so counts
-made outside are neither lost nor mixed in.
+made outside are neither lost nor mixed in; the block's own ``xfer.count(...)``,
+``xfer.reset()`` and ``guard("off")`` are held (``ex.held``), and threads
+started in it run under its guard levels (:mod:`.unseen`).
 
 Time: ``ex.seconds`` gives, after the block, each site's host time per step
 inside its calls (as ``ex.measured`` gives its crossings per step). A budget
