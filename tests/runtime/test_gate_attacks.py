@@ -332,3 +332,17 @@ def test_the_budget_marker_under_an_xfer_guard_off_marker_still_sees_a_read(pyte
     res = run(pytester)
     res.assert_outcomes(failed=1)
     res.stdout.fnmatch_lines(["*aten._local_scalar_dense*"])
+
+
+def test_a_read_in_a_raw_thread_is_counted(gate):
+    r = gate("rawthread.py", """
+        from base import *
+        import _thread, time
+        for i in range(3):
+            loss = step(i)
+            done = []
+            _thread.start_new_thread(lambda: (loss.item(), done.append(1)), ())
+            while not done:
+                time.sleep(0.01)
+    """)
+    _broken(r, "unwrapped transfer: rawthread.py:7: aten._local_scalar_dense (down), 1 per step")

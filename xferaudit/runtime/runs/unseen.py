@@ -27,6 +27,7 @@ Each problem here is a :class:`~.budget.Problem` of kind ``"unseen"``: its
 
 from __future__ import annotations
 
+import _thread
 import glob
 import json
 import os
@@ -45,10 +46,20 @@ _PYTHON = re.compile(r"(^|[\\/\s'\"])(python[\d.]*|pypy[\d.]*)(\.exe)?($|[\s'\"]
 
 _thread_levels: list = []  # (levels, mode) of the guards new threads get; [-1] in force
 _orig_bootstrap: Any = None
+_orig_start: Any = None
 
 
 def _bootstrap_inner(self: threading.Thread) -> None:
     """``Thread._bootstrap_inner`` run under a guard at the levels in force."""
+    _guarded(_orig_bootstrap, self)
+
+
+def _start_new_thread(function: Callable, args: Any, kwargs: Any = None) -> Any:
+    """``_thread.start_new_thread`` whose thread runs under a guard at the levels in force."""
+    return _orig_start(_guarded, (function, *args), kwargs or {})
+
+
+def _guarded(fn: Callable, *args: Any, **kwargs: Any) -> Any:
     g = None
     if _thread_levels:
         from ..guarding.guard import guard
@@ -61,7 +72,7 @@ def _bootstrap_inner(self: threading.Thread) -> None:
         except Exception:  # (no torch dispatch mode: the wrappers still count)
             g = None
     try:
-        _orig_bootstrap(self)
+        return fn(*args, **kwargs)
     finally:
         if g is not None:
             try:
@@ -73,22 +84,24 @@ def _bootstrap_inner(self: threading.Thread) -> None:
 def guard_threads(levels: dict, mode: Optional[str]) -> Callable:
     """Threads started from now on run under ``guard`` at `levels` (in `mode`);
     returns the undo."""
-    global _orig_bootstrap
+    global _orig_bootstrap, _orig_start
     entry = (dict(levels), mode)
     if _orig_bootstrap is None:
         _orig_bootstrap = threading.Thread._bootstrap_inner  # type: ignore[attr-defined]
         threading.Thread._bootstrap_inner = _bootstrap_inner  # type: ignore[attr-defined]
+        # (threading keeps its own name of it: only the program's direct calls come here)
+        _orig_start, _thread.start_new_thread = _thread.start_new_thread, _start_new_thread
     _thread_levels.append(entry)
 
     def undo() -> None:
-        global _orig_bootstrap
+        global _orig_bootstrap, _orig_start
         if entry in _thread_levels:
             _thread_levels.reverse()
             _thread_levels.remove(entry)  # (the last one pushed)
             _thread_levels.reverse()
         if not _thread_levels and _orig_bootstrap is not None:
             threading.Thread._bootstrap_inner = _orig_bootstrap  # type: ignore[attr-defined]
-            _orig_bootstrap = None
+            _thread.start_new_thread, _orig_bootstrap, _orig_start = _orig_start, None, None
 
     return undo
 
