@@ -28,7 +28,7 @@ dev = simulated_device()
 model = torch.nn.Linear(2, 2).to(dev)
 opt = torch.optim.SGD(model.parameters(), lr=0.1)
 def step(i):
-    x = torch.randn(4, 2).to(dev)
+    x = torch.randn(4, 2).to(dev, non_blocking=os.environ.get("NB") == "1")
     loss = model(x).pow(2).mean()
     loss.backward(); opt.step(); opt.zero_grad()
     return loss
@@ -346,3 +346,27 @@ def test_a_read_in_a_raw_thread_is_counted(gate):
                 time.sleep(0.01)
     """)
     _broken(r, "unwrapped transfer: rawthread.py:7: aten._local_scalar_dense (down), 1 per step")
+
+
+PAGEABLE = """
+    import os
+    os.environ["NB"] = "1"   # base.py's upload turns non_blocking, from pageable memory
+    from base import *
+    for i in range(3):
+        loss = step(i)
+"""
+
+
+def test_an_upload_turned_non_blocking_from_pageable_memory_breaks_a_frozen_budget(gate):
+    r = gate("pageable.py", PAGEABLE)
+    _broken(r, "pageable copies: base.py:8: 1 non_blocking copies per step", "allowed 0")
+
+
+def test_a_budget_frozen_from_a_run_with_pageable_copies_holds_them(gate):
+    r = gate("pageable2.py", PAGEABLE)
+    assert r.returncode == 1, r.stderr
+    r = _xferaudit(gate.folder, "budget", "--from", "pageable2.py.json", "-o", "pageable.toml")
+    assert r.returncode == 0, r.stderr
+    assert '"base.py:8" = { crossings = 1, pageable = 1 }' in (gate.folder / "pageable.toml").read_text()
+    r = _xferaudit(gate.folder, "run", "-q", "-o", "again.json", "--budget", "pageable.toml", "pageable2.py")
+    assert r.returncode == 0, r.stderr

@@ -40,7 +40,8 @@ graph site (a compiled callable or a replayed CUDA graph) per step instead;
 ``copies = n`` (copies on the wire per step: a module move is one crossing
 and a copy per tensor) and ``pageable = n`` (``non_blocking`` copies with a
 pageable host side, which run synchronously: ``pageable = 0`` forbids them at
-that site; ``expect(..., pageable=0)`` forbids them everywhere). Sources, for
+that site; ``expect(..., pageable=0)`` forbids them everywhere; under
+``xferaudit run --budget`` a site that gives none allows none). Sources, for
 :func:`load_budget` and ``expect``:
 
 * a dict;
@@ -421,7 +422,19 @@ def check_run(budget: Budget, rep: Any) -> list:
     if isinstance(steps, bool) or not isinstance(steps, int) or steps < 1:
         steps = 1
     sites, launches, unwrapped = report_totals(rep)
-    return check(budget, sites, launches, unwrapped, steps)
+    return check(_pageable_held(budget), sites, launches, unwrapped, steps)
+
+
+def _pageable_held(budget: Budget) -> Budget:
+    """`budget` with ``pageable = 0`` at every site that gives no ``pageable``:
+    a run's gate allows pageable ``non_blocking`` copies only where its budget
+    says so (``xferaudit budget --from`` writes them where the good run made
+    them), so a copy turned ``non_blocking`` from pageable memory fails."""
+    held = {s: 0 for s in budget.crossings if s not in budget.pageable}
+    if not held:
+        return budget
+    return Budget(budget.crossings, budget.launches, budget.source, budget.copies,
+                  {**budget.pageable, **held}, budget.file)
 
 
 def run_verdict(problems: list, source: str, steps: Any, run_file: Optional[str] = None,
