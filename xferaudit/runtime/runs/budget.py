@@ -83,6 +83,7 @@ from ..._text import printable
 from ..counted import recorder as _recorder
 from .advice import advice, commands
 from .advice import number as _num
+from .unseen import hold_block, threads_guarded
 
 __all__ = [
     "Budget", "BudgetError", "BudgetExceeded", "Expectation", "Problem", "expect", "load_budget",
@@ -92,9 +93,6 @@ BudgetSource = Union[Mapping[str, Any], str, "os.PathLike[str]", "Budget", None]
 #: ``expect(steps=OPTIMIZER)``: the steps are the ``optimizer.step()`` calls made
 #: in the block (the most any one optimizer made), as ``xferaudit run`` counts them.
 OPTIMIZER = "optimizer"
-#: The open ``expect`` blocks, innermost last: while one is, the program's
-#: ``xfer.count(...)``/``xfer.reset()``/``guard("off")`` are held (:meth:`Expectation.hold`).
-HOLDING: list = []
 
 
 class BudgetError(ValueError):
@@ -540,9 +538,9 @@ class Expectation:
                     and _torch_available():
                 self._guard = guard(self.guard_level)
                 self._guard.__enter__()
-            self._unhook_threads = _threads_guarded(self._guard)
+            self._unhook_threads = threads_guarded(self._guard, _torch_available())
         self._start = _snapshot()
-        self._unhold = self._hold_counting()
+        self._unhold = hold_block(self)
         return self
 
     def hold(self, what: str) -> None:
@@ -551,18 +549,6 @@ class Expectation:
         if what not in self.held:
             self.held.append(what)
 
-    def _hold_counting(self) -> Any:
-        from .unseen import hold_guard_off
-
-        HOLDING.append(self)
-        unguard = hold_guard_off(lambda what, frame: self.hold(what))
-
-        def undo() -> None:
-            unguard()
-            if self in HOLDING:
-                HOLDING.remove(self)
-
-        return undo
 
     def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
         __tracebackhide__ = True  # pytest shows the failure, not this module's source
@@ -626,18 +612,6 @@ class Expectation:
             raise err
         out = self.file if self.file is not None else sys.stderr
         out.write(f"xferaudit: {err}\n")
-
-
-def _threads_guarded(entered: Any) -> Any:
-    """Threads started in the block run under a guard too (the one `entered`
-    for the block, else the levels in force): their crossings are measured."""
-    from ..guarding.guard import active_levels
-    from .unseen import guard_threads
-
-    levels = active_levels()
-    if levels is None or not _torch_available():
-        return None
-    return guard_threads(levels, entered.mode if entered is not None else None)
 
 
 def _torch_available() -> bool:

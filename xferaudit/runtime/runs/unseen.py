@@ -106,6 +106,17 @@ def guard_threads(levels: dict, mode: Optional[str]) -> Callable:
     return undo
 
 
+def threads_guarded(entered: Any, torch_there: bool) -> Any:
+    """(``expect``) Threads started in the block run under a guard too (the
+    one `entered` for the block, else the levels in force); the undo, or None."""
+    from ..guarding.guard import active_levels
+
+    levels = active_levels()
+    if levels is None or not torch_there:
+        return None
+    return guard_threads(levels, entered.mode if entered is not None else None)
+
+
 # --- the program's own guard("off") --------------------------------------------------------
 
 def hold_guard_off(held: Callable[[str, Any], None]) -> Callable:
@@ -118,6 +129,25 @@ def hold_guard_off(held: Callable[[str, Any], None]) -> Callable:
 
     def undo() -> None:
         _guard.OFF_HELD = prev
+
+    return undo
+
+
+#: The open ``expect`` blocks, innermost last: while one is, the program's
+#: ``xfer.count(...)``/``xfer.reset()``/``guard("off")`` are held (``Expectation.hold``).
+HOLDING: list = []
+
+
+def hold_block(ex: Any) -> Callable:
+    """Hold counting for the ``expect`` block `ex` (its ``hold(what)`` is told
+    what the block asked); returns the undo."""
+    HOLDING.append(ex)
+    unguard = hold_guard_off(lambda what, frame: ex.hold(what))
+
+    def undo() -> None:
+        unguard()
+        if ex in HOLDING:
+            HOLDING.remove(ex)
 
     return undo
 
