@@ -370,3 +370,33 @@ def test_a_budget_frozen_from_a_run_with_pageable_copies_holds_them(gate):
     assert '"base.py:8" = { crossings = 1, pageable = 1 }' in (gate.folder / "pageable.toml").read_text()
     r = _xferaudit(gate.folder, "run", "-q", "-o", "again.json", "--budget", "pageable.toml", "pageable2.py")
     assert r.returncode == 0, r.stderr
+
+
+@pytest.mark.parametrize("mode", ["full", "lite"])
+@pytest.mark.parametrize("read, op", [
+    (lambda t, dev: t.item(), "aten._local_scalar_dense"),
+    (lambda t, dev: float(t), "aten._local_scalar_dense"),
+    (lambda t, dev: t.cpu(), "aten._to_copy"),
+    (lambda t, dev: torch_ones(2).to(dev), "aten._to_copy"),
+])
+def test_a_crossing_under_inference_mode_is_seen(mode, read, op):
+    import torch
+
+    import xferaudit.runtime as xfer
+    from xferaudit.runtime.runs.budget import BudgetExceeded, expect
+    from xferaudit.testing import simulated_device
+
+    dev = simulated_device()
+    t = torch.ones(2).to(dev).sum()
+    with pytest.raises(BudgetExceeded) as ei:
+        with xfer.guard("count", mode=mode):
+            with expect({}, steps=1):
+                with torch.inference_mode():
+                    read(t, dev)
+    assert op in str(ei.value)
+
+
+def torch_ones(n):
+    import torch
+
+    return torch.ones(n)

@@ -265,9 +265,7 @@ _seen: set = set()  # (path, line, op) already logged
 _active = 0  # guards active, all threads
 _lite = 0  # of them, those in the cheap mode (its hooks are on while any is)
 _active_lock = threading.Lock()
-#: Set while ``xferaudit run`` holds counting (:mod:`xferaudit.runtime.runs.unseen`):
-#: a guard entered with a level ``off`` counts there instead, and this is called
-#: with the entering frame (the run says the program asked).
+#: While a run holds counting (runs/unseen.py): a level ``off`` counts, and this gets the frame.
 OFF_HELD: Any = None
 
 
@@ -438,6 +436,9 @@ def _mode_class(ops: guard_ops.Ops) -> Any:
                 kwargs = {}
             ev = classify(ops, func, args, kwargs)
             if ev is None:
+                r = guard_ops.decompose(self, ops.torch, func, args, kwargs)  # (inference mode)
+                if r is not NotImplemented:
+                    return r
                 try:
                     return func(*args, **kwargs)
                 except RuntimeError as e:
