@@ -26,6 +26,9 @@ dev = torch.device("cuda")
 model = torch.nn.Linear(8, 8).to(dev)
 opt = torch.optim.SGD(model.parameters(), lr=0.1)
 idx = torch.randint(0, 8, (64,), device=dev)
+@torch.jit.script
+def to_host(t: torch.Tensor) -> torch.Tensor:
+    return t.cpu()
 for i in range(3):
     x = torch.randn(16, 8).to(dev)
     loss = model(x).pow(2).mean()
@@ -37,9 +40,13 @@ for i in range(3):
     if PROBE == "multinomial": torch.multinomial(torch.ones(8, device=dev), 2)
     if PROBE == "histc": torch.histc(x)
     if PROBE == "one_hot": torch.nn.functional.one_hot(idx)
+    if PROBE == "jit_script": to_host(loss)
+    if PROBE == "inference_item":
+        with torch.inference_mode(): loss.item()
 """
 
-PROBES = ["item", "bincount", "randperm_cpu_gen", "storage_cpu", "multinomial", "histc", "one_hot"]
+PROBES = ["item", "bincount", "randperm_cpu_gen", "storage_cpu", "multinomial", "histc", "one_hot",
+          "jit_script", "inference_item"]
 
 
 def _run(folder: str, mode: str, *args: str, probe: str = "") -> subprocess.CompletedProcess:
