@@ -131,16 +131,20 @@ class BudgetCommand(Command):
         copies: dict = {}
         launches: dict = {}
         user_lines: set = set()
+        pageable: dict = {}
         for part, steps in parts:
             c, k, x, lines = _per_step(part, steps)
             user_lines |= lines
-            for table, figures in ((crossings, c), (copies, k), (launches, x)):
+            for table, figures in ((crossings, c), (copies, k), (launches, x),
+                                   (pageable, _pageable_per_step(part, steps))):
                 for site, per in figures.items():
                     table[site] = max(table.get(site, per), per)
         # Copies beside crossings where a call makes several (a module move).
         copies = {s: allowance(k) for s, k in copies.items() if k != crossings[s]}
         crossings = {s: allowance(n) for s, n in crossings.items()}
         launches = {s: allowance(n) for s, n in launches.items()}
+        # Pageable copies where the run made them (elsewhere run --budget allows none).
+        pageable = {s: allowance(n) for s, n in pageable.items() if n and s in crossings}
         from ..runtime.runs.compiled_budget import freeze, toml_items
 
         compiled = freeze(rep.meta.get("compiled"))  # graphs per call, breaks, CUDA-graph skips
@@ -153,8 +157,7 @@ class BudgetCommand(Command):
 
         out = None if args.output == "-" else args.output  # ("-": stdout, as without -o)
         if out is not None and Path(out).suffix.lower() == ".json":
-            data = {s: ({"crossings": written(n), "copies": written(copies[s])} if s in copies
-                        else written(n)) for s, n in crossings.items()}
+            data = {s: _entry(n, copies.get(s), pageable.get(s), written) for s, n in crossings.items()}
             data.update({s: {"launches": written(n)} for s, n in launches.items()})
             for s, e in compiled.items():
                 data[s] = {**data[s], **e} if isinstance(data.get(s), dict) else e
@@ -169,8 +172,7 @@ class BudgetCommand(Command):
                 "# @pytest.mark.xfer_budget(<this file>); the table can go into pyproject.toml as is.",
                 "[tool.xferaudit.budget]",
             ]
-            lines += [f"{_toml_key(s)} = {{ crossings = {_fmt(n)}, copies = {_fmt(copies[s])} }}"
-                      if s in copies else f"{_toml_key(s)} = {_fmt(n)}"
+            lines += [f"{_toml_key(s)} = " + _toml_entry(_entry(n, copies.get(s), pageable.get(s), _fmt))
                       for s, n in sorted(crossings.items())]
             lines += [f"{_toml_key(s)} = {{ launches = {_fmt(n)}"
                       + (f", {toml_items(compiled[s])}" if s in compiled else "") + " }"
@@ -220,6 +222,43 @@ def _per_step(rep, steps: int) -> tuple:
     copies = {s: Fraction(k, steps) for s, (_, k) in totals.items()}
     launches = {x.site: Fraction(x.launches, steps) for x in rep.launches}
     return crossings, copies, launches, set(lines)
+
+
+def _pageable_per_step(rep, steps: int) -> dict:
+    """One run's pageable ``non_blocking`` copies per step, by the names
+    :func:`_per_step` gives (a row's site, else a user's ``path:function:expression``;
+    ``path:line`` in a run file from before names had no line number)."""
+    from ..runtime.runs.budget import line_name
+
+    out: dict = {}
+    for r in rep.rows:
+        out[r.site] = out.get(r.site, 0) + (getattr(r, "pageable", 0) or 0)
+    names = set(out)
+    for u in rep.unwrapped:
+        name = u.name or line_name(u.path, u.line)
+        if u.name and name in names:  # (a wrapped site's name too: counted with that row)
+            out[name] += getattr(u, "pageable", 0) or 0
+        elif name not in names:
+            out[name] = out.get(name, 0) + (getattr(u, "pageable", 0) or 0)
+    return {s: Fraction(n, steps) for s, n in out.items()}
+
+
+def _entry(n, copies, pageable, fmt):
+    """A site's entry: its plain number, or a table where copies or pageable copies are given."""
+    if copies is None and pageable is None:
+        return fmt(n)
+    table = {"crossings": fmt(n)}
+    if copies is not None:
+        table["copies"] = fmt(copies)
+    if pageable is not None:
+        table["pageable"] = fmt(pageable)
+    return table
+
+
+def _toml_entry(e) -> str:
+    if not isinstance(e, dict):
+        return e
+    return "{ " + ", ".join(f"{k} = {v}" for k, v in e.items()) + " }"
 
 
 def _write_atomic(path: Path, text: str) -> None:

@@ -265,6 +265,8 @@ _seen: set = set()  # (path, line, op) already logged
 _active = 0  # guards active, all threads
 _lite = 0  # of them, those in the cheap mode (its hooks are on while any is)
 _active_lock = threading.Lock()
+#: While a run holds counting (runs/unseen.py): a level ``off`` counts, and this gets the frame.
+OFF_HELD: Any = None
 
 
 def _after_fork_in_child() -> None:
@@ -434,6 +436,9 @@ def _mode_class(ops: guard_ops.Ops) -> Any:
                 kwargs = {}
             ev = classify(ops, func, args, kwargs)
             if ev is None:
+                r = guard_ops.decompose(self, ops.torch, func, args, kwargs)  # (inference mode)
+                if r is not NotImplemented:
+                    return r
                 try:
                     return func(*args, **kwargs)
                 except RuntimeError as e:
@@ -627,7 +632,7 @@ class guard:
             _tls.mode = mode
             _tls.hooked += 1  # (the hooks step aside: the mode sees everything)
         _tls.pushed.append((push, not full))
-        _tls.stack.append(self.levels)
+        _tls.stack.append(_held_levels(self.levels))
         _sync()
         return self
 
@@ -672,6 +677,15 @@ class guard:
                 return fn(*a, **kw)
 
         return guarded
+
+
+def _held_levels(levels: dict) -> dict:
+    """`levels`, with ``off`` directions counting while a run holds them (:data:`OFF_HELD`)."""
+    held = OFF_HELD
+    if held is None or not any(levels.get(d) == "off" for d in ("up", "down", "d2d")):
+        return levels
+    held(sys._getframe(2))
+    return {d: ("count" if d != "pageable" and lv == "off" else lv) for d, lv in levels.items()}
 
 
 def active_levels() -> Optional[dict]:

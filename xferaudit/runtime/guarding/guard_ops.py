@@ -319,3 +319,16 @@ def classify(ops: Ops, func: Any, args: tuple, kwargs: dict) -> Event:
 
 __all__ = ["HOST", "Ops", "classify", "detail_text", "mixed", "on_device", "op_name", "pageable_copy",
            "set_count_bytes"]
+
+
+def decompose(mode: Any, torch: Any, func: Any, args: tuple, kwargs: dict) -> Any:
+    """A composite op that reached the dispatch mode whole (under
+    ``torch.inference_mode()`` the autograd keys, where ``item``, ``to``,
+    ``cpu``... are decomposed, are skipped), decomposed with `mode` on again,
+    so the ``_local_scalar_dense`` or ``_to_copy`` inside it is seen as outside
+    inference mode; NotImplemented for any other op (it runs as it is)."""
+    if not torch.is_inference_mode_enabled() or not torch._C._dispatch_has_kernel_for_dispatch_key(
+            func.name(), "CompositeImplicitAutograd"):
+        return NotImplemented
+    with mode:
+        return func.decompose(*args, **kwargs)

@@ -51,6 +51,8 @@ def advice(p: Any, budget_file: Optional[str] = None, run_file: Optional[str] = 
     """One line: what to do about problem `p` (a :class:`~.budget.Problem`)."""
     where = _where(budget_file)
     per = number(p.measured)
+    if p.kind == "unseen":
+        return printable(p.what)  # (unseen.py: what to do, in its own words)
     if p.kind == "unwrapped":
         name = (f"name the line (`xferaudit wrap --from {_arg(run_file)}` wraps it)" if run_file
                 else "name the line (wrap it: `xferaudit wrap --from RUN.json` on a run of it)")

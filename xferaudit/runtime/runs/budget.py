@@ -40,7 +40,8 @@ graph site (a compiled callable or a replayed CUDA graph) per step instead;
 ``copies = n`` (copies on the wire per step: a module move is one crossing
 and a copy per tensor) and ``pageable = n`` (``non_blocking`` copies with a
 pageable host side, which run synchronously: ``pageable = 0`` forbids them at
-that site; ``expect(..., pageable=0)`` forbids them everywhere). Sources, for
+that site; ``expect(..., pageable=0)`` forbids them everywhere; under
+``xferaudit run --budget`` a site that gives none allows none). Sources, for
 :func:`load_budget` and ``expect``:
 
 * a dict;
@@ -56,7 +57,9 @@ measured (compilation, allocator warm-up, lazy init). Without ``step()`` calls,
 block, as ``xferaudit run`` does: a budget frozen from a run
 (``xferaudit budget --from RUN.json``) is checked per step the same way. Counting is on
 inside the block and is measured as the difference of the tallies, so counts
-made outside are neither lost nor mixed in.
+made outside are neither lost nor mixed in; the block's own ``xfer.count(...)``,
+``xfer.reset()`` and ``guard("off")`` are held (``ex.held``), and threads
+started in it run under its guard levels (:mod:`.unseen`).
 
 Time: ``ex.seconds`` gives, after the block, each site's host time per step
 inside its calls (as ``ex.measured`` gives its crossings per step). A budget
@@ -70,6 +73,7 @@ from __future__ import annotations
 import os
 import re
 import sys
+import dataclasses
 from dataclasses import dataclass, field
 from fractions import Fraction
 from pathlib import Path
@@ -83,6 +87,7 @@ from ..counted import recorder as _recorder
 from .advice import advice, commands
 from .advice import number as _num
 from . import oldnames as _oldnames
+from .unseen import hold_block, threads_guarded
 
 __all__ = [
     "Budget", "BudgetError", "BudgetExceeded", "Expectation", "Problem", "expect", "load_budget",
@@ -102,7 +107,7 @@ class BudgetError(ValueError):
 class Problem:
     """One way a run broke its budget."""
 
-    kind: str  # "over" | "unexpected" | "unwrapped" | "pageable"
+    kind: str  # "over" | "unexpected" | "unwrapped" | "pageable" | "unseen" (what the run could not see)
     site: str  # the site, or the name of an unwrapped transfer (path:function:expression)
     measured: float  # per step
     budget: Optional[float]  # per step; None for unexpected/unwrapped
@@ -124,6 +129,8 @@ class Problem:
             return (f"pageable copies: {site}: {m} non_blocking copies per step from or to "
                     f"pageable host memory (they ran synchronously), allowed "
                     f"{_num(self.budget or 0)}: pin the host memory")
+        if self.kind == "unseen":
+            return f"not seen, so not judged: {site}"
         return f"unwrapped transfer: {site}: {what}, {m} per step"
 
 
@@ -437,8 +444,19 @@ def check_run(budget: Budget, rep: Any) -> list:
     if isinstance(steps, bool) or not isinstance(steps, int) or steps < 1:
         steps = 1
     sites, launches, unwrapped = report_totals(rep)
-    return (check(budget, sites, launches, unwrapped, steps, made_at=_oldnames.lines_of(rep.meta))
+    return (check(_pageable_held(budget), sites, launches, unwrapped, steps, made_at=_oldnames.lines_of(rep.meta))
             + _compiled_budget.check(budget.compiled, rep.meta.get("compiled")))
+
+
+def _pageable_held(budget: Budget) -> Budget:
+    """`budget` with ``pageable = 0`` at every site that gives no ``pageable``:
+    a run's gate allows pageable ``non_blocking`` copies only where its budget
+    says so (``xferaudit budget --from`` writes them where the good run made
+    them), so a copy turned ``non_blocking`` from pageable memory fails."""
+    held = {s: 0 for s in budget.crossings if s not in budget.pageable}
+    if not held:
+        return budget
+    return dataclasses.replace(budget, pageable={**budget.pageable, **held})
 
 
 def run_verdict(problems: list, source: str, steps: Any, run_file: Optional[str] = None,
@@ -501,6 +519,9 @@ class Expectation:
         self._guard: Any = None
         self._optimizer: Any = None  # (steps="optimizer") the optimizer steps counted in the block
         self._unhook: Any = None
+        self._unhook_threads: Any = None
+        self._unhold: Any = None
+        self.held: list = []  # what the block asked of counting and was held (xfer.count(False), ...)
         self._prev_on = False
         self._prev_compiled = False
         self._first: Any = None
@@ -538,17 +559,31 @@ class Expectation:
         if self.guard_level:
             from ..guarding.guard import active_levels, guard
 
-            if active_levels() is None and _torch_available():
+            active = active_levels()  # (a guard already on, but "off" somewhere, would hide crossings)
+            if (active is None or "off" in (active.get(d) for d in ("up", "down", "d2d"))) \
+                    and _torch_available():
                 self._guard = guard(self.guard_level)
                 self._guard.__enter__()
+            self._unhook_threads = threads_guarded(self._guard, _torch_available())
         self._prev_compiled = _compiled.STATE.on
         _compiled.start()
         self._start = self._first = _snapshot()
+        self._unhold = hold_block(self)
         return self
+
+    def hold(self, what: str) -> None:
+        """The block asked `what` of counting (``xfer.count(False)``,
+        ``xfer.reset()``, ``guard("off")``): held, so every crossing is measured."""
+        if what not in self.held:
+            self.held.append(what)
+
 
     def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
         __tracebackhide__ = True  # pytest shows the failure, not this module's source
         end = _snapshot()
+        if self._unhold is not None:
+            self._unhold()
+            self._unhold = None
         try:
             if self._guard is not None:
                 self._guard.__exit__(None, None, None)
@@ -560,6 +595,9 @@ class Expectation:
             if self._unhook is not None:
                 self._unhook()
                 self._unhook = None
+            if self._unhook_threads is not None:
+                self._unhook_threads()
+                self._unhook_threads = None
         if exc_type is not None:
             return  # the block's own error wins; nothing to check
         self._finish(end)

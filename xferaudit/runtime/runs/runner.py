@@ -57,6 +57,7 @@ from ..._after_import import AfterImport
 from ..counted import compiled as _compiled
 from ..counted import frames as _frames
 from . import programs as _programs
+from . import unseen as _unseen
 from ..counted import recorder as _recorder
 from .no_device import has_accelerator
 from .programs import RunError
@@ -171,6 +172,10 @@ class _Session:
     ended: str = ""  # how the program ended, where that is not an exit ("... replaced itself ...")
     budget: Any = None  # a Budget to check the run against (xferaudit run --budget), and its source
     asked: dict = field(default_factory=dict)  # what the program asked of counting (xfer.count(False)) -> where first
+    blind: str = ""  # why the guard could not watch the main thread (a problem with a budget: .unseen)
+    early_threads: list = field(default_factory=list)  # threads running before the guard was on
+    parent_pid: Optional[int] = None  # (a forked child) the pid of the run's process
+    steps_seen: Any = None  # the steps the budget was checked over
 
     def held(self, what: str, frame: Any) -> None:
         """The program asked to switch or reset counting (`what`, from `frame`);
@@ -217,6 +222,8 @@ class _Session:
         os._exit = _exit_saving(real_exit)
         self.undo.append(lambda: setattr(os, "_exit", real_exit))
         self._hook_exec()
+        self.undo.append(_unseen.watch_processes(self))
+        self.undo.append(_unseen.hold_guard_off(self.held))
         if not _fork_hook_set and hasattr(os, "register_at_fork"):
             os.register_at_fork(after_in_child=_after_fork_in_child)  # (cannot be undone: dispatches to _active)
             _fork_hook_set = True
@@ -249,7 +256,13 @@ class _Session:
         self.steps = OptimizerSteps()
         self.undo.append(self.steps.install(torch))
         if threading.current_thread() is not threading.main_thread():
-            return  # (the guard watches the thread that enters it: only the main thread's is ours)
+            # (the guard watches the thread that enters it: the main thread cannot be given one now)
+            self.blind = (f"torch was first imported on thread {threading.current_thread().name!r}, not "
+                          "the main thread: the run's guard could not watch the main thread")
+            if not self.quiet:
+                _say(f"xferaudit run: {self.blind}; crossings no wrapper names are not seen\n")
+            return
+        self.early_threads = [t.name for t in threading.enumerate() if t is not threading.main_thread()]
         g = self.pending_guard
         try:
             g.__enter__()
@@ -260,6 +273,7 @@ class _Session:
         self.guard = g
         self.guard_mode = resolve_mode(g.mode, torch)
         self.undo.append(lambda: self._leave_guard(g))
+        self.undo.append(_unseen.guard_threads(g.levels, g.mode))  # (threads started from now on)
 
     def _leave_guard(self, g: Any) -> None:
         if self.guard is g and threading.current_thread() is threading.main_thread():
@@ -301,6 +315,7 @@ class _Session:
                 rep.meta["world_size"] = self.world_size
         if self.child:
             rep.meta["pid"] = os.getpid()
+            rep.meta["parent_pid"] = self.parent_pid
         simulate = sys.modules.get("xferaudit.simulate")  # (xferaudit run --simulate)
         if simulate is not None and simulate.enabled():
             rep.meta["simulated"] = simulate.meta()
@@ -328,10 +343,11 @@ class _Session:
         res = RunResult(self.exit_code or 0, report=rep)
         judged = self.budget is not None and not self.child
         if judged:
-            from .budget import check_run, run_verdict
+            from .budget import Problem, check_run, run_verdict
             from .no_device import refusal
 
-            res.problems = check_run(self.budget, rep)
+            res.problems = check_run(self.budget, rep) + _unseen.problems(self, Problem)
+            self.steps_seen = rep.meta.get("steps") or 1
             blind = refusal(sys.modules.get("torch"), self.budget)  # (no device: nothing could cross)
             if blind is not None:
                 res.problems.insert(0, blind)
@@ -356,6 +372,8 @@ class _Session:
             _say(res.error + "\n")
         if verdict and (res.problems or not self.quiet):
             _say(verdict)
+        if judged:
+            _say(_unseen.note(self))
         self.result = res
         return res
 
@@ -438,6 +456,7 @@ def _after_fork_in_child() -> None:
         STATE.lock.release()
     _recorder.reset()
     s.child, s.saved, s.result = True, False, None
+    s.parent_pid = os.getppid()
     if s.output is not None:
         s.output = output_path(str(s.output), pid=os.getpid())
 
