@@ -7,10 +7,10 @@ and on; a model scripted from a file the project pass never sees
 The contexts are rendered as one scripted function each (the holes filled
 with expressions TorchScript takes), wrapped as ``wrap`` wraps them (plainly,
 and as ``wrap --from`` a run that saw every line cross). Scripted code calls
-the bare ops (xferaudit/packs/torch/scripting.py): it is not counted. One form
-does not compile, asserted as such: ``xfer.reads(fn, value, site=...)`` (a
-consumer called with the value: ``math.floor(t)``, ``'{}'.format(t)``), since
-TorchScript takes no function as a value.
+the bare ops (xferaudit/packs/torch/scripting.py): it is not counted. That
+includes ``xfer.reads(fn, value, site=...)`` (a consumer called with the value:
+``math.floor(t)``, ``'{}'.format(t)``): TorchScript takes no function as a
+value, so it is given the bare call ``fn(value)`` to compile.
 """
 
 from __future__ import annotations
@@ -99,13 +99,7 @@ def test_a_scripted_context_compiles_wrapped_and_gives_the_bare_result(ctx, fill
             continue
         wrapped_any = True
         new = res.new.decode()
-        if "_xfer.reads(" in new:
-            # a consumer called with the value (math.floor, str.format): TorchScript takes no function
-            # as a value, so `xfer.reads(math.floor, v, site=...)` has no scriptable form (docs/codemod.md)
-            with pytest.raises(Exception, match="variable number of arguments"):
-                _script(new)
-            pytest.xfail("the xfer.reads form does not compile under TorchScript")
-        scripted = _script(new)  # must compile
+        scripted = _script(new)  # must compile (xfer.reads(math.floor, v, site=...) too: TorchScript sees math.floor(v))
         for tv, uv in INPUTS:
             want = _run(bare, tv, uv)
             for count in (False, True):
