@@ -21,19 +21,26 @@ counted: the guard, if on, still sees what it runs through the dispatcher).
   the wrapper. TorchScript picks the overload by the call's arguments, as it
   picks the bare op's schema; the scripted graph calls the overload (plain
   TorchScript, saved with the model: a saved model needs no xferaudit).
-* A C wrapper (``float``, ``int``, ``bool``, ``index``, ``item``) cannot be
-  given overloads (TorchScript looks those up for Python functions only); it
-  is mapped, as ``math.sqrt`` is to ``aten::sqrt``, to an operator of the
-  ``xferaudit`` namespace whose schema is the bare op's plus ``*, str?
-  site=None`` and whose kernel makes the bare conversion
-  (``xferaudit::bool.Tensor``...). A model saved with such a call needs
-  ``import xferaudit.runtime`` where it is loaded (the operator is defined
-  there); ``XFERAUDIT_PURE_PYTHON=1`` keeps the Python wrappers, whose
-  overloads save as plain TorchScript.
+* ``reads`` and the scalar reads (``float``, ``int``, ``bool``, ``complex``,
+  ``index``, ``item``; C builtins on the C counted path, which TorchScript
+  gives no overloads) are given to TorchScript as their bare call: the source
+  it parses (``torch.jit.frontend.parse_def``, wrapped) has ``xfer.reads(fn,
+  a, site=...)`` as ``fn(a)`` (TorchScript takes no function as a value, so
+  this is the only scriptable form of ``reads``), ``xfer.float(t, site=...)``
+  as ``float(t)``, ``xfer.item(t, ...)`` as ``t.item()``, ``xfer.index(t,
+  ...)`` as ``t``; only calls whose callee resolves (closure, globals) to
+  xferaudit's wrapper, and only in the AST TorchScript builds from. The
+  scripted graph is the bare program's, so a saved model loads without
+  xferaudit. Where the module rebinds the builtin's name (``float = ...``)
+  the call stays: the C wrapper is then mapped, as ``math.sqrt`` is to
+  ``aten::sqrt``, to an operator of the ``xferaudit`` namespace whose schema
+  is the bare op's plus ``*, str? site=None`` (``xferaudit::bool.Tensor``...),
+  which a saved model needs ``import xferaudit.runtime`` to load.
 
 What is not registered has no scriptable bare form either (``numpy``,
-``tolist`` without an annotation, ``reads``, ``save``, ``load``...), or stays
-for the project pass, which leaves code it sees scripted unwrapped.
+``tolist`` without an annotation, ``reads`` of a callee TorchScript does not
+compile, ``save``, ``load``...), or stays for the project pass, which leaves
+code it sees scripted unwrapped.
 Registration needs torch imported: it runs when the pack's wrappers are
 installed with torch in ``sys.modules``, or right after torch's import ends.
 """
@@ -275,7 +282,7 @@ def _bare_calls(parse_def: Any) -> Any:
         try:
             if _BARE and any(f"{n}(" in parsed.source for n in _BARE_NAMES):
                 _BareCalls(fn).visit(parsed.ast)
-        except Exception:  # pragma: no cover - keep what TorchScript parsed (the overloads still apply)
+        except Exception:  # noqa: BLE001 # pragma: no cover - keep what TorchScript parsed (the overloads apply)
             return parse_def(fn)
         return parsed
 
