@@ -7,10 +7,10 @@ and on; a model scripted from a file the project pass never sees
 The contexts are rendered as one scripted function each (the holes filled
 with expressions TorchScript takes), wrapped as ``wrap`` wraps them (plainly,
 and as ``wrap --from`` a run that saw every line cross). Scripted code calls
-the bare ops (xferaudit/packs/torch/scripting.py): it is not counted. One form
-does not compile, asserted as such: ``xfer.reads(fn, value, site=...)`` (a
-consumer called with the value: ``math.floor(t)``, ``'{}'.format(t)``), since
-TorchScript takes no function as a value.
+the bare ops (xferaudit/packs/torch/scripting.py): it is not counted. That
+includes ``xfer.reads(fn, value, site=...)`` (a consumer called with the value:
+``math.floor(t)``, ``'{}'.format(t)``): TorchScript takes no function as a
+value, so it is given the bare call ``fn(value)`` to compile.
 """
 
 from __future__ import annotations
@@ -99,13 +99,7 @@ def test_a_scripted_context_compiles_wrapped_and_gives_the_bare_result(ctx, fill
             continue
         wrapped_any = True
         new = res.new.decode()
-        if "_xfer.reads(" in new:
-            # a consumer called with the value (math.floor, str.format): TorchScript takes no function
-            # as a value, so `xfer.reads(math.floor, v, site=...)` has no scriptable form (docs/codemod.md)
-            with pytest.raises(Exception, match="variable number of arguments"):
-                _script(new)
-            pytest.xfail("the xfer.reads form does not compile under TorchScript")
-        scripted = _script(new)  # must compile
+        scripted = _script(new)  # must compile (xfer.reads(math.floor, v, site=...) too: TorchScript sees math.floor(v))
         for tv, uv in INPUTS:
             want = _run(bare, tv, uv)
             for count in (False, True):
@@ -190,9 +184,10 @@ print(repr(m(x, torch.device("cpu")).tolist()), "xferaudit" in sys.modules)
 def test_a_model_scripted_from_a_separate_file_after_wrap(tmp_path: Path, pure: bool):
     """``wrap`` of model.py alone (the deployment script is not in the project,
     so the project pass cannot see that it scripts the model): the deployment
-    script scripts it, runs it, saves it; the result is the bare model's. With
-    the Python wrappers (XFERAUDIT_PURE_PYTHON=1) the saved model is plain
-    TorchScript: it loads where xferaudit is never imported."""
+    script scripts it, runs it, saves it; the result is the bare model's. The
+    saved model is plain TorchScript, with the C scalar reads (``float``,
+    ``item``, the truth test) as with the Python wrappers
+    (XFERAUDIT_PURE_PYTHON=1): it loads where xferaudit is never imported."""
     proj = tmp_path / "proj"
     proj.mkdir()
     (proj / "model.py").write_text(MODEL)
@@ -218,12 +213,12 @@ def test_a_model_scripted_from_a_separate_file_after_wrap(tmp_path: Path, pure: 
     text = (proj / "model.py").read_text()
     assert text.count("_xfer.") >= 6, text  # .to, .cpu (x3), torch.tensor, the truth test, float, item
     assert deploy("wrapped.pt") == bare
-    if pure:
-        clean = {k: v for k, v in env.items() if k != "PYTHONPATH"}
-        got = subprocess.run([sys.executable, str(tmp_path / "load.py"), str(tmp_path / "wrapped.pt")],
-                             capture_output=True, text=True, env=clean, timeout=300, cwd=tmp_path)
-        assert got.returncode == 0, got.stderr[-3000:]
-        assert got.stdout.strip().endswith("False")
+    # the saved model is plain TorchScript, C path or not: it loads where xferaudit is never imported
+    clean = {k: v for k, v in env.items() if k != "PYTHONPATH"}
+    got = subprocess.run([sys.executable, str(tmp_path / "load.py"), str(tmp_path / "wrapped.pt")],
+                         capture_output=True, text=True, env=clean, timeout=300, cwd=tmp_path)
+    assert got.returncode == 0, got.stderr[-3000:]
+    assert got.stdout.strip().endswith("False")
 
 
 def test_registered_when_torch_is_imported_after_the_runtime():

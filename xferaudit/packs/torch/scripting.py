@@ -21,19 +21,26 @@ counted: the guard, if on, still sees what it runs through the dispatcher).
   the wrapper. TorchScript picks the overload by the call's arguments, as it
   picks the bare op's schema; the scripted graph calls the overload (plain
   TorchScript, saved with the model: a saved model needs no xferaudit).
-* A C wrapper (``float``, ``int``, ``bool``, ``index``, ``item``) cannot be
-  given overloads (TorchScript looks those up for Python functions only); it
-  is mapped, as ``math.sqrt`` is to ``aten::sqrt``, to an operator of the
-  ``xferaudit`` namespace whose schema is the bare op's plus ``*, str?
-  site=None`` and whose kernel makes the bare conversion
-  (``xferaudit::bool.Tensor``...). A model saved with such a call needs
-  ``import xferaudit.runtime`` where it is loaded (the operator is defined
-  there); ``XFERAUDIT_PURE_PYTHON=1`` keeps the Python wrappers, whose
-  overloads save as plain TorchScript.
+* ``reads`` and the scalar reads (``float``, ``int``, ``bool``, ``complex``,
+  ``index``, ``item``; C builtins on the C counted path, which TorchScript
+  gives no overloads) are given to TorchScript as their bare call: the source
+  it parses (``torch.jit.frontend.parse_def``, wrapped) has ``xfer.reads(fn,
+  a, site=...)`` as ``fn(a)`` (TorchScript takes no function as a value, so
+  this is the only scriptable form of ``reads``), ``xfer.float(t, site=...)``
+  as ``float(t)``, ``xfer.item(t, ...)`` as ``t.item()``, ``xfer.index(t,
+  ...)`` as ``t``; only calls whose callee resolves (closure, globals) to
+  xferaudit's wrapper, and only in the AST TorchScript builds from. The
+  scripted graph is the bare program's, so a saved model loads without
+  xferaudit. Where the module rebinds the builtin's name (``float = ...``)
+  the call stays: the C wrapper is then mapped, as ``math.sqrt`` is to
+  ``aten::sqrt``, to an operator of the ``xferaudit`` namespace whose schema
+  is the bare op's plus ``*, str? site=None`` (``xferaudit::bool.Tensor``...),
+  which a saved model needs ``import xferaudit.runtime`` to load.
 
 What is not registered has no scriptable bare form either (``numpy``,
-``tolist`` without an annotation, ``reads``, ``save``, ``load``...), or stays
-for the project pass, which leaves code it sees scripted unwrapped.
+``tolist`` without an annotation, ``reads`` of a callee TorchScript does not
+compile, ``save``, ``load``...), or stays for the project pass, which leaves
+code it sees scripted unwrapped.
 Registration needs torch imported: it runs when the pack's wrappers are
 installed with torch in ``sys.modules``, or right after torch's import ends.
 """
@@ -253,6 +260,102 @@ def _c_operators(torch: Any, natives: dict) -> None:
 
 _SOURCE_NAMES: tuple = ()
 
+#: id of a wrapper object -> its name, for the calls the source rewrite makes bare (see _bare_calls)
+_BARE: dict = {}
+_BARE_NAMES = ("reads", "float", "int", "bool", "complex", "index", "item")
+_CASTS = ("float", "int", "bool", "complex")
+
+
+def _bare_calls(parse_def: Any) -> Any:
+    """``torch.jit.frontend.parse_def`` that gives TorchScript the bare call
+    for the wrappers whose bare form is a call it compiles, resolved as the
+    function resolves its names (closure, globals): ``xfer.reads(fn, a, b,
+    site=...)`` becomes ``fn(a, b)``, ``xfer.float(t, site=...)`` ``float(t)``
+    (``int``, ``bool``, ``complex`` alike, where the function does not rebind
+    that builtin's name), ``xfer.item(t, site=...)`` ``t.item()``,
+    ``xfer.index(t, site=...)`` ``t``. Only the AST TorchScript builds from is
+    changed (the function's code runs the wrappers), so the scripted graph is
+    the bare program's: a saved model calls no xferaudit operator."""
+
+    def parse(fn: Any) -> Any:
+        parsed = parse_def(fn)
+        try:
+            if _BARE and any(f"{n}(" in parsed.source for n in _BARE_NAMES):
+                _BareCalls(fn).visit(parsed.ast)
+        except Exception:  # noqa: BLE001 # pragma: no cover - keep what TorchScript parsed (the overloads apply)
+            return parse_def(fn)
+        return parsed
+
+    parse.__wrapped__ = parse_def
+    parse._xferaudit = True
+    return parse
+
+
+def _make_visitor() -> type:
+    import ast
+    import builtins
+
+    class BareCalls(ast.NodeTransformer):
+        def __init__(self, fn: Any) -> None:
+            f = getattr(fn, "__func__", fn)
+            self.names = dict(getattr(f, "__globals__", {}))
+            code, cells = getattr(f, "__code__", None), getattr(f, "__closure__", None) or ()
+            for var, cell in zip(code.co_freevars if code else (), cells):
+                try:
+                    self.names[var] = cell.cell_contents
+                except ValueError:  # an empty cell
+                    pass
+
+        def _resolve(self, node: Any) -> Any:
+            if isinstance(node, ast.Name):
+                return self.names.get(node.id, getattr(builtins, node.id, None))
+            if isinstance(node, ast.Attribute):
+                return getattr(self._resolve(node.value), node.attr, None)
+            return None
+
+        def visit_Call(self, node: Any) -> Any:
+            self.generic_visit(node)
+            name = _BARE.get(id(self._resolve(node.func)))
+            kw = [k for k in node.keywords if k.arg != "site"]
+            pos = node.args
+            if name is None or any(isinstance(a, ast.Starred) for a in pos[:1]) or not pos:
+                return node
+            if name == "reads":
+                return ast.copy_location(ast.Call(func=pos[0], args=pos[1:], keywords=kw), node)
+            if kw or len(pos) != 1:
+                return node
+            if name == "index":
+                return pos[0]
+            if name == "item":
+                method = ast.copy_location(ast.Attribute(value=pos[0], attr="item", ctx=ast.Load()), node)
+                return ast.copy_location(ast.Call(func=method, args=[], keywords=[]), node)
+            if name in self.names:  # (the function's module rebinds the builtin's name: keep the wrapper)
+                return node
+            func = ast.copy_location(ast.Name(id=name, ctx=ast.Load()), node.func)
+            return ast.copy_location(ast.Call(func=func, args=pos, keywords=[]), node)
+
+    return BareCalls
+
+
+class _BareCalls:
+    _cls: Any = None
+
+    def __new__(cls, fn: Any) -> Any:
+        if cls._cls is None:
+            cls._cls = _make_visitor()
+        return cls._cls(fn)
+
+
+def _rewrite_source(torch: Any, wrappers: dict, natives: dict) -> None:
+    from torch.jit import frontend
+
+    for name in _BARE_NAMES:
+        for fn in (wrappers.get(name), natives.get(name)):
+            if fn is not None:
+                _BARE[id(fn)] = name
+    if not getattr(frontend.parse_def, "_xferaudit", False):
+        frontend.parse_def = _bare_calls(frontend.parse_def)
+
 
 def register(torch: Any = None) -> None:
     """Register every wrapper of ``xferaudit.runtime`` with TorchScript (once;
@@ -285,6 +388,7 @@ def register(torch: Any = None) -> None:
             wrappers[key] = py
         _python_overloads(torch, wrappers)
         natives = dict(fastpath.NATIVE)
+        _rewrite_source(torch, wrappers, natives)
         if natives:
             _c_operators(torch, natives)
     except Exception:  # pragma: no cover - a torch whose TorchScript internals moved
