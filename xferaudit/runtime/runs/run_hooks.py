@@ -55,8 +55,8 @@ def launch_site(api: str, depth: int = 1) -> str:
     path = entry[2] if STATE.root is None or fn.startswith("<") else relative_path(fn, STATE.root)
     line = _frames.line(entry, frame)
     site = f"{path}:{_frames.label(entry, frame)}"
-    if site not in LAUNCH_LINES and len(LAUNCH_LINES) < 4096:
-        LAUNCH_LINES[site] = [path, line, f"{path}:{line}:{api}"]
+    if site in LAUNCH_LINES or len(LAUNCH_LINES) < 4096:  # (the latest: a run in the same process
+        LAUNCH_LINES[site] = [path, line, f"{path}:{line}:{api}"]  # may make the name at another line)
     return site
 
 
