@@ -10,6 +10,7 @@ import libcst as cst
 from libcst.metadata import MetadataWrapper, PositionProvider
 
 from ...wrapform import NOQA_LONG, WrapperInfo
+from ..front.resolver import attribute_chain
 from .layout import _Layout
 from .nodes import _called_name, _code, _dotted, site_arg
 from .shapes import _Shapes
@@ -108,14 +109,8 @@ _PARENS = "its wrapper name is parenthesised, a form `wrap` never writes"
 
 
 def _ast_dotted(node: ast.AST) -> Optional[str]:
-    parts = []
-    while isinstance(node, ast.Attribute):
-        parts.append(node.attr)
-        node = node.value
-    if not isinstance(node, ast.Name):
-        return None
-    parts.append(node.id)
-    return ".".join(reversed(parts))
+    name, parts = attribute_chain(node)
+    return None if name is None else ".".join([name.id, *reversed(parts)])
 
 
 def _any_dotted(node: cst.BaseExpression) -> tuple[Optional[str], bool]:

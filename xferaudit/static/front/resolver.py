@@ -59,6 +59,16 @@ class _Scope:
         self.bindings.setdefault(name, []).append((line, qual))
 
 
+def attribute_chain(node: ast.AST) -> tuple[Optional[ast.Name], list[str]]:
+    """The name at the root of an attribute chain and its attributes, the last
+    first: ``a.b.c`` -> (``a``, ["c", "b"]); (None, ...) where the root is no name."""
+    parts: list[str] = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    return (node if isinstance(node, ast.Name) else None), parts
+
+
 def target_names(t: ast.AST) -> Iterator[str]:
     if isinstance(t, ast.Name):
         yield t.id
@@ -315,11 +325,8 @@ class Resolver:
     def qualname(self, node: ast.AST) -> Optional[str]:
         """The imported qualified name an expression refers to (``T.tensor`` ->
         ``torch.tensor``, ``np.linspace`` -> ``numpy.linspace``), or None."""
-        parts: list[str] = []
-        while isinstance(node, ast.Attribute):
-            parts.append(node.attr)
-            node = node.value
-        if not isinstance(node, ast.Name):
+        node, parts = attribute_chain(node)
+        if node is None:
             return None
         bound, q = self._lookup(node.id, node.lineno)
         if not bound:

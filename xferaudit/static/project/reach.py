@@ -19,12 +19,14 @@ parsed once for the two.
 
 from __future__ import annotations
 
+import abc
 import ast
 import bisect
 import os
 from collections import defaultdict, deque
 from typing import Callable, Iterable, Iterator, Optional
 
+from ..front.resolver import attribute_chain
 from ..front.source import decode_source, parse
 
 FUNCS = (ast.FunctionDef, ast.AsyncFunctionDef)
@@ -92,11 +94,8 @@ class Module:
         """The dotted name `node` (a Name or an attribute chain) stands for,
         read through the imports: ``torch.jit.script`` for ``jit.script``
         after ``from torch import jit``."""
-        parts = []
-        while isinstance(node, ast.Attribute):
-            parts.append(node.attr)
-            node = node.value
-        if not isinstance(node, ast.Name):
+        node, parts = attribute_chain(node)
+        if node is None:
             return None
         head = self.imports.get(node.id, (node.id, False))[0]
         return ".".join([head, *reversed(parts)])
@@ -379,7 +378,7 @@ class Sources:
         return None
 
 
-class Reach:
+class Reach(abc.ABC):
     """The walk from a compiler's roots over :class:`Sources`. A pass sets
     :attr:`TESTS` and overrides :meth:`roots`, :meth:`stops_at` and
     :meth:`class_methods`, and reads :meth:`reached` (called once per def
@@ -394,21 +393,22 @@ class Reach:
         self.todo: list = []  # (module, def node, origin, as a module class)
 
     # --- what a pass says ----------------------------------------------------------
+    @abc.abstractmethod
     def roots(self) -> None:
         """Take the roots (:meth:`take`, :meth:`follow`)."""
-        raise NotImplementedError
 
     def stops_at(self, m: Module, fn: ast.AST) -> bool:
         """`fn` is reached but its body runs outside the compiler (``@torch.jit.ignore``)."""
         return False
 
+    @abc.abstractmethod
     def class_methods(self, methods: list, module_class: bool) -> tuple:
         """(the names of the methods taken first, whether to take every method)
         of a reached class (`methods`: (module, def) of it and its bases)."""
-        raise NotImplementedError
 
+    @abc.abstractmethod
     def reached(self, m: Module, fn: ast.AST, origin: str) -> None:
-        raise NotImplementedError
+        """Record `fn`, reached from the root `origin`."""
 
     # --- the walk ----------------------------------------------------------------------
     def take(self, m: Module, node: ast.AST, origin: str, module_class: bool = False) -> None:
