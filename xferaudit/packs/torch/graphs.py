@@ -165,14 +165,14 @@ _wrappers_hidden = False
 def _hide_wrappers() -> None:
     """The pack's wrappers (``xfer.item``, ``xfer.int``...), run eagerly at a
     graph break, are run by Dynamo as the calls they wrap: never compiled as
-    frames of their own (:mod:`xferaudit.runtime.guarding.unseen`), so a
+    frames of their own (:mod:`xferaudit.runtime.guarding.dynamo_hidden`), so a
     wrapped program breaks where the bare one does and compiles no extra graph."""
     global _wrappers_hidden
     if _wrappers_hidden:
         return
     import types
 
-    from ...runtime.guarding.unseen import hide
+    from ...runtime.guarding.dynamo_hidden import hide
 
     from ... import registry
 

@@ -40,7 +40,7 @@ from typing import Any, Callable, Optional
 
 from . import guard_ops
 from .type_slots import first_slots
-from .unseen import hide
+from .dynamo_hidden import hide
 
 #: Tensor methods hooked, by what decides whether a call could cross.
 SCALAR_READS = ("item", "__float__", "__int__", "__bool__", "__index__", "__complex__", "tolist")

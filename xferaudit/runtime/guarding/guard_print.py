@@ -18,7 +18,7 @@ from typing import Any, Callable
 from . import guard_ops
 from ..counted import recorder as _recorder
 from .guard_state import sync, tls
-from .unseen import hide
+from .dynamo_hidden import hide
 
 __all__ = ["count_reads", "counting_disable", "print_counter_class", "print_hooks", "printer"]
 
@@ -177,7 +177,7 @@ def print_hooks(torch: Any, ops: guard_ops.Ops, event: Callable) -> Any:
 
     def install(on: bool) -> None:
         if on:
-            hide(hooks.values())  # (run by Dynamo as the printers they stand for: .unseen)
+            hide(hooks.values())  # (run by Dynamo as the printers they stand for: .dynamo_hidden)
         for name, fn in (hooks if on else originals).items():
             setattr(Tensor, name, fn)
         if counts_inside:
