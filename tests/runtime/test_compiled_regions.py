@@ -154,7 +154,8 @@ def test_budget_frozen_from_a_run_passes_it_and_fails_a_new_break(tmp_path, fres
     _run_steps(g)
     frozen = freeze(compiled.snapshot())
     assert frozen["step"]["graphs"] == 2 and len(frozen["step"]["breaks"]) == 1
-    budget = {"step": dict(frozen["step"], launches=1)}
+    assert frozen["step"]["calls"] == 3  # (the run's calls: `budget --from` makes them per step)
+    budget = {"step": dict(frozen["step"], calls=1, launches=2)}  # (a launch per graph: 2 per call)
 
     torch._dynamo.reset()  # the same program again, compiled again, under the budget
     with expect(budget, steps=3, guard=None) as ex:

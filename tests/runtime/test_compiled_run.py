@@ -139,6 +139,7 @@ def test_budget_frozen_from_the_run_passes_it_and_fails_a_new_break(runs):
     assert p.returncode == 0, p.stderr
     text = (tmp / "b.toml").read_text()
     assert 'breaks = ["prog.py:f:' in text and "graphs = " in text
+    assert "launches = 21, calls = 3, graphs = 7" in text  # (7 graphs in each of 3 calls, one step)
     from xferaudit.runtime import Report
     from xferaudit.runtime.runs.budget import check_run, load_budget
 
@@ -154,6 +155,7 @@ def test_budget_frozen_from_the_run_passes_it_and_fails_a_new_break(runs):
     assert p.returncode == 1
     broken = [x.strip() for x in p.stderr.splitlines() if "new graph break" in x or "over budget" in x]
     assert broken == [
+        "over budget: prog.py:<module>:torch.compile: 24 launches per step, budget 21",  # (a graph more per call)
         "new graph break: prog.py:<module>:torch.compile: prog.py:18 host read: "
         "return h + s + n + v + lst[0] + h.min().item() (not in the budget's breaks)",
         "over budget: prog.py:<module>:torch.compile: 8 graphs in one call, budget 7 (a new graph break or an "

@@ -147,7 +147,8 @@ class BudgetCommand(Command):
         pageable = {s: allowance(n) for s, n in pageable.items() if n and s in crossings}
         from ..runtime.runs.compiled_budget import freeze, toml_items
 
-        compiled = freeze(rep.meta.get("compiled"))  # graphs per call, breaks, CUDA-graph skips
+        compiled = freeze(rep.meta.get("compiled"),  # calls per step, graphs per call, breaks, CUDA-graph skips
+                          lambda n: written(allowance(Fraction(n, parts[0][1]))))
         both = sorted(set(crossings) & set(launches))
         if both:
             raise UserError(f"{src}: site(s) both transfer and launch rows: {', '.join(both)}")

@@ -2,9 +2,12 @@
 
 Launches are counted always, counting on or off: a graph launched more (or
 less) often than expected per step is a bug worth seeing without asking.
-Normal is one launch per compiled call or replay per step; a count that keeps
-growing across steps with the same inputs usually means recompiles or an eager
-fallback.
+A compiled call is as many launches as the graphs it really ran (its own and
+the resume functions' after each graph break), where the compiled regions are
+tallied (counting on, ``xferaudit run``, ``expect``); one otherwise. Normal is
+one launch per compiled call or replay per step; more is a graph break, and a
+count that keeps growing across steps with the same inputs usually means
+recompiles or an eager fallback.
 
 ``graph`` keeps what it is given the same kind of object:
 
@@ -77,13 +80,15 @@ class _LaunchHook:
         self.call: Any = None  # the compiled-regions call in progress (counted.compiled)
 
     def __call__(self, module: Any, args: Any, output: Any) -> None:
+        n = 1
         if self.compiled:
             call, self.call = self.call, None
             _regions.end(call)
+            n = _launched(call)
             grown = _captured() - self.start
             if grown > 0:
                 self.nodes = grown
-        record_launch(self.site, self.nodes)
+        record_launch(self.site, self.nodes, n)
 
     def __getstate__(self) -> tuple:
         return (self.site, self.compiled, self.nodes)
@@ -130,6 +135,16 @@ def _hook_module(mod: Any, site: Optional[str]) -> Any:
     return mod
 
 
+def _launched(call: Any) -> int:
+    """The launches of one compiled call: the graphs it really ran (its own
+    graph and its resume functions', counted where each runs:
+    :mod:`xferaudit.runtime.counted.compiled`), where the compiled regions were
+    tallied during the call; else one. A call whose graphs were compiled before
+    the tally started (none of them counted) is one launch too."""
+    graphs = getattr(call, "graphs", 0)
+    return graphs if graphs > 0 else 1
+
+
 def _wrap_callable(fn: Any, site: Optional[str]) -> Any:
     if _is_compiled(fn):
         last = [None]  # node count of the last compilation seen
@@ -144,7 +159,7 @@ def _wrap_callable(fn: Any, site: Optional[str]) -> Any:
             grown = _captured() - start
             if grown > 0:
                 last[0] = grown
-            record_launch(site, last[0])
+            record_launch(site, last[0], _launched(call))
             return out
     else:
         def launched(*args: Any, **kwargs: Any) -> Any:

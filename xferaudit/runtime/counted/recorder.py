@@ -332,8 +332,9 @@ def _new_cell(site: str, key: str, direction: str) -> list:
     return c
 
 
-def record_launch(site: str, nodes: Optional[int] = None) -> None:
-    """One launch of a graph at `site` (``nodes``: its node count, where known)."""
+def record_launch(site: str, nodes: Optional[int] = None, count: int = 1) -> None:
+    """One launch of a graph at `site` (``nodes``: its node count, where known);
+    `count`: the graphs one call of a compiled site really ran (each a launch)."""
     if site.__class__ is not str:
         site = unnamed(site)
     if site and site[0] == ":":
@@ -343,7 +344,7 @@ def record_launch(site: str, nodes: Optional[int] = None) -> None:
         t = STATE.launches.get(site)
         if t is None:
             t = STATE.launches[site] = LaunchTally(site)
-        t.launches += 1
+        t.launches += count
         if nodes is not None:
             t.nodes = nodes
         tl = STATE.timeline

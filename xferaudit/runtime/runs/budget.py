@@ -444,8 +444,10 @@ def check_run(budget: Budget, rep: Any) -> list:
     if isinstance(steps, bool) or not isinstance(steps, int) or steps < 1:
         steps = 1
     sites, launches, unwrapped = report_totals(rep)
+    regions = rep.meta.get("compiled")
+    launches = _compiled_budget.as_budgeted(launches, budget.compiled, regions)
     return (check(_pageable_held(budget), sites, launches, unwrapped, steps, made_at=_oldnames.lines_of(rep.meta))
-            + _compiled_budget.check(budget.compiled, rep.meta.get("compiled")))
+            + _compiled_budget.check(budget.compiled, regions, steps=steps))
 
 
 def _pageable_held(budget: Budget) -> Budget:
@@ -632,10 +634,11 @@ class Expectation:
         self.seconds = {k: v[3] / 1e9 / steps for k, v in sites.items() if v[3] > 0}
         self.launches = {k: v / steps for k, v in launches.items() if v}
         self.unwrapped = {k: v[0] / steps for k, v in unwrapped.items() if v[0]}
-        self.problems = check(self.budget, sites, launches, unwrapped, steps, self.unwrapped_allowed,
-                              self.pageable_allowed, _live_lines())
+        measured = _compiled.delta(self._start[3], end[3])
+        self.problems = check(self.budget, sites, _compiled_budget.as_budgeted(launches, self.budget.compiled, measured),
+                              unwrapped, steps, self.unwrapped_allowed, self.pageable_allowed, _live_lines())
         self.problems += _compiled_budget.check(  # (breaks and skips come at compile: the warm-up too)
-            self.budget.compiled, _compiled.delta(self._first[3], end[3]), _compiled.delta(self._start[3], end[3]))
+            self.budget.compiled, _compiled.delta(self._first[3], end[3]), measured, steps)
         self.checked = True
         if not self.problems:
             return
