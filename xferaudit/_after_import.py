@@ -5,8 +5,11 @@ module as usual and calls ``ready(module)`` once the module has finished
 executing (its loader is its own again afterwards). ``xferaudit run`` puts the
 guard on when the program's ``import torch`` has finished; ``run --simulate``
 sets the simulated device up then, and hooks Lightning and Triton as they are
-imported. Finders of several such hooks chain: each wraps the loader the next
-one found.
+imported; the C counted path registers its Python stand-ins with Dynamo once
+``torch._dynamo`` is imported, and the torch pack its TorchScript overloads
+once ``torch`` is (:func:`after_import`: now if the module is imported
+already). Finders of several such hooks chain: each wraps the loader the next
+one found. This is the one post-import hook of the package.
 """
 
 from __future__ import annotations
@@ -15,7 +18,7 @@ import importlib.util
 import sys
 from typing import Any, Callable
 
-__all__ = ["AfterImport"]
+__all__ = ["AfterImport", "after_import"]
 
 
 class AfterImport:
@@ -67,3 +70,29 @@ class _ReadyLoader:
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.loader, name)
+
+
+def _ignore(exc: Exception) -> None:
+    pass
+
+
+def after_import(names: Any, ready: Callable[[Any], None],
+                 failed: Callable[[Exception], None] = _ignore) -> None:
+    """``ready(module)`` once the first of `names` (a module name or a tuple of
+    them) has been imported: now, if one is imported already, else right after
+    its import ends. `failed(exc)` is told of an exception `ready` raised (the
+    program's import goes on; default: ignored). The same `ready` asked for
+    the same names twice before the import is one hook."""
+    names = (names,) if isinstance(names, str) else tuple(names)
+    for name in names:
+        mod = sys.modules.get(name)
+        if mod is not None:
+            try:
+                ready(mod)
+            except Exception as e:  # (as after the import: the caller goes on)
+                failed(e)
+            return
+    for f in sys.meta_path:
+        if isinstance(f, AfterImport) and f.names == names and f.ready is ready:
+            return
+    sys.meta_path.insert(0, AfterImport(names, ready, failed))

@@ -33,7 +33,7 @@ import sys
 import threading
 from typing import Any, Callable
 
-from .._after_import import AfterImport
+from .._after_import import after_import as _after_import
 from .notes import note, notes
 
 ENV = "XFERAUDIT_SIMULATE"
@@ -101,25 +101,14 @@ def meta() -> Any:
 
 def after_import(names: tuple, ready: Callable[[Any], None]) -> None:
     """Call ``ready(module)`` once the first of `names` has been imported
-    (now, if one is imported already)."""
-    for name in names:
-        mod = sys.modules.get(name)
-        if mod is not None:
-            _call(ready, mod)
-            return
-    sys.meta_path.insert(0, AfterImport(names, ready, _failed))
+    (now, if one is imported already): the package's post-import hook, a
+    failure told as a warning."""
+    _after_import(names, ready, _failed)
 
 
 def when_torch_imported() -> None:
     """:func:`enable` the moment torch is imported (now, if it is)."""
     after_import(("torch",), enable)
-
-
-def _call(ready: Callable, mod: Any) -> None:
-    try:
-        ready(mod)
-    except Exception as e:  # (the program's import must not fail for our sake)
-        _failed(e)
 
 
 def _failed(e: Exception) -> None:

@@ -397,6 +397,6 @@ def register(torch: Any = None) -> None:
 
 def when_torch() -> None:
     """Register now if torch is imported, else right after its import ends."""
-    from ...runtime.counted.fastpath import after_import
+    from ..._after_import import after_import
 
     after_import("torch", register)

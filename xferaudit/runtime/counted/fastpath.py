@@ -26,16 +26,16 @@ Under ``torch.compile``, Dynamo cannot trace a C function: each C wrapper is
 registered with ``torch.compiler.substitute_in_graph`` so that Dynamo traces
 its Python wrapper in its place, as before. That is done when the wrappers are
 installed if ``torch._dynamo`` is imported already, else right after it is
-imported (a finder on ``sys.meta_path`` that watches that one name).
+imported (:func:`xferaudit._after_import.after_import`, the package's one
+post-import hook).
 """
 
 from __future__ import annotations
 
-import importlib.abc
-import importlib.util
 import os
-import sys
 from typing import Any
+
+from ..._after_import import after_import
 
 try:
     if os.environ.get("XFERAUDIT_PURE_PYTHON"):
@@ -82,10 +82,7 @@ def install(recorder: Any, wrappers: dict, *namespaces: dict) -> None:
                 if fn is py:
                     ns[name] = NATIVE[key]
     recorder.STATE._derive()  # (the switch as it is now)
-    if "torch._dynamo" in sys.modules:
-        _register_polyfills()
-    elif not any(isinstance(f, _AfterDynamo) for f in sys.meta_path):
-        sys.meta_path.insert(0, _AfterDynamo())
+    after_import("torch._dynamo", _on_dynamo)
 
 
 _registered = False
@@ -108,61 +105,6 @@ def _register_polyfills() -> None:
             pass
 
 
-class _AfterImport(importlib.abc.MetaPathFinder):
-    """Calls ``then(module)`` just after the module `name` is imported (and
-    then leaves ``sys.meta_path``); every other import is one comparison."""
-
-    def __init__(self, name: str, then: Any) -> None:
-        self.name = name
-        self.then = then
-
-    def find_spec(self, fullname: str, path: Any = None, target: Any = None) -> Any:
-        if fullname != self.name:
-            return None
-        try:
-            sys.meta_path.remove(self)
-        except ValueError:
-            pass
-        spec = importlib.util.find_spec(fullname)
-        if spec is None or spec.loader is None or not hasattr(spec.loader, "exec_module"):
-            return spec
-        spec.loader = _ThenRegister(spec.loader, self.then)
-        return spec
-
-
-class _AfterDynamo(_AfterImport):
-    """Registers the polyfills just after ``torch._dynamo`` is imported."""
-
-    def __init__(self) -> None:
-        super().__init__("torch._dynamo", lambda module: _register_polyfills())
-
-
-def after_import(name: str, then: Any) -> None:
-    """``then(module)`` once the module `name` has been imported (now, if it
-    is; else right after its import ends)."""
-    mod = sys.modules.get(name)
-    if mod is not None:
-        then(mod)
-    elif not any(isinstance(f, _AfterImport) and f.name == name for f in sys.meta_path):
-        sys.meta_path.insert(0, _AfterImport(name, then))
-
-
-class _ThenRegister(importlib.abc.Loader):
-    """A loader that runs the module's own, then the callback, and puts the
-    module's own loader back on the module."""
-
-    def __init__(self, loader: Any, then: Any) -> None:
-        self.loader = loader
-        self.then = then
-
-    def create_module(self, spec: Any) -> Any:
-        return self.loader.create_module(spec)
-
-    def exec_module(self, module: Any) -> None:
-        spec = module.__spec__
-        spec.loader = module.__loader__ = self.loader
-        self.loader.exec_module(module)
-        self.then(module)
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self.loader, name)
+def _on_dynamo(module: Any) -> None:
+    """Right after ``torch._dynamo`` is imported: the polyfills."""
+    _register_polyfills()

@@ -333,8 +333,7 @@ def _new_cell(site: str, key: str, direction: str) -> list:
 
 
 def record_launch(site: str, nodes: Optional[int] = None, count: int = 1) -> None:
-    """One launch of a graph at `site` (``nodes``: its node count, where known);
-    `count`: the graphs one call of a compiled site really ran (each a launch)."""
+    """`count` launches at `site` (a compiled call's: the graphs it ran); ``nodes``: the node count, where known."""
     if site.__class__ is not str:
         site = unnamed(site)
     if site and site[0] == ":":
