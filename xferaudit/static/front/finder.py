@@ -64,6 +64,7 @@ from ...wrapform import RUNTIME_MODULE, wrapper_infos
 from .classify import Classifier
 from ..codes import IMPLICIT_CODES, IMPLICIT_OP_CODES
 from .naming import LABEL_LIMIT, name_sites, short_label, short_receiver
+from .nodes import Visitor
 from .prefilter import candidate_lines, imported_modules
 from .resolver import COMPOUND_BODIES, Resolver, arg_names, target_names
 from ..site import Site
@@ -195,7 +196,7 @@ def _future_annotations(tree: ast.Module) -> bool:
     return False
 
 
-class _FileFinder(ast.NodeVisitor):
+class _FileFinder(Visitor):
     """The per-file pass: visits the statements the prefilter points at, asks
     the classifier about each call, and collects :class:`Site` objects."""
 
