@@ -26,30 +26,24 @@ LEAVES = frozenset((ast.Name, ast.Constant, ast.alias) + _subclasses(ast.expr_co
 
 
 class Visitor(ast.NodeVisitor):
-    """An ``ast.NodeVisitor`` whose dispatch is a dict of node type -> bound
-    method, and which skips the :data:`LEAVES` it has no method for (their
-    generic visit does nothing). The same methods run on the same nodes, in
-    the same order, as under ``ast.NodeVisitor``."""
+    """An ``ast.NodeVisitor`` whose dispatch is a dict of node type -> method,
+    and which skips the :data:`LEAVES` it has no method for (their generic
+    visit does nothing). The same methods run on the same nodes, in the same
+    order, as under ``ast.NodeVisitor``. (The dict belongs to the class and
+    holds plain functions: bound methods kept on the instance would make a
+    cycle, and the file's whole tree would wait for the cycle collector.)"""
 
-    _dispatch: dict
+    _dispatch: dict = {}  # (visitor class, node type) -> function, or None for a leaf
 
     def visit(self, node: ast.AST):
+        key = (type(self), type(node))
         try:
-            method = self._dispatch[type(node)]
-        except AttributeError:
-            self._dispatch = {}
-            return self.visit(node)
+            method = Visitor._dispatch[key]
         except KeyError:
-            method = self._dispatch[type(node)] = self._method_for(type(node))
+            method = Visitor._dispatch[key] = _method_for(type(self), type(node))
         if method is not None:
-            return method(node)
+            return method(self, node)
         return None
-
-    def _method_for(self, cls: type):
-        method = getattr(self, "visit_" + cls.__name__, None)
-        if method is not None:
-            return method
-        return None if cls in LEAVES else self.generic_visit
 
     def generic_visit(self, node: ast.AST) -> None:
         visit = self.visit
@@ -66,6 +60,13 @@ class Visitor(ast.NodeVisitor):
 #: What :func:`walk` leaves out: contexts and operators, which no caller of it looks for.
 _UNSEEN = frozenset(_subclasses(ast.expr_context) + _subclasses(ast.operator) + _subclasses(ast.cmpop)
                     + _subclasses(ast.unaryop) + _subclasses(ast.boolop))
+
+
+def _method_for(visitor: type, cls: type):
+    method = getattr(visitor, "visit_" + cls.__name__, None)
+    if method is not None:
+        return method
+    return None if cls in LEAVES else visitor.generic_visit
 
 
 def walk(node: ast.AST) -> Iterator[ast.AST]:
