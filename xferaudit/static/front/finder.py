@@ -70,7 +70,7 @@ from .resolver import COMPOUND_BODIES, Resolver, arg_names, target_names
 from ..site import Site
 from .source import Source, decode_source, parse, split_lines
 from .suppress import bare_own, file_suppressions, parse_suppressions
-from .kernels import drop_kernel_sites, kernel_spans
+from .kernels import drop_kernel_sites, kernel_spans, may_hold_kernels
 from .unwrappable import arguments_may_have_effects, mark as mark_unwrappable
 from .wrapped import Unwrapper, read_wrapped
 
@@ -583,7 +583,9 @@ def analyse(
         return res, None
     finally:
         sys.setrecursionlimit(limit)
-    spans = kernel_spans(tree, text, ctx.resolver, rules.kernels) if f.sites else []
+    # (the kernels' test first: asking ctx.resolver binds every scope of the file)
+    spans = kernel_spans(tree, text, ctx.resolver, rules.kernels) \
+        if f.sites and may_hold_kernels(text, rules.kernels) else []
     if spans:  # code a kernel language compiles is not PyTorch: no site there
         f.sites = drop_kernel_sites(f.sites, spans)
     f.sites.sort(key=lambda s: (s.line, s.column))

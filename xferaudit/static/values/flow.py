@@ -113,11 +113,12 @@ class Walker:
         """Join the environments of paths that meet; with `loop`, the first is
         the one before a loop (accumulators: :func:`.kinds.join_loop`)."""
         first = envs[0]
+        was = first.get
         keys = set()
         for e in envs[1:]:
             if e is not first:
-                keys.update(k for k, v in e.items() if first.get(k) is not v)
-                keys.update(k for k in first if k not in e)
+                keys.update([k for k, v in e.items() if was(k) is not v])
+                keys.update(first.keys() - e.keys())
         out = dict(first)
         gpu_first = self.ev.gpu_first
         kept = KEPT_BY_NONE if gpu_first else _KEPT_UNBOUND
