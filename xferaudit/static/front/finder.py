@@ -64,12 +64,13 @@ from ...wrapform import RUNTIME_MODULE, wrapper_infos
 from .classify import Classifier
 from ..codes import IMPLICIT_CODES, IMPLICIT_OP_CODES
 from .naming import LABEL_LIMIT, name_sites, short_label, short_receiver
+from .nodes import Visitor
 from .prefilter import candidate_lines, imported_modules
 from .resolver import COMPOUND_BODIES, Resolver, arg_names, target_names
 from ..site import Site
 from .source import Source, decode_source, parse, split_lines
 from .suppress import bare_own, file_suppressions, parse_suppressions
-from .kernels import drop_kernel_sites, kernel_spans
+from .kernels import drop_kernel_sites, kernel_spans, may_hold_kernels
 from .unwrappable import arguments_may_have_effects, mark as mark_unwrappable
 from .wrapped import Unwrapper, read_wrapped
 
@@ -195,7 +196,7 @@ def _future_annotations(tree: ast.Module) -> bool:
     return False
 
 
-class _FileFinder(ast.NodeVisitor):
+class _FileFinder(Visitor):
     """The per-file pass: visits the statements the prefilter points at, asks
     the classifier about each call, and collects :class:`Site` objects."""
 
@@ -582,7 +583,9 @@ def analyse(
         return res, None
     finally:
         sys.setrecursionlimit(limit)
-    spans = kernel_spans(tree, text, ctx.resolver, rules.kernels) if f.sites else []
+    # (the kernels' test first: asking ctx.resolver binds every scope of the file)
+    spans = kernel_spans(tree, text, ctx.resolver, rules.kernels) \
+        if f.sites and may_hold_kernels(text, rules.kernels) else []
     if spans:  # code a kernel language compiles is not PyTorch: no site there
         f.sites = drop_kernel_sites(f.sites, spans)
     f.sites.sort(key=lambda s: (s.line, s.column))

@@ -39,9 +39,15 @@ def line_numbers(text: str, offsets: Iterable[int]) -> list[int]:
     return out
 
 
+#: What ``str.splitlines`` breaks an ASCII text at besides "\n" and "\r" (the tokenizer does not).
+_OTHER_BREAKS = ("\x0b", "\x0c", "\x1c", "\x1d", "\x1e")
+
+
 def split_lines(text: str) -> list[str]:
     """Lines with their endings, split where Python's tokenizer splits them."""
     if "\r" not in text:
+        if text.isascii() and not any(c in text for c in _OTHER_BREAKS):
+            return text.splitlines(True)  # (the same split, in one call, where "\n" is the only break)
         lines = text.split("\n")
         out = [ln + "\n" for ln in lines[:-1]]
         if lines[-1]:

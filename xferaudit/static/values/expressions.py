@@ -80,10 +80,10 @@ class Evaluator:
     def _qual(self, node: ast.AST) -> Optional[str]:
         parts = []
         n = node
-        while isinstance(n, ast.Attribute):
+        while type(n) is ast.Attribute:
             parts.append(n.attr)
             n = n.value
-        if isinstance(n, ast.Name):
+        if type(n) is ast.Name:
             v = self.env.get(n.id)
             if v is not None:
                 if v.qual is None:
@@ -134,7 +134,8 @@ class Evaluator:
         its receiver, then about that one's receiver..."""
         t = type(node)
         if t is ast.Name:
-            return self.name(node)
+            v = self.env.get(node.id)  # (the commonest answer, without a call)
+            return v if v is not None else self.name(node)
         if t is ast.Constant or t is ast.JoinedStr:
             return PY if t is ast.JoinedStr or node.value is not None else NONE  # x = None: filled later
         v = self.memo.get(id(node))

@@ -113,11 +113,12 @@ class Walker:
         """Join the environments of paths that meet; with `loop`, the first is
         the one before a loop (accumulators: :func:`.kinds.join_loop`)."""
         first = envs[0]
+        was = first.get
         keys = set()
         for e in envs[1:]:
             if e is not first:
-                keys.update(k for k, v in e.items() if first.get(k) is not v)
-                keys.update(k for k in first if k not in e)
+                keys.update([k for k, v in e.items() if was(k) is not v])
+                keys.update(first.keys() - e.keys())
         out = dict(first)
         gpu_first = self.ev.gpu_first
         kept = KEPT_BY_NONE if gpu_first else _KEPT_UNBOUND
@@ -441,11 +442,9 @@ def _nonempty(test: ast.AST) -> Optional[tuple]:
     ``len(xs) == 0``; None for any other test."""
     if type(test) is ast.Name:
         return test.id, True
-    sized = lambda n: type(n) is ast.Call and type(n.func) is ast.Name and n.func.id == "len" \
-        and len(n.args) == 1 and not n.keywords and type(n.args[0]) is ast.Name  # noqa: E731
-    if sized(test):
+    if _sized(test):
         return test.args[0].id, True
-    if type(test) is ast.Compare and len(test.ops) == 1 and sized(test.left) \
+    if type(test) is ast.Compare and len(test.ops) == 1 and _sized(test.left) \
             and type(test.comparators[0]) is ast.Constant and type(test.comparators[0].value) is int:
         op, k = type(test.ops[0]), test.comparators[0].value
         if (op is ast.Gt and k == 0) or (op is ast.NotEq and k == 0) or (op is ast.GtE and k == 1):
@@ -453,6 +452,12 @@ def _nonempty(test: ast.AST) -> Optional[tuple]:
         if op is ast.Eq and k == 0:
             return test.left.args[0].id, False
     return None
+
+
+def _sized(n: ast.AST) -> bool:
+    """`n` is ``len(name)``."""
+    return type(n) is ast.Call and type(n.func) is ast.Name and n.func.id == "len" and len(n.args) == 1 \
+        and not n.keywords and type(n.args[0]) is ast.Name
 
 
 def narrowed(ev, test: ast.AST) -> tuple[dict, dict]:

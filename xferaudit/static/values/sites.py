@@ -94,9 +94,13 @@ def _lazy_qualname(ctx: FileContext) -> Callable:
     follows the names functions bind itself). The finder's resolver has every
     module-level binding when the finder ran; else the module's names are bound
     on first use, without entering any function or class (binding every scope
-    of every file would cost a tenth of a scan)."""
+    of every file would cost a tenth of a scan). Each node's answer is
+    remembered for the file."""
     r = ctx.finder_resolver
     box: list = []
+    # id(node) -> (node, its name): the walk asks again of the same node in every
+    # walk of its function (the node is kept, so its id is not another's later)
+    known: dict = {}
 
     def qualname(node) -> Optional[str]:
         if not box:
@@ -104,7 +108,13 @@ def _lazy_qualname(ctx: FileContext) -> Callable:
                 r.bind(walrus=ctx.source.lines_with(":="), hits=_no_scope)
             r.scope = r.binder.module
             box.append(r.qualname)
-        return box[0](node)
+            box.append(r.scope)
+        if r.scope is not box[1]:
+            return box[0](node)  # (asked inside another scope: not what the memo holds)
+        got = known.get(id(node))
+        if got is None:
+            got = known[id(node)] = (node, box[0](node))
+        return got[1]
 
     return qualname
 

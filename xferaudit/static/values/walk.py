@@ -14,6 +14,7 @@ from __future__ import annotations
 import ast
 from typing import Optional
 
+from ..front.nodes import walk as walk_nodes
 from .classes import Classes
 from .expressions import Evaluator, Resolver
 from .flow import Hook, Walker, bound_names
@@ -121,7 +122,7 @@ class _Module:
         """Attribute name -> how many calls of it (`x.name(...)`) the file makes, counted once."""
         if self.calls_by_attr is None:
             counts: dict = {}
-            for node in ast.walk(self.tree):
+            for node in walk_nodes(self.tree):
                 if type(node) is ast.Call and type(node.func) is ast.Attribute:
                     counts[node.func.attr] = counts.get(node.func.attr, 0) + 1
             self.calls_by_attr = counts
@@ -398,7 +399,7 @@ class _Module:
 
 def _loads(fn, name: str) -> int:
     """How many times the body of `fn` reads the name `name` (nested defs included)."""
-    return sum(1 for n in ast.walk(fn) if type(n) is ast.Name and n.id == name and type(n.ctx) is ast.Load)
+    return sum(1 for n in walk_nodes(fn) if type(n) is ast.Name and n.id == name and type(n.ctx) is ast.Load)
 
 
 def _made_on_host(v: Val) -> bool:
@@ -420,7 +421,7 @@ def _init_only(methods: list, by_name: dict, attr_calls) -> frozenset:
         calls: dict = {}  # method name -> its calls from the methods in `out`
         todo = [by_name["__init__"]]
         while todo:
-            for node in ast.walk(todo.pop()):
+            for node in walk_nodes(todo.pop()):
                 if type(node) is ast.Call and type(node.func) is ast.Attribute and \
                         type(node.func.value) is ast.Name and node.func.value.id == "self":
                     name = node.func.attr
