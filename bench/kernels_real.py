@@ -153,7 +153,7 @@ def touches(change: tuple, span: tuple) -> bool:
 def _findings(tree: Path, code: Path) -> list:
     env = dict(os.environ, PYTHONPATH=str(code))
     done = subprocess.run([sys.executable, "-m", "xferaudit", "check", "--no-cache", "--exit-zero", "--format", "json",
-                           "--jobs", "1", str(tree)], capture_output=True, text=True, env=env, cwd=tree)
+                           "--jobs", "1", str(tree)], capture_output=True, text=True, env=env, cwd=tree, check=False)
     if done.returncode not in (0, 1):
         raise SystemExit(done.stderr[-2000:])
     return json.loads(done.stdout or "[]")
@@ -163,7 +163,7 @@ def _xfer(verb: str, copy: Path) -> tuple:
     env = dict(os.environ, PYTHONPATH=str(HERE))
     t = time.perf_counter()
     done = subprocess.run([sys.executable, "-m", "xferaudit", verb, "--no-cache", str(copy)],
-                          capture_output=True, text=True, env=env, cwd=copy)
+                          capture_output=True, text=True, env=env, cwd=copy, check=False)
     lines = (done.stdout + done.stderr).strip().splitlines()
     return done.returncode, (lines[-1] if lines else ""), round(time.perf_counter() - t, 1)
 

@@ -45,12 +45,13 @@ import builtins
 import operator
 from typing import Any, Optional
 
+from ...runtime.counted import compiled as _regions
 from ...runtime.counted import fastpath as _fastpath
 from ...runtime.counted import recorder as _recorder
 from ...runtime.guarding.guard_hooks import ORIGINALS as _ORIGINALS
 from ...runtime.counted.recorder import STATE as _S
 from ...runtime.counted.recorder import call_marked, record, timed_call
-from ...runtime.counted.sitenames import is_short, named, traced_name
+from ...runtime.counted.sitenames import named
 from . import functions as _functions
 from . import runtime as _w
 
@@ -82,6 +83,11 @@ _SLOTS = {"float": "__float__", "int": "__int__", "bool": "__bool__", "complex":
 
 def _convert(fn: Any, x: Any, site: Optional[str], key: str) -> Any:
     if not _S.active:
+        return fn(x)
+    if _w._compiling is not None and _w._compiling():
+        # Dynamo traces this: the bare conversion, which it traces (and breaks
+        # at) as it does plainly; where it breaks, it runs this call eagerly
+        # after the graph, counted below.
         return fn(x)
     if _S.plain:
         t0 = _ns()
@@ -131,7 +137,18 @@ def complex(x: Any, site: Optional[str] = None) -> Any:  # noqa: A001
 
 
 def bool(x: Any, site: Optional[str] = None) -> Any:  # noqa: A001
-    """``bool(x)``: the truth test of ``if``/``while``/``assert``/``not``, counted at `site`."""
+    """``bool(x)``: the truth test of ``if``/``while``/``assert``/``not``, counted at `site`.
+
+    ``wrap`` writes it only where its result is tested for truth (``if``,
+    ``while``, ``assert``, ``not``, a conditional expression, ``bool(...)``
+    around it), so while Dynamo traces it hands the tensor itself to that test:
+    Dynamo then breaks at the test, as at the bare ``if t:``, and the read its
+    code makes right after the graph is counted at `site` each time the graph
+    runs (:func:`xferaudit.runtime.counted.compiled.note_read`)."""
+    if _w._compiling is not None and _w._compiling() and _tensor(x):
+        if _S._on:
+            _regions.note_read(site, "bool", x.device.type, x.element_size())  # (constants while traced)
+        return x
     return _convert(builtins.bool, x, site, "bool")
 
 
@@ -212,10 +229,17 @@ def read(x: Any, site: Optional[str] = None) -> Any:
         return tuple(read(e, site) for e in x)
     if not _tensor(x):
         return x
+    if _w._compiling is not None and _w._compiling():
+        # Dynamo traces this: the tensor itself goes to the formatter, which
+        # Dynamo breaks at as it does plainly (same reason, same resume); its
+        # code formats it right after the graph, counted there as one read
+        # of the tensor's bytes (compiled.note_read)
+        if _S._on:
+            n = x.numel()
+            es = x.element_size()
+            _regions.note_read(site, "read", x.device.type, n * es if isinstance(n, builtins.int) else es)
+        return x
     # formatted later (a logging handler may do it): a short literal takes this caller's file now
-    # (while Dynamo traces, from its stack of traced frames: no frame walk, no break of its own)
-    if _S.active and _w._compiling is not None and _w._compiling():
-        return _Read(x, traced_name(site) if is_short(site) else site)
     return _Read(x, named(site) if _S.active else site)
 
 
@@ -224,7 +248,8 @@ def reads(fn: Any, /, *args: Any, site: Optional[str] = None, **kwargs: Any) -> 
     (``np.sin(t)``, ``math.isnan(t)``, ``"{0.shape}".format(t)``): the callee
     gets the values themselves, and returns or raises what it does; counted as
     the device-to-host copies it really makes (``none`` when it makes none)."""
-    if not _S.active:
+    if not _S.active or (_w._compiling is not None and _w._compiling()):
+        # (while Dynamo traces: the bare call, which it breaks at as plainly; this call then runs eagerly)
         return fn(*args, **kwargs)
     if not _S._on:
         return timed_call(site, fn, args, kwargs)[0]

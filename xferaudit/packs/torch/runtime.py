@@ -609,6 +609,8 @@ def _read(x: Any, meth: str, args: tuple, kwargs: dict, site: Optional[str]) -> 
     if _torch is None:
         _init()
     if _Tensor is not None and isinstance(x, _Tensor):
+        if _compiling():  # (Dynamo traces the tensor's own method, as it does ``x.item()`` plainly)
+            return _counted(site, meth, getattr(x, meth), args, kwargs, _read_back, x)
         # Called through the class, as ``x.item(...)`` is: an argument error
         # then carries the bare call's message.
         return _counted(site, meth, getattr(type(x), meth), (x, *args), kwargs, _read_back, x)

@@ -38,7 +38,7 @@ from typing import Any, Callable, Optional
 
 from ...runkeys import function_name, normalise_text
 
-__all__ = ["STATE", "UNNAMED", "begin", "break_name", "delta", "end", "install", "reason_class",
+__all__ = ["STATE", "UNNAMED", "begin", "break_name", "delta", "end", "install", "note_read", "reason_class",
            "skip_class", "snapshot"]
 
 #: The site of compiled code run outside every counted call.
@@ -337,20 +337,27 @@ def _current() -> Optional[_Call]:
     return s[-1] if s else None
 
 
-def _counted_graph(fn: Callable) -> Callable:
-    """`fn` (a compiled graph) counting its runs into the counted call running it."""
+def _counted_graph(fn: Callable, reads: tuple = ()) -> Callable:
+    """`fn` (a compiled graph) counting its runs into the counted call running it;
+    `reads`: the wrapped reads Dynamo's own code makes right after each run
+    (:func:`note_read`), counted at their sites once the graph returned."""
 
     def graph_run(*args: Any, **kwargs: Any) -> Any:
         call = _current()
         if call is None:
             if not STATE.on:
-                return fn(*args, **kwargs)
+                out = fn(*args, **kwargs)
+                if reads:
+                    _count_reads(reads)
+                return out
             r = _region(UNNAMED)
             before = r.replays
             out = fn(*args, **kwargs)
             r.graph_runs += 1
             if r.replays > before:
                 r.replayed_runs += 1
+            if reads:
+                _count_reads(reads)
             return out
         r = call.region
         before = r.replays
@@ -359,6 +366,8 @@ def _counted_graph(fn: Callable) -> Callable:
         r.graph_runs += 1
         if r.replays > before:
             r.replayed_runs += 1
+        if reads:
+            _count_reads(reads)
         return out
 
     try:
@@ -366,6 +375,81 @@ def _counted_graph(fn: Callable) -> Callable:
     except (AttributeError, TypeError):  # pragma: no cover - odd callables
         pass
     return graph_run
+
+
+# --- wrapped truth tests Dynamo breaks at -------------------------------------------
+#
+# ``if xfer.bool(t, site=...):`` must break where ``if t:`` breaks: at the jump,
+# with one resume function per way (a break at the wrapper's call resumes before
+# the jump, with one resume function for both ways and a recompile for the
+# second). So while Dynamo traces, the wrapper hands the tensor itself to the
+# jump, and the read is made by Dynamo's own code, right after the graph that
+# ends there; the wrapper notes it here (Dynamo runs :func:`note_read` while it
+# traces), and each run of that graph counts it at the site.
+
+_notes: dict = {}  # id(OutputGraph) -> (weakref to it, [((file, line), site, key, direction, nbytes)])
+
+
+def note_read(site: Any, key: str, device_type: str, nbytes: int) -> int:
+    """A wrapped read of one element (`nbytes`) of a tensor on `device_type`
+    that Dynamo leaves to its own code after the graph it is tracing (a truth
+    test it breaks at): counted each time that graph runs
+    (:func:`_counted_graph`). Run by Dynamo while it traces (marked as
+    ``assume_constant_result`` does: every argument a constant); returns 0."""
+    try:
+        from torch._dynamo.symbolic_convert import InstructionTranslator
+
+        tx = InstructionTranslator.current_tx()
+        out, at = tx.output, (tx.f_code.co_filename, int(tx.lineno or 0))
+    except Exception:  # pragma: no cover - another Dynamo: not counted in compiled code
+        return 0
+    if STATE.on and not STATE.installed:  # (counting started before Dynamo was imported)
+        install()
+    from .sitenames import is_short, traced_name
+
+    name = traced_name(site) if isinstance(site, str) and is_short(site) else site
+    import weakref
+
+    key_ = id(out)
+    got = _notes.get(key_)
+    if got is None or got[0]() is not out:
+        try:
+            ref = weakref.ref(out, lambda _r, k=key_: _notes.pop(k, None))
+        except TypeError:  # pragma: no cover
+            return 0
+        got = _notes[key_] = (ref, [])
+    from .crossing import is_device
+
+    down = is_device(str(device_type))
+    got[1].append((at, name, key, "down" if down else "none", int(nbytes) if down else 0))
+    return 0
+
+
+note_read._dynamo_marked_constant = True  # type: ignore[attr-defined]
+
+
+def _take_notes(graph: Any) -> tuple:
+    """The reads noted while `graph` (an OutputGraph) was traced that Dynamo's
+    code makes right after it: those at the line the graph breaks at."""
+    got = _notes.pop(id(graph), None)
+    if got is None or got[0]() is not graph:
+        return ()
+    why = getattr(graph, "compile_subgraph_reason", None)
+    stack = list(getattr(why, "user_stack", None) or ()) if getattr(why, "graph_break", False) else []
+    if not stack:
+        return ()
+    at = (stack[-1].filename, int(stack[-1].lineno or 0))
+    return tuple(n[1:] for n in got[1] if n[0] == at)
+
+
+def _count_reads(reads: tuple) -> None:
+    from . import recorder
+
+    s = recorder.STATE
+    if not s._on or s._guard:  # (under the guard, the guard counts the read Dynamo's code makes)
+        return
+    for site, key, direction, nbytes in reads:
+        recorder.record(site, key, direction, nbytes)
 
 
 def _wrap_compiler(orig: Callable) -> Callable:
@@ -384,9 +468,10 @@ def _wrap_compiler(orig: Callable) -> Callable:
                     fn = lazy.forward
                 else:
                     return fn  # (a module Dynamo keeps as a module: left as it is, not counted)
+        reads = _take_notes(self)
         if getattr(self, "export", False) or not callable(fn):
             return fn
-        return _counted_graph(fn)
+        return _counted_graph(fn, reads)
 
     return call_user_compiler
 
