@@ -43,7 +43,10 @@ Exit status 1 when an outcome differs or unwrap is not byte-identical.
 
 ``--python`` is the interpreter that runs the library's tests (a virtual
 environment with the library's test dependencies and ``xferaudit`` installed);
-``xferaudit wrap`` runs with this one. ``--env NAME=VALUE`` sets variables for
+``xferaudit wrap`` runs with this one, and its folder comes first on ``PATH``
+in the runs, as in an activated virtual environment (a test that starts
+``python`` in a subprocess gets the same interpreter, which has
+``xferaudit``). ``--env NAME=VALUE`` sets variables for
 the three runs (``OMP_NUM_THREADS=1`` is set unless given). ``--runs`` picks
 which of bare, wrapped and counting to run (results of earlier runs in the same
 ``--work`` folder are read back: ``--keep`` keeps it). The package is put back
@@ -222,6 +225,9 @@ def run_pytest(name: str, args: argparse.Namespace, work: Path, root: Path) -> d
     paths = [str(root)] + ([str(root / "src")] if (root / "src").is_dir() else []) \
         + ([str(work)] if name == "counting" or name.startswith("guarded") else [])
     env["PYTHONPATH"] = os.pathsep.join(paths + [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p])
+    # the interpreter's folder first on PATH, as an activated virtual environment has it: a test
+    # that runs `python` in a subprocess (einops' test_einops_threading) gets the same one
+    env["PATH"] = os.pathsep.join([str(Path(args.python).parent), env.get("PATH", "")])
     cmd = [args.python, "-m", "pytest", *args.tests, "-p", "no:cacheprovider", "-q", "-rA",
            f"--junitxml={xml}", *args.pytest_args]
     if name == "counting":
