@@ -197,6 +197,29 @@ def line_bound(data: bytes) -> int:
     return len(data) + 1
 
 
+def content_digest(data: bytes) -> str:
+    """The part of a file's key its own bytes make."""
+    return hashlib.blake2b(data, digest_size=16).hexdigest()
+
+
+def file_digest(data: bytes, scripted: Optional[dict], placed: Optional[dict]) -> str:
+    """A file's key in the cache: its content's digest (:func:`content_digest`),
+    then, where the project hands it something, the digest of what: its
+    functions TorchScript compiles from elsewhere, the placing helpers of other
+    modules it calls (so a change there reaches its findings, and a run can tell
+    a file whose content the cache knows from one it must read again)."""
+    key = content_digest(data)
+    if not scripted and not placed:
+        return key
+    from ..values.project import digest_of
+
+    h = hashlib.blake2b(digest_size=16)
+    if scripted:
+        h.update(repr(sorted(scripted.items())).encode("utf-8", "surrogateescape"))
+    h.update(digest_of(placed))
+    return key + h.hexdigest()
+
+
 class Cache:
     def __init__(self, directory: Path, key: str) -> None:
         self.directory = Path(directory)

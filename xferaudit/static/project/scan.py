@@ -27,7 +27,6 @@ module only reads it.
 
 from __future__ import annotations
 
-import hashlib
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -222,25 +221,10 @@ def scan(
 
     cache = None
     if use_cache and files:
-        from .cache import Cache, line_bound
+        from .cache import Cache
 
         cache = Cache.open(cache_dir or cfg.cache_path(), cfg)
-    if files:
-        from .compiled import for_check as compiled_for_check
-        from .reach import project_sources
-        from .scripted import for_check, project_of
-        from ..values.project import digest_of, for_file
-        from .placed import start
-
-        project = project_of(files, cfg)  # (the project's files, walked and stat'ed once for both passes)
-        placed = start(project, cfg, cache)  # (a large project's: beside the TorchScript pass)
-        sources = project_sources(project, cfg)  # (read and parsed once for the two compiler passes)
-        out.scripted = for_check(project, cfg, cache, sources)
-        out.compiled = compiled_for_check(project, cfg, cache, sources)
-        del sources
-        out.placed = placed()
-    todo: list[tuple[int, tuple]] = []  # (index in results, (data, display, relpath, evidence, scripted, placed))
-    digests: dict[int, str] = {}
+    read: list = []  # (index in results, absolute path, display, relpath, bytes) of the files read
     for f in files:
         ap = os.path.abspath(f)
         display = display_path(ap, cwd)
@@ -256,28 +240,24 @@ def scan(
             out.results.append(res)
             tick(0)
             continue
-        entries = evidence.for_file(ap) if evidence else ()
-        scripted = out.scripted.get(ap)
-        placed = for_file(out.placed, ap)
-        if entries:  # (findings on run evidence are never cached)
-            todo.append((i, (data, display, rel, tuple(entries), scripted, placed)))
-            out.results.append(None)  # type: ignore[arg-type]
-            continue
-        if cache is not None:
-            digest = hashlib.blake2b(data, digest_size=16)
-            if scripted:  # (what scripts the file from elsewhere changes its findings)
-                digest.update(repr(sorted(scripted.items())).encode("utf-8", "surrogateescape"))
-            digest.update(digest_of(placed))  # (so do the helpers elsewhere that it calls)
-            digest = digest.hexdigest()
-            hit = cache.get(rel, digest, display, line_bound(data))
-            if hit is not None:
-                out.stats.cached += 1
-                out.results.append(hit)
-                tick(len(hit.sites))
-                continue
-            digests[i] = digest
-        todo.append((i, (data, display, rel, (), scripted, placed)))
         out.results.append(None)  # type: ignore[arg-type]
+        read.append((i, ap, display, rel, data))
+    todo: list[tuple[int, tuple]] = []  # (index in results, (data, display, relpath, evidence, scripted, placed))
+    digests: dict[int, str] = {}
+    if files:
+        from .onepass import remembered_maps
+        from .scripted import project_of
+
+        project = project_of(files, cfg)  # (the project's files, walked and stat'ed once for the passes)
+        maps = remembered_maps(project, cfg, cache)
+        pooled = None
+        if maps is None and not evidence:
+            pooled = _one_pass(read, project, cfg, rules, cache, jobs, out, tick)
+        if pooled is not None:
+            digests = pooled
+        else:
+            out.scripted, out.compiled, out.placed = maps if maps is not None else _maps(project, cfg, cache)
+            todo = _lookups(read, out, cache, evidence, digests, tick)
     if todo:
         out.stats.parsed = len(todo)
         found, out.stats.workers = _run(todo, rules, jobs, tick)
@@ -291,6 +271,84 @@ def scan(
     if evidence:
         out.gone = _gone(evidence, paths)
     return out
+
+
+def _maps(project, cfg: Config, cache) -> tuple:
+    """The project passes, serially (the placing helpers' beside the TorchScript
+    pass on a large project): (scripted, compiled, placed)."""
+    from .compiled import for_check as compiled_for_check
+    from .placed import start
+    from .reach import project_sources
+    from .scripted import for_check
+
+    placed = start(project, cfg, cache)  # (a large project's: beside the TorchScript pass)
+    sources = project_sources(project, cfg)  # (read and parsed once for the two compiler passes)
+    scripted = for_check(project, cfg, cache, sources)
+    compiled = compiled_for_check(project, cfg, cache, sources)
+    del sources
+    return scripted, compiled, placed()
+
+
+def _lookups(read: list, out: "Scan", cache, evidence, digests: dict, tick: Callable[[int], None]) -> list:
+    """The files the cache answers (put in `out`) and those to analyse (returned;
+    `digests`: the cache key of each, filled)."""
+    from .cache import file_digest, line_bound
+    from ..values.project import for_file
+
+    todo = []
+    for i, ap, display, rel, data in read:
+        entries = evidence.for_file(ap) if evidence else ()
+        scripted = out.scripted.get(ap)
+        placed = for_file(out.placed, ap)
+        if entries:  # (findings on run evidence are never cached)
+            todo.append((i, (data, display, rel, tuple(entries), scripted, placed)))
+            continue
+        if cache is not None:
+            # (what scripts the file from elsewhere changes its findings, so do the helpers elsewhere it calls)
+            digest = file_digest(data, scripted, placed)
+            hit = cache.get(rel, digest, display, line_bound(data))
+            if hit is not None:
+                out.stats.cached += 1
+                out.results[i] = hit
+                tick(len(hit.sites))
+                continue
+            digests[i] = digest
+        todo.append((i, (data, display, rel, (), scripted, placed)))
+    return todo
+
+
+def _one_pass(read: list, project, cfg: Config, rules: RuleTable, cache, jobs: Optional[int], out: "Scan",
+              tick: Callable[[int], None]) -> Optional[dict]:
+    """The cold scan in one parse per file (:mod:`.onepass`) where the files to
+    analyse are enough for a pool: `out` filled, the cache keys of its fresh
+    results returned; None where the pool is not worth it (or failed: the
+    serial passes then run)."""
+    from .cache import content_digest
+    from .onepass import run
+
+    misses = [t for t in read if cache is None or (cache.entries.get(t[3]) or ("",))[0][:32] != content_digest(t[4])]
+    nbytes = sum(len(t[4]) for t in misses)
+    workers = jobs if jobs is not None else worker_count()
+    if jobs is None and (nbytes < PARALLEL_MIN_BYTES or len(misses) < PARALLEL_MIN_FILES):
+        workers = 1
+    workers = max(1, min(workers, len(misses)))
+    if workers == 1:
+        return None
+
+    def done(res: FileResult) -> None:
+        tick(len(res.sites))
+
+    try:
+        results, digests, out.scripted, out.compiled, out.placed = run(
+            read, project, cfg, rules, cache, workers, _start_method(), done)
+    except (RuntimeError, OSError, EOFError):
+        return None
+    for i, res in results.items():
+        out.results[i] = res
+    out.stats.parsed = len(digests) if cache is not None else len(results)
+    out.stats.cached = len(results) - out.stats.parsed
+    out.stats.workers = workers
+    return digests
 
 
 def _mark_compiled(out: Scan) -> None:

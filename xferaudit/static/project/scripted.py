@@ -72,6 +72,14 @@ def _script_argument(m: Module, call: ast.Call) -> Optional[ast.AST]:
     return call.args[0] if call.args and m.qualname(call.func) == "torch.jit.script" else None
 
 
+def may_script(text: str) -> bool:
+    """`text` may script something (a call or a decorator that scripts): the
+    files :class:`_Project` parses for roots."""
+    if "jit" not in text and "ScriptModule" not in text:
+        return False
+    return _CALLS.search(text) is not None or _DECORATES.search(text) is not None
+
+
 class _Project(Reach):
     """What TorchScript compiles: the roots of every file that scripts, and the walk from them."""
 
