@@ -67,8 +67,8 @@ def _code_files() -> list[Path]:
 
 
 #: The names a cache folder may hold: findings files, the markers, temporaries.
-_OWN = re.compile(r"(?:findings|scripted|placed|compiled)-[0-9a-f]+\.json|\.gitignore|CACHEDIR\.TAG"
-                  r"|\.(?:findings|scripted|placed|compiled)-.*\.xferaudit-tmp", re.S)
+_OWN = re.compile(r"(?:findings|scripted|placed|compiled|clean)-[0-9a-f]+\.json|\.gitignore|CACHEDIR\.TAG"
+                  r"|\.(?:findings|scripted|placed|compiled|clean)-.*\.xferaudit-tmp", re.S)
 
 
 class CacheError(ValueError):

@@ -348,8 +348,8 @@ def run(targets: list, project, cfg, rules, cache, workers: int, start_method: s
     """The cold scan of `targets` ([(index in the scan's results, absolute path,
     display, path relative to the root, bytes)]) over `project` (a
     :class:`.scripted.Project`) on `workers` processes: (results: index ->
-    FileResult, digests: index -> cache key of each result to save, the
-    scripted, compiled and placed maps). The maps are kept as the serial
+    FileResult, digests: index -> cache key of each file, the indices the cache
+    answered, the scripted, compiled and placed maps). The maps are kept as the serial
     passes keep them (:func:`keep`)."""
     from ..values.project import combine, for_file, module_of
     from .cache import content_digest, file_digest, line_bound
@@ -446,7 +446,7 @@ def run(targets: list, project, cfg, rules, cache, workers: int, start_method: s
                 results[back[j]] = res
     finally:
         pool.close()
-    return results, {i: d for i, d in digests.items() if i not in cached}, scripted, compiled, placed
+    return results, digests, cached, scripted, compiled, placed
 
 
 def _content_hit(cache, rel: str, content: str) -> bool:

@@ -224,6 +224,14 @@ def scan(
         from .cache import Cache
 
         cache = Cache.open(cache_dir or cfg.cache_path(), cfg)
+    project = None
+    if files:
+        from .onepass import remembered_maps
+        from .scripted import project_of
+
+        project = project_of(files, cfg)  # (the project's files, walked and stat'ed once for the passes)
+        if cache is not None and not evidence and _unchanged(files, project, cfg, cache, cwd, out, tick):
+            return out
     read: list = []  # (index in results, absolute path, display, relpath, bytes) of the files read
     for f in files:
         ap = os.path.abspath(f)
@@ -243,21 +251,20 @@ def scan(
         out.results.append(None)  # type: ignore[arg-type]
         read.append((i, ap, display, rel, data))
     todo: list[tuple[int, tuple]] = []  # (index in results, (data, display, relpath, evidence, scripted, placed))
-    digests: dict[int, str] = {}
-    if files:
-        from .onepass import remembered_maps
-        from .scripted import project_of
-
-        project = project_of(files, cfg)  # (the project's files, walked and stat'ed once for the passes)
+    digests: dict[int, str] = {}  # the cache key of each file read (of those analysed, to save)
+    fresh: set = set()
+    if project is not None:
         maps = remembered_maps(project, cfg, cache)
         pooled = None
         if maps is None and not evidence:
             pooled = _one_pass(read, project, cfg, rules, cache, jobs, out, tick)
         if pooled is not None:
-            digests = pooled
+            digests, cached = pooled
+            fresh = set(digests) - cached
         else:
             out.scripted, out.compiled, out.placed = maps if maps is not None else _maps(project, cfg, cache)
             todo = _lookups(read, out, cache, evidence, digests, tick)
+            fresh = {i for i, _ in todo}
     if todo:
         out.stats.parsed = len(todo)
         found, out.stats.workers = _run(todo, rules, jobs, tick)
@@ -265,8 +272,10 @@ def scan(
             out.results[i] = res
     if cache is not None:
         for i, digest in digests.items():
-            cache.put(out.relpaths[i], digest, out.results[i])
-        cache.save()
+            if i in fresh:
+                cache.put(out.relpaths[i], digest, out.results[i])
+        if cache.save() and project is not None and not evidence:
+            _remember_clean(project, cache, {out.relpaths[i]: d for i, d in digests.items()})
     _mark_compiled(out)  # (after the cache: it holds each file's own findings, this the project's)
     if evidence:
         out.gone = _gone(evidence, paths)
@@ -306,13 +315,13 @@ def _lookups(read: list, out: "Scan", cache, evidence, digests: dict, tick: Call
         if cache is not None:
             # (what scripts the file from elsewhere changes its findings, so do the helpers elsewhere it calls)
             digest = file_digest(data, scripted, placed)
+            digests[i] = digest
             hit = cache.get(rel, digest, display, line_bound(data))
             if hit is not None:
                 out.stats.cached += 1
                 out.results[i] = hit
                 tick(len(hit.sites))
                 continue
-            digests[i] = digest
         todo.append((i, (data, display, rel, (), scripted, placed)))
     return todo
 
@@ -339,16 +348,63 @@ def _one_pass(read: list, project, cfg: Config, rules: RuleTable, cache, jobs: O
         tick(len(res.sites))
 
     try:
-        results, digests, out.scripted, out.compiled, out.placed = run(
+        results, digests, cached, out.scripted, out.compiled, out.placed = run(
             read, project, cfg, rules, cache, workers, _start_method(), done)
     except (RuntimeError, OSError, EOFError):
         return None
     for i, res in results.items():
         out.results[i] = res
-    out.stats.parsed = len(digests) if cache is not None else len(results)
-    out.stats.cached = len(results) - out.stats.parsed
+    out.stats.parsed = len(results) - len(cached)
+    out.stats.cached = len(cached)
     out.stats.workers = workers
-    return digests
+    return digests, cached
+
+
+def _unchanged(files: list, project, cfg: Config, cache, cwd: str, out: "Scan", tick: Callable[[int], None]) -> bool:
+    """A warm run: where no file of the project changed since a run that saved
+    every file's key (:func:`_remember_clean`, under the project's state: what an
+    edit cannot keep of each file, :func:`.scripted.file_state`), the findings
+    are the cache's, each file neither read nor hashed; `out` filled. False
+    (`out` untouched) where any file is not so answered."""
+    from .onepass import remembered_maps
+
+    keys = cache.side_get("clean", project.state)
+    if not isinstance(keys, dict):
+        return False
+    sizes = project.sizes or {}
+    results, relpaths = [], []
+    for f in files:
+        ap = os.path.abspath(f)
+        rel = cfg.relpath(ap)
+        digest, size = keys.get(rel), sizes.get(ap)
+        if not isinstance(digest, str) or size is None:
+            return False
+        hit = cache.get(rel, digest, display_path(ap, cwd), size + 1)  # (line_bound of its bytes)
+        if hit is None:
+            return False
+        results.append(hit)
+        relpaths.append(rel)
+    maps = remembered_maps(project, cfg, cache)
+    if maps is None:
+        return False
+    out.scripted, out.compiled, out.placed = maps
+    out.results, out.relpaths = results, relpaths
+    out.stats.cached = len(results)
+    for hit in results:
+        tick(len(hit.sites))
+    _mark_compiled(out)
+    return True
+
+
+def _remember_clean(project, cache, keys: dict) -> None:
+    """Save each file's cache key under the project's state, for :func:`_unchanged`
+    (with the keys saved under the same state by a run over other files of it)."""
+    old = cache.side_get("clean", project.state)
+    if isinstance(old, dict):
+        if all(old.get(k) == v for k, v in keys.items()):
+            return
+        keys = {**old, **keys}
+    cache.side_put("clean", project.state, keys)
 
 
 def _mark_compiled(out: Scan) -> None:

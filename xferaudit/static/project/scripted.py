@@ -163,6 +163,8 @@ class Project(NamedTuple):
 
     files: list
     state: str
+    #: absolute path -> size in bytes, of the files whose state was read
+    sizes: Optional[dict] = None
 
 
 def project_of(paths: Iterable[str], cfg) -> Project:
@@ -174,7 +176,7 @@ def project_of(paths: Iterable[str], cfg) -> Project:
         files += [p for p in iter_python_paths([cfg.root], cfg) if os.path.abspath(p) not in seen]
     state = sorted(filter(None, (file_state(p) for p in files)))
     key = hashlib.blake2b(repr(state).encode("utf-8", "surrogateescape"), digest_size=16).hexdigest()
-    return Project(files, key)
+    return Project(files, key, {s[0]: s[1] for s in state})
 
 
 def for_wrap(project: Project, cfg, sources: Optional[Callable[[], Sources]] = None) -> dict:
