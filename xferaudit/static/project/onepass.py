@@ -159,14 +159,6 @@ class _Holder:
                                   scripted=scripted, placed=placed)
 
 
-def _dbg(*a) -> None:
-    if os.environ.get("XFA_ONEPASS_DEBUG"):
-        import sys
-        import time
-
-        print(f"[{os.getpid()} {time.monotonic():.2f}]", *a, file=sys.stderr, flush=True)
-
-
 def _worker(w: int, conn, items: dict, share: list, claims, lock, rules, gpu_first: bool, run_pid: int) -> None:
     from ..._workers import die_with_parent
 
@@ -182,9 +174,7 @@ def _worker(w: int, conn, items: dict, share: list, claims, lock, rules, gpu_fir
                 continue
             claims[j] = me
         h.take(j, items[j])
-    _dbg("worker facts", len(h.facts), len(h.held))
     conn.send(("facts", w, h.facts))
-    _dbg("worker facts sent")
     gc.freeze()
     gc.enable()
     while True:
@@ -193,10 +183,8 @@ def _worker(w: int, conn, items: dict, share: list, claims, lock, rules, gpu_fir
             _answer(conn, msg, h, items)
             continue
         out = {}
-        _dbg("worker maps", len(msg[1]))
         for j, scripted, placed in msg[1]:
             out[j] = h.analyse(j, items[j], scripted, placed)
-        _dbg("worker done")
         conn.send(("done", w, out))
         return
 
@@ -285,7 +273,6 @@ class Pool:
                 self.lead.take(j, self.items[j])
             return self.lead.parse(j, self.items[j])
         conn = self.conns[c - 1]
-        _dbg("tree request", ap)
         conn.send(("tree", j))
         return self._wait(lambda m: m[0] == "tree" and m[1] == j, [conn])[2]
 
@@ -403,20 +390,15 @@ def run(targets: list, project, cfg, rules, cache, workers: int, start_method: s
         if may_root(text):
             texts[items[j].ap] = text
             lead_files.append(j)
-    _dbg("lead files", len(lead_files), "items", len(items))
     pool = Pool(items, rules, gpu_first, workers, start_method)
     try:
         with collector_paused():
             pool.start(lead_files)
             sources = PooledSources(items, order, texts, pool.tree)
-            _dbg("started")
             scripted = scripted_in_project((), sources=sources)
-            _dbg("scripted")
             compiled = compiled_in_project((), sources=sources)
-            _dbg("compiled")
             del sources
             facts = pool.facts()
-            _dbg("facts")
             placed = combine(project.files, modules, {items[j].ap: f for j, f in facts.items() if f is not None},
                              lambda p: cfg.relpath(os.path.abspath(p)), gpu_first)
             keep(project, gpu_first, cache, [scripted, compiled, placed])
@@ -441,7 +423,6 @@ def run(targets: list, project, cfg, rules, cache, workers: int, start_method: s
                 c = pool.holder(j)
                 (lead_work if c == _LEAD else work.setdefault(c - 1, [])).append((j, s, p))
             back = {j: i for i, ap, *_ in targets for j in (by_ap[ap],)}
-            _dbg("maps sent", len(lead_work))
             for j, res in pool.analyse(work, lead_work, tick).items():
                 results[back[j]] = res
     finally:

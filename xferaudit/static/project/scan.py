@@ -5,9 +5,11 @@ blink for the ten files pre-commit hands it. What it costs, measured over the
 installed torch package (``bench/scan_speed.py``): parsing with ``ast`` is most
 of it; the finder's own pass is a fraction, because of three layers:
 
-1. **Cache** (:mod:`.cache`): each file's findings, keyed on its content hash,
-   the tool's own code and the rows in force. A warm run reads and hashes the
-   files and parses none.
+1. **Cache** (:mod:`.cache`): each file's findings, keyed on its content hash
+   (and what the project hands it), the tool's own code and the rows in force.
+   A warm run whose project is unchanged (each file's state, what an edit
+   cannot keep) reads and hashes no file (:func:`_unchanged`); one after an
+   edit reads and hashes the files and parses only the misses.
 2. **Prefilter**, inside the finder (``prefilter.candidate_lines``): one regex
    pass over the text lists the lines where a rule's name is called
    (``cpu(``, ``to(``, ``tensor(``, an import alias of one, a graph decorator);
@@ -19,7 +21,9 @@ of it; the finder's own pass is a fraction, because of three layers:
    and would have let syntax errors in such files pass unreported.
 3. **Workers**: the cache misses are analysed on every core when there are
    enough bytes to repay a process pool's start-up; a handful is analysed
-   in-process.
+   in-process. Where the project's maps (TorchScript, ``torch.compile``,
+   placing helpers) are not remembered either, the pool reads them from the
+   same parse of each file (:mod:`.onepass`): no serial pass before it.
 
 The rule table is the one the finder, the codemod and the runtime share; this
 module only reads it.
