@@ -214,7 +214,8 @@ def scan(
     rules = rules if rules is not None else cfg.table()
     out = Scan()
     cwd = os.getcwd()
-    files = list(iter_python_paths([os.fspath(p) for p in paths], cfg))
+    # (absolute from here on: a relative path costs a getcwd in each of the many abspaths below)
+    files = list(iter_python_paths([os.path.join(cwd, os.fspath(p)) for p in paths], cfg))
     out.stats.files = len(files)
     if progress is not None:
         progress.total = len(files)
