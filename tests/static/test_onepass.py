@@ -174,3 +174,23 @@ def test_a_partly_warm_run_agrees_with_a_cold_one(project, tmp_path_factory):
     assert _findings(edited) == _findings(cold)
     assert _findings(edited) != _findings(first)
     assert edited.placed == cold.placed and "pkg.utils.move" not in edited.placed["helpers"]
+
+
+def test_an_unchanged_project_is_answered_without_reading_its_files(project, tmp_path_factory, monkeypatch):
+    from xferaudit.static.project import cache as cache_mod
+
+    cache = tmp_path_factory.mktemp("cache")
+    first = _cold(project, 1, cache)
+    hashed = []
+    real = cache_mod.file_digest
+    monkeypatch.setattr(cache_mod, "file_digest", lambda *a: hashed.append(1) or real(*a))
+    _forget()
+    warm = scan([str(project)], load_config(project), jobs=1, use_cache=True, cache_dir=cache)
+    assert not hashed and warm.stats.cached == len(warm.results) and _findings(warm) == _findings(first)
+    # an edit changes the project's state (the file's size, mtime and ctime): read again, found again
+    body = project / "pkg/body.py"
+    body.write_text(body.read_text(encoding="utf-8").replace("x.item()", "x.tolist()"), encoding="utf-8")
+    _forget()
+    edited = scan([str(project)], load_config(project), jobs=1, use_cache=True, cache_dir=cache)
+    assert hashed and _findings(edited) == _findings(_cold(project, 1))
+    assert _findings(edited) != _findings(first)
