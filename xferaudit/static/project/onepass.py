@@ -110,10 +110,6 @@ def _tree_of(text: str, display: str):
         return None
 
 
-#: Called with each file's path when it is parsed for the scan (tests count the parses).
-PARSED: list = []
-
-
 class _Holder:
     """What one process (a worker, or the lead) holds of its files: text and tree."""
 
@@ -140,8 +136,6 @@ class _Holder:
             return None
         if not entry[2]:
             entry[2] = True
-            for hook in PARSED:
-                hook(item.ap)
             entry[1] = _tree_of(entry[0], item.display)
         return entry[1]
 
