@@ -67,8 +67,8 @@ def _code_files() -> list[Path]:
 
 
 #: The names a cache folder may hold: findings files, the markers, temporaries.
-_OWN = re.compile(r"(?:findings|scripted|placed|compiled)-[0-9a-f]+\.json|\.gitignore|CACHEDIR\.TAG"
-                  r"|\.(?:findings|scripted|placed|compiled)-.*\.xferaudit-tmp", re.S)
+_OWN = re.compile(r"(?:findings|scripted|placed|compiled|clean)-[0-9a-f]+\.json|\.gitignore|CACHEDIR\.TAG"
+                  r"|\.(?:findings|scripted|placed|compiled|clean)-.*\.xferaudit-tmp", re.S)
 
 
 class CacheError(ValueError):
@@ -195,6 +195,29 @@ def line_bound(data: bytes) -> int:
     takes a byte at least; a notebook's code, in JSON strings, two). Counting its
     line ends would cost as much as hashing it, on every cached file."""
     return len(data) + 1
+
+
+def content_digest(data: bytes) -> str:
+    """The part of a file's key its own bytes make."""
+    return hashlib.blake2b(data, digest_size=16).hexdigest()
+
+
+def file_digest(data: bytes, scripted: Optional[dict], placed: Optional[dict]) -> str:
+    """A file's key in the cache: its content's digest (:func:`content_digest`),
+    then, where the project hands it something, the digest of what: its
+    functions TorchScript compiles from elsewhere, the placing helpers of other
+    modules it calls (so a change there reaches its findings, and a run can tell
+    a file whose content the cache knows from one it must read again)."""
+    key = content_digest(data)
+    if not scripted and not placed:
+        return key
+    from ..values.project import digest_of
+
+    h = hashlib.blake2b(digest_size=16)
+    if scripted:
+        h.update(repr(sorted(scripted.items())).encode("utf-8", "surrogateescape"))
+    h.update(digest_of(placed))
+    return key + h.hexdigest()
 
 
 class Cache:

@@ -5,9 +5,11 @@ blink for the ten files pre-commit hands it. What it costs, measured over the
 installed torch package (``bench/scan_speed.py``): parsing with ``ast`` is most
 of it; the finder's own pass is a fraction, because of three layers:
 
-1. **Cache** (:mod:`.cache`): each file's findings, keyed on its content hash,
-   the tool's own code and the rows in force. A warm run reads and hashes the
-   files and parses none.
+1. **Cache** (:mod:`.cache`): each file's findings, keyed on its content hash
+   (and what the project hands it), the tool's own code and the rows in force.
+   A warm run whose project is unchanged (each file's state, what an edit
+   cannot keep) reads and hashes no file (:func:`_unchanged`); one after an
+   edit reads and hashes the files and parses only the misses.
 2. **Prefilter**, inside the finder (``prefilter.candidate_lines``): one regex
    pass over the text lists the lines where a rule's name is called
    (``cpu(``, ``to(``, ``tensor(``, an import alias of one, a graph decorator);
@@ -19,7 +21,9 @@ of it; the finder's own pass is a fraction, because of three layers:
    and would have let syntax errors in such files pass unreported.
 3. **Workers**: the cache misses are analysed on every core when there are
    enough bytes to repay a process pool's start-up; a handful is analysed
-   in-process.
+   in-process. Where the project's maps (TorchScript, ``torch.compile``,
+   placing helpers) are not remembered either, the pool reads them from the
+   same parse of each file (:mod:`.onepass`): no serial pass before it.
 
 The rule table is the one the finder, the codemod and the runtime share; this
 module only reads it.
@@ -27,7 +31,6 @@ module only reads it.
 
 from __future__ import annotations
 
-import hashlib
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -211,7 +214,8 @@ def scan(
     rules = rules if rules is not None else cfg.table()
     out = Scan()
     cwd = os.getcwd()
-    files = list(iter_python_paths([os.fspath(p) for p in paths], cfg))
+    # (absolute from here on: a relative path costs a getcwd in each of the many abspaths below)
+    files = list(iter_python_paths([os.path.join(cwd, os.fspath(p)) for p in paths], cfg))
     out.stats.files = len(files)
     if progress is not None:
         progress.total = len(files)
@@ -222,25 +226,18 @@ def scan(
 
     cache = None
     if use_cache and files:
-        from .cache import Cache, line_bound
+        from .cache import Cache
 
         cache = Cache.open(cache_dir or cfg.cache_path(), cfg)
+    project = None
     if files:
-        from .compiled import for_check as compiled_for_check
-        from .reach import project_sources
-        from .scripted import for_check, project_of
-        from ..values.project import digest_of, for_file
-        from .placed import start
+        from .onepass import remembered_maps
+        from .scripted import project_of
 
-        project = project_of(files, cfg)  # (the project's files, walked and stat'ed once for both passes)
-        placed = start(project, cfg, cache)  # (a large project's: beside the TorchScript pass)
-        sources = project_sources(project, cfg)  # (read and parsed once for the two compiler passes)
-        out.scripted = for_check(project, cfg, cache, sources)
-        out.compiled = compiled_for_check(project, cfg, cache, sources)
-        del sources
-        out.placed = placed()
-    todo: list[tuple[int, tuple]] = []  # (index in results, (data, display, relpath, evidence, scripted, placed))
-    digests: dict[int, str] = {}
+        project = project_of(files, cfg)  # (the project's files, walked and stat'ed once for the passes)
+        if cache is not None and not evidence and _unchanged(files, project, cfg, cache, cwd, out, tick):
+            return out
+    read: list = []  # (index in results, absolute path, display, relpath, bytes) of the files read
     for f in files:
         ap = os.path.abspath(f)
         display = display_path(ap, cwd)
@@ -256,28 +253,23 @@ def scan(
             out.results.append(res)
             tick(0)
             continue
-        entries = evidence.for_file(ap) if evidence else ()
-        scripted = out.scripted.get(ap)
-        placed = for_file(out.placed, ap)
-        if entries:  # (findings on run evidence are never cached)
-            todo.append((i, (data, display, rel, tuple(entries), scripted, placed)))
-            out.results.append(None)  # type: ignore[arg-type]
-            continue
-        if cache is not None:
-            digest = hashlib.blake2b(data, digest_size=16)
-            if scripted:  # (what scripts the file from elsewhere changes its findings)
-                digest.update(repr(sorted(scripted.items())).encode("utf-8", "surrogateescape"))
-            digest.update(digest_of(placed))  # (so do the helpers elsewhere that it calls)
-            digest = digest.hexdigest()
-            hit = cache.get(rel, digest, display, line_bound(data))
-            if hit is not None:
-                out.stats.cached += 1
-                out.results.append(hit)
-                tick(len(hit.sites))
-                continue
-            digests[i] = digest
-        todo.append((i, (data, display, rel, (), scripted, placed)))
         out.results.append(None)  # type: ignore[arg-type]
+        read.append((i, ap, display, rel, data))
+    todo: list[tuple[int, tuple]] = []  # (index in results, (data, display, relpath, evidence, scripted, placed))
+    digests: dict[int, str] = {}  # the cache key of each file read (of those analysed, to save)
+    fresh: set = set()
+    if project is not None:
+        maps = remembered_maps(project, cfg, cache)
+        pooled = None
+        if maps is None and not evidence:
+            pooled = _one_pass(read, project, cfg, rules, cache, jobs, out, tick)
+        if pooled is not None:
+            digests, cached = pooled
+            fresh = set(digests) - cached
+        else:
+            out.scripted, out.compiled, out.placed = maps if maps is not None else _maps(project, cfg, cache)
+            todo = _lookups(read, out, cache, evidence, digests, tick)
+            fresh = {i for i, _ in todo}
     if todo:
         out.stats.parsed = len(todo)
         found, out.stats.workers = _run(todo, rules, jobs, tick)
@@ -285,12 +277,139 @@ def scan(
             out.results[i] = res
     if cache is not None:
         for i, digest in digests.items():
-            cache.put(out.relpaths[i], digest, out.results[i])
-        cache.save()
+            if i in fresh:
+                cache.put(out.relpaths[i], digest, out.results[i])
+        if cache.save() and project is not None and not evidence:
+            _remember_clean(project, cache, {out.relpaths[i]: d for i, d in digests.items()})
     _mark_compiled(out)  # (after the cache: it holds each file's own findings, this the project's)
     if evidence:
         out.gone = _gone(evidence, paths)
     return out
+
+
+def _maps(project, cfg: Config, cache) -> tuple:
+    """The project passes, serially (the placing helpers' beside the TorchScript
+    pass on a large project): (scripted, compiled, placed)."""
+    from .compiled import for_check as compiled_for_check
+    from .placed import start
+    from .reach import project_sources
+    from .scripted import for_check
+
+    placed = start(project, cfg, cache)  # (a large project's: beside the TorchScript pass)
+    sources = project_sources(project, cfg)  # (read and parsed once for the two compiler passes)
+    scripted = for_check(project, cfg, cache, sources)
+    compiled = compiled_for_check(project, cfg, cache, sources)
+    del sources
+    return scripted, compiled, placed()
+
+
+def _lookups(read: list, out: "Scan", cache, evidence, digests: dict, tick: Callable[[int], None]) -> list:
+    """The files the cache answers (put in `out`) and those to analyse (returned;
+    `digests`: the cache key of each, filled)."""
+    from .cache import file_digest, line_bound
+    from ..values.project import for_file
+
+    todo = []
+    for i, ap, display, rel, data in read:
+        entries = evidence.for_file(ap) if evidence else ()
+        scripted = out.scripted.get(ap)
+        placed = for_file(out.placed, ap)
+        if entries:  # (findings on run evidence are never cached)
+            todo.append((i, (data, display, rel, tuple(entries), scripted, placed)))
+            continue
+        if cache is not None:
+            # (what scripts the file from elsewhere changes its findings, so do the helpers elsewhere it calls)
+            digest = file_digest(data, scripted, placed)
+            digests[i] = digest
+            hit = cache.get(rel, digest, display, line_bound(data))
+            if hit is not None:
+                out.stats.cached += 1
+                out.results[i] = hit
+                tick(len(hit.sites))
+                continue
+        todo.append((i, (data, display, rel, (), scripted, placed)))
+    return todo
+
+
+def _one_pass(read: list, project, cfg: Config, rules: RuleTable, cache, jobs: Optional[int], out: "Scan",
+              tick: Callable[[int], None]) -> Optional[dict]:
+    """The cold scan in one parse per file (:mod:`.onepass`) where the files to
+    analyse are enough for a pool: `out` filled, the cache keys of its fresh
+    results returned; None where the pool is not worth it (or failed: the
+    serial passes then run)."""
+    from .cache import content_digest
+    from .onepass import run
+
+    misses = [t for t in read if cache is None or (cache.entries.get(t[3]) or ("",))[0][:32] != content_digest(t[4])]
+    nbytes = sum(len(t[4]) for t in misses)
+    workers = jobs if jobs is not None else worker_count()
+    if jobs is None and (nbytes < PARALLEL_MIN_BYTES or len(misses) < PARALLEL_MIN_FILES):
+        workers = 1
+    workers = max(1, min(workers, len(misses)))
+    if workers == 1:
+        return None
+
+    def done(res: FileResult) -> None:
+        tick(len(res.sites))
+
+    try:
+        results, digests, cached, out.scripted, out.compiled, out.placed = run(
+            read, project, cfg, rules, cache, workers, _start_method(), done)
+    except (RuntimeError, OSError, EOFError):
+        return None
+    for i, res in results.items():
+        out.results[i] = res
+    out.stats.parsed = len(results) - len(cached)
+    out.stats.cached = len(cached)
+    out.stats.workers = workers
+    return digests, cached
+
+
+def _unchanged(files: list, project, cfg: Config, cache, cwd: str, out: "Scan", tick: Callable[[int], None]) -> bool:
+    """A warm run: where no file of the project changed since a run that saved
+    every file's key (:func:`_remember_clean`, under the project's state: what an
+    edit cannot keep of each file, :func:`.scripted.file_state`), the findings
+    are the cache's, each file neither read nor hashed; `out` filled. False
+    (`out` untouched) where any file is not so answered."""
+    from .onepass import remembered_maps
+
+    keys = cache.side_get("clean", project.state)
+    if not isinstance(keys, dict):
+        return False
+    sizes = project.sizes or {}
+    results, relpaths = [], []
+    for f in files:
+        ap = os.path.abspath(f)
+        rel = cfg.relpath(ap)
+        digest, size = keys.get(rel), sizes.get(ap)
+        if not isinstance(digest, str) or size is None:
+            return False
+        hit = cache.get(rel, digest, display_path(ap, cwd), size + 1)  # (line_bound of its bytes)
+        if hit is None:
+            return False
+        results.append(hit)
+        relpaths.append(rel)
+    maps = remembered_maps(project, cfg, cache)
+    if maps is None:
+        return False
+    out.scripted, out.compiled, out.placed = maps
+    out.results, out.relpaths = results, relpaths
+    out.stats.cached = len(results)
+    for hit in results:
+        tick(len(hit.sites))
+    _mark_compiled(out)
+    return True
+
+
+def _remember_clean(project, cache, keys: dict) -> None:
+    """Save each file's cache key under the project's state, for :func:`_unchanged`
+    (with the keys saved under the same state by a run over other files of it)."""
+    old = cache.side_get("clean", project.state)
+    if isinstance(old, dict):
+        if all(old.get(k) == v for k, v in keys.items()):
+            return
+        keys = {**old, **keys}
+    cache.side_put("clean", project.state, keys)
 
 
 def _mark_compiled(out: Scan) -> None:

@@ -72,6 +72,14 @@ def _script_argument(m: Module, call: ast.Call) -> Optional[ast.AST]:
     return call.args[0] if call.args and m.qualname(call.func) == "torch.jit.script" else None
 
 
+def may_script(text: str) -> bool:
+    """`text` may script something (a call or a decorator that scripts): the
+    files :class:`_Project` parses for roots."""
+    if "jit" not in text and "ScriptModule" not in text:
+        return False
+    return _CALLS.search(text) is not None or _DECORATES.search(text) is not None
+
+
 class _Project(Reach):
     """What TorchScript compiles: the roots of every file that scripts, and the walk from them."""
 
@@ -155,6 +163,8 @@ class Project(NamedTuple):
 
     files: list
     state: str
+    #: absolute path -> size in bytes, of the files whose state was read
+    sizes: Optional[dict] = None
 
 
 def project_of(paths: Iterable[str], cfg) -> Project:
@@ -166,7 +176,7 @@ def project_of(paths: Iterable[str], cfg) -> Project:
         files += [p for p in iter_python_paths([cfg.root], cfg) if os.path.abspath(p) not in seen]
     state = sorted(filter(None, (file_state(p) for p in files)))
     key = hashlib.blake2b(repr(state).encode("utf-8", "surrogateescape"), digest_size=16).hexdigest()
-    return Project(files, key)
+    return Project(files, key, {s[0]: s[1] for s in state})
 
 
 def for_wrap(project: Project, cfg, sources: Optional[Callable[[], Sources]] = None) -> dict:

@@ -328,13 +328,9 @@ def placed_in_project(files: Iterable[str], relpath: Callable[[str], str] = lamb
     device. `relpath(path)` names a file as
     reports do; `gpu_first`: the project reads gpu-first (else that reading's
     summary is not made)."""
-    helpers: dict = {}
+    facts: dict = {}
     modules: dict = {}  # absolute path -> [dotted module name, is a package]
     folders: dict = {}
-    inits: dict = {}  # a package's __init__: its text, for the helpers it re-exports
-    targets: dict = {}  # absolute path -> what its imports name (dotted, absolute)
-    pending: list = []  # (path, absolute path, text, reduced text) of the files with candidates
-    annotated: list = []  # (path, module, [(name, line)]) of the defs annotated to return a tensor, unwalked
     with collector_paused():  # (the trees are freed by their counts: see ..project.scan.analyze)
         for path in files:
             if not path.endswith(".py"):
@@ -346,23 +342,67 @@ def placed_in_project(files: Iterable[str], relpath: Callable[[str], str] = lamb
                     text = decode_source(f.read())
             except (OSError, SyntaxError, UnicodeDecodeError, LookupError):
                 continue
-            if package:
-                inits[ap] = text
-            targets[ap] = _targets(text, module, package)
-            reduced = _reduced(text)
+            facts[ap] = file_facts(text, module, package, gpu_first)
+    return combine(files, modules, facts, relpath, gpu_first)
+
+
+def file_facts(text: str, module: str, package: bool, gpu_first: bool, rel: Optional[str] = None,
+               ap: str = "") -> tuple:
+    """What :func:`placed_in_project` reads of one readable file (`module`,
+    `package`: its :func:`module_of`): (what its imports name, its text where
+    it is a package's ``__init__``, its :func:`_reduced` text, the defs of it
+    annotated to return a tensor (gpu-first only), its candidates' summaries,
+    whether it sets a default device). The summaries are made here only where
+    `rel` (its path as reports name it) is given: else :func:`combine` makes
+    them for the files some import names (or a scan's workers do, :func:`summarise`)."""
+    reduced = _reduced(text)
+    annotated = _annotated_defs(text) if gpu_first and "Tensor" in text and "return" in text else None
+    default_device = "set_default_device" in text
+    summaries = None
+    if reduced is not None and rel is not None:
+        summaries = summarise(rel, ap, default_device, reduced, module, gpu_first)
+    return (_targets(text, module, package), text if package else None, reduced, annotated, summaries,
+            default_device)
+
+
+def combine(files: Iterable[str], modules: dict, facts: dict, relpath: Callable[[str], str],
+            gpu_first: bool) -> dict:
+    """:func:`placed_in_project`'s map from each file's :func:`file_facts`
+    (`facts`: absolute path -> them, for the files that could be read;
+    `modules`: absolute path -> [module, is a package] for every ``.py`` file)."""
+    helpers: dict = {}
+    inits: dict = {}  # a package's __init__: its text, for the helpers it re-exports
+    targets: dict = {}  # absolute path -> what its imports name (dotted, absolute)
+    pending: list = []  # (path, absolute path, reduced text, summaries) of the files with candidates
+    annotated: list = []  # (path, module, [(name, line)]) of the defs annotated to return a tensor, unwalked
+    with collector_paused():
+        for path in files:
+            if not path.endswith(".py"):
+                continue
+            ap = os.path.abspath(path)
+            got = facts.get(ap)
+            if got is None:
+                continue
+            tg, init, reduced, annot, summaries, default_device = got
+            if init is not None:
+                inits[ap] = init
+            targets[ap] = tg
             if reduced is not None:
-                pending.append((path, ap, text, reduced))
-            if gpu_first and "Tensor" in text and "return" in text:
-                annotated.append((path, module, _annotated_defs(text)))
-        wanted = set().union(*targets.values()) if targets else set()
+                pending.append((path, ap, reduced, summaries, default_device))
+            if annot is not None:
+                annotated.append((path, modules[ap][0], annot))
+        wanted = wanted_names(targets.values())
         for path, module, defs in annotated:  # (gpu-first only: a tensor it does not place)
             for name, line in defs:
                 if module in wanted or f"{module}.{name}" in wanted:
                     helpers[f"{module}.{name}"] = [None, ["tensor", None], f"{relpath(path)}:{line}", []]
-        for path, ap, text, reduced in pending:
+        for path, ap, reduced, summaries, default_device in pending:
             module = modules[ap][0]
-            if module in wanted or any(f"{module}.{n}" in wanted for n in _DEF_NAMES.findall(reduced)):
-                _one(path, ap, text, reduced, relpath, gpu_first, helpers, module)
+            if is_wanted(module, reduced, wanted):
+                if summaries is None:
+                    _one(path, ap, default_device, reduced, relpath, gpu_first, helpers, module)
+                else:
+                    helpers.update(summaries)
     if helpers:
         _reexports(helpers, inits, modules)
     by_module: dict = {}
@@ -376,6 +416,27 @@ def placed_in_project(files: Iterable[str], relpath: Callable[[str], str] = lamb
             mine.update(by_module.get(t, ()))
         mod.append(sorted(q for q in mine if q.rpartition(".")[0] != mod[0]))
     return {"helpers": helpers, "files": modules}
+
+
+def wanted_names(targets: Iterable[set]) -> set:
+    """Every dotted name some file's imports name (`targets`: each file's :func:`_targets`)."""
+    out: set = set()
+    for t in targets:
+        out |= t
+    return out
+
+
+def is_wanted(module: str, reduced: str, wanted: set) -> bool:
+    """The candidates of the file of `module` (`reduced`: its :func:`_reduced`
+    text) are worth summarising: an import names its module or one of them."""
+    return module in wanted or any(f"{module}.{n}" in wanted for n in _DEF_NAMES.findall(reduced))
+
+
+def summarise(rel: str, ap: str, default_device: bool, reduced: str, module: str, gpu_first: bool) -> dict:
+    """The helpers of one file's candidates (`rel`: its path as reports name it), as :func:`combine` keeps them."""
+    out: dict = {}
+    _one(rel, ap, default_device, reduced, lambda p: p, gpu_first, out, module)
+    return out
 
 
 _DEF_NAMES = re.compile(r"^(?:async[ \t]+)?def[ \t]+(\w+)", re.M)
@@ -394,7 +455,7 @@ def _targets(text: str, module: str, package: bool) -> set:
     return out
 
 
-def _one(path: str, ap: str, text: str, reduced: str, relpath: Callable[[str], str], gpu_first: bool,
+def _one(path: str, ap: str, default_device: bool, reduced: str, relpath: Callable[[str], str], gpu_first: bool,
          helpers: dict, module: str) -> None:
     """The helpers of one file of :func:`placed_in_project` (`reduced`: its :func:`_reduced` text)."""
     try:
@@ -406,7 +467,7 @@ def _one(path: str, ap: str, text: str, reduced: str, relpath: Callable[[str], s
     if not fns:
         return
     try:
-        proven, gpu = _summaries(tree, reduced, fns, gpu_first, "set_default_device" in text)
+        proven, gpu = _summaries(tree, reduced, fns, gpu_first, default_device)
     except RecursionError:
         return
     rel = relpath(path)
