@@ -236,6 +236,8 @@ class Pool:
         self.index = {it.ap: j for j, it in enumerate(items) if it.facts}
 
     def start(self, lead_files: list) -> None:
+        from ... import _workers  # noqa: F401  (imported once here, not in each forked worker)
+
         for j in lead_files:
             self.claims[j] = _LEAD
         rest = [j for j, it in enumerate(self.items) if (it.scan or it.facts) and not self.claims[j]]
