@@ -30,6 +30,7 @@ time of each side, their ratio (target <= 1.10) and the whole process's wall
 time.
 
     python bench/gpu_compiled.py --out bench/results/gpu_compiled [--steps 12] [--repeats 5]
+    python bench/gpu_compiled.py --cost-only --device cpu --guard-mode lite --out DIR   # the cost on the CPU
 
 Writes OUT/gpu_compiled.json and OUT/gpu_compiled.txt; exit 0 when every
 check agrees.
@@ -270,7 +271,7 @@ def check(name: str, plain: dict, got: dict) -> list:
     return bad
 
 
-def cost(folder: Path, steps: int, repeats: int, out: Path) -> dict:
+def cost(folder: Path, steps: int, repeats: int, out: Path, guard_mode: str = "") -> dict:
     prog = folder / "cost.py"
     sides: dict = {"python": [], "xferaudit run": []}
     walls: dict = {"python": [], "xferaudit run": []}
@@ -278,8 +279,8 @@ def cost(folder: Path, steps: int, repeats: int, out: Path) -> dict:
         for side in ("python", "xferaudit run"):  # interleaved
             res = out / f"cost.{i}.{side.replace(' ', '_')}.json"
             cmd = ([sys.executable, str(prog), str(steps)] if side == "python" else
-                   [sys.executable, "-m", "xferaudit", "run", "-q", "-o", str(out / "cost.run.json"), str(prog),
-                    str(steps)])
+                   [sys.executable, "-m", "xferaudit", "run", "-q", "-o", str(out / "cost.run.json"),
+                    *(["--guard-mode", guard_mode] if guard_mode else []), str(prog), str(steps)])
             t0 = time.perf_counter()
             p = subprocess.run(cmd, env=_env(COST_OUT=str(res)), capture_output=True, text=True, timeout=600)
             walls[side].append(time.perf_counter() - t0)
@@ -289,7 +290,7 @@ def cost(folder: Path, steps: int, repeats: int, out: Path) -> dict:
     a, b = statistics.median(sides["python"]), statistics.median(sides["xferaudit run"])
     return {"median_step_ms": {"python": a * 1e3, "xferaudit run": b * 1e3}, "ratio": b / a,
             "median_wall_s": {k: statistics.median(v) for k, v in walls.items()},
-            "repeats": repeats, "steps": steps, "target": 1.10}
+            "repeats": repeats, "steps": steps, "target": 1.10, "guard_mode": guard_mode or "run's default"}
 
 
 def main() -> int:
@@ -301,6 +302,8 @@ def main() -> int:
     ap.add_argument("--only", nargs="*", help="these programs only (no cost)")
     ap.add_argument("--cost-only", action="store_true", help="the cost alone (with --device cpu: no CUDA needed)")
     ap.add_argument("--device", default="cuda", help="the cost program's device (cuda, or cpu)")
+    ap.add_argument("--guard-mode", default="", choices=("", "lite", "full"),
+                    help="the cost's `xferaudit run --guard-mode` (default: run's own: lite on CUDA, full elsewhere)")
     ap.add_argument("--one", help=argparse.SUPPRESS)
     ap.add_argument("--mode", default="lite", help=argparse.SUPPRESS)
     ap.add_argument("--result", help=argparse.SUPPRESS)
@@ -315,7 +318,7 @@ def main() -> int:
         out.mkdir(parents=True, exist_ok=True)
         programs(out / "programs")
         os.environ["COST_DEVICE"] = a.device
-        c = cost(out / "programs", a.cost_steps, a.repeats, out)
+        c = cost(out / "programs", a.cost_steps, a.repeats, out, a.guard_mode)
         c["device"] = a.device if a.device == "cpu" else torch.cuda.get_device_name()
         (out / "gpu_compiled_cost.json").write_text(json.dumps(c, indent=1))
         print(json.dumps(c, indent=1))
@@ -350,7 +353,7 @@ def main() -> int:
                 lines += ["  " + x for x in got["report"].splitlines() if x.strip()]
         result["programs"][name] = entry
     if not a.only:
-        result["cost"] = c = cost(out / "programs", a.cost_steps, a.repeats, out)
+        result["cost"] = c = cost(out / "programs", a.cost_steps, a.repeats, out, a.guard_mode)
         lines.append(f"cost: median step {c['median_step_ms']['python']:.3f} ms plain, "
                      f"{c['median_step_ms']['xferaudit run']:.3f} ms under run: {c['ratio']:.3f}x "
                      f"(target <= 1.10); wall {c['median_wall_s']}")
