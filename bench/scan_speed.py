@@ -45,6 +45,8 @@ import sys
 import tempfile
 import time
 
+HERE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # this checkout
+
 
 def torch_dir() -> str:
     out = subprocess.run(
@@ -182,9 +184,9 @@ def main() -> int:
                 ("xferaudit warm", xfa + ["check", root, "--cache-dir", cache, "--exit-zero", "-q"], tree_root),
                 *((f"xferaudit cold --implicit {m}",
                    xfa + ["check", root, "--cache-dir", os.path.join(work, f"cache-{m}-{r}"), "--exit-zero", "-q",
-                          "--implicit", m], None) for m in ("proven", "gpu-first")),
+                          "--implicit", m], tree_root) for m in ("proven", "gpu-first")),
                 ("xferaudit cold --jobs 1",
-                 xfa + ["check", root, "--cache-dir", cache1, "--jobs", "1", "--exit-zero", "-q"], None),
+                 xfa + ["check", root, "--cache-dir", cache1, "--jobs", "1", "--exit-zero", "-q"], tree_root),
                 ("10 files cold", xfa + ["check", *ten, "--cache-dir", os.path.join(work, f"c10-{r}"),
                                          "--exit-zero", "-q"], proj),
                 ("10 files --no-cache", xfa + ["check", *ten, "--no-cache", "--exit-zero", "-q"], proj),
@@ -203,11 +205,16 @@ def main() -> int:
             # (bytecode written as an installed tool has it: without, every run compiles the tool's sources)
             env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
             base_env = dict(env, PYTHONPATH=os.path.abspath(a.base)) if a.base else env
+            # (this checkout first on the path, installed or not: the runs start in other folders)
+            env = dict(env, PYTHONPATH=HERE + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else ""))
             for name, cmd, cwd in plan:
                 dt, rc, out = timed(cmd, cwd, base_env if name.startswith("base") else env,
                                     read=not name.startswith("ruff"), name=name)  # (ruff's lines are not counted)
                 if rc not in (0, 1) and " XFA001 " not in out:  # 2 with XFA001: a file of the tree does not parse
                     print(f"{name}: exit {rc}", file=sys.stderr)
+                if not name.startswith("ruff") and not out.strip() and not name.startswith("10 files"):
+                    sys.exit(f"{name}: no findings printed (exit {rc}): the command failed; run it by hand: "
+                             f"{' '.join(cmd)}")
                 rows.setdefault(name, []).append(dt)
                 if name.startswith("xferaudit"):
                     findings[name] = out.count("\n")
