@@ -99,7 +99,7 @@ def test_an_existing_empty_folder_is_used_without_markers(proj, capsys):
     assert run(capsys, "check", "-q", "--cache-dir", "c", "a.py")[0] == 1
     names = sorted(p.name for p in (proj / "c").iterdir())  # the findings, and the project facts beside them
     assert any(n.startswith("findings-") for n in names)
-    assert all(n.startswith(("findings-", "scripted-", "placed-", "compiled-")) and n.endswith(".json") for n in names), names
+    assert all(n.startswith(("findings-", "scripted-", "placed-", "compiled-", "clean-")) and n.endswith(".json") for n in names), names
     assert not (proj / "c" / ".gitignore").exists() and not (proj / "c" / "CACHEDIR.TAG").exists()
 
 

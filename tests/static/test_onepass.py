@@ -14,6 +14,7 @@ import pytest
 
 from xferaudit.config import load_config
 from xferaudit.static.project import compiled, onepass, placed, scripted
+from xferaudit.static.project import scan as scan_module
 from xferaudit.static.project.scan import scan
 
 FILES = {
@@ -145,6 +146,8 @@ def test_no_text_is_parsed_twice_on_a_cold_run(project, tmp_path_factory, monkey
         return real(source, filename, *a, **k)
 
     monkeypatch.setattr(ast, "parse", spy)
+    # forked workers inherit the spy; after other tests have started threads the scan would spawn them
+    monkeypatch.setattr(scan_module, "_start_method", lambda: "fork")
     out = _cold(project, 2)
     assert out.stats.workers == 2
     rows = [ln.split("\t") for ln in log.read_text(encoding="utf-8").splitlines()]
