@@ -27,6 +27,8 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any, Optional
 
+from .source import decode_source
+
 SUFFIX = ".ipynb"
 _MARK = "# xferaudit-cell "
 _MAGIC = re.compile(r"^(\s*)pass  # xferaudit-magic (\d+)$")
@@ -181,3 +183,15 @@ def display_position(path: str, line: int, column: int) -> str:
         return f"{line}:{column}"
     cell, ln = position(nb, line)
     return f"cell {cell}:{ln}:{column}"
+
+
+def code_text(data: bytes, relpath: str, display: str) -> tuple:
+    """(text, None) of a file's bytes, decoded by its declared encoding (a
+    notebook's: its code cells, positions mapped back on display), or (None,
+    why it cannot be decoded)."""
+    try:
+        if is_notebook(relpath) or is_notebook(display):
+            return read(data).text, None
+        return decode_source(data), None
+    except (SyntaxError, UnicodeDecodeError, LookupError, NotebookError) as e:
+        return None, f"cannot decode: {e}"

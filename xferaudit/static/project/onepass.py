@@ -38,8 +38,7 @@ import os
 from typing import Any, Callable, Optional
 
 from ..front.finder import FileResult, find_in_source
-from ..front import notebook
-from ..front.notebook import is_notebook
+from ..front.notebook import code_text
 from ..front.source import collector_paused, decode_source, parse
 from .reach import Module, Sources, module_name
 
@@ -90,17 +89,13 @@ def _maybe_root_bytes(data: bytes) -> bool:
 
 def _text_of(item: Item, data: Optional[bytes]) -> tuple:
     """(text, error) of a file: its code cells for a notebook."""
-    try:
-        if data is None:
+    if data is None:
+        try:
             with open(item.path, "rb") as f:
                 data = f.read()
-        if is_notebook(item.rel) or is_notebook(item.display):
-            return notebook.read(data).text, None
-        return decode_source(data), None
-    except OSError as e:
-        return None, f"cannot read: {e.strerror or e}"
-    except (SyntaxError, UnicodeDecodeError, LookupError, notebook.NotebookError) as e:
-        return None, f"cannot decode: {e}"
+        except OSError as e:
+            return None, f"cannot read: {e.strerror or e}"
+    return code_text(data, item.rel, item.display)
 
 
 def _tree_of(text: str, display: str):

@@ -80,14 +80,10 @@ def analyze(data: bytes, display: str, relpath: str, rules: RuleTable, evidence:
 def _analyze(data: bytes, display: str, relpath: str, rules: RuleTable, evidence: Sequence,
              scripted: Optional[dict], placed: Optional[dict] = None) -> FileResult:
     nb = is_notebook(relpath) or is_notebook(display)
-    try:
-        if nb:
-            text = notebook.read(data).text  # its code cells (positions mapped back on display)
-        else:
-            text = decode_source(data)
-    except (SyntaxError, UnicodeDecodeError, LookupError, notebook.NotebookError) as e:
+    text, error = notebook.code_text(data, relpath, display)
+    if text is None:
         res = FileResult(path=display)
-        res.error = f"cannot decode: {e}"
+        res.error = error
         return res
     if not evidence or nb:
         return find_in_source(text, display, rules, relpath, scripted=scripted, placed=placed)

@@ -420,10 +420,7 @@ def combine(files: Iterable[str], modules: dict, facts: dict, relpath: Callable[
 
 def wanted_names(targets: Iterable[set]) -> set:
     """Every dotted name some file's imports name (`targets`: each file's :func:`_targets`)."""
-    out: set = set()
-    for t in targets:
-        out |= t
-    return out
+    return set().union(*targets)
 
 
 def is_wanted(module: str, reduced: str, wanted: set) -> bool:
