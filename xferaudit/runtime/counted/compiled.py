@@ -344,28 +344,17 @@ def _counted_graph(fn: Callable, reads: tuple = ()) -> Callable:
 
     def graph_run(*args: Any, **kwargs: Any) -> Any:
         call = _current()
-        if call is None:
-            if not STATE.on:
-                out = fn(*args, **kwargs)
-                if reads:
-                    _count_reads(reads)
-                return out
-            r = _region(UNNAMED)
+        if call is None and not STATE.on:
+            out = fn(*args, **kwargs)
+        else:
+            r = call.region if call is not None else _region(UNNAMED)
             before = r.replays
             out = fn(*args, **kwargs)
+            if call is not None:
+                call.graphs += 1
             r.graph_runs += 1
             if r.replays > before:
                 r.replayed_runs += 1
-            if reads:
-                _count_reads(reads)
-            return out
-        r = call.region
-        before = r.replays
-        out = fn(*args, **kwargs)
-        call.graphs += 1
-        r.graph_runs += 1
-        if r.replays > before:
-            r.replayed_runs += 1
         if reads:
             _count_reads(reads)
         return out
