@@ -267,6 +267,12 @@ class Cache:
         except (TypeError, ValueError):
             return None
 
+    def knows_content(self, relpath: str, content: str) -> bool:
+        """The cache holds findings of `relpath` for this content (`content`: its
+        :func:`content_digest`), whatever the project handed the file then."""
+        e = self.entries.get(relpath)
+        return e is not None and e[0][:len(content)] == content
+
     def put(self, relpath: str, digest: str, res: FileResult) -> None:
         entry = [digest, _encode(res)]
         self.entries[relpath] = entry

@@ -351,7 +351,7 @@ def run(targets: list, project, cfg, rules, cache, workers: int, start_method: s
         t = wanted.get(ap)
         if t is not None:
             content = content_digest(t[4])
-            hit = cache is not None and _content_hit(cache, t[3], content)
+            hit = cache is not None and cache.knows_content(t[3], content)
             it = Item(path, ap, t[3], t[2], t[4], not hit, True)
         else:
             try:
@@ -419,12 +419,6 @@ def run(targets: list, project, cfg, rules, cache, workers: int, start_method: s
     finally:
         pool.close()
     return results, digests, cached, scripted, compiled, placed
-
-
-def _content_hit(cache, rel: str, content: str) -> bool:
-    """The cache holds findings of `rel` for this content (whatever the maps handed it then)."""
-    e = cache.entries.get(rel)
-    return e is not None and e[0][:len(content)] == content
 
 
 def placed_key(project, gpu_first: bool) -> str:

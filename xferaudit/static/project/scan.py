@@ -336,12 +336,8 @@ def _one_pass(read: list, project, cfg: Config, rules: RuleTable, cache, jobs: O
     from .cache import content_digest
     from .onepass import run
 
-    misses = [t for t in read if cache is None or (cache.entries.get(t[3]) or ("",))[0][:32] != content_digest(t[4])]
-    nbytes = sum(len(t[4]) for t in misses)
-    workers = jobs if jobs is not None else worker_count()
-    if jobs is None and (nbytes < PARALLEL_MIN_BYTES or len(misses) < PARALLEL_MIN_FILES):
-        workers = 1
-    workers = max(1, min(workers, len(misses)))
+    misses = [t for t in read if cache is None or not cache.knows_content(t[3], content_digest(t[4]))]
+    workers = _pool_size(sum(len(t[4]) for t in misses), len(misses), jobs)
     if workers == 1:
         return None
 
@@ -494,13 +490,18 @@ def _scripted_for(path: str, cfg: Config) -> tuple:
             compiled_for_check(project, cfg, cache, sources))
 
 
+def _pool_size(nbytes: int, nfiles: int, jobs: Optional[int]) -> int:
+    """Workers for `nfiles` files of `nbytes` to analyse: `jobs` where given, else
+    every core where there is enough to repay a pool's start-up, else 1."""
+    workers = jobs if jobs is not None else worker_count()
+    if jobs is None and (nbytes < PARALLEL_MIN_BYTES or nfiles < PARALLEL_MIN_FILES):
+        workers = 1
+    return max(1, min(workers, nfiles))
+
+
 def _run(todo: list, rules: RuleTable, jobs: Optional[int],
          tick: Callable[[int], None] = lambda sites: None) -> tuple[list[FileResult], int]:
-    nbytes = sum(len(item[0]) for _, item in todo)
-    workers = jobs if jobs is not None else worker_count()
-    if jobs is None and (nbytes < PARALLEL_MIN_BYTES or len(todo) < PARALLEL_MIN_FILES):
-        workers = 1
-    workers = max(1, min(workers, len(todo)))
+    workers = _pool_size(sum(len(item[0]) for _, item in todo), len(todo), jobs)
     if workers == 1:
         done = []
         for _, (d, disp, rel, ev, scripted, placed) in todo:
