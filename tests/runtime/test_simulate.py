@@ -249,27 +249,52 @@ def test_under_the_simulation_the_budget_is_judged(tmp_path):
     assert "unwrapped transfer: p.py:<module>:x.sum().item" in r.stderr and "line 3" in r.stderr
 
 
+def _real_triton() -> bool:
+    import importlib.util
+
+    return importlib.util.find_spec("triton") is not None
+
+
 def test_a_triton_kernel_says_it_cannot_run_simulated(tmp_path):
-    # A stand-in for Triton (none is installed on a CPU machine): its JITFunction.run is what a launch calls.
-    jit = tmp_path / "stub" / "triton" / "runtime"
-    jit.mkdir(parents=True)
-    (tmp_path / "stub" / "triton" / "__init__.py").write_text("")
-    (jit / "__init__.py").write_text("")
-    (jit / "jit.py").write_text("class JITFunction:\n    __name__ = 'add_kernel'\n\n"
-                                "    def run(self, *args, **kwargs):\n        return 'launched'\n")
-    r, run = xrun(tmp_path, """\
-        import torch
-        from xferaudit.testing import SimulatedDeviceError
-        import sys
-        x = torch.ones(2, device="cuda")
-        sys.path.insert(0, "stub")  # (only now: torch's own imports would take the stand-in for Triton)
-        import triton
-        from triton.runtime.jit import JITFunction
-        try:
-            JITFunction().run(x, grid=(1,))
-        except SimulatedDeviceError as e:
-            print("triton:", e)
-    """, "--simulate")
+    if _real_triton():  # (torch's CUDA wheels bring Triton: a real kernel, launched as users launch one)
+        program = """\
+            import torch
+            import triton
+            import triton.language as tl
+            from xferaudit.testing import SimulatedDeviceError
+
+            @triton.jit
+            def add_kernel(x_ptr, n, BLOCK: tl.constexpr):
+                i = tl.arange(0, BLOCK)
+                tl.store(x_ptr + i, tl.load(x_ptr + i, mask=i < n) + 1, mask=i < n)
+
+            x = torch.ones(2, device="cuda")
+            try:
+                add_kernel[(1,)](x, 2, BLOCK=2)
+            except SimulatedDeviceError as e:
+                print("triton:", e)
+        """
+    else:  # a stand-in for Triton: its JITFunction.run is what a launch calls
+        jit = tmp_path / "stub" / "triton" / "runtime"
+        jit.mkdir(parents=True)
+        (tmp_path / "stub" / "triton" / "__init__.py").write_text("")
+        (jit / "__init__.py").write_text("")
+        (jit / "jit.py").write_text("class JITFunction:\n    __name__ = 'add_kernel'\n\n"
+                                    "    def run(self, *args, **kwargs):\n        return 'launched'\n")
+        program = """\
+            import torch
+            from xferaudit.testing import SimulatedDeviceError
+            import sys
+            x = torch.ones(2, device="cuda")
+            sys.path.insert(0, "stub")  # (only now: torch's own imports would take the stand-in for Triton)
+            import triton
+            from triton.runtime.jit import JITFunction
+            try:
+                JITFunction().run(x, grid=(1,))
+            except SimulatedDeviceError as e:
+                print("triton:", e)
+        """
+    r, run = xrun(tmp_path, program, "--simulate")
     assert r.returncode == 0, r.stderr
     assert r.stdout.startswith("triton: the simulated device")
     assert "triton: the simulated device cannot run the Triton kernel 'add_kernel'" in r.stdout
