@@ -349,6 +349,64 @@ def _keep_host_pinning(torch: Any) -> None:
     torch.Tensor.is_pinned, torch.Tensor.pin_memory = is_pinned, pin_memory
 
 
+def _keep_parameters_in_place(torch: Any) -> None:
+    """``module.to(dev)`` keeps each parameter object, as on CUDA.
+
+    On CUDA, ``Module._apply`` changes a parameter's data in place
+    (``param.data = moved``): weights tied between two modules stay one
+    object, moved once, and an optimizer made before the move still holds the
+    module's parameters. A simulated tensor cannot be a host parameter's
+    ``.data`` (another tensor type), so ``_apply`` would make a new
+    ``Parameter`` per module instead: a tied weight untied and copied twice
+    (nanoGPT's ``lm_head``/``wte``: one upload more than on a GPU). Where the
+    tensor moved, or the one it was made from, is simulated, ``_apply`` is
+    told to swap them in place (its path for tensor subclasses). Should a
+    swap be refused (a parameter the autograd graph still holds), the move is
+    made again as before."""
+    import threading
+
+    from torch.nn.modules import module as nn_module
+
+    real_test = nn_module.is_traceable_wrapper_subclass
+    real_apply = torch.nn.Module._apply
+    state = threading.local()  # .last: the tensor _apply converted last; .off: swaps refused
+
+    def is_traceable_wrapper_subclass(t: Any) -> bool:
+        if real_test(t):
+            return True
+        if getattr(state, "off", False):
+            return False
+        last = getattr(state, "last", None)
+        return SimulatedTensor is not None and (isinstance(t, SimulatedTensor) or isinstance(last, SimulatedTensor))
+
+    def _apply(self: Any, fn: Any, recurse: bool = True) -> Any:
+        if getattr(fn, "_xferaudit_seen", False):
+            return real_apply(self, fn, recurse)
+
+        def seen(t: Any) -> Any:
+            state.last = t
+            return fn(t)
+
+        seen._xferaudit_seen = True  # type: ignore[attr-defined]
+        try:
+            return real_apply(self, seen, recurse)
+        except RuntimeError as e:
+            if "Couldn't swap" not in str(e) or getattr(state, "off", False):
+                raise
+            state.off = True
+            try:
+                return real_apply(self, fn, recurse)
+            finally:
+                state.off = False
+        finally:
+            state.last = None
+
+    _apply.__wrapped__ = real_apply  # type: ignore[attr-defined]
+    _apply.__doc__ = real_apply.__doc__
+    nn_module.is_traceable_wrapper_subclass = is_traceable_wrapper_subclass
+    torch.nn.Module._apply = _apply
+
+
 def _setup() -> None:
     global _ready, SimulatedTensor
     import torch
@@ -380,6 +438,7 @@ def _setup() -> None:
     if current != NAME or not hasattr(torch, NAME):
         _setup_privateuseone_for_python_backend(NAME, backend_module=_BackendModule())
         _keep_host_pinning(torch)
+        _keep_parameters_in_place(torch)
         if torch.cuda.is_available():  # (asks the driver; creates no CUDA context)
             import warnings
 
