@@ -446,6 +446,8 @@ def _mode_class(ops: guard_ops.Ops) -> Any:
                     if fixed is None:
                         raise
                     return func(*fixed[0], **fixed[1])
+            if guard_ops.fake(args, kwargs):  # (a compiler's trace: nothing moves)
+                return func(*args, **kwargs)
             stack = self.stack
             copies = ev[3] if len(ev) > 3 else 1
             pending = _judge(stack, op_name(func), ev[0], ev[1], ev[2], copies)

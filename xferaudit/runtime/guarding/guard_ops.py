@@ -332,3 +332,25 @@ def decompose(mode: Any, torch: Any, func: Any, args: tuple, kwargs: dict) -> An
         return NotImplemented
     with mode:
         return func.decompose(*args, **kwargs)
+
+
+def fake(args: tuple, kwargs: dict) -> bool:
+    """A compiler's trace, not a crossing: a fake tensor among the arguments
+    (AOTAutograd and Inductor run the program's ops on them, outside Dynamo's
+    own tracing, to learn shapes and devices; nothing moves), or a fake-tensor
+    mode in force. Asked only of a call that would otherwise be one."""
+    import sys
+
+    mod = sys.modules.get("torch._subclasses.fake_tensor")
+    if mod is None:  # (no fake tensor can exist before it is imported)
+        return False
+    Fake = mod.FakeTensor
+    torch = sys.modules["torch"]
+    key = getattr(getattr(torch._C, "_TorchDispatchModeKey", None), "FAKE", None)
+    if key is not None and torch._C._get_dispatch_mode(key) is not None:
+        return True
+    for a in (*args, *kwargs.values()):
+        if isinstance(a, Fake) or (type(a) in (list, tuple) and any(isinstance(x, Fake) for x in a)):
+            return True
+    return False
+
