@@ -369,7 +369,8 @@ def _file_id(st: os.stat_result) -> tuple:
 PYTHON_FILE_SUFFIXES = (".py", ".pyi", ".ipynb")
 
 
-def iter_python_paths(paths: Iterable, cfg: Config) -> Iterator[str]:
+def iter_python_paths(paths: Iterable, cfg: Config, stats: Optional[dict] = None, walked: Optional[dict] = None,
+                      skip: Optional[dict] = None) -> Iterator[str]:
     """Python files (``*.py``, ``*.pyi``, and notebooks: ``*.ipynb``) under `paths`, in a stable order, minus
     excluded ones.
 
@@ -390,6 +391,20 @@ def iter_python_paths(paths: Iterable, cfg: Config) -> Iterator[str]:
     yielded under the real file's path (``check alias.py`` reads and names
     ``real.py``). Hard links (two names of one file) are yielded once, under the
     first name found. Only regular files are read (no FIFOs or devices).
+
+    `stats`, where given, is filled with each yielded path's ``os.stat`` result
+    (the walk has it anyway; a path that cannot be stat'ed has none), and a path
+    already in it is not stat'ed again: the project's state reads its files' stats
+    from the walk that found them (:func:`~.static.project.scripted.project_of`).
+
+    `walked`, where given, is filled with each folder named in `paths` that lies
+    in the project (by its absolute path) and the identities (device, inode) of
+    every file the walk met below it, each yielded there (None where one was
+    not: a second name of a file yielded before, which the root walk might
+    yield); given back as `skip` to the walk of the root, such a folder is not
+    walked again: its files are taken as met there (what the root walk would
+    yield of them is yielded already, and it meets them in that place of its
+    order, which is what the hard links met later are compared with).
     """
     seen: set = set()
     g = cfg.globs
@@ -415,12 +430,19 @@ def iter_python_paths(paths: Iterable, cfg: Config) -> Iterator[str]:
             except (OSError, ValueError):
                 st = None
             if first(sp, st):
+                if stats is not None and st is not None:
+                    stats[sp] = st
                 yield sp
             continue
         base = cfg.relpath(ap) if inside else ""
+        ids: Optional[set] = set() if walked is not None and inside else None
+        whole = True  # (every file met below it yielded here: none left to a name the root walk may yield)
         stack = [(sp, base)]
         while stack:
             d, rel = stack.pop()
+            if skip is not None and skip.get(d) is not None:
+                seen.update(skip[d])
+                continue
             try:
                 entries = sorted(os.scandir(d), key=lambda e: e.name)
             except OSError:
@@ -443,12 +465,23 @@ def iter_python_paths(paths: Iterable, cfg: Config) -> Iterator[str]:
                         continue
                     if not (name.endswith(PYTHON_FILE_SUFFIXES) and e.is_file(follow_symlinks=False)):
                         continue
-                    st = e.stat(follow_symlinks=False)
+                    path = e.path
+                    st = stats.get(path) if stats is not None else None
+                    if st is None:
+                        st = e.stat(follow_symlinks=False)  # (no link: as os.stat reads it)
                 except OSError:
                     continue
-                if first(e.path, st):
-                    yield e.path
+                if ids is not None:
+                    ids.add(_file_id(st))
+                if first(path, st):
+                    if stats is not None:
+                        stats[path] = st
+                    yield path
+                else:
+                    whole = False
             stack.extend(reversed(subdirs))
+        if walked is not None and ids is not None:
+            walked[ap] = ids if whole else None
 
 
 def iter_python_files(paths: Iterable[Path], cfg: Config) -> Iterator[Path]:
