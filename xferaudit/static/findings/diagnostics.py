@@ -130,8 +130,6 @@ def _split_call(s: Site, rule: Rule) -> Optional[tuple[str, str, str]]:
 
 
 _EOL_COMMA = re.compile(r",[ \t]*(?:#[^\n]*)?\r?\n\s*([)\]}])")
-_AFTER_OPEN = re.compile(r"([(\[{]) ")
-_BEFORE_CLOSE = re.compile(r" ([)\]}])")
 _BEFORE_DOT = re.compile(r" \.(?=[A-Za-z_])")
 _CONTINUATION = re.compile(r"\\(?:\r\n|\r|\n)")
 _PLAIN_TEXT = re.compile(r"[^\s\\]*")  # no blank, line end or backslash: _squash keeps it as it is
@@ -151,8 +149,12 @@ def _squash(text: str) -> str:
         text = _EOL_COMMA.sub(r"\1", text)
     text = _WS.sub(" ", text).strip()
     if " " in text:
-        text = _AFTER_OPEN.sub(r"\1", _BEFORE_CLOSE.sub(r"\1", text))
-        text = _BEFORE_DOT.sub(".", text)
+        # (no blank after an opening bracket or before a closing one: plain replaces, one blank at most
+        # being left between two characters, which remove what _BEFORE_CLOSE's and _AFTER_OPEN's subs did)
+        text = text.replace(" )", ")").replace(" ]", "]").replace(" }", "}")
+        text = text.replace("( ", "(").replace("[ ", "[").replace("{ ", "{")
+        if " ." in text:
+            text = _BEFORE_DOT.sub(".", text)
     return text.rstrip(",").strip()
 
 

@@ -238,7 +238,6 @@ def scan(
         cache = Cache.open(cache_dir or cfg.cache_path(), cfg)
     project = None
     if files:
-        from .onepass import remembered_maps
         from .scripted import project_of
 
         project = project_of(files, cfg, stats, walked)  # (the project's files, walked and stat'ed once for the passes)
@@ -266,6 +265,8 @@ def scan(
     digests: dict[int, str] = {}  # the cache key of each file read (of those analysed, to save)
     fresh: set = set()
     if project is not None:
+        from .onepass import remembered_maps
+
         maps = remembered_maps(project, cfg, cache)
         pooled = None
         if maps is None and not evidence:
