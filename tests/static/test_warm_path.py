@@ -228,3 +228,51 @@ def test_an_edit_between_two_runs_is_analysed_again(project, capsys):
     _forget()
     main(["check", ".", "--exit-zero", "-q", "--no-cache"])
     assert capsys.readouterr().out == edited
+
+
+SCRIPTED = {
+    "pyproject.toml": "[tool.xferaudit]\n",
+    "pkg/__init__.py": "",
+    "pkg/model.py": """
+        import torch
+
+        def helper(t):
+            return t.cpu()
+
+        class Net(torch.nn.Module):
+            def forward(self, x):
+                y = helper(x)
+                if y.sum() > 0:
+                    print(y.item())
+                return y.to("cuda")
+    """,
+    "pkg/run.py": """
+        import torch
+        from pkg.model import Net
+
+        net = torch.jit.script(Net())
+
+        def go(x):
+            return net(x).numpy()
+    """,
+}
+
+
+def test_a_small_run_parses_each_file_once_and_finds_what_a_pool_finds(tmp_path, monkeypatch):
+    from xferaudit.static.front import finder
+    from xferaudit.static.project import reach
+
+    _write(tmp_path, SCRIPTED)
+    monkeypatch.chdir(tmp_path)
+    _forget()
+    pooled = scan([str(tmp_path)], load_config(tmp_path), jobs=2, use_cache=False)
+    parsed = []
+    for mod in (finder, reach):
+        real = mod.parse
+        monkeypatch.setattr(mod, "parse", lambda text, *a, real=real, **k: parsed.append(text) or real(text, *a, **k))
+    _forget()
+    small = scan([str(tmp_path)], load_config(tmp_path), jobs=1, use_cache=False)
+    assert small.scripted and small.stats.workers == 1  # (the TorchScript pass parsed model.py and run.py)
+    assert len(parsed) == len(set(parsed)) == 3  # (each file once: the compiler passes' trees analysed)
+    assert [(r.path, r.sites) for r in small.results] == [(r.path, r.sites) for r in pooled.results]
+    assert sum(len(r.sites) for r in small.results) >= 2  # (run.py's `.numpy()`; model.py's, left as wrap leaves them)

@@ -62,13 +62,16 @@ def _init(table: RuleTable, run_pid: int = 0) -> None:
 
 
 def analyze(data: bytes, display: str, relpath: str, rules: RuleTable, evidence: Sequence = (),
-            scripted: Optional[dict] = None, placed: Optional[dict] = None) -> FileResult:
+            scripted: Optional[dict] = None, placed: Optional[dict] = None,
+            parsed: Optional[tuple] = None) -> FileResult:
     """One file's findings from its bytes, decoded by its declared encoding;
     `evidence`: the entries of run files naming it (``check --evidence``);
     `scripted`: its functions that TorchScript compiles from another file
     (:mod:`.scripted`; ``wrap`` leaves their sites, so check says so);
     `placed`: the helpers of other modules that place what they return
-    (:mod:`..values.project`).
+    (:mod:`..values.project`); `parsed`: (text, tree) of the file as a project
+    pass of this process read and parsed it, used where the text is the file's
+    (no second parse).
 
     The cycle collector is paused for the whole file: its tree and the value
     layer's objects are freed by their counts on return, so the next
@@ -77,11 +80,11 @@ def analyze(data: bytes, display: str, relpath: str, rules: RuleTable, evidence:
     from ..front.source import collector_paused
 
     with collector_paused():
-        return _analyze(data, display, relpath, rules, evidence, scripted, placed)
+        return _analyze(data, display, relpath, rules, evidence, scripted, placed, parsed)
 
 
 def _analyze(data: bytes, display: str, relpath: str, rules: RuleTable, evidence: Sequence,
-             scripted: Optional[dict], placed: Optional[dict] = None) -> FileResult:
+             scripted: Optional[dict], placed: Optional[dict] = None, parsed: Optional[tuple] = None) -> FileResult:
     from ..front import notebook
     from ..front.finder import find_in_source
     from ..front.source import parse
@@ -93,7 +96,8 @@ def _analyze(data: bytes, display: str, relpath: str, rules: RuleTable, evidence
         res.error = error
         return res
     if not evidence or nb:
-        return find_in_source(text, display, rules, relpath, scripted=scripted, placed=placed)
+        tree = parsed[1] if parsed is not None and not nb and parsed[0] == text else None
+        return find_in_source(text, display, rules, relpath, None, tree, scripted=scripted, placed=placed)
     try:
         tree = parse(text, display)  # once, for the evidence and the finder
     except (SyntaxError, ValueError, RecursionError, MemoryError):
@@ -264,6 +268,7 @@ def scan(
     todo: list[tuple[int, tuple]] = []  # (index in results, (data, display, relpath, evidence, scripted, placed))
     digests: dict[int, str] = {}  # the cache key of each file read (of those analysed, to save)
     fresh: set = set()
+    trees: dict = {}  # absolute path -> (text, tree) of a file the serial project passes parsed
     if project is not None:
         from .onepass import remembered_maps
 
@@ -275,12 +280,15 @@ def scan(
             digests, cached = pooled
             fresh = set(digests) - cached
         else:
-            out.scripted, out.compiled, out.placed = maps if maps is not None else _maps(project, cfg, cache)
+            out.scripted, out.compiled, out.placed = maps if maps is not None else _maps(project, cfg, cache, trees)
             todo = _lookups(read, out, cache, evidence, digests, tick)
             fresh = {i for i, _ in todo}
     if todo:
         out.stats.parsed = len(todo)
-        found, out.stats.workers = _run(todo, rules, jobs, tick)
+        # (the trees the compiler passes parsed, by index, for the files analysed in this process)
+        here = {i: trees[ap] for i, ap, *_ in read if ap in trees} if trees else None
+        trees.clear()  # (each freed once its file is analysed)
+        found, out.stats.workers = _run(todo, rules, jobs, tick, here)
         for (i, _), res in zip(todo, found):
             out.results[i] = res
     if cache is not None:
@@ -295,19 +303,30 @@ def scan(
     return out
 
 
-def _maps(project, cfg: Config, cache) -> tuple:
+def _maps(project, cfg: Config, cache, trees: Optional[dict] = None) -> tuple:
     """The project passes, serially (the placing helpers' beside the TorchScript
-    pass on a large project): (scripted, compiled, placed)."""
+    pass on a large project): (scripted, compiled, placed); `trees`, where
+    given, is filled with (text, tree) of each file the compiler passes parsed
+    (by absolute path), which its analysis need not parse again."""
     from .compiled import for_check as compiled_for_check
     from .placed import start
     from .reach import project_sources
     from .scripted import for_check
 
     placed = start(project, cfg, cache)  # (a large project's: beside the TorchScript pass)
-    sources = project_sources(project, cfg)  # (read and parsed once for the two compiler passes)
+    reading = project_sources(project, cfg)  # (read and parsed once for the two compiler passes)
+    made: list = []
+
+    def sources():
+        made.append(reading())
+        return made[-1]
+
     scripted = for_check(project, cfg, cache, sources)
     compiled = compiled_for_check(project, cfg, cache, sources)
-    del sources
+    if made and trees is not None:
+        got = made[-1]
+        trees.update((ap, (got.texts[ap], m.tree)) for ap, m in got.parsed.items() if m is not None)
+    del made, reading
     return scripted, compiled, placed()
 
 
@@ -585,12 +604,15 @@ def _pool_size(nbytes: int, nfiles: int, jobs: Optional[int]) -> int:
 
 
 def _run(todo: list, rules: RuleTable, jobs: Optional[int],
-         tick: Callable[[int], None] = lambda sites: None) -> tuple[list[FileResult], int]:
+         tick: Callable[[int], None] = lambda sites: None,
+         trees: Optional[dict] = None) -> tuple[list[FileResult], int]:
+    """`todo`'s results and the workers that made them; `trees`: (text, tree) by
+    index in results of files already parsed here (used where they are analysed here)."""
     workers = _pool_size(sum(len(item[0]) for _, item in todo), len(todo), jobs)
     if workers == 1:
         done = []
-        for _, (d, disp, rel, ev, scripted, placed) in todo:
-            done.append(analyze(d, disp, rel, rules, ev, scripted, placed))
+        for i, (d, disp, rel, ev, scripted, placed) in todo:
+            done.append(analyze(d, disp, rel, rules, ev, scripted, placed, trees.pop(i, None) if trees else None))
             tick(len(done[-1].sites))
         return done, 1
     import multiprocessing
