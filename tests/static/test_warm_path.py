@@ -123,7 +123,8 @@ def test_a_folder_walked_is_not_walked_again(project, monkeypatch):
 def _run_python(code: str, cwd: Path) -> str:
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     env["PYTHONPATH"] = str(REPO)
-    p = subprocess.run([sys.executable, "-c", code], cwd=cwd, capture_output=True, text=True, env=env, timeout=120)
+    p = subprocess.run([sys.executable, "-c", code], cwd=cwd, capture_output=True, text=True, env=env, timeout=120,
+                       check=False)
     assert p.returncode == 0, p.stderr
     return p.stdout
 

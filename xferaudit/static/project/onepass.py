@@ -37,9 +37,9 @@ import gc
 import os
 from typing import Any, Callable, Optional
 
-from ..site import FileResult  # (the finder where a file is analysed: a warm run reads the maps alone)
 from ..front.notebook import code_text
 from ..front.source import collector_paused, decode_source, parse
+from ..site import FileResult  # (the finder: imported where a file is analysed)
 from .reach import Module, Sources, module_name
 
 _LEAD = -1  # a claim by the lead process (a worker's is its number + 1)

@@ -32,9 +32,9 @@ module only reads it.
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from collections.abc import Mapping
 from typing import Any, Callable, Optional, Sequence
 
 from ...config import Config, iter_python_paths
@@ -326,7 +326,7 @@ def _maps(project, cfg: Config, cache, trees: Optional[dict] = None) -> tuple:
     if made and trees is not None:
         got = made[-1]
         trees.update((ap, (got.texts[ap], m.tree)) for ap, m in got.parsed.items() if m is not None)
-    del made, reading
+    made.clear()  # (the sources read: only the trees handed on are kept)
     return scripted, compiled, placed()
 
 
