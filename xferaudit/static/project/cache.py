@@ -62,8 +62,11 @@ def _code_files() -> list[Path]:
     (found, not listed by hand), the rule table's modules, and every pack's data."""
     from ...rules import pack_files
 
-    static = sorted(p for p in (_PKG / "static").rglob("*.py") if "__pycache__" not in p.parts)
-    return static + [_PKG / p for p in _OTHER_CODE] + list(pack_files())
+    static = []
+    for folder, subfolders, names in os.walk(_PKG / "static"):  # (os.walk: a third of rglob's time, every run)
+        subfolders[:] = [d for d in subfolders if d != "__pycache__"]
+        static.extend(Path(folder, n) for n in names if n.endswith(".py"))
+    return sorted(static) + [_PKG / p for p in _OTHER_CODE] + list(pack_files())
 
 
 #: The names a cache folder may hold: findings files, the markers, temporaries.
@@ -101,10 +104,14 @@ def code_fingerprint() -> str:
     must not be answered from an old cache even if the version string is the same."""
     h = hashlib.blake2b(digest_size=16)
     h.update(f"{__version__}|{FORMAT}|{sys.version_info[:2]}".encode())
+    top = os.path.join(str(_PKG), "")
     for p in _code_files():
+        path = str(p)
+        # (its name below the package, with forward slashes: cut from the string, not pathlib's relative_to)
+        h.update((path[len(top):].replace(os.sep, "/") if path.startswith(top) else p.name).encode())
         try:
-            h.update(p.relative_to(_PKG).as_posix().encode() if p.is_relative_to(_PKG) else p.name.encode())
-            h.update(p.read_bytes())
+            with open(path, "rb") as f:
+                h.update(f.read())
         except OSError:
             pass
     return h.hexdigest()
