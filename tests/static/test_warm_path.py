@@ -274,3 +274,16 @@ def test_a_small_run_parses_each_file_once_and_finds_what_a_pool_finds(tmp_path,
     assert len(parsed) == len(set(parsed)) == 3  # (each file once: the compiler passes' trees analysed)
     assert [(r.path, r.sites) for r in small.results] == [(r.path, r.sites) for r in pooled.results]
     assert sum(len(r.sites) for r in small.results) >= 2  # (run.py's `.tolist()`; model.py's, left as wrap leaves them)
+
+
+def test_spawned_workers_plug_the_value_layer_in_too(project, monkeypatch):
+    from xferaudit.static.project import scan as scan_module
+
+    _forget()
+    serial = scan([str(project)], load_config(project), jobs=1, use_cache=False)
+    monkeypatch.setattr(scan_module, "_start_method", lambda: "spawn")  # (a worker imports the package anew)
+    _forget()
+    spawned = scan([str(project)], load_config(project), jobs=2, use_cache=False)
+    assert spawned.stats.workers == 2
+    assert [(r.path, r.sites) for r in spawned.results] == [(r.path, r.sites) for r in serial.results]
+    assert any(s.rule.startswith("XFA4") for r in spawned.results for s in r.sites)
