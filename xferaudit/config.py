@@ -32,6 +32,7 @@ import os
 import re
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
+from operator import attrgetter
 from pathlib import Path
 from typing import Any, Iterable, Iterator, Mapping, Optional
 
@@ -67,6 +68,7 @@ class _Globs:
 
     def __init__(self, patterns: Iterable[str]) -> None:
         names, paths = [], []
+        self.literal: frozenset = frozenset()  # names without a wildcard: a set's look-up, not a regex's
         for p in patterns:
             p = p.strip().rstrip("/")
             if p.startswith("./"):
@@ -76,13 +78,15 @@ class _Globs:
             if "/" in p:
                 paths.append(fnmatch.translate(p))
                 paths.append(re.escape(p) + "/.*")
+            elif not any(c in p for c in "*?["):
+                self.literal |= {p}
             else:
                 names.append(fnmatch.translate(p))
         self.names = re.compile("|".join(names)) if names else None
         self.paths = re.compile("|".join(paths), re.S) if paths else None
 
     def name(self, name: str) -> bool:
-        return self.names is not None and self.names.match(name) is not None
+        return name in self.literal or (self.names is not None and self.names.match(name) is not None)
 
     def path(self, relpath: str) -> bool:
         return self.paths is not None and self.paths.match(relpath) is not None
@@ -365,11 +369,15 @@ def _file_id(st: os.stat_result) -> tuple:
     return (st.st_dev, st.st_ino)
 
 
+_BY_NAME = attrgetter("name")
+
+
 #: What a folder is searched for (``.ipynb``: a notebook's code cells are read).
 PYTHON_FILE_SUFFIXES = (".py", ".pyi", ".ipynb")
 
 
-def iter_python_paths(paths: Iterable, cfg: Config) -> Iterator[str]:
+def iter_python_paths(paths: Iterable, cfg: Config, stats: Optional[dict] = None, walked: Optional[dict] = None,
+                      skip: Optional[dict] = None) -> Iterator[str]:
     """Python files (``*.py``, ``*.pyi``, and notebooks: ``*.ipynb``) under `paths`, in a stable order, minus
     excluded ones.
 
@@ -390,9 +398,25 @@ def iter_python_paths(paths: Iterable, cfg: Config) -> Iterator[str]:
     yielded under the real file's path (``check alias.py`` reads and names
     ``real.py``). Hard links (two names of one file) are yielded once, under the
     first name found. Only regular files are read (no FIFOs or devices).
+
+    `stats`, where given, is filled with each yielded path's ``os.stat`` result
+    (the walk has it anyway; a path that cannot be stat'ed has none), and a path
+    already in it is not stat'ed again: the project's state reads its files' stats
+    from the walk that found them (:func:`~.static.project.scripted.project_of`).
+
+    `walked`, where given, is filled with each folder named in `paths` that lies
+    in the project (by its absolute path) and the identities (device, inode) of
+    every file the walk met below it, each yielded there (None where one was
+    not: a second name of a file yielded before, which the root walk might
+    yield); given back as `skip` to the walk of the root, such a folder is not
+    walked again: its files are taken as met there (what the root walk would
+    yield of them is yielded already, and it meets them in that place of its
+    order, which is what the hard links met later are compared with).
     """
     seen: set = set()
     g = cfg.globs
+    excluded_name = g.name
+    excluded_path = g.path if g.paths is not None else None
     root = str(cfg.root)
 
     def first(path: str, st: Optional[os.stat_result]) -> bool:
@@ -415,23 +439,30 @@ def iter_python_paths(paths: Iterable, cfg: Config) -> Iterator[str]:
             except (OSError, ValueError):
                 st = None
             if first(sp, st):
+                if stats is not None and st is not None:
+                    stats[sp] = st
                 yield sp
             continue
         base = cfg.relpath(ap) if inside else ""
+        ids: Optional[set] = set() if walked is not None and inside else None
+        whole = True  # (every file met below it yielded here: none left to a name the root walk may yield)
         stack = [(sp, base)]
         while stack:
             d, rel = stack.pop()
+            if skip is not None and skip.get(d) is not None:
+                seen.update(skip[d])
+                continue
             try:
-                entries = sorted(os.scandir(d), key=lambda e: e.name)
+                entries = sorted(os.scandir(d), key=_BY_NAME)
             except OSError:
                 continue
             subdirs = []
+            under = f"{rel}/" if rel and rel != "." else ""
             for e in entries:
                 name = e.name
-                if g.name(name):
+                if excluded_name(name):
                     continue
-                erel = f"{rel}/{name}" if rel and rel != "." else name
-                if inside and g.path(erel):
+                if inside and excluded_path is not None and excluded_path(under + name):
                     continue
                 try:
                     if e.is_symlink():
@@ -439,16 +470,29 @@ def iter_python_paths(paths: Iterable, cfg: Config) -> Iterator[str]:
                             yield e.path  # dangling: reported by the caller
                         continue
                     if e.is_dir(follow_symlinks=False):
-                        subdirs.append((e.path, erel))
+                        subdirs.append((e.path, under + name))
                         continue
                     if not (name.endswith(PYTHON_FILE_SUFFIXES) and e.is_file(follow_symlinks=False)):
                         continue
-                    st = e.stat(follow_symlinks=False)
+                    path = e.path
+                    st = stats.get(path) if stats is not None else None
+                    if st is None:
+                        st = e.stat(follow_symlinks=False)  # (no link: as os.stat reads it)
                 except OSError:
                     continue
-                if first(e.path, st):
-                    yield e.path
+                key = (st.st_dev, st.st_ino)  # (_file_id, inline: a walk of 2,000 files)
+                if ids is not None:
+                    ids.add(key)
+                if key not in seen:
+                    seen.add(key)
+                    if stats is not None:
+                        stats[path] = st
+                    yield path
+                else:
+                    whole = False
             stack.extend(reversed(subdirs))
+        if walked is not None and ids is not None:
+            walked[ap] = ids if whole else None
 
 
 def iter_python_files(paths: Iterable[Path], cfg: Config) -> Iterator[Path]:

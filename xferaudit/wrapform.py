@@ -72,6 +72,7 @@ import io
 import re
 import tokenize
 from dataclasses import dataclass
+from functools import cache
 from typing import Mapping, NamedTuple, Optional, Protocol, Sequence
 
 
@@ -159,6 +160,7 @@ DEFAULT_WRAPPER = {"receiver": "method", "function": "call", "result": "graph"}
 GENERIC = {f.wrapper: f for f in FORMS if f.wrapper is not None and f.style != "implicit"}
 
 
+@cache  # (asked once per finding: check's suggestion)
 def form(style: str, wrapper: str) -> Form:
     """The shape of `wrapper` serving rows of `style`."""
     g = next((f for f in FORMS if f.wrapper == wrapper and f.style == style), None)

@@ -252,7 +252,9 @@ class CheckCommand(Command):
 
 def _evidence(cfg, extra):
     """The run files in force: the config's `evidence`, then `--evidence` (read
-    with plain JSON: no torch, no libcst)."""
+    with plain JSON: no torch, no libcst; their reader imported only where there are some)."""
+    if not cfg.evidence and not extra:
+        return None
     from ..static.front.evidence import EvidenceError
     from ..static.findings.lint import config_evidence
 

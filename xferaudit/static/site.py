@@ -3,12 +3,13 @@ launches a graph, as the finder reports it.
 
 A module of its own so that every part of the static half can name the type
 (the finder makes sites, naming names them, check and the codemod read them)
-without importing the finder.
+without importing the finder; so does a file's result (:class:`FileResult`),
+which a warm ``check`` reads from the cache without importing the finder.
 """
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from typing import Optional
 
 
@@ -57,3 +58,26 @@ class Site:
         if not self.compiled:
             del d["compiled"]
         return d
+
+
+@dataclass
+class FileResult:
+    """One file's findings as the finder gives them (:func:`.front.finder.find_in_source`)
+    and the cache keeps them: here so the cache and the findings read them without the finder."""
+
+    path: str
+    sites: list[Site] = field(default_factory=list)
+    error: Optional[str] = None  # parse or read error; the file yields no sites
+    error_line: int = 1
+    error_column: int = 1
+    suppressions: list[tuple[int, tuple[str, ...]]] = field(default_factory=list)
+    #: Lines with a bare `xferaudit: ignore` comment (ours, so reported when
+    #: unused; a bare noqa comment may serve another linter and is not).
+    bare_own: list[int] = field(default_factory=list)
+    #: The file does not parse (``error`` says why) but read as old Python
+    #: (``print "x"``, ``x.cuda(async=True)``) it did: ``sites`` are from that
+    #: reading (:mod:`.front.repair`).
+    repaired: bool = False
+    #: ``check --evidence``: the run's lines of this file, matched to its text
+    #: (:class:`~.front.evidence.FileEvidence`; never cached)
+    evidence: Optional[object] = None

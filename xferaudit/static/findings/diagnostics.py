@@ -40,9 +40,6 @@ from ...wrapform import (
 )
 from ...wrapform import suggestion as wf_suggestion
 from ..codes import CODES
-from ..front.evidence import Stale, check_findings, stale_message, static_function
-from ..front.graph_breaks import message as compiled_message
-from ..values.findings import message as implicit_message
 from ..front.naming import renamed_site, short_receiver
 from ..front.notebook import display_position, is_notebook, read as read_notebook
 from ..site import Site
@@ -72,6 +69,22 @@ class Diagnostic:
 
 
 # --- messages ---------------------------------------------------------------------
+# (the value layer's, the compiled reads' and the run evidence's modules are imported where a finding needs
+# them: a warm run of a file's cached findings need not import the finder's machinery)
+
+
+def implicit_message(op: str, text: str, wrapped: Optional[str] = None) -> str:
+    """An implicit site's message (:func:`..values.findings.message`)."""
+    from ..values.findings import message
+
+    return message(op, text, wrapped)
+
+
+def compiled_message(s: Site, text: str, wrapped: Optional[str]) -> str:
+    """A compiled read's message (:func:`..front.graph_breaks.message`)."""
+    from ..front.graph_breaks import message
+
+    return message(s, text, wrapped)
 
 _WS = re.compile(r"\s+")
 
@@ -117,16 +130,17 @@ def _split_call(s: Site, rule: Rule) -> Optional[tuple[str, str, str]]:
 
 
 _EOL_COMMA = re.compile(r",[ \t]*(?:#[^\n]*)?\r?\n\s*([)\]}])")
-_AFTER_OPEN = re.compile(r"([(\[{]) ")
-_BEFORE_CLOSE = re.compile(r" ([)\]}])")
 _BEFORE_DOT = re.compile(r" \.(?=[A-Za-z_])")
 _CONTINUATION = re.compile(r"\\(?:\r\n|\r|\n)")
+_PLAIN_TEXT = re.compile(r"[^\s\\]*")  # no blank, line end or backslash: _squash keeps it as it is
 
 
 def _squash(text: str) -> str:
     """Source text on one line, for a message: comments dropped by the caller,
     line continuations (a backslash at a line's end) and runs of blanks made one
     blank, none inside brackets or before a dot."""
+    if _PLAIN_TEXT.fullmatch(text):  # (most calls: `x.cpu()`, nothing to squash)
+        return text.rstrip(",")
     if "\\" in text:
         text = _CONTINUATION.sub(" ", text)
     if "\n" in text:
@@ -135,8 +149,12 @@ def _squash(text: str) -> str:
         text = _EOL_COMMA.sub(r"\1", text)
     text = _WS.sub(" ", text).strip()
     if " " in text:
-        text = _AFTER_OPEN.sub(r"\1", _BEFORE_CLOSE.sub(r"\1", text))
-        text = _BEFORE_DOT.sub(".", text)
+        # (no blank after an opening bracket or before a closing one: plain replaces, one blank at most
+        # being left between two characters, which remove what _BEFORE_CLOSE's and _AFTER_OPEN's subs did)
+        text = text.replace(" )", ")").replace(" ]", "]").replace(" }", "}")
+        text = text.replace("( ", "(").replace("[ ", "[").replace("{ ", "{")
+        if " ." in text:
+            text = _BEFORE_DOT.sub(".", text)
     return text.rstrip(",").strip()
 
 
@@ -303,7 +321,11 @@ def collect(scan: Scan, cfg: Config, rules: RuleTable, sources: Optional[dict] =
                 continue
         sup = dict(res.suppressions)
         file_diags: list[Diagnostic] = []
-        notes, extra = check_findings(res.evidence, res.sites) if res.evidence is not None else ({}, ())
+        notes, extra = ({}, ())
+        if res.evidence is not None:
+            from ..front.evidence import check_findings
+
+            notes, extra = check_findings(res.evidence, res.sites)
         for s in res.sites:
             if s.wrapped:
                 if not s.site:
@@ -355,6 +377,8 @@ def collect(scan: Scan, cfg: Config, rules: RuleTable, sources: Optional[dict] =
         if sup and cfg.code_enabled("XFA101", rel):
             out.extend(_unused(res, rel, sup, file_diags, cfg, (sources or {}).get(res.path)))
     for e in scan.gone:
+        from ..front.evidence import Stale, stale_message, static_function
+
         rel = cfg.relpath(e.file)
         if cfg.code_enabled("XFA502", rel):
             msg = stale_message(Stale(e, "the file is gone"))

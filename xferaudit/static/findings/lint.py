@@ -60,13 +60,13 @@ def config_evidence(cfg: "Config", extra: Any = (), cwd: Optional[str] = None) -
     changes. Raises :class:`~xferaudit.static.front.evidence.EvidenceError`."""
     import os
 
-    from ..front.evidence import load
     from ..project.scan import display_path
 
     here = cwd if cwd is not None else os.getcwd()
     runs = [display_path(p, here) for p in cfg.evidence] + list(extra or ())
     if not runs:
         return None
+    from ..front.evidence import load
     key = (str(cfg.root), tuple((p, _stamp(p)) for p in runs))
     hit = _EVIDENCE.get(key)
     if hit is None:

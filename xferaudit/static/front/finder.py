@@ -67,7 +67,7 @@ from .naming import LABEL_LIMIT, name_sites, short_label, short_receiver
 from .nodes import Visitor
 from .prefilter import candidate_lines, imported_modules
 from .resolver import COMPOUND_BODIES, Resolver, arg_names, target_names
-from ..site import Site
+from ..site import FileResult, Site  # (FileResult: a record the cache reads without this module)
 from .source import Source, decode_source, parse, split_lines
 from .suppress import bare_own, file_suppressions, parse_suppressions
 from .kernels import drop_kernel_sites, kernel_spans, may_hold_kernels
@@ -76,26 +76,6 @@ from .wrapped import Unwrapper, read_wrapped
 
 _RUNTIME_DOT = RUNTIME_MODULE + "."
 
-
-
-@dataclass
-class FileResult:
-    path: str
-    sites: list[Site] = field(default_factory=list)
-    error: Optional[str] = None  # parse or read error; the file yields no sites
-    error_line: int = 1
-    error_column: int = 1
-    suppressions: list[tuple[int, tuple[str, ...]]] = field(default_factory=list)
-    #: Lines with a bare `xferaudit: ignore` comment (ours, so reported when
-    #: unused; a bare noqa comment may serve another linter and is not).
-    bare_own: list[int] = field(default_factory=list)
-    #: The file does not parse (``error`` says why) but read as old Python
-    #: (``print "x"``, ``x.cuda(async=True)``) it did: ``sites`` are from that
-    #: reading (:mod:`.repair`).
-    repaired: bool = False
-    #: ``check --evidence``: the run's lines of this file, matched to its text
-    #: (:class:`~.evidence.FileEvidence`; never cached)
-    evidence: Optional[object] = None
 
 
 def _position(source: Source, colmap, node: ast.AST, at: ast.AST,

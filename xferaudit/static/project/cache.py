@@ -33,6 +33,7 @@ anywhere.
 from __future__ import annotations
 
 import hashlib
+import itertools
 import json
 import os
 import re
@@ -46,8 +47,7 @@ from ... import __version__
 from ..._atomic import atomic_write
 from ...config import Config
 from ..codes import CODES, IMPLICIT_OP_CODES
-from ..front.finder import FileResult
-from ..site import Site
+from ..site import FileResult, Site
 
 FORMAT = 1
 KEEP_FILES = 4  # findings files of other keys kept (older tool versions, other configs)
@@ -62,8 +62,11 @@ def _code_files() -> list[Path]:
     (found, not listed by hand), the rule table's modules, and every pack's data."""
     from ...rules import pack_files
 
-    static = sorted(p for p in (_PKG / "static").rglob("*.py") if "__pycache__" not in p.parts)
-    return static + [_PKG / p for p in _OTHER_CODE] + list(pack_files())
+    static = []
+    for folder, subfolders, names in os.walk(_PKG / "static"):  # (os.walk: a third of rglob's time, every run)
+        subfolders[:] = [d for d in subfolders if d != "__pycache__"]
+        static.extend(Path(folder, n) for n in names if n.endswith(".py"))
+    return sorted(static) + [_PKG / p for p in _OTHER_CODE] + list(pack_files())
 
 
 #: The names a cache folder may hold: findings files, the markers, temporaries.
@@ -101,10 +104,14 @@ def code_fingerprint() -> str:
     must not be answered from an old cache even if the version string is the same."""
     h = hashlib.blake2b(digest_size=16)
     h.update(f"{__version__}|{FORMAT}|{sys.version_info[:2]}".encode())
+    top = os.path.join(str(_PKG), "")
     for p in _code_files():
+        path = str(p)
+        # (its name below the package, with forward slashes: cut from the string, not pathlib's relative_to)
+        h.update((path[len(top):].replace(os.sep, "/") if path.startswith(top) else p.name).encode())
         try:
-            h.update(p.relative_to(_PKG).as_posix().encode() if p.is_relative_to(_PKG) else p.name.encode())
-            h.update(p.read_bytes())
+            with open(path, "rb") as f:
+                h.update(f.read())
         except OSError:
             pass
     return h.hexdigest()
@@ -161,9 +168,13 @@ _SITE_TYPES = tuple(_FIELD_TYPES[f.type] for f in fields(Site) if f.name != "pat
 _KINDS = frozenset({"up", "down", "move", "graph"})
 
 
+#: Each field's type as the finder writes it, as one tuple per form a site may take (a tuple of the
+#: values' types is looked up, not each value tested: a warm run decodes every site of the project).
+_SITE_SHAPES = frozenset(itertools.product(*_SITE_TYPES))
+
+
 def _site(vals: object, display: str, lines: int) -> Site:
-    _want(isinstance(vals, list) and len(vals) == len(_SITE_TYPES))
-    _want(all(type(v) in types for v, types in zip(vals, _SITE_TYPES)))
+    _want(type(vals) is list and tuple(map(type, vals)) in _SITE_SHAPES)
     s = Site(display, *vals)
     _want(_is_line(s.line, lines) and _is_int(s.end_line, s.line, lines))
     _want(s.column >= 1 and s.end_column >= 1 and s.byte_col >= 0)
@@ -172,10 +183,16 @@ def _site(vals: object, display: str, lines: int) -> Site:
     return s
 
 
+#: The entry of a file with nothing to report (:func:`_encode` of a bare result).
+_PLAIN = [None, 1, 1, [], [], [], False]
+
+
 def _decode(row: object, display: str, lines: int = 2**31) -> FileResult:
     """The FileResult of a cache entry; :class:`_Malformed` (a ValueError) unless
     every field has the type and range the finder writes (`lines`: a bound on
     the file's line count)."""
+    if row == _PLAIN and row[6] is False and type(row[1]) is type(row[2]) is int:  # (most files: nothing)
+        return FileResult(path=display)
     _want(isinstance(row, list) and len(row) == 7)
     error, eline, ecol, sups, sites, bare_own, repaired = row
     _want(error is None or type(error) is str)

@@ -37,9 +37,9 @@ import gc
 import os
 from typing import Any, Callable, Optional
 
-from ..front.finder import FileResult, find_in_source
 from ..front.notebook import code_text
 from ..front.source import collector_paused, decode_source, parse
+from ..site import FileResult  # (the finder: imported where a file is analysed)
 from .reach import Module, Sources, module_name
 
 _LEAD = -1  # a claim by the lead process (a worker's is its number + 1)
@@ -135,6 +135,8 @@ class _Holder:
         return entry[1]
 
     def analyse(self, j: int, item: Item, scripted, placed) -> FileResult:
+        from ..front.finder import find_in_source
+
         text, tree, _, error = self.held.get(j) or (None, None, False, "cannot read")
         if text is None:
             res = FileResult(path=item.display)

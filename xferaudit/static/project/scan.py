@@ -32,16 +32,17 @@ module only reads it.
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Optional, Sequence
 
 from ...config import Config, iter_python_paths
 from ...rules import RuleTable
-from ..front.finder import FileResult, find_in_source
-from ..front import notebook
-from ..front.notebook import is_notebook
-from ..front.source import collector_paused, decode_source, parse
+from ..site import FileResult
+
+# (the finder, and with it the value layer, is imported by the first file analysed: a warm run answers every
+# file from the cache and imports neither)
 
 #: Below this many bytes to parse, a process pool costs more than it saves.
 PARALLEL_MIN_BYTES = 1_500_000
@@ -61,32 +62,42 @@ def _init(table: RuleTable, run_pid: int = 0) -> None:
 
 
 def analyze(data: bytes, display: str, relpath: str, rules: RuleTable, evidence: Sequence = (),
-            scripted: Optional[dict] = None, placed: Optional[dict] = None) -> FileResult:
+            scripted: Optional[dict] = None, placed: Optional[dict] = None,
+            parsed: Optional[tuple] = None) -> FileResult:
     """One file's findings from its bytes, decoded by its declared encoding;
     `evidence`: the entries of run files naming it (``check --evidence``);
     `scripted`: its functions that TorchScript compiles from another file
     (:mod:`.scripted`; ``wrap`` leaves their sites, so check says so);
     `placed`: the helpers of other modules that place what they return
-    (:mod:`..values.project`).
+    (:mod:`..values.project`); `parsed`: (text, tree) of the file as a project
+    pass of this process read and parsed it, used where the text is the file's
+    (no second parse).
 
     The cycle collector is paused for the whole file: its tree and the value
     layer's objects are freed by their counts on return, so the next
     collection walks what survives, not every node of the tree (as it did
     when only the parser ran paused: about a tenth of the scan)."""
+    from ..front.source import collector_paused
+
     with collector_paused():
-        return _analyze(data, display, relpath, rules, evidence, scripted, placed)
+        return _analyze(data, display, relpath, rules, evidence, scripted, placed, parsed)
 
 
 def _analyze(data: bytes, display: str, relpath: str, rules: RuleTable, evidence: Sequence,
-             scripted: Optional[dict], placed: Optional[dict] = None) -> FileResult:
-    nb = is_notebook(relpath) or is_notebook(display)
+             scripted: Optional[dict], placed: Optional[dict] = None, parsed: Optional[tuple] = None) -> FileResult:
+    from ..front import notebook
+    from ..front.finder import find_in_source
+    from ..front.source import parse
+
+    nb = notebook.is_notebook(relpath) or notebook.is_notebook(display)
     text, error = notebook.code_text(data, relpath, display)
     if text is None:
         res = FileResult(path=display)
         res.error = error
         return res
     if not evidence or nb:
-        return find_in_source(text, display, rules, relpath, scripted=scripted, placed=placed)
+        tree = parsed[1] if parsed is not None and not nb and parsed[0] == text else None
+        return find_in_source(text, display, rules, relpath, None, tree, scripted=scripted, placed=placed)
     try:
         tree = parse(text, display)  # once, for the evidence and the finder
     except (SyntaxError, ValueError, RecursionError, MemoryError):
@@ -101,6 +112,7 @@ def _match_evidence(entries: Sequence, text: str, tree, data: bytes, path: str, 
     """The run's lines of one file, matched to its text (through its unwrapped
     text where ``wrap`` rewrote them: libcst is imported only then)."""
     from ..front.evidence import match_file
+    from ..front.source import decode_source
 
     def bare() -> Optional[str]:
         from ..codemod import CodemodError, unwrap_source
@@ -211,7 +223,10 @@ def scan(
     out = Scan()
     cwd = os.getcwd()
     # (absolute from here on: a relative path costs a getcwd in each of the many abspaths below)
-    files = list(iter_python_paths([os.path.join(cwd, os.fspath(p)) for p in paths], cfg))
+    # (each file's os.stat and the folders walked, which the walk of the project's root takes from here)
+    stats: dict = {}
+    walked: dict = {}
+    files = list(iter_python_paths([os.path.join(cwd, os.fspath(p)) for p in paths], cfg, stats, walked))
     out.stats.files = len(files)
     if progress is not None:
         progress.total = len(files)
@@ -227,10 +242,9 @@ def scan(
         cache = Cache.open(cache_dir or cfg.cache_path(), cfg)
     project = None
     if files:
-        from .onepass import remembered_maps
         from .scripted import project_of
 
-        project = project_of(files, cfg)  # (the project's files, walked and stat'ed once for the passes)
+        project = project_of(files, cfg, stats, walked)  # (the project's files, walked and stat'ed once for the passes)
         if cache is not None and not evidence and _unchanged(files, project, cfg, cache, cwd, out, tick):
             return out
     read: list = []  # (index in results, absolute path, display, relpath, bytes) of the files read
@@ -254,7 +268,10 @@ def scan(
     todo: list[tuple[int, tuple]] = []  # (index in results, (data, display, relpath, evidence, scripted, placed))
     digests: dict[int, str] = {}  # the cache key of each file read (of those analysed, to save)
     fresh: set = set()
+    trees: dict = {}  # absolute path -> (text, tree) of a file the serial project passes parsed
     if project is not None:
+        from .onepass import remembered_maps
+
         maps = remembered_maps(project, cfg, cache)
         pooled = None
         if maps is None and not evidence:
@@ -263,12 +280,15 @@ def scan(
             digests, cached = pooled
             fresh = set(digests) - cached
         else:
-            out.scripted, out.compiled, out.placed = maps if maps is not None else _maps(project, cfg, cache)
+            out.scripted, out.compiled, out.placed = maps if maps is not None else _maps(project, cfg, cache, trees)
             todo = _lookups(read, out, cache, evidence, digests, tick)
             fresh = {i for i, _ in todo}
     if todo:
         out.stats.parsed = len(todo)
-        found, out.stats.workers = _run(todo, rules, jobs, tick)
+        # (the trees the compiler passes parsed, by index, for the files analysed in this process)
+        here = {i: trees[ap] for i, ap, *_ in read if ap in trees} if trees else None
+        trees.clear()  # (each freed once its file is analysed)
+        found, out.stats.workers = _run(todo, rules, jobs, tick, here)
         for (i, _), res in zip(todo, found):
             out.results[i] = res
     if cache is not None:
@@ -283,19 +303,30 @@ def scan(
     return out
 
 
-def _maps(project, cfg: Config, cache) -> tuple:
+def _maps(project, cfg: Config, cache, trees: Optional[dict] = None) -> tuple:
     """The project passes, serially (the placing helpers' beside the TorchScript
-    pass on a large project): (scripted, compiled, placed)."""
+    pass on a large project): (scripted, compiled, placed); `trees`, where
+    given, is filled with (text, tree) of each file the compiler passes parsed
+    (by absolute path), which its analysis need not parse again."""
     from .compiled import for_check as compiled_for_check
     from .placed import start
     from .reach import project_sources
     from .scripted import for_check
 
     placed = start(project, cfg, cache)  # (a large project's: beside the TorchScript pass)
-    sources = project_sources(project, cfg)  # (read and parsed once for the two compiler passes)
+    reading = project_sources(project, cfg)  # (read and parsed once for the two compiler passes)
+    made: list = []
+
+    def sources():
+        made.append(reading())
+        return made[-1]
+
     scripted = for_check(project, cfg, cache, sources)
     compiled = compiled_for_check(project, cfg, cache, sources)
-    del sources
+    if made and trees is not None:
+        got = made[-1]
+        trees.update((ap, (got.texts[ap], m.tree)) for ap, m in got.parsed.items() if m is not None)
+    made.clear()  # (the sources read: only the trees handed on are kept)
     return scripted, compiled, placed()
 
 
@@ -362,35 +393,103 @@ def _unchanged(files: list, project, cfg: Config, cache, cwd: str, out: "Scan", 
     every file's key (:func:`_remember_clean`, under the project's state: what an
     edit cannot keep of each file, :func:`.scripted.file_state`), the findings
     are the cache's, each file neither read nor hashed; `out` filled. False
-    (`out` untouched) where any file is not so answered."""
-    from .onepass import remembered_maps
+    (`out` untouched) where any file is not so answered.
 
+    What it does per file is kept small (a torch-sized tree has 2,000 files):
+    its names relative to the root and to the working directory are cut from
+    its absolute path, and the cache's entry is checked as it is decoded
+    (:meth:`.cache.Cache.get`). Of the project's maps it reads the two that the
+    findings need (TorchScript's, and ``torch.compile``'s, applied after the
+    cache); the placing helpers' map, which only the fixes read, is read when
+    first asked for (:class:`_Later`)."""
     keys = cache.side_get("clean", project.state)
     if not isinstance(keys, dict):
         return False
     sizes = project.sizes or {}
-    results, relpaths = [], []
+    root = str(cfg.root)
+    under_root = root.rstrip(os.sep) + os.sep
+    under_cwd = cwd.rstrip(os.sep) + os.sep
+    slash = os.sep == "/"
+    get = cache.get
+    results, relpaths, aps = [], [], []
     for f in files:
         ap = os.path.abspath(f)
-        rel = cfg.relpath(ap)
+        aps.append(ap)
+        if slash and ap.startswith(under_root):
+            rel = ap[len(under_root):]  # (cfg.relpath's answer, without its second look)
+        else:
+            rel = cfg.relpath(ap)
+        display = ap[len(under_cwd):] if slash and ap.startswith(under_cwd) else display_path(ap, cwd)
         digest, size = keys.get(rel), sizes.get(ap)
         if not isinstance(digest, str) or size is None:
             return False
-        hit = cache.get(rel, digest, display_path(ap, cwd), size + 1)  # (line_bound of its bytes)
+        hit = get(rel, digest, display, size + 1)  # (line_bound of its bytes)
         if hit is None:
             return False
         results.append(hit)
         relpaths.append(rel)
-    maps = remembered_maps(project, cfg, cache)
+    maps = _remembered(project, cache)
     if maps is None:
         return False
-    out.scripted, out.compiled, out.placed = maps
+    out.scripted, out.compiled = maps
+    out.placed = _Later(lambda: _placed(project, cfg, cache))
     out.results, out.relpaths = results, relpaths
     out.stats.cached = len(results)
     for hit in results:
         tick(len(hit.sites))
-    _mark_compiled(out)
+    _mark_compiled(out, aps)
     return True
+
+
+def _remembered(project, cache) -> Optional[tuple]:
+    """(scripted, compiled): the project's TorchScript and ``torch.compile``
+    maps where both are remembered (this process's, or beside the findings
+    cache), kept in this process; else None."""
+    from . import compiled, scripted
+
+    got = []
+    for memo, name, check in ((scripted._MEMO, "scripted", scripted._checked),
+                              (compiled._MEMO, "compiled", compiled.checked)):
+        value = memo.get(project.state)
+        if value is None:
+            value = check(cache.side_get(name, project.state))
+        if value is None:
+            return None
+        got.append(value)
+    for (memo, value) in zip((scripted._MEMO, compiled._MEMO), got):
+        memo.clear()  # (one project per process, in practice)
+        memo[project.state] = value
+    return tuple(got)
+
+
+def _placed(project, cfg: Config, cache) -> dict:
+    """The placing helpers' map (:func:`.placed.for_check`: remembered, else made and saved)."""
+    from .placed import for_check
+
+    return for_check(project, cfg, cache)
+
+
+class _Later(Mapping):
+    """A map read when first used: a warm run's placing helpers (the value
+    layer's module is imported, and the map read, only for what asks: the fixes)."""
+
+    def __init__(self, make: Callable[[], dict]) -> None:
+        self._make: Optional[Callable[[], dict]] = make
+        self._value: dict = {}
+
+    def _got(self) -> dict:
+        if self._make is not None:
+            self._value, self._make = self._make(), None
+        return self._value
+
+    def __getitem__(self, key):
+        return self._got()[key]
+
+    def __iter__(self):
+        return iter(self._got())
+
+    def __len__(self) -> int:
+        return len(self._got())
 
 
 def _remember_clean(project, cache, keys: dict) -> None:
@@ -404,15 +503,18 @@ def _remember_clean(project, cache, keys: dict) -> None:
     cache.side_put("clean", project.state, keys)
 
 
-def _mark_compiled(out: Scan) -> None:
+def _mark_compiled(out: Scan, paths: Optional[list] = None) -> None:
     """The reads that break the graph of code ``torch.compile`` compiles take
-    their code (:func:`..front.graph_breaks.mark`): a look-up per site."""
+    their code (:func:`..front.graph_breaks.mark`): a look-up per site
+    (`paths`: each result's absolute path, where the caller has them)."""
     if not out.compiled:
         return
     from ..front.graph_breaks import mark
 
-    for res in out.results:
-        entry = out.compiled.get(os.path.abspath(res.path)) if res is not None else None
+    for k, res in enumerate(out.results):
+        entry = None
+        if res is not None:
+            entry = out.compiled.get(paths[k] if paths is not None else os.path.abspath(res.path))
         if entry:
             mark(res.sites, entry, res.suppressions)
 
@@ -450,6 +552,8 @@ def scan_source(data: "bytes | str", filename: str, cfg: Config, rules: Optional
     entries = tuple(evidence.for_file(ap)) if evidence else ()
     out.scripted, out.placed, out.compiled = _scripted_for(ap, cfg)
     scripted = out.scripted.get(ap)
+    from ..front.finder import find_in_source
+    from ..front.notebook import is_notebook
     from ..values.project import for_file
 
     placed = for_file(out.placed, ap)
@@ -500,12 +604,15 @@ def _pool_size(nbytes: int, nfiles: int, jobs: Optional[int]) -> int:
 
 
 def _run(todo: list, rules: RuleTable, jobs: Optional[int],
-         tick: Callable[[int], None] = lambda sites: None) -> tuple[list[FileResult], int]:
+         tick: Callable[[int], None] = lambda sites: None,
+         trees: Optional[dict] = None) -> tuple[list[FileResult], int]:
+    """`todo`'s results and the workers that made them; `trees`: (text, tree) by
+    index in results of files already parsed here (used where they are analysed here)."""
     workers = _pool_size(sum(len(item[0]) for _, item in todo), len(todo), jobs)
     if workers == 1:
         done = []
-        for _, (d, disp, rel, ev, scripted, placed) in todo:
-            done.append(analyze(d, disp, rel, rules, ev, scripted, placed))
+        for i, (d, disp, rel, ev, scripted, placed) in todo:
+            done.append(analyze(d, disp, rel, rules, ev, scripted, placed, trees.pop(i, None) if trees else None))
             tick(len(done[-1].sites))
         return done, 1
     import multiprocessing

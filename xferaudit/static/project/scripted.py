@@ -139,13 +139,15 @@ def scripted_in_project(files: Iterable[str], relpath: Callable[[str], str] = la
 _HASH_CONTENT = os.name == "nt"
 
 
-def file_state(path: str) -> Optional[tuple]:
+def file_state(path: str, st: Optional[os.stat_result] = None) -> Optional[tuple]:
     """What of `path` an edit cannot keep: its size and modification time (which
     ``cp -p``, ``touch -r``, ``rsync -a`` and ``tar -x`` put back) and its inode
     and change time (which none of them can); a hash of its content where those
-    are unreliable. None for a file that cannot be read."""
+    are unreliable. None for a file that cannot be read. `st`: its ``os.stat``,
+    where the caller has it (the walk that found the file)."""
     try:
-        st = os.stat(path)
+        if st is None:
+            st = os.stat(path)
         if _HASH_CONTENT:
             with open(path, "rb") as f:
                 return os.path.abspath(path), st.st_size, hashlib.blake2b(f.read(), digest_size=16).hexdigest()
@@ -167,14 +169,24 @@ class Project(NamedTuple):
     sizes: Optional[dict] = None
 
 
-def project_of(paths: Iterable[str], cfg) -> Project:
+def project_of(paths: Iterable[str], cfg, stats: Optional[dict] = None, walked: Optional[dict] = None) -> Project:
+    """The :class:`Project` of `paths` (the files checked) under `cfg`'s root;
+    `stats`: the ``os.stat`` of files already walked, by path, which are not
+    stat'ed again; `walked`: the folders of the project already walked for
+    `paths`, which the walk of the root does not walk again (both filled by
+    :func:`~xferaudit.config.iter_python_paths`)."""
     from ...config import iter_python_paths, marked_root
 
     files = list(paths)
+    stats = {} if stats is None else stats
     if marked_root(cfg.root) is not None:
-        seen = {os.path.abspath(p) for p in files}
-        files += [p for p in iter_python_paths([cfg.root], cfg) if os.path.abspath(p) not in seen]
-    state = sorted(filter(None, (file_state(p) for p in files)))
+        root = os.fspath(cfg.root)
+        normal = os.path.abspath(root) == root  # (then so is each path the walk finds under it)
+        more = list(iter_python_paths([root], cfg, stats, skip=walked if normal else None))
+        if more:
+            seen = {os.path.abspath(p) for p in files}
+            files += [p for p in more if (p if normal else os.path.abspath(p)) not in seen]
+    state = sorted(filter(None, (file_state(p, stats.get(p)) for p in files)))
     key = hashlib.blake2b(repr(state).encode("utf-8", "surrogateescape"), digest_size=16).hexdigest()
     return Project(files, key, {s[0]: s[1] for s in state})
 

@@ -177,4 +177,6 @@ def register() -> None:
         _finder.ANALYSES.append(analyse)
 
 
+register()  # (once imported, plugged in: `xferaudit.static` imports this module when the finder is imported)
+
 __all__ = ["analyse", "register"]
