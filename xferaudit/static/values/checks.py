@@ -92,6 +92,9 @@ _RUNTIME = "xferaudit.runtime."
 _LEAVES = frozenset({ast.Name, ast.Constant})  # nothing in them to find (outside a truth test)
 _COMPREHENSIONS = (ast.ListComp, ast.SetComp, ast.GeneratorExp, ast.DictComp)
 _FIELDS: dict = {}
+#: Statements with no expression the rules read (defs and classes are walked on their own).
+_QUIET = frozenset({ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Import, ast.ImportFrom, ast.Pass,
+                    ast.Break, ast.Continue, ast.Global, ast.Nonlocal, *TRIES})
 
 
 def _fields(t: type) -> tuple:
@@ -194,7 +197,17 @@ class Checker:
 
     def _statement(self, st: ast.stmt, ev: Evaluator) -> None:
         t = type(st)
-        if t in (ast.If, ast.While):
+        if t is ast.Assign:  # (the commonest statements first)
+            for tg in st.targets:
+                if type(tg) is not ast.Name:  # (a name stored to reads nothing)
+                    self.store(tg, st.value)
+            self.scan(st.value, False)
+        elif t is ast.Expr or t is ast.Return:
+            if st.value is not None:
+                self.scan(st.value, False)
+        elif t in _QUIET:
+            return
+        elif t is ast.If or t is ast.While:
             self.scan(st.test, True)
         elif t is ast.Assert:
             self.scan(st.test, True)
@@ -205,19 +218,11 @@ class Checker:
         elif t in (ast.With, ast.AsyncWith):
             for item in st.items:
                 self.scan(item.context_expr, False)
-        elif t in (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef):
-            return
-        elif t in TRIES:
-            return
         elif t is MATCH:
             self.scan(st.subject, False)
             for c in st.cases:
                 if c.guard is not None:
                     self.scan(c.guard, True)
-        elif t is ast.Assign:
-            for tg in st.targets:
-                self.store(tg, st.value)
-            self.scan(st.value, False)
         elif t is ast.AugAssign:
             self.store(st.target, None)
             self.scan(st.value, False)
