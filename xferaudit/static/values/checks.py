@@ -242,17 +242,18 @@ class Checker:
 
     # --- assignment targets ---------------------------------------------------------
     def store(self, tg: ast.AST, value: Optional[ast.AST]) -> None:
-        if isinstance(tg, (ast.Tuple, ast.List)):
+        t = type(tg)
+        if t is ast.Tuple or t is ast.List:
             for e in tg.elts:
                 self.store(e, None)
             return
-        if isinstance(tg, ast.Starred):
+        if t is ast.Starred:
             self.store(tg.value, None)
             return
-        if isinstance(tg, ast.Attribute):
+        if t is ast.Attribute:
             self.scan(tg.value, False)
             return
-        if not isinstance(tg, ast.Subscript):
+        if t is not ast.Subscript:
             return
         self.scan(tg.value, False)
         self.scan(tg.slice, False)  # a[a < v[:, [-1]]] = 0: an upload inside the index
@@ -342,6 +343,22 @@ class Checker:
         """Look for implicit transfers in `node` and every expression in it
         (`boolctx`: `node` is tested for truth)."""
         t = type(node)
+        if t is ast.Call:  # (the commonest node first)
+            if boolctx:
+                self.truth(node)
+            self.call(node)
+            f = node.func
+            while type(f) is ast.Attribute:  # a.b.c(...): nothing to find in the chain but calls
+                f = f.value
+            if type(f) not in _LEAVES:
+                self.scan(f, False)
+            for a in node.args:
+                if type(a) not in _LEAVES:
+                    self.scan(a, False)
+            for k in node.keywords:
+                if type(k.value) not in _LEAVES:
+                    self.scan(k.value, False)
+            return
         if t is ast.Name or t is ast.Constant:
             if boolctx and t is ast.Name:
                 self.truth(node)
@@ -364,19 +381,16 @@ class Checker:
             return
         if boolctx:
             self.truth(node)
-        if t is ast.Call:
-            self.call(node)
-            f = node.func
-            while type(f) is ast.Attribute:  # a.b.c(...): nothing to find in the chain but calls
-                f = f.value
-            if type(f) not in _LEAVES:
-                self.scan(f, False)
-            for a in node.args:
-                if type(a) not in _LEAVES:
-                    self.scan(a, False)
-            for k in node.keywords:
-                if type(k.value) not in _LEAVES:
-                    self.scan(k.value, False)
+        if t is ast.Tuple or t is ast.List or t is ast.Compare:  # (common: their parts, without the field loop)
+            if t is ast.Compare:
+                if type(node.left) not in _LEAVES:
+                    self.scan(node.left, False)
+                parts = node.comparators
+            else:
+                parts = node.elts
+            for x in parts:
+                if type(x) not in _LEAVES:
+                    self.scan(x, False)
             return
         if t is ast.Subscript:
             self.index(node, self.value(node.value))
@@ -470,7 +484,8 @@ class Checker:
         ev = self.ev
         func = node.func
         args = node.args
-        if isinstance(func, ast.Attribute) and func.attr in self.methods:
+        tf = type(func)
+        if tf is ast.Attribute and func.attr in self.methods:
             rv = ev.value(func.value)  # as the evaluator has it (host stays host)
             if rv is SELF:
                 rv = SELF_MODULE if ev.self_module else OTHER  # self.compile(): nn.Module's only in a module
@@ -482,7 +497,7 @@ class Checker:
                 if one_device(ev, func.value, args[0]):  # ssm_state.copy_(ssm_state * dA): no crossing
                     self.res.one_device.add(id(node))
         q = ev.qual(func)
-        if isinstance(func, ast.Name) and q is None and func.id not in ev.env and func.id not in ev.local_names:
+        if tf is ast.Name and q is None and func.id not in ev.env and func.id not in ev.local_names:
             f = func.id
             if f in _CONVERSIONS and len(args) == 1 and not node.keywords and self.dev(args[0]):
                 self.add("XFA401", node, func, wrap="call")
@@ -527,7 +542,7 @@ class Checker:
                     self.add("XFA405", node, func,
                              why="a data-dependent size is read inside the op; it has no wrapped form")
             return
-        if not isinstance(func, ast.Attribute):
+        if tf is not ast.Attribute:
             return
         m = func.attr
         recv = func.value

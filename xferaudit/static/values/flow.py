@@ -113,6 +113,9 @@ class Walker:
         """Join the environments of paths that meet; with `loop`, the first is
         the one before a loop (accumulators: :func:`.kinds.join_loop`)."""
         first = envs[0]
+        if len(envs) == 1:  # one path goes on (the other ends in return/raise): its own environment, a
+            self.ev.env = first  # copy no other holder keeps (.stmt's branches and handlers make them)
+            return
         was = first.get
         keys = set()
         for e in envs[1:]:
@@ -582,8 +585,9 @@ def _ends(stmts: list) -> bool:
     if not stmts:
         return False
     last = stmts[-1]
-    if isinstance(last, (ast.Raise, ast.Return)):
+    t = type(last)
+    if t is ast.Return or t is ast.Raise:
         return True
-    if isinstance(last, ast.If):
+    if t is ast.If:
         return _ends(last.body) and _ends(last.orelse)
     return False

@@ -53,18 +53,22 @@ def _params(fn, method: bool) -> dict:
     """What each parameter of `fn` is on entry: `self`, a tensor by its annotation, else unknown."""
     env: dict = {}
     a = fn.args
-    positional = a.posonlyargs + a.args
-    defaults = dict(zip([p.arg for p in positional[len(positional) - len(a.defaults):]], a.defaults))
-    defaults.update((p.arg, d) for p, d in zip(a.kwonlyargs, a.kw_defaults) if d is not None)
-    for i, p in enumerate(positional + a.kwonlyargs):
-        if i == 0 and method and p.arg in ("self",):
-            env["self"] = SELF
-        else:
-            k = annot_kind(p.annotation)  # x: Tensor, masks: List[Tensor]
-            d = defaults.get(p.arg)
-            if type(d) is ast.Constant and d.value is not None:
-                k = None  # output_attentions: Tensor | None = False: the default says what it is
-            env[p.arg] = ANNOTATED.get(k, UNKNOWN)
+    positional = a.posonlyargs + a.args if a.posonlyargs else a.args
+    first_default = len(positional) - len(a.defaults)  # (defaults belong to the last positionals)
+    i = 0
+    for params, defaults, start in ((positional, a.defaults, first_default), (a.kwonlyargs, a.kw_defaults, 0)):
+        for j, p in enumerate(params):
+            if i == 0 and method and p.arg == "self":
+                env["self"] = SELF
+            elif p.annotation is None:
+                env[p.arg] = UNKNOWN
+            else:
+                k = annot_kind(p.annotation)  # x: Tensor, masks: List[Tensor]
+                d = defaults[j - start] if j >= start else None
+                if type(d) is ast.Constant and d.value is not None:
+                    k = None  # output_attentions: Tensor | None = False: the default says what it is
+                env[p.arg] = ANNOTATED.get(k, UNKNOWN)
+            i += 1
     for p in (a.vararg, a.kwarg):
         if p is not None:
             env[p.arg] = UNKNOWN
