@@ -245,7 +245,10 @@ class Walker:
 
     def _if(self, st: ast.If) -> None:
         yes, no = self._narrowed(st.test)
-        paths = [self._branch(st.body, yes), self._branch(st.orelse, no)]
+        # (no `else` and nothing narrowed: that path's environment is the one before, which
+        # nothing changes until the merge replaces it; not copied)
+        before = self.ev.env
+        paths = [self._branch(st.body, yes), self._branch(st.orelse, no) if st.orelse or no else (before, False)]
         live = [env for env, ends in paths if not ends]
         self._merge(live or [env for env, _ in paths])
 
@@ -346,11 +349,18 @@ class Walker:
         (`trainer.fit(model)`, `fabric.setup(model)`), may be moved there: after
         it, a module of unknown place (the call's own value is read before)."""
         ev = self.ev
-        for a in (*c.args, *(k.value for k in c.keywords)):
+        for a in c.args:
             if type(a) is ast.Name:
                 v = ev.env.get(a.id)
-                if v is not None and host_module(v) and not _keeps_place(ev, c.func):
+                if v is not None and v.device == "cpu" and host_module(v) and not _keeps_place(ev, c.func):
                     ev.value(c)  # (what the call gives, read with the module where it was)
+                    ev.env[a.id] = OBJ
+        for k in c.keywords:
+            a = k.value
+            if type(a) is ast.Name:
+                v = ev.env.get(a.id)
+                if v is not None and v.device == "cpu" and host_module(v) and not _keeps_place(ev, c.func):
+                    ev.value(c)
                     ev.env[a.id] = OBJ
 
     def _called_on(self, c: ast.Call) -> None:
