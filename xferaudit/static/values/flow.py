@@ -258,19 +258,27 @@ class Walker:
         self._bind_loop(st.target, st.iter)
         _origins(ev.origins, st.target, st)
         self.body(st.body)
-        after = ev.env
-        ev.env = dict(after)
-        self.body(st.orelse)
-        self._merge([before, after, ev.env], loop=True)
+        self._loop_end(before, st.orelse, 3)
 
     def _while(self, st: ast.While) -> None:
         ev = self.ev
         before = dict(ev.env)
         self.body(st.body)
+        self._loop_end(before, st.orelse, 2)
+
+    def _loop_end(self, before: dict, orelse: list, paths: int) -> None:
+        """After a loop's body: its `else` walked, and the environments met
+        (`paths` 3: the one before, after the body, after the `else`; 2: the
+        `else` not counted). Without an `else` the last equals the body's, and
+        meets nothing new (:func:`.kinds.join` of a value with itself is it)."""
+        ev = self.ev
         after = ev.env
+        if not orelse:
+            self._merge([before, after], loop=True)
+            return
         ev.env = dict(after)
-        self.body(st.orelse)
-        self._merge([before, after], loop=True)
+        self.body(orelse)
+        self._merge([before, after, ev.env] if paths == 3 else [before, after], loop=True)
 
     def _with(self, st: ast.With) -> None:
         ev = self.ev
