@@ -27,12 +27,13 @@ _KEPT_UNBOUND = frozenset({"dev", "devmod"})
 
 
 def _target_ids(t: ast.AST, out: set) -> None:
-    if isinstance(t, ast.Name):
+    tt = type(t)
+    if tt is ast.Name:
         out.add(t.id)
-    elif isinstance(t, (ast.Tuple, ast.List)):
+    elif tt is ast.Tuple or tt is ast.List:
         for e in t.elts:
             _target_ids(e, out)
-    elif isinstance(t, ast.Starred):
+    elif tt is ast.Starred:
         _target_ids(t.value, out)
 
 
@@ -46,7 +47,10 @@ def bound_names(body: list) -> frozenset:
         t = type(st)
         if t is ast.Assign:
             for tg in st.targets:
-                _target_ids(tg, out)
+                if type(tg) is ast.Name:  # (the commonest target, without a call)
+                    out.add(tg.id)
+                else:
+                    _target_ids(tg, out)
         elif t is ast.AugAssign or t is ast.AnnAssign:
             _target_ids(st.target, out)
         elif t in (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef):
