@@ -23,6 +23,7 @@ from .placement import is_dtype
 from .copies import one_device
 from .kinds import A_LIST, GPU_FIRST, ON_DEVICE, OTHER, SELF, TENSORISH, Val, is_dev
 from .vocabulary import MATCH, TRIES
+from .forms import WRAPPED_COPIES, has_kw, is_string, list_display, looks_like_logger, non_blocking
 
 SELF_MODULE = Val("obj", qual="torch.nn.Module")  # `self` in a torch module
 
@@ -317,7 +318,7 @@ class Checker:
                     else:
                         self.add("XFA401", p, why=_NOT_SHOWN.format(_unparse(sub.value, 30)))
                 continue
-            if pv.kind in ("host", "numpy", "pylist") or _list_display(p):
+            if pv.kind in ("host", "numpy", "pylist") or list_display(p):
                 self.add("XFA406", sub, why="the index is uploaded inside the indexing itself")
 
     def _shown(self, node: ast.AST) -> bool:
@@ -416,7 +417,7 @@ class Checker:
                         self.scan(v.format_spec, False)
             return
         if t is ast.BinOp:
-            if type(node.op) is ast.Mod and _is_string(node.left):
+            if type(node.op) is ast.Mod and is_string(node.left):
                 self._percent(node.right)
             if type(node.left) not in _LEAVES:
                 self.scan(node.left, False)
@@ -516,7 +517,7 @@ class Checker:
                 self.formatted(args[: (1 if f != "print" else None)])
             return
         if q is not None:
-            if q in _WRAPPED_COPIES and args and _non_blocking(node):
+            if q in WRAPPED_COPIES and args and non_blocking(node):
                 # wrapping does not pin the host side: still a hazard, read as the bare call
                 call = bare_method_call(node, q.rsplit(".", 1)[1])
                 self._hazard(call, call.func)
@@ -546,10 +547,10 @@ class Checker:
             return
         m = func.attr
         recv = func.value
-        if m in _LOG_METHODS and _looks_like_logger(recv):
+        if m in _LOG_METHODS and looks_like_logger(recv):
             self._log_args(node)
             return
-        if m == "format" and (_is_string(recv) or type(recv) is ast.Name and self.ev.value(recv).kind == "py"):
+        if m == "format" and (is_string(recv) or type(recv) is ast.Name and self.ev.value(recv).kind == "py"):
             # (of Python's values, only a str has .format: fmtstr = "{val" + fmt + "}")
             if not any(type(a) is ast.Call and (self.ev.qual(a.func) or "").startswith(_RUNTIME) for a in args):
                 self._reads("XFA403", node, [a for a in args if not isinstance(a, ast.Starred)] +
@@ -564,7 +565,7 @@ class Checker:
                 self.add("XFA405", node, func,
                          why="a data-dependent size is read inside the op; it has no wrapped form")
             return
-        if m in ("to", "cuda", "copy_") and _non_blocking(node):
+        if m in ("to", "cuda", "copy_") and non_blocking(node):
             self._hazard(node, func)
 
     def _reads(self, code: str, node: ast.Call, values: list, test: Callable[[Val], bool] = None) -> None:
@@ -669,51 +670,12 @@ class Checker:
         self.add("XFA451", node, func, why="a hazard, not a site: pin the host side instead")
 
 
-def _list_display(node: ast.AST) -> bool:
-    """A Python list made here: a display, a comprehension, or lists concatenated
-    or repeated (``keep + [n]``, ``[0] * k``), whatever their items are."""
-    t = type(node)
-    if t is ast.List or t is ast.ListComp:
-        return True
-    if t is ast.BinOp and type(node.op) in (ast.Add, ast.Mult):
-        return _list_display(node.left) or type(node.op) is ast.Add and _list_display(node.right)
-    return False
-
-
 def _tensor_repeats(value: Callable[[ast.AST], Val], node: ast.Call, pos: int) -> bool:
     """repeat_interleave reads its output size back only when `repeats` is a
     device tensor and no `output_size` is given (int repeats: the size is known)."""
-    if _has_kw(node, "output_size"):
+    if has_kw(node, "output_size"):
         return False
-    if len(node.args) == 1 and pos == 1 and not _has_kw(node, "repeats"):
+    if len(node.args) == 1 and pos == 1 and not has_kw(node, "repeats"):
         return True  # torch.repeat_interleave(repeats): the repeats are the tensor
     rep = node.args[pos] if len(node.args) > pos else next((k.value for k in node.keywords if k.arg == "repeats"), None)
     return rep is not None and on_device(value(rep))
-
-
-def _has_kw(node: ast.Call, name: str) -> bool:
-    return any(k.arg == name for k in node.keywords)
-
-
-_WRAPPED_COPIES = frozenset("xferaudit.runtime." + m for m in ("to", "cuda", "copy_"))
-
-
-def _non_blocking(node: ast.Call) -> bool:
-    for k in node.keywords:
-        if k.arg == "non_blocking":
-            return isinstance(k.value, ast.Constant) and k.value.value is True
-    return False
-
-
-def _is_string(node: ast.AST) -> bool:
-    return isinstance(node, ast.JoinedStr) or isinstance(node, ast.Constant) and isinstance(node.value, str)
-
-
-def _looks_like_logger(node: ast.AST) -> bool:
-    if isinstance(node, ast.Name):
-        n = node.id.lower()
-    elif isinstance(node, ast.Attribute):
-        n = node.attr.lower()
-    else:
-        return False
-    return "log" in n
