@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import ast
 import re
+from itertools import compress
+from operator import is_not
 from typing import Callable, Optional
 
 from .calls import literal_device
@@ -124,7 +126,8 @@ class Walker:
         keys = set()
         for e in envs[1:]:
             if e is not first:
-                keys.update([k for k, v in e.items() if was(k) is not v])
+                # the names whose values differ from the first's, in e's order (at C speed: no loop of ours)
+                keys.update(compress(e, map(is_not, map(was, e), e.values())))
                 keys.update(first.keys() - e.keys())
         out = dict(first)
         gpu_first = self.ev.gpu_first
