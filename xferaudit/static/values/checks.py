@@ -337,7 +337,8 @@ class Checker:
 
     # --- expressions ------------------------------------------------------------------------
     def truth(self, node: ast.AST) -> None:
-        if self.dev(node, is_dev):
+        v = self.value(node)  # (:meth:`dev` with `is_dev`, without its calls: every test comes here)
+        if v.kind == "dev" or self.hot and self.assume(node, v):
             self.add("XFA402", node, wrap="bool")
 
     def scan(self, node: ast.AST, boolctx: bool) -> None:
@@ -367,8 +368,11 @@ class Checker:
         if t is ast.Attribute:
             if boolctx:
                 self.truth(node)
-            if type(node.value) not in _LEAVES:
-                self.scan(node.value, False)
+            v = node.value
+            while type(v) is ast.Attribute:  # (an inner attribute, not tested: nothing but what is under it)
+                v = v.value
+            if type(v) not in _LEAVES:
+                self.scan(v, False)
             return
         if t is ast.BoolOp:
             self._boolop(node, boolctx)

@@ -39,6 +39,10 @@ def _target_ids(t: ast.AST, out: set) -> None:
         _target_ids(t.value, out)
 
 
+#: Statements that bind no name of the function's (the commonest, tested first).
+_BINDS_NOTHING = frozenset({ast.Expr, ast.Return, ast.Raise, ast.Pass, ast.Assert, ast.Break, ast.Continue})
+
+
 def bound_names(body: list) -> frozenset:
     """Names a function body binds (its locals), read off its statements; nested
     defs bind only their own name."""
@@ -47,6 +51,8 @@ def bound_names(body: list) -> frozenset:
     while stack:
         st = stack.pop()
         t = type(st)
+        if t in _BINDS_NOTHING:
+            continue
         if t is ast.Assign:
             for tg in st.targets:
                 if type(tg) is ast.Name:  # (the commonest target, without a call)

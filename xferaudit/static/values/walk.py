@@ -457,8 +457,9 @@ def _stores_self(body: list) -> bool:
         st = stack.pop()
         t = type(st)
         if t is ast.Assign:
-            if any(_self_target(tg) for tg in st.targets):
-                return True
+            for tg in st.targets:
+                if type(tg) is not ast.Name and _self_target(tg):  # (a plain name is no attribute)
+                    return True
         elif t is ast.AugAssign or t is ast.AnnAssign:
             if _self_target(st.target):
                 return True
@@ -468,10 +469,15 @@ def _stores_self(body: list) -> bool:
             v = st.value  # self.net.to(dev), self.net.cuda(): a move in place rebinds it
             if type(v) is ast.Call and type(v.func) is ast.Attribute and v.func.attr in ("to", "cuda", "cpu"):
                 return True
-        else:
+        elif t not in _NO_BODY:
             for f in ("body", "orelse", "finalbody", "handlers", "cases"):
                 stack.extend(getattr(st, f, ()))
     return False
+
+
+#: Statements with no statements inside them (other than those tested above).
+_NO_BODY = frozenset({ast.Return, ast.Raise, ast.Pass, ast.Assert, ast.Break, ast.Continue, ast.Import,
+                      ast.ImportFrom, ast.Global, ast.Nonlocal, ast.Delete})
 
 
 def _self_target(t: ast.AST) -> bool:
