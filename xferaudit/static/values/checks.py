@@ -23,6 +23,7 @@ from .placement import is_dtype
 from .copies import one_device
 from .kinds import A_LIST, GPU_FIRST, ON_DEVICE, OTHER, SELF, TENSORISH, Val, is_dev
 from .vocabulary import MATCH, TRIES
+from .forms import WRAPPED_COPIES, has_kw, is_string, list_display, looks_like_logger, non_blocking
 
 SELF_MODULE = Val("obj", qual="torch.nn.Module")  # `self` in a torch module
 
@@ -92,6 +93,9 @@ _RUNTIME = "xferaudit.runtime."
 _LEAVES = frozenset({ast.Name, ast.Constant})  # nothing in them to find (outside a truth test)
 _COMPREHENSIONS = (ast.ListComp, ast.SetComp, ast.GeneratorExp, ast.DictComp)
 _FIELDS: dict = {}
+#: Statements with no expression the rules read (defs and classes are walked on their own).
+_QUIET = frozenset({ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Import, ast.ImportFrom, ast.Pass,
+                    ast.Break, ast.Continue, ast.Global, ast.Nonlocal, *TRIES})
 
 
 def _fields(t: type) -> tuple:
@@ -194,7 +198,17 @@ class Checker:
 
     def _statement(self, st: ast.stmt, ev: Evaluator) -> None:
         t = type(st)
-        if t in (ast.If, ast.While):
+        if t is ast.Assign:  # (the commonest statements first)
+            for tg in st.targets:
+                if type(tg) is not ast.Name:  # (a name stored to reads nothing)
+                    self.store(tg, st.value)
+            self.scan(st.value, False)
+        elif t is ast.Expr or t is ast.Return:
+            if st.value is not None:
+                self.scan(st.value, False)
+        elif t in _QUIET:
+            return
+        elif t is ast.If or t is ast.While:
             self.scan(st.test, True)
         elif t is ast.Assert:
             self.scan(st.test, True)
@@ -205,19 +219,11 @@ class Checker:
         elif t in (ast.With, ast.AsyncWith):
             for item in st.items:
                 self.scan(item.context_expr, False)
-        elif t in (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef):
-            return
-        elif t in TRIES:
-            return
         elif t is MATCH:
             self.scan(st.subject, False)
             for c in st.cases:
                 if c.guard is not None:
                     self.scan(c.guard, True)
-        elif t is ast.Assign:
-            for tg in st.targets:
-                self.store(tg, st.value)
-            self.scan(st.value, False)
         elif t is ast.AugAssign:
             self.store(st.target, None)
             self.scan(st.value, False)
@@ -237,17 +243,18 @@ class Checker:
 
     # --- assignment targets ---------------------------------------------------------
     def store(self, tg: ast.AST, value: Optional[ast.AST]) -> None:
-        if isinstance(tg, (ast.Tuple, ast.List)):
+        t = type(tg)
+        if t is ast.Tuple or t is ast.List:
             for e in tg.elts:
                 self.store(e, None)
             return
-        if isinstance(tg, ast.Starred):
+        if t is ast.Starred:
             self.store(tg.value, None)
             return
-        if isinstance(tg, ast.Attribute):
+        if t is ast.Attribute:
             self.scan(tg.value, False)
             return
-        if not isinstance(tg, ast.Subscript):
+        if t is not ast.Subscript:
             return
         self.scan(tg.value, False)
         self.scan(tg.slice, False)  # a[a < v[:, [-1]]] = 0: an upload inside the index
@@ -311,7 +318,7 @@ class Checker:
                     else:
                         self.add("XFA401", p, why=_NOT_SHOWN.format(_unparse(sub.value, 30)))
                 continue
-            if pv.kind in ("host", "numpy", "pylist") or _list_display(p):
+            if pv.kind in ("host", "numpy", "pylist") or list_display(p):
                 self.add("XFA406", sub, why="the index is uploaded inside the indexing itself")
 
     def _shown(self, node: ast.AST) -> bool:
@@ -330,13 +337,30 @@ class Checker:
 
     # --- expressions ------------------------------------------------------------------------
     def truth(self, node: ast.AST) -> None:
-        if self.dev(node, is_dev):
+        v = self.value(node)  # (:meth:`dev` with `is_dev`, without its calls: every test comes here)
+        if v.kind == "dev" or self.hot and self.assume(node, v):
             self.add("XFA402", node, wrap="bool")
 
     def scan(self, node: ast.AST, boolctx: bool) -> None:
         """Look for implicit transfers in `node` and every expression in it
         (`boolctx`: `node` is tested for truth)."""
         t = type(node)
+        if t is ast.Call:  # (the commonest node first)
+            if boolctx:
+                self.truth(node)
+            self.call(node)
+            f = node.func
+            while type(f) is ast.Attribute:  # a.b.c(...): nothing to find in the chain but calls
+                f = f.value
+            if type(f) not in _LEAVES:
+                self.scan(f, False)
+            for a in node.args:
+                if type(a) not in _LEAVES:
+                    self.scan(a, False)
+            for k in node.keywords:
+                if type(k.value) not in _LEAVES:
+                    self.scan(k.value, False)
+            return
         if t is ast.Name or t is ast.Constant:
             if boolctx and t is ast.Name:
                 self.truth(node)
@@ -344,8 +368,11 @@ class Checker:
         if t is ast.Attribute:
             if boolctx:
                 self.truth(node)
-            if type(node.value) not in _LEAVES:
-                self.scan(node.value, False)
+            v = node.value
+            while type(v) is ast.Attribute:  # (an inner attribute, not tested: nothing but what is under it)
+                v = v.value
+            if type(v) not in _LEAVES:
+                self.scan(v, False)
             return
         if t is ast.BoolOp:
             self._boolop(node, boolctx)
@@ -359,19 +386,16 @@ class Checker:
             return
         if boolctx:
             self.truth(node)
-        if t is ast.Call:
-            self.call(node)
-            f = node.func
-            while type(f) is ast.Attribute:  # a.b.c(...): nothing to find in the chain but calls
-                f = f.value
-            if type(f) not in _LEAVES:
-                self.scan(f, False)
-            for a in node.args:
-                if type(a) not in _LEAVES:
-                    self.scan(a, False)
-            for k in node.keywords:
-                if type(k.value) not in _LEAVES:
-                    self.scan(k.value, False)
+        if t is ast.Tuple or t is ast.List or t is ast.Compare:  # (common: their parts, without the field loop)
+            if t is ast.Compare:
+                if type(node.left) not in _LEAVES:
+                    self.scan(node.left, False)
+                parts = node.comparators
+            else:
+                parts = node.elts
+            for x in parts:
+                if type(x) not in _LEAVES:
+                    self.scan(x, False)
             return
         if t is ast.Subscript:
             self.index(node, self.value(node.value))
@@ -397,7 +421,7 @@ class Checker:
                         self.scan(v.format_spec, False)
             return
         if t is ast.BinOp:
-            if type(node.op) is ast.Mod and _is_string(node.left):
+            if type(node.op) is ast.Mod and is_string(node.left):
                 self._percent(node.right)
             if type(node.left) not in _LEAVES:
                 self.scan(node.left, False)
@@ -465,7 +489,8 @@ class Checker:
         ev = self.ev
         func = node.func
         args = node.args
-        if isinstance(func, ast.Attribute) and func.attr in self.methods:
+        tf = type(func)
+        if tf is ast.Attribute and func.attr in self.methods:
             rv = ev.value(func.value)  # as the evaluator has it (host stays host)
             if rv is SELF:
                 rv = SELF_MODULE if ev.self_module else OTHER  # self.compile(): nn.Module's only in a module
@@ -477,7 +502,7 @@ class Checker:
                 if one_device(ev, func.value, args[0]):  # ssm_state.copy_(ssm_state * dA): no crossing
                     self.res.one_device.add(id(node))
         q = ev.qual(func)
-        if isinstance(func, ast.Name) and q is None and func.id not in ev.env and func.id not in ev.local_names:
+        if tf is ast.Name and q is None and func.id not in ev.env and func.id not in ev.local_names:
             f = func.id
             if f in _CONVERSIONS and len(args) == 1 and not node.keywords and self.dev(args[0]):
                 self.add("XFA401", node, func, wrap="call")
@@ -496,7 +521,7 @@ class Checker:
                 self.formatted(args[: (1 if f != "print" else None)])
             return
         if q is not None:
-            if q in _WRAPPED_COPIES and args and _non_blocking(node):
+            if q in WRAPPED_COPIES and args and non_blocking(node):
                 # wrapping does not pin the host side: still a hazard, read as the bare call
                 call = bare_method_call(node, q.rsplit(".", 1)[1])
                 self._hazard(call, call.func)
@@ -522,14 +547,14 @@ class Checker:
                     self.add("XFA405", node, func,
                              why="a data-dependent size is read inside the op; it has no wrapped form")
             return
-        if not isinstance(func, ast.Attribute):
+        if tf is not ast.Attribute:
             return
         m = func.attr
         recv = func.value
-        if m in _LOG_METHODS and _looks_like_logger(recv):
+        if m in _LOG_METHODS and looks_like_logger(recv):
             self._log_args(node)
             return
-        if m == "format" and (_is_string(recv) or type(recv) is ast.Name and self.ev.value(recv).kind == "py"):
+        if m == "format" and (is_string(recv) or type(recv) is ast.Name and self.ev.value(recv).kind == "py"):
             # (of Python's values, only a str has .format: fmtstr = "{val" + fmt + "}")
             if not any(type(a) is ast.Call and (self.ev.qual(a.func) or "").startswith(_RUNTIME) for a in args):
                 self._reads("XFA403", node, [a for a in args if not isinstance(a, ast.Starred)] +
@@ -544,7 +569,7 @@ class Checker:
                 self.add("XFA405", node, func,
                          why="a data-dependent size is read inside the op; it has no wrapped form")
             return
-        if m in ("to", "cuda", "copy_") and _non_blocking(node):
+        if m in ("to", "cuda", "copy_") and non_blocking(node):
             self._hazard(node, func)
 
     def _reads(self, code: str, node: ast.Call, values: list, test: Callable[[Val], bool] = None) -> None:
@@ -649,51 +674,12 @@ class Checker:
         self.add("XFA451", node, func, why="a hazard, not a site: pin the host side instead")
 
 
-def _list_display(node: ast.AST) -> bool:
-    """A Python list made here: a display, a comprehension, or lists concatenated
-    or repeated (``keep + [n]``, ``[0] * k``), whatever their items are."""
-    t = type(node)
-    if t is ast.List or t is ast.ListComp:
-        return True
-    if t is ast.BinOp and type(node.op) in (ast.Add, ast.Mult):
-        return _list_display(node.left) or type(node.op) is ast.Add and _list_display(node.right)
-    return False
-
-
 def _tensor_repeats(value: Callable[[ast.AST], Val], node: ast.Call, pos: int) -> bool:
     """repeat_interleave reads its output size back only when `repeats` is a
     device tensor and no `output_size` is given (int repeats: the size is known)."""
-    if _has_kw(node, "output_size"):
+    if has_kw(node, "output_size"):
         return False
-    if len(node.args) == 1 and pos == 1 and not _has_kw(node, "repeats"):
+    if len(node.args) == 1 and pos == 1 and not has_kw(node, "repeats"):
         return True  # torch.repeat_interleave(repeats): the repeats are the tensor
     rep = node.args[pos] if len(node.args) > pos else next((k.value for k in node.keywords if k.arg == "repeats"), None)
     return rep is not None and on_device(value(rep))
-
-
-def _has_kw(node: ast.Call, name: str) -> bool:
-    return any(k.arg == name for k in node.keywords)
-
-
-_WRAPPED_COPIES = frozenset("xferaudit.runtime." + m for m in ("to", "cuda", "copy_"))
-
-
-def _non_blocking(node: ast.Call) -> bool:
-    for k in node.keywords:
-        if k.arg == "non_blocking":
-            return isinstance(k.value, ast.Constant) and k.value.value is True
-    return False
-
-
-def _is_string(node: ast.AST) -> bool:
-    return isinstance(node, ast.JoinedStr) or isinstance(node, ast.Constant) and isinstance(node.value, str)
-
-
-def _looks_like_logger(node: ast.AST) -> bool:
-    if isinstance(node, ast.Name):
-        n = node.id.lower()
-    elif isinstance(node, ast.Attribute):
-        n = node.attr.lower()
-    else:
-        return False
-    return "log" in n

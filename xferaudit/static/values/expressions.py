@@ -72,28 +72,25 @@ class Evaluator:
         to here, or None; remembered for the statement, like :meth:`value`."""
         key = -id(node)  # (the value memo's keys are the positive ids)
         memo = self.memo
-        if key in memo:
-            return memo[key]
-        q = memo[key] = self._qual(node)
+        q = memo.get(key, memo)
+        if q is memo:
+            q = memo[key] = self._qual(node)
         return q
 
     def _qual(self, node: ast.AST) -> Optional[str]:
-        parts = []
         n = node
         while type(n) is ast.Attribute:
-            parts.append(n.attr)
             n = n.value
         if type(n) is ast.Name:
             v = self.env.get(n.id)
             if v is not None:
-                if v.qual is None:
-                    return None
-                return ".".join([v.qual] + parts[::-1])
+                q = v.qual
+                return q if q is None or n is node else _dotted(q, node)
             if n.id in self.local_names:
                 return None
             v = self.globals.get(n.id) or self.imports.get(n.id)
             if v is not None and v.qual is not None and v.kind in ("pymod", "class", "unknown"):
-                return ".".join([v.qual] + parts[::-1])
+                return v.qual if n is node else _dotted(v.qual, node)
         return self.qualname(node)
 
     def name(self, node: ast.Name) -> Val:
@@ -372,6 +369,15 @@ class Evaluator:
 #: tensor, kept where the module computed it (`trainer.callback_metrics["val_loss"]`).
 METRIC_MAPPINGS = frozenset({"callback_metrics", "logged_metrics", "progress_bar_metrics"})
 METRICS = Val("tensors", items={}, container=True)
+
+
+def _dotted(base: str, node: ast.Attribute) -> str:
+    """`base` followed by the attributes of the chain `node` (``base.a.b`` for ``x.a.b``)."""
+    parts = []
+    while type(node) is ast.Attribute:
+        parts.append(node.attr)
+        node = node.value
+    return ".".join([base] + parts[::-1])
 
 
 def _stringy(node: ast.AST) -> bool:

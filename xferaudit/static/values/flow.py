@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import ast
 import re
+from itertools import compress
+from operator import is_not
 from typing import Callable, Optional
 
 from .calls import literal_device
@@ -27,13 +29,18 @@ _KEPT_UNBOUND = frozenset({"dev", "devmod"})
 
 
 def _target_ids(t: ast.AST, out: set) -> None:
-    if isinstance(t, ast.Name):
+    tt = type(t)
+    if tt is ast.Name:
         out.add(t.id)
-    elif isinstance(t, (ast.Tuple, ast.List)):
+    elif tt is ast.Tuple or tt is ast.List:
         for e in t.elts:
             _target_ids(e, out)
-    elif isinstance(t, ast.Starred):
+    elif tt is ast.Starred:
         _target_ids(t.value, out)
+
+
+#: Statements that bind no name of the function's (the commonest, tested first).
+_BINDS_NOTHING = frozenset({ast.Expr, ast.Return, ast.Raise, ast.Pass, ast.Assert, ast.Break, ast.Continue})
 
 
 def bound_names(body: list) -> frozenset:
@@ -44,9 +51,14 @@ def bound_names(body: list) -> frozenset:
     while stack:
         st = stack.pop()
         t = type(st)
+        if t in _BINDS_NOTHING:
+            continue
         if t is ast.Assign:
             for tg in st.targets:
-                _target_ids(tg, out)
+                if type(tg) is ast.Name:  # (the commonest target, without a call)
+                    out.add(tg.id)
+                else:
+                    _target_ids(tg, out)
         elif t is ast.AugAssign or t is ast.AnnAssign:
             _target_ids(st.target, out)
         elif t in (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef):
@@ -113,11 +125,15 @@ class Walker:
         """Join the environments of paths that meet; with `loop`, the first is
         the one before a loop (accumulators: :func:`.kinds.join_loop`)."""
         first = envs[0]
+        if len(envs) == 1:  # one path goes on (the other ends in return/raise): its own environment, a
+            self.ev.env = first  # copy no other holder keeps (.stmt's branches and handlers make them)
+            return
         was = first.get
         keys = set()
         for e in envs[1:]:
             if e is not first:
-                keys.update([k for k, v in e.items() if was(k) is not v])
+                # the names whose values differ from the first's, in e's order (at C speed: no loop of ours)
+                keys.update(compress(e, map(is_not, map(was, e), e.values())))
                 keys.update(first.keys() - e.keys())
         out = dict(first)
         gpu_first = self.ev.gpu_first
@@ -167,148 +183,205 @@ class Walker:
     def stmt(self, st: ast.stmt) -> None:
         ev = self.ev
         ev.memo.clear()
-        t = type(st)
         if self.hook is not None:
             self.hook(st, ev)
-        if (t is ast.Expr or t is ast.Assign) and type(st.value) is ast.Call:
-            self._escapes(st.value)
-        if t is ast.Assign:
-            v = ev.value(st.value)
-            if type(st.value) is ast.Constant and type(st.value.value) is str:
-                lit = literal_device(st.value)  # device = "cuda": what .to(device) names
-                if lit is not None:
-                    v = Val("py", device=lit)
-            elif (v.kind == "unknown" or v.opaque) and ev.gpu_first and type(st.value) is ast.Call and \
-                    len(st.targets) == 1:
-                v = self._passed_through(st.targets[0], st.value, v)
-            for tg in st.targets:
-                self.bind(tg, v, st.value)
-                _origins(ev.origins, tg, st.value)
-        elif t is ast.AugAssign:
-            tg = st.target
-            if isinstance(tg, (ast.Name, ast.Attribute)):
-                old = ev.value(tg)
-                if old.kind != "unknown":  # `n += 1` keeps an unknown n unknown (and unbound)
-                    self.bind(tg, combine(old, ev.value(st.value)))
-                    _origins(ev.origins, tg, st)
-                elif ev.value(st.value).kind == "dev":  # self.sum += val * n, val on the device: a device sum
-                    self.bind(tg, ev.value(st.value))
-                    _origins(ev.origins, tg, st)
-        elif t is ast.AnnAssign:
-            if st.value is not None:
-                self.bind(st.target, ev.value(st.value), st.value)
-                _origins(ev.origins, st.target, st.value)
-            else:
-                a = annot_kind(st.annotation)
-                if a is not None:
-                    self.bind(st.target, ANNOTATED[a])
-        elif t is ast.Return:
-            if ev.returned is not None:
-                v = st.value
-                none = v is None or isinstance(v, ast.Constant) and v.value is None
-                ev.returned.append(None if none else ev.value(v))
-        elif t is ast.Expr:
-            c = st.value
-            if isinstance(c, ast.Call) and isinstance(c.func, ast.Attribute) and c.func.attr in ("to", "cuda", "cpu"):
-                q = ev.qual(c.func)
+        walk = _STATEMENTS.get(type(st))  # (a table, not a chain of tests: this runs on every statement)
+        if walk is not None:
+            walk(self, st)
+
+    def _assign(self, st: ast.Assign) -> None:
+        ev = self.ev
+        value = st.value
+        tv = type(value)
+        if tv is ast.Call:
+            self._escapes(value)
+        v = ev.value(value)
+        if tv is ast.Constant and type(value.value) is str:
+            lit = literal_device(value)  # device = "cuda": what .to(device) names
+            if lit is not None:
+                v = Val("py", device=lit)
+        elif (v.kind == "unknown" or v.opaque) and ev.gpu_first and tv is ast.Call and len(st.targets) == 1:
+            v = self._passed_through(st.targets[0], value, v)
+        for tg in st.targets:
+            self.bind(tg, v, value)
+            _origins(ev.origins, tg, value)
+
+    def _aug_assign(self, st: ast.AugAssign) -> None:
+        ev = self.ev
+        tg = st.target
+        if isinstance(tg, (ast.Name, ast.Attribute)):
+            old = ev.value(tg)
+            if old.kind != "unknown":  # `n += 1` keeps an unknown n unknown (and unbound)
+                self.bind(tg, combine(old, ev.value(st.value)))
+                _origins(ev.origins, tg, st)
+            elif ev.value(st.value).kind == "dev":  # self.sum += val * n, val on the device: a device sum
+                self.bind(tg, ev.value(st.value))
+                _origins(ev.origins, tg, st)
+
+    def _ann_assign(self, st: ast.AnnAssign) -> None:
+        ev = self.ev
+        if st.value is not None:
+            self.bind(st.target, ev.value(st.value), st.value)
+            _origins(ev.origins, st.target, st.value)
+        else:
+            a = annot_kind(st.annotation)
+            if a is not None:
+                self.bind(st.target, ANNOTATED[a])
+
+    def _return(self, st: ast.Return) -> None:
+        ev = self.ev
+        if ev.returned is not None:
+            v = st.value
+            none = v is None or isinstance(v, ast.Constant) and v.value is None
+            ev.returned.append(None if none else ev.value(v))
+
+    def _expr(self, st: ast.Expr) -> None:
+        ev = self.ev
+        c = st.value
+        if type(c) is not ast.Call:
+            if type(c) is ast.NamedExpr:
+                ev.value(c)  # binds the walrus
+            return
+        self._escapes(c)
+        func = c.func
+        if type(func) is ast.Attribute:
+            if func.attr in ("to", "cuda", "cpu"):
+                q = ev.qual(func)
                 if q is None:
-                    self._moved_in_place(c.func.value, c.func.attr, c.args, c.keywords)
+                    self._moved_in_place(func.value, func.attr, c.args, c.keywords)
                 elif q.startswith(_RUNTIME) and c.args:  # the wrapped form: xfer.cpu(net.eval(), site=...)
-                    self._moved_in_place(c.args[0], c.func.attr, c.args[1:], c.keywords)
-            elif isinstance(c, ast.NamedExpr) or (isinstance(c, ast.Call) and isinstance(c.func, ast.Name)
-                                                 and (ev.calls is not None or ev.local_calls is not None)):
-                ev.value(c)  # binds the walrus; records the call of a module function
-            elif type(c) is ast.Call and type(c.func) is ast.Attribute and type(c.func.value) is ast.Name:
+                    self._moved_in_place(c.args[0], func.attr, c.args[1:], c.keywords)
+            elif type(func.value) is ast.Name:
                 self._called_on(c)
-        elif t is ast.If:
-            yes, no = self._narrowed(st.test)
-            paths = [self._branch(st.body, yes), self._branch(st.orelse, no)]
-            live = [env for env, ends in paths if not ends]
-            self._merge(live or [env for env, _ in paths])
-        elif t in (ast.For, ast.AsyncFor):
-            before = dict(ev.env)
-            self._bind_loop(st.target, st.iter)
-            _origins(ev.origins, st.target, st)
-            self.body(st.body)
-            after = ev.env
-            ev.env = dict(after)
-            self.body(st.orelse)
-            self._merge([before, after, ev.env], loop=True)
-        elif t is ast.While:
-            before = dict(ev.env)
-            self.body(st.body)
-            after = ev.env
-            ev.env = dict(after)
-            self.body(st.orelse)
+        elif type(func) is ast.Name and (ev.calls is not None or ev.local_calls is not None):
+            ev.value(c)  # records the call of a module function
+
+    def _if(self, st: ast.If) -> None:
+        yes, no = self._narrowed(st.test)
+        # (no `else` and nothing narrowed: that path's environment is the one before, which
+        # nothing changes until the merge replaces it; not copied)
+        before = self.ev.env
+        paths = [self._branch(st.body, yes), self._branch(st.orelse, no) if st.orelse or no else (before, False)]
+        live = [env for env, ends in paths if not ends]
+        self._merge(live or [env for env, _ in paths])
+
+    def _for(self, st: ast.For) -> None:
+        ev = self.ev
+        before = dict(ev.env)
+        self._bind_loop(st.target, st.iter)
+        _origins(ev.origins, st.target, st)
+        self.body(st.body)
+        self._loop_end(before, st.orelse, 3)
+
+    def _while(self, st: ast.While) -> None:
+        ev = self.ev
+        before = dict(ev.env)
+        self.body(st.body)
+        self._loop_end(before, st.orelse, 2)
+
+    def _loop_end(self, before: dict, orelse: list, paths: int) -> None:
+        """After a loop's body: its `else` walked, and the environments met
+        (`paths` 3: the one before, after the body, after the `else`; 2: the
+        `else` not counted). Without an `else` the last equals the body's, and
+        meets nothing new (:func:`.kinds.join` of a value with itself is it)."""
+        ev = self.ev
+        after = ev.env
+        if not orelse:
             self._merge([before, after], loop=True)
-        elif t in (ast.With, ast.AsyncWith):
-            default = ev.default_device
-            for item in st.items:
-                if item.optional_vars is not None:
-                    # with np.load(f) as data: numpy's (its items are arrays); else unknown
-                    v = ev.value(item.context_expr)
-                    self.bind(item.optional_vars, NUMPY if v.kind == "numpy" else UNKNOWN)
-                c = item.context_expr
-                if isinstance(c, ast.Call) and c.args and ev.qual(c.func) == "torch.device":
-                    d = device_value(ev, c.args[0])  # with torch.device("cuda"): factories there
-                    ev.default_device = d if d in ("cpu", "dev") else "unknown"
-                elif type(c) is ast.Call and type(c.func) is ast.Attribute and c.func.attr in _PLACING_CONTEXTS:
-                    ev.default_device = "unknown"  # with fabric.init_module(): made where the framework says
-            self.body(st.body)
-            ev.default_device = default
-        elif t in TRIES:
-            before = dict(ev.env)
-            self.body(st.body)
-            envs = [dict(ev.env)]
-            for h in st.handlers:
-                ev.env = dict(before)
-                if h.name:
-                    ev.env[h.name] = OTHER
-                self.body(h.body)
-                envs.append(ev.env)
-            self._merge(envs)
-            self.body(st.orelse)
-            self.body(st.finalbody)
-        elif t is MATCH:
-            paths = [self._branch(case.body) for case in st.cases]
-            live = [env for env, ends in paths if not ends]
-            self._merge(live or [env for env, _ in paths])
-        elif t in (ast.FunctionDef, ast.AsyncFunctionDef):
-            ev.env[st.name] = LOCAL_FUNC if ev.function is not None and not st.decorator_list else OTHER
-            self.nested(st, ev)
-        elif t is ast.ClassDef:
-            ev.env[st.name] = CLASS
-        elif t is ast.Import:
-            for a in st.names:
-                if a.asname:
-                    ev.env[a.asname] = Val("pymod", qual=a.name)
-                else:
-                    top = a.name.split(".", 1)[0]
-                    ev.env[top] = Val("pymod", qual=top)
-        elif t is ast.ImportFrom:
-            for a in st.names:
-                if a.name == "*":
-                    continue
-                q = f"{st.module}.{a.name}" if st.module and not st.level else None
-                v = import_val(q) if q else import_val(a.name)
-                ev.env[a.asname or a.name] = Val(v.kind, qual=q)
-        elif t is ast.Delete:
-            for tg in st.targets:
-                self.bind(tg, UNKNOWN)
-        elif t in (ast.Global, ast.Nonlocal):
-            for n in st.names:
-                ev.env[n] = UNKNOWN
+            return
+        ev.env = dict(after)
+        self.body(orelse)
+        self._merge([before, after, ev.env] if paths == 3 else [before, after], loop=True)
+
+    def _with(self, st: ast.With) -> None:
+        ev = self.ev
+        default = ev.default_device
+        for item in st.items:
+            if item.optional_vars is not None:
+                # with np.load(f) as data: numpy's (its items are arrays); else unknown
+                v = ev.value(item.context_expr)
+                self.bind(item.optional_vars, NUMPY if v.kind == "numpy" else UNKNOWN)
+            c = item.context_expr
+            if isinstance(c, ast.Call) and c.args and ev.qual(c.func) == "torch.device":
+                d = device_value(ev, c.args[0])  # with torch.device("cuda"): factories there
+                ev.default_device = d if d in ("cpu", "dev") else "unknown"
+            elif type(c) is ast.Call and type(c.func) is ast.Attribute and c.func.attr in _PLACING_CONTEXTS:
+                ev.default_device = "unknown"  # with fabric.init_module(): made where the framework says
+        self.body(st.body)
+        ev.default_device = default
+
+    def _try(self, st: ast.Try) -> None:
+        ev = self.ev
+        before = dict(ev.env)
+        self.body(st.body)
+        envs = [dict(ev.env)]
+        for h in st.handlers:
+            ev.env = dict(before)
+            if h.name:
+                ev.env[h.name] = OTHER
+            self.body(h.body)
+            envs.append(ev.env)
+        self._merge(envs)
+        self.body(st.orelse)
+        self.body(st.finalbody)
+
+    def _match(self, st: ast.AST) -> None:
+        paths = [self._branch(case.body) for case in st.cases]
+        live = [env for env, ends in paths if not ends]
+        self._merge(live or [env for env, _ in paths])
+
+    def _def(self, st: ast.FunctionDef) -> None:
+        ev = self.ev
+        ev.env[st.name] = LOCAL_FUNC if ev.function is not None and not st.decorator_list else OTHER
+        self.nested(st, ev)
+
+    def _class(self, st: ast.ClassDef) -> None:
+        self.ev.env[st.name] = CLASS
+
+    def _import(self, st: ast.Import) -> None:
+        env = self.ev.env
+        for a in st.names:
+            if a.asname:
+                env[a.asname] = Val("pymod", qual=a.name)
+            else:
+                top = a.name.split(".", 1)[0]
+                env[top] = Val("pymod", qual=top)
+
+    def _import_from(self, st: ast.ImportFrom) -> None:
+        env = self.ev.env
+        for a in st.names:
+            if a.name == "*":
+                continue
+            q = f"{st.module}.{a.name}" if st.module and not st.level else None
+            v = import_val(q) if q else import_val(a.name)
+            env[a.asname or a.name] = Val(v.kind, qual=q)
+
+    def _delete(self, st: ast.Delete) -> None:
+        for tg in st.targets:
+            self.bind(tg, UNKNOWN)
+
+    def _declare(self, st: ast.Global) -> None:
+        env = self.ev.env
+        for n in st.names:
+            env[n] = UNKNOWN
 
     def _escapes(self, c: ast.Call) -> None:
         """A module shown on the host, handed to a call the code does not show
         (`trainer.fit(model)`, `fabric.setup(model)`), may be moved there: after
         it, a module of unknown place (the call's own value is read before)."""
         ev = self.ev
-        for a in (*c.args, *(k.value for k in c.keywords)):
+        for a in c.args:
             if type(a) is ast.Name:
                 v = ev.env.get(a.id)
-                if v is not None and host_module(v) and not _keeps_place(ev, c.func):
+                if v is not None and v.device == "cpu" and host_module(v) and not _keeps_place(ev, c.func):
                     ev.value(c)  # (what the call gives, read with the module where it was)
+                    ev.env[a.id] = OBJ
+        for k in c.keywords:
+            a = k.value
+            if type(a) is ast.Name:
+                v = ev.env.get(a.id)
+                if v is not None and v.device == "cpu" and host_module(v) and not _keeps_place(ev, c.func):
+                    ev.value(c)
                     ev.env[a.id] = OBJ
 
     def _called_on(self, c: ast.Call) -> None:
@@ -400,6 +473,18 @@ class Walker:
             if f == "enumerate" and it.args:
                 return UNKNOWN  # (index, item): unpacked below by position when possible
         return ev.iterated(ev.value(it))
+
+
+#: What the walk does with each kind of statement (the others change nothing it tracks).
+_STATEMENTS = {
+    ast.Assign: Walker._assign, ast.AugAssign: Walker._aug_assign, ast.AnnAssign: Walker._ann_assign,
+    ast.Return: Walker._return, ast.Expr: Walker._expr, ast.If: Walker._if, ast.For: Walker._for,
+    ast.AsyncFor: Walker._for, ast.While: Walker._while, ast.With: Walker._with, ast.AsyncWith: Walker._with,
+    **{t: Walker._try for t in TRIES}, **({MATCH: Walker._match} if MATCH is not None else {}),
+    ast.FunctionDef: Walker._def, ast.AsyncFunctionDef: Walker._def, ast.ClassDef: Walker._class,
+    ast.Import: Walker._import, ast.ImportFrom: Walker._import_from, ast.Delete: Walker._delete,
+    ast.Global: Walker._declare, ast.Nonlocal: Walker._declare,
+}
 
 
 #: Words in the names of functions that convert what they are given, or read it
@@ -531,8 +616,9 @@ def _ends(stmts: list) -> bool:
     if not stmts:
         return False
     last = stmts[-1]
-    if isinstance(last, (ast.Raise, ast.Return)):
+    t = type(last)
+    if t is ast.Return or t is ast.Raise:
         return True
-    if isinstance(last, ast.If):
+    if t is ast.If:
         return _ends(last.body) and _ends(last.orelse)
     return False

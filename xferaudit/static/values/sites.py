@@ -23,6 +23,7 @@ value-layer failure never stops a scan (the file keeps the finder's sites).
 
 from __future__ import annotations
 
+import ast
 from typing import Callable, Optional
 
 from ...config import path_matches
@@ -101,6 +102,7 @@ def _lazy_qualname(ctx: FileContext) -> Callable:
     # id(node) -> (node, its name): the walk asks again of the same node in every
     # walk of its function (the node is kept, so its id is not another's later)
     known: dict = {}
+    unbound: dict = {}  # name -> its answer, for the names the module never binds
 
     def qualname(node) -> Optional[str]:
         if not box:
@@ -113,6 +115,13 @@ def _lazy_qualname(ctx: FileContext) -> Callable:
             return box[0](node)  # (asked inside another scope: not what the memo holds)
         got = known.get(id(node))
         if got is None:
+            if type(node) is ast.Name and node.id not in box[1].bindings:
+                # a name the module never binds (`len`, `isinstance`, a star import's): the resolver's
+                # answer is the same wherever it stands (no binding before its line to choose), so per name
+                q = unbound.get(node.id, unbound)
+                if q is unbound:
+                    q = unbound[node.id] = box[0](node)
+                return q
             got = known[id(node)] = (node, box[0](node))
         return got[1]
 

@@ -53,18 +53,22 @@ def _params(fn, method: bool) -> dict:
     """What each parameter of `fn` is on entry: `self`, a tensor by its annotation, else unknown."""
     env: dict = {}
     a = fn.args
-    positional = a.posonlyargs + a.args
-    defaults = dict(zip([p.arg for p in positional[len(positional) - len(a.defaults):]], a.defaults))
-    defaults.update((p.arg, d) for p, d in zip(a.kwonlyargs, a.kw_defaults) if d is not None)
-    for i, p in enumerate(positional + a.kwonlyargs):
-        if i == 0 and method and p.arg in ("self",):
-            env["self"] = SELF
-        else:
-            k = annot_kind(p.annotation)  # x: Tensor, masks: List[Tensor]
-            d = defaults.get(p.arg)
-            if type(d) is ast.Constant and d.value is not None:
-                k = None  # output_attentions: Tensor | None = False: the default says what it is
-            env[p.arg] = ANNOTATED.get(k, UNKNOWN)
+    positional = a.posonlyargs + a.args if a.posonlyargs else a.args
+    first_default = len(positional) - len(a.defaults)  # (defaults belong to the last positionals)
+    i = 0
+    for params, defaults, start in ((positional, a.defaults, first_default), (a.kwonlyargs, a.kw_defaults, 0)):
+        for j, p in enumerate(params):
+            if i == 0 and method and p.arg == "self":
+                env["self"] = SELF
+            elif p.annotation is None:
+                env[p.arg] = UNKNOWN
+            else:
+                k = annot_kind(p.annotation)  # x: Tensor, masks: List[Tensor]
+                d = defaults[j - start] if j >= start else None
+                if type(d) is ast.Constant and d.value is not None:
+                    k = None  # output_attentions: Tensor | None = False: the default says what it is
+                env[p.arg] = ANNOTATED.get(k, UNKNOWN)
+            i += 1
     for p in (a.vararg, a.kwarg):
         if p is not None:
             env[p.arg] = UNKNOWN
@@ -453,8 +457,9 @@ def _stores_self(body: list) -> bool:
         st = stack.pop()
         t = type(st)
         if t is ast.Assign:
-            if any(_self_target(tg) for tg in st.targets):
-                return True
+            for tg in st.targets:
+                if type(tg) is not ast.Name and _self_target(tg):  # (a plain name is no attribute)
+                    return True
         elif t is ast.AugAssign or t is ast.AnnAssign:
             if _self_target(st.target):
                 return True
@@ -464,10 +469,15 @@ def _stores_self(body: list) -> bool:
             v = st.value  # self.net.to(dev), self.net.cuda(): a move in place rebinds it
             if type(v) is ast.Call and type(v.func) is ast.Attribute and v.func.attr in ("to", "cuda", "cpu"):
                 return True
-        else:
+        elif t not in _NO_BODY:
             for f in ("body", "orelse", "finalbody", "handlers", "cases"):
                 stack.extend(getattr(st, f, ()))
     return False
+
+
+#: Statements with no statements inside them (other than those tested above).
+_NO_BODY = frozenset({ast.Return, ast.Raise, ast.Pass, ast.Assert, ast.Break, ast.Continue, ast.Import,
+                      ast.ImportFrom, ast.Global, ast.Nonlocal, ast.Delete})
 
 
 def _self_target(t: ast.AST) -> bool:
