@@ -334,6 +334,7 @@ def run(targets: list, project, cfg, rules, cache, workers: int, start_method: s
     from ..values.project import combine, for_file, module_of
     from .cache import content_digest, file_digest, line_bound
     from .compiled import compiled_in_project
+    from .maps import keep
     from .scripted import scripted_in_project
 
     gpu_first = getattr(cfg, "implicit", "gpu-first") == "gpu-first"
@@ -421,45 +422,3 @@ def run(targets: list, project, cfg, rules, cache, workers: int, start_method: s
     finally:
         pool.close()
     return results, digests, cached, scripted, compiled, placed
-
-
-def placed_key(project, gpu_first: bool) -> str:
-    import hashlib
-
-    return hashlib.blake2b(repr((gpu_first, project.state)).encode(), digest_size=16).hexdigest()
-
-
-def _slots(project, gpu_first: bool) -> list:
-    from . import compiled, placed, scripted
-    from ..values.project import checked
-
-    return [(scripted._MEMO, "scripted", project.state, scripted._checked),
-            (compiled._MEMO, "compiled", project.state, compiled.checked),
-            (placed._MEMO, "placed", placed_key(project, gpu_first), checked)]
-
-
-def remembered_maps(project, cfg, cache) -> Optional[tuple]:
-    """(scripted, compiled, placed) where all three are remembered (in this
-    process, or beside the findings cache), kept in this process where the
-    passes find them; else None."""
-    gpu_first = getattr(cfg, "implicit", "gpu-first") == "gpu-first"
-    got = []
-    for memo, name, key, check in _slots(project, gpu_first):
-        v = memo.get(key)
-        if v is None and cache is not None:
-            v = check(cache.side_get(name, key))
-        if v is None:
-            return None
-        got.append(v)
-    keep(project, gpu_first, None, got)
-    return tuple(got)
-
-
-def keep(project, gpu_first: bool, cache, values: list) -> None:
-    """Remember the three maps (`values`: scripted, compiled, placed) in this
-    process and, where `cache` is given, beside the findings cache."""
-    for (memo, name, key, _), value in zip(_slots(project, gpu_first), values):
-        if cache is not None:
-            cache.side_put(name, key, value)
-        memo.clear()  # (one project per process, in practice)
-        memo[key] = value

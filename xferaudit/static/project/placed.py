@@ -10,6 +10,7 @@ import os
 from typing import Callable
 
 from ..values.project import checked, placed_in_project
+from .reach import recall
 from .scripted import Project
 
 
@@ -30,16 +31,19 @@ def for_check(project: Project, cfg, cache=None) -> dict:
 BESIDE_MIN_FILES = 400
 
 
+def placed_key(project: Project, gpu_first: bool) -> str:
+    """The map's key: the project's state and the reading (`gpu_first`)."""
+    return hashlib.blake2b(repr((gpu_first, project.state)).encode(), digest_size=16).hexdigest()
+
+
 def start(project: Project, cfg, cache=None) -> Callable[[], dict]:
     """:func:`for_check`, begun: the map is had by calling what this returns.
     A large project's pass runs in a forked process meanwhile (where forking
     is safe: this process has one thread), a small one's when asked for."""
     files = project.files
     gpu_first = getattr(cfg, "implicit", "gpu-first") == "gpu-first"
-    key = hashlib.blake2b(repr((gpu_first, project.state)).encode(), digest_size=16).hexdigest()
-    got = _MEMO.get(key)
-    if got is None and cache is not None:
-        got = checked(cache.side_get("placed", key))
+    key = placed_key(project, gpu_first)
+    got = recall(_MEMO, "placed", key, cache, checked)
     if got is not None:
         return _keep(key, got)
     pool = future = None

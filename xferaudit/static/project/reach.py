@@ -500,13 +500,21 @@ def remembered(memo: dict, name: str, key: str, cache, compute: Callable[[], dic
     """A project pass's map under `key` (the project's state): from `memo`
     (this process's), else from beside the findings cache (`cache`, saved as
     `name`, if `check` accepts its shape), else ``compute()``, then saved there."""
-    got = memo.get(key)
-    if got is None and cache is not None:
-        got = check(cache.side_get(name, key))
+    got = recall(memo, name, key, cache, check)
     if got is None:
         got = compute()
         if cache is not None:
             cache.side_put(name, key, got)
     memo.clear()  # (one project per process, in practice)
     memo[key] = got
+    return got
+
+
+def recall(memo: dict, name: str, key, cache, check: Callable[[object], Optional[dict]]) -> Optional[dict]:
+    """A project pass's map under `key`: this process's (`memo`), else the one
+    saved beside the findings cache as `name` (`cache`; if `check` accepts its
+    shape), else None."""
+    got = memo.get(key)
+    if got is None and cache is not None:
+        got = check(cache.side_get(name, key))
     return got

@@ -270,9 +270,9 @@ def scan(
     fresh: set = set()
     trees: dict = {}  # absolute path -> (text, tree) of a file the serial project passes parsed
     if project is not None:
-        from .onepass import remembered_maps
+        from .maps import remembered
 
-        maps = remembered_maps(project, cfg, cache)
+        maps = remembered(project, cfg, cache)
         pooled = None
         if maps is None and not evidence:
             pooled = _one_pass(read, project, cfg, rules, cache, jobs, out, tick)
@@ -402,6 +402,8 @@ def _unchanged(files: list, project, cfg: Config, cache, cwd: str, out: "Scan", 
     findings need (TorchScript's, and ``torch.compile``'s, applied after the
     cache); the placing helpers' map, which only the fixes read, is read when
     first asked for (:class:`_Later`)."""
+    from .maps import remembered
+
     keys = cache.side_get("clean", project.state)
     if not isinstance(keys, dict):
         return False
@@ -428,7 +430,7 @@ def _unchanged(files: list, project, cfg: Config, cache, cwd: str, out: "Scan", 
             return False
         results.append(hit)
         relpaths.append(rel)
-    maps = _remembered(project, cache)
+    maps = remembered(project, cfg, cache, ("scripted", "compiled"))
     if maps is None:
         return False
     out.scripted, out.compiled = maps
@@ -439,27 +441,6 @@ def _unchanged(files: list, project, cfg: Config, cache, cwd: str, out: "Scan", 
         tick(len(hit.sites))
     _mark_compiled(out, aps)
     return True
-
-
-def _remembered(project, cache) -> Optional[tuple]:
-    """(scripted, compiled): the project's TorchScript and ``torch.compile``
-    maps where both are remembered (this process's, or beside the findings
-    cache), kept in this process; else None."""
-    from . import compiled, scripted
-
-    got = []
-    for memo, name, check in ((scripted._MEMO, "scripted", scripted._checked),
-                              (compiled._MEMO, "compiled", compiled.checked)):
-        value = memo.get(project.state)
-        if value is None:
-            value = check(cache.side_get(name, project.state))
-        if value is None:
-            return None
-        got.append(value)
-    for (memo, value) in zip((scripted._MEMO, compiled._MEMO), got):
-        memo.clear()  # (one project per process, in practice)
-        memo[project.state] = value
-    return tuple(got)
 
 
 def _placed(project, cfg: Config, cache) -> dict:
