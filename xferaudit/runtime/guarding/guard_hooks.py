@@ -302,9 +302,9 @@ def hook(orig: Callable, could_cross: Callable, enter: Callable, tls: Any,
         if not cross or tls.hooked:
             return orig(*args, **kwargs)
         stack = tls.stack
-        if stack and guard_ops.fake(args, kwargs):  # (AOTAutograd's, Inductor's trace: nothing moves)
-            return orig(*args, **kwargs)
         if not stack or (depth.depth and stack[-1].get("pageable", "off") == "off"):
+            return orig(*args, **kwargs)
+        if guard_ops.fake(args, kwargs):  # (AOTAutograd's, Inductor's trace: nothing moves)
             return orig(*args, **kwargs)
         ev = None if (event_of is None or tls.quiet or depth.depth) else event_of(args, kwargs)
         if ev is not None:

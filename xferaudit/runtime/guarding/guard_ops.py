@@ -12,6 +12,7 @@ tests can call it directly.
 
 from __future__ import annotations
 
+import sys
 from typing import Any, Optional
 
 from ...opforms import COUNT_OPS
@@ -339,8 +340,6 @@ def fake(args: tuple, kwargs: dict) -> bool:
     (AOTAutograd and Inductor run the program's ops on them, outside Dynamo's
     own tracing, to learn shapes and devices; nothing moves), or a fake-tensor
     mode in force. Asked only of a call that would otherwise be one."""
-    import sys
-
     mod = sys.modules.get("torch._subclasses.fake_tensor")
     if mod is None:  # (no fake tensor can exist before it is imported)
         return False
@@ -353,4 +352,3 @@ def fake(args: tuple, kwargs: dict) -> bool:
         if isinstance(a, Fake) or (type(a) in (list, tuple) and any(isinstance(x, Fake) for x in a)):
             return True
     return False
-
