@@ -12,6 +12,7 @@ from __future__ import annotations
 import ast
 from typing import Callable, Optional
 
+from ..front.resolver import attribute_chain
 from . import calls as _calls
 from .kinds import (
     HOST, HOST_PAIR, HOST_PAIRS, HOSTMOD, host_module, CPUDEV, DEV, DEVICE, DEVLIKE, DEVOUT, NONE, NUMPY, ON_DEVICE, OTHER, PY, PYLIST, SELF, TENSOR,
@@ -373,11 +374,7 @@ METRICS = Val("tensors", items={}, container=True)
 
 def _dotted(base: str, node: ast.Attribute) -> str:
     """`base` followed by the attributes of the chain `node` (``base.a.b`` for ``x.a.b``)."""
-    parts = []
-    while type(node) is ast.Attribute:
-        parts.append(node.attr)
-        node = node.value
-    return ".".join([base] + parts[::-1])
+    return ".".join([base] + attribute_chain(node)[1][::-1])
 
 
 def _stringy(node: ast.AST) -> bool:

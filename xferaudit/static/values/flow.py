@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import ast
 import re
-from itertools import compress
+from itertools import chain, compress
 from operator import is_not
 from typing import Callable, Optional
 
@@ -370,18 +370,11 @@ class Walker:
         (`trainer.fit(model)`, `fabric.setup(model)`), may be moved there: after
         it, a module of unknown place (the call's own value is read before)."""
         ev = self.ev
-        for a in c.args:
+        for a in chain(c.args, [k.value for k in c.keywords]) if c.keywords else c.args:
             if type(a) is ast.Name:
                 v = ev.env.get(a.id)
                 if v is not None and v.device == "cpu" and host_module(v) and not _keeps_place(ev, c.func):
                     ev.value(c)  # (what the call gives, read with the module where it was)
-                    ev.env[a.id] = OBJ
-        for k in c.keywords:
-            a = k.value
-            if type(a) is ast.Name:
-                v = ev.env.get(a.id)
-                if v is not None and v.device == "cpu" and host_module(v) and not _keeps_place(ev, c.func):
-                    ev.value(c)
                     ev.env[a.id] = OBJ
 
     def _called_on(self, c: ast.Call) -> None:
