@@ -4,7 +4,7 @@
 # then the wave's benches, each writing under OUT; everything is packed into
 # OUT/wave5.tgz (the device tool brings back few files) with a summary beside it.
 #   bash bench/gpu_session_wave5.sh OUT [part]
-# part: all (default) | one (the most needed lines of each issue, one call) | liger, liger_more (parts of liger-kernel's GPU suite bare and wrapped, carrying .gpuwork) | short (one's first three, ~6 min) | min (its first two) | compiled (the first alone) | suite (the GPU suite, the Triton kernels) | benches (compiled regions,
+# part: all (default) | one (the most needed lines of each issue, one call) | again (compiled regions and kernels, rerun) | liger, liger_more (parts of liger-kernel's GPU suite bare and wrapped, carrying .gpuwork) | short (one's first three, ~6 min) | min (its first two) | compiled (the first alone) | suite (the GPU suite, the Triton kernels) | benches (compiled regions,
 # named crossings, nanoGPT) | speed (the cold scan against c43a603, 2 and 16 cores); each fits one
 # device call of 10 minutes
 # Wheels for what the image lacks (libcst, pyyaml, ruff) come in .whl/ when the
@@ -57,6 +57,10 @@ fi
 if [ "$part" = min ]; then  # ~4.5 minutes: compiled regions and named crossings alone
   step gpu_compiled 150 python3 bench/gpu_compiled.py --out "$r/compiled" --steps 12 --repeats 3
   step gpu_named_lite 110 python3 bench/gpu_named.py --device cuda --mode lite --out "$r/gpu_named_lite.json"
+fi
+if [ "$part" = again ]; then  # ~8 minutes: the reruns after the CPU fixes (compiled regions, the kernels)
+  step gpu_kernels 90 python3 bench/gpu_kernels.py "$r/kernels"
+  step gpu_compiled 420 python3 bench/gpu_compiled.py --out "$r/compiled" --steps 12 --repeats 3
 fi
 if [ "$part" = compiled ]; then  # ~2.5 minutes: compiled regions alone
   step gpu_compiled 150 python3 bench/gpu_compiled.py --out "$r/compiled" --steps 12 --repeats 3

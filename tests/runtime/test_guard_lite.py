@@ -74,12 +74,28 @@ def test_hooks_run_a_call_under_the_mode_only_when_it_could_cross():
         calls.append(a)
         return fn(*a, **kw)
 
-    tls = types.SimpleNamespace(stack=[{}], hooked=0)
-    h = guard_hooks.hook(orig, lambda a, kw: a[0] == "cross", enter, tls, lambda: False)
+    tls = types.SimpleNamespace(stack=[{}], hooked=0, full=0)
+    modes = [True]
+    h = guard_hooks.hook(orig, lambda a, kw: a[0] == "cross", enter, tls, lambda: False,
+                         modes_on=lambda: modes[0])
     assert h("stay") == ("orig", ("stay",)) and calls == []
     assert h("cross") == ("orig", ("cross",)) and calls == [("cross",)]
-    tls.hooked = 1  # already inside a hooked call, or the full mode is on
+    tls.hooked = 1  # already inside a hooked call
     h("cross")
+    modes[0] = False
+    h("cross")
+    tls.full = 1  # the full mode is pushed: it sees the call while it is in force
+    modes[0] = True
+    h("cross")
+    assert calls == [("cross",)]
+    modes[0] = False  # PyTorch switched every mode off (a compiler's own tensors): the hook enters
+    h("cross")
+    assert calls == [("cross",), ("cross",)]
+    tls.hooked = 2  # inside a hooked call under the full mode: the original
+    h("cross")
+    assert len(calls) == 2
+    calls.pop()
+    tls.full = 0
     tls.hooked, tls.stack = 0, []  # a thread with no guard
     h("cross")
     compiling = guard_hooks.hook(orig, lambda a, kw: True, enter, types.SimpleNamespace(

@@ -331,14 +331,22 @@ def test_merge_refuses_to_mix_run_files_with_others(metas, message):
     assert (same.meta["kind"], same.meta["root"]) == ("run", "/p")
 
 
-def test_under_the_full_mode_alone_torchs_methods_are_not_hooked(dev):
-    item = torch.Tensor.item  # (TensorBase's: a hook would sit on Tensor itself)
+def test_under_the_full_mode_the_hooks_are_on_and_step_aside(dev):
+    # (on, for what PyTorch makes with the modes off; aside while the mode is in force: one count)
+    item = torch.Tensor.item  # (TensorBase's: a hook sits on Tensor itself)
+    x = torch.ones(1, device=dev)
+    xfer.reset()
     with guard("count", mode="full"):
-        assert torch.Tensor.item is item
+        assert getattr(torch.Tensor.item, "__xferaudit_original__", None) is item
+        x.item()
         with guard("count", mode="lite"):
             assert getattr(torch.Tensor.item, "__xferaudit_original__", None) is item
-        assert torch.Tensor.item is item
+            x.item()
+        assert getattr(torch.Tensor.item, "__xferaudit_original__", None) is item
     assert "item" not in torch.Tensor.__dict__
+    got = [(u.op, u.count) for u in xfer.snapshot().unwrapped]
+    xfer.reset()
+    assert got == [("aten._local_scalar_dense", 1), ("aten._local_scalar_dense", 1)]
 
 
 def test_report_escapes_the_chain_and_via_it_prints(tmp_path, capsys):

@@ -21,8 +21,9 @@ Two modes (``guard(..., mode=...)``, else ``$XFERAUDIT_GUARD_MODE``, else
 ``auto``: lite on a CUDA machine, full elsewhere and on the simulated device):
 
 * ``lite``, cheap enough to leave on: hooks on the few Python-level calls
-  that can cross (:mod:`xferaudit.runtime.guarding.guard_hooks`), on while a lite
-  guard is; a call that could cross runs under the dispatch mode below, so
+  that can cross (:mod:`xferaudit.runtime.guarding.guard_hooks`), on while any
+  guard is (under the full mode they act only where PyTorch has switched the
+  dispatch modes off, as compilers do for tensors of their own); a call that could cross runs under the dispatch mode below, so
   its event is the full mode's own (a scalar read of one element, always one
   ``aten._local_scalar_dense``, and the other calls of one event,
   :func:`~.guard_hooks.single_events`, are recorded by their hook directly); every
@@ -263,7 +264,7 @@ _tls = _guard_state.tls
 _sync = _guard_state.sync
 _seen: set = set()  # (path, line, op) already logged
 _active = 0  # guards active, all threads
-_lite = 0  # of them, those in the cheap mode (its hooks are on while any is)
+_lite = 0  # of them, those in the cheap mode
 _active_lock = threading.Lock()
 #: While a run holds counting (runs/unseen.py): a level ``off`` counts, and this gets the frame.
 OFF_HELD: Any = None
@@ -276,12 +277,10 @@ def _after_fork_in_child() -> None:
     _active = len(_tls.pushed)
     _lite = sum(1 for _, lite in _tls.pushed if lite)
     _recorder.STATE.full = _active > _lite
-    if _lite == 0 and _modes_cls is not None:
-        _modes_cls[2](False)  # (the cheap layer's hooks, as at the last lite guard's exit)
     if _active == 0 and _recorder.STATE.guard:
         _recorder.STATE.guard = False
         if _modes_cls is not None:
-            _modes_cls[1](False)
+            _modes_cls[1](False)  # (the printers, the tracer's way around and the hooks)
 
 
 _recorder.new_lock_after_fork(sys.modules[__name__], "_active_lock", then=_after_fork_in_child)
@@ -537,11 +536,12 @@ def _build(torch: Any) -> Any:
     print_install = _guard_print.print_hooks(torch, ops, _event)
     trace_install = _guard_trace.trace_hooks(torch)
 
-    def install_any(on: bool) -> None:  # (on while any guard is: the printers, and the tracer's way around)
-        print_install(on)
-        trace_install(on)
+    def install_any(on: bool) -> None:  # (on while any guard is: the printers, the tracer's way around,
+        print_install(on)  # and the cheap layer's hooks, which under the full mode act only where
+        trace_install(on)  # PyTorch has switched the dispatch modes off)
+        hooks.install(on)
 
-    return _mode_class(ops), install_any, hooks.install
+    return _mode_class(ops), install_any
 
 
 def _modes() -> Any:
@@ -610,15 +610,13 @@ class guard:
 
     def __enter__(self) -> "guard":
         global _active, _lite
-        mode_cls, install_any, install_hooks = _modes()
+        mode_cls, install_any = _modes()
         full = resolve_mode(self.mode) == "full"
         with _active_lock:
             if _active == 0:
                 install_any(True)
             _active += 1
-            if not full:  # (the cheap layer's hooks are on while a lite guard is: under
-                if _lite == 0:  # the full mode alone they would only sit in every call)
-                    install_hooks(True)
+            if not full:
                 _lite += 1
             _recorder.STATE.guard = True
             _recorder.STATE.full = _active > _lite
@@ -632,7 +630,8 @@ class guard:
                 self._release(not full)
                 raise
             _tls.mode = mode
-            _tls.hooked += 1  # (the hooks step aside: the mode sees everything)
+            _tls.hooked += 1  # (the hooks step aside: the mode sees everything, while it is in force)
+            _tls.full = 1
         _tls.pushed.append((push, not full))
         _tls.stack.append(_held_levels(self.levels))
         _sync()
@@ -645,6 +644,7 @@ class guard:
             if push and _tls.mode is not None:
                 mode, _tls.mode = _tls.mode, None
                 _tls.hooked -= 1
+                _tls.full = 0
                 mode.__exit__(None, None, None)
         finally:
             _sync()
@@ -655,10 +655,7 @@ class guard:
         global _active, _lite
         with _active_lock:
             if lite:
-                _lite -= 1
-                if _lite <= 0:
-                    _lite = 0
-                    _modes()[2](False)
+                _lite = max(0, _lite - 1)
             _active -= 1
             if _active <= 0:
                 _active = 0

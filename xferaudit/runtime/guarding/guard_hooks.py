@@ -28,7 +28,10 @@ host/device arguments to ops other than those above, and ops run on
 autograd's device threads (a custom backward reading a value back).
 
 The hooks step aside while Dynamo traces (``torch.compiler.is_compiling()``)
-and on threads with no guard; compiled code never calls them.
+and on threads with no guard; compiled code never calls them. They are on
+under the full mode too, stepping aside while its dispatch mode is in force:
+where PyTorch switches every mode off (a compiler making tensors of its own,
+on the device, while it compiles) only they see the call.
 """
 
 from __future__ import annotations
@@ -255,7 +258,7 @@ _NOT_WRAPPED = _NotWrapped()
 def hook(orig: Callable, could_cross: Callable, enter: Callable, tls: Any,
          compiling: Callable, depth: Any = None, event_of: Optional[Callable] = None,
          record_at: Optional[Callable] = None, after: Optional[Callable] = None,
-         flag: Any = None) -> Callable:
+         flag: Any = None, modes_on: Optional[Callable] = None) -> Callable:
     """``orig`` hooked: under the guard's mode when `could_cross`, else as is.
 
     `enter(fn, args, kwargs)` runs the call under this thread's dispatch mode.
@@ -264,6 +267,11 @@ def hook(orig: Callable, could_cross: Callable, enter: Callable, tls: Any,
     full mode is on) or Dynamo tracing: the original. (Inside a print's
     ``format`` of a 0-dim tensor, which reads it with ``item``, the hook runs:
     its read is the print's.)
+
+    Under the full mode alone (`tls.full`), the hook acts where `modes_on()`
+    says PyTorch has switched every dispatch mode off: a compiler makes its own
+    tensors so (Inductor's pattern matcher its example inputs, on the device),
+    and the mode would not see them.
 
     `depth` (``recorder.STATE.local``): its ``depth`` > 0 inside a counting
     wrapper, whose own call this is: the original, unless pageable copies are
@@ -289,6 +297,8 @@ def hook(orig: Callable, could_cross: Callable, enter: Callable, tls: Any,
     flag, dynamo = _compile_check(flag, compiling)
     getframe = sys._getframe
     clock = time.perf_counter_ns
+    if modes_on is None:
+        modes_on = _always
 
     @functools.wraps(orig)
     def hooked(*args: Any, **kwargs: Any) -> Any:
@@ -299,7 +309,9 @@ def hook(orig: Callable, could_cross: Callable, enter: Callable, tls: Any,
             cross = could_cross(args, kwargs)
         except Exception:
             cross = True
-        if not cross or tls.hooked:
+        if not cross:
+            return orig(*args, **kwargs)
+        if tls.hooked and (tls.hooked != tls.full or modes_on()):
             return orig(*args, **kwargs)
         stack = tls.stack
         if not stack or (depth.depth and stack[-1].get("pageable", "off") == "off"):
@@ -396,6 +408,19 @@ def _compile_check(flag: Any, compiling: Callable) -> tuple:
     return flag, dynamo
 
 
+def _always() -> bool:
+    return True
+
+
+def modes_check(torch: Any) -> Callable:
+    """A function saying whether any dispatch mode is in force on this thread
+    (False inside ``_disable_current_modes()``, as compilers use it)."""
+    length = getattr(torch._C, "_len_torch_dispatch_stack", None)
+    if length is None:  # pragma: no cover - a torch without it: the mode is taken to see all
+        return _always
+    return lambda: length() > 0
+
+
 class _AskCompiling:
     __slots__ = ("fn",)
 
@@ -413,7 +438,8 @@ class _AskCompiling:
 
 def scalar_hook(orig: Callable, enter: Callable, read: Callable, tls: Any, compiling: Callable,
                 depth: Any = None, record_at: Optional[Callable] = None,
-                after: Optional[Callable] = None, flag: Any = None) -> Callable:
+                after: Optional[Callable] = None, flag: Any = None,
+                modes_on: Optional[Callable] = None) -> Callable:
     """:func:`hook` for a scalar read (:data:`SCALAR_FAST`), which could cross
     when its tensor is not on the host. A read of one device element is one
     ``aten._local_scalar_dense``: the event the dispatch mode would record
@@ -449,6 +475,8 @@ def scalar_hook(orig: Callable, enter: Callable, read: Callable, tls: Any, compi
         depth = _NOT_WRAPPED
     flag, dynamo = _compile_check(flag, compiling)
     fast = record_at is not None and after is not None
+    if modes_on is None:
+        modes_on = _always
 
     @functools.wraps(orig)
     def hooked(self: Any, *args: Any) -> Any:
@@ -467,6 +495,8 @@ def scalar_hook(orig: Callable, enter: Callable, read: Callable, tls: Any, compi
             return orig(self)
         level = tls.down  # (None: no guard on this thread, or inside a hooked call)
         if level is None:
+            if tls.hooked and tls.hooked == tls.full and not modes_on():  # (see :func:`hook`)
+                return read(orig, (self,), {}, getframe(1))
             return orig(self)
         if fast and (level == "count" or level == "log") and not tls.quiet:
             t0 = clock()
@@ -513,16 +543,19 @@ class Hooks:
             depth = _NOT_WRAPPED
         single = single_events() if fast else {}
 
+        modes_on = modes_check(torch)
+
         def made(orig: Callable, name: str, pred: Callable) -> Callable:
             return hook(orig, pred, enter, tls, compiling, depth, single.get(name), record_at, after,
-                        flag)
+                        flag, modes_on)
 
         for name, pred in predicates(torch).items():
             orig = getattr(Tensor, name, None)
             if orig is None:
                 continue
             own = orig if name in Tensor.__dict__ else None
-            hooked = (scalar_hook(orig, enter, read, tls, compiling, depth, record_at, after, flag)
+            hooked = (scalar_hook(orig, enter, read, tls, compiling, depth, record_at, after, flag,
+                                  modes_on)
                       if read is not None and name in SCALAR_FAST
                       else made(orig, name, pred))
             self.slots.append((Tensor, name, own, hooked))
