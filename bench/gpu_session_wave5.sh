@@ -58,9 +58,10 @@ if [ "$part" = min ]; then  # ~4.5 minutes: compiled regions and named crossings
   step gpu_compiled 150 python3 bench/gpu_compiled.py --out "$r/compiled" --steps 12 --repeats 3
   step gpu_named_lite 110 python3 bench/gpu_named.py --device cuda --mode lite --out "$r/gpu_named_lite.json"
 fi
-if [ "$part" = again ]; then  # ~8 minutes: the reruns after the CPU fixes (compiled regions, the kernels)
-  step gpu_kernels 90 python3 bench/gpu_kernels.py "$r/kernels"
-  step gpu_compiled 420 python3 bench/gpu_compiled.py --out "$r/compiled" --steps 12 --repeats 3
+if [ "$part" = again ]; then  # ~9 minutes: the reruns after the CPU fixes (compiled regions, the kernels)
+  step gpu_compiled 400 python3 bench/gpu_compiled.py --out "$r/compiled" --steps 12 --repeats 3
+  step gpu_kernels 80 python3 bench/gpu_kernels.py "$r/kernels"
+  step gpu_guard_tests 80 python3 -m pytest -q -p no:cacheprovider tests/runtime/test_compiled_gpu.py tests/runtime/test_guard_modes_off.py
 fi
 if [ "$part" = compiled ]; then  # ~2.5 minutes: compiled regions alone
   step gpu_compiled 150 python3 bench/gpu_compiled.py --out "$r/compiled" --steps 12 --repeats 3
