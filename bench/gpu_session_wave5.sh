@@ -4,7 +4,7 @@
 # then the wave's benches, each writing under OUT; everything is packed into
 # OUT/wave5.tgz (the device tool brings back few files) with a summary beside it.
 #   bash bench/gpu_session_wave5.sh OUT [part]
-# part: all (default) | one (the most needed lines of each issue, one call) | again (compiled regions and kernels, rerun) | liger, liger_more (parts of liger-kernel's GPU suite bare and wrapped, carrying .gpuwork) | short (one's first three, ~6 min) | min (its first two) | compiled (the first alone) | suite (the GPU suite, the Triton kernels) | benches (compiled regions,
+# part: all (default) | one (the most needed lines of each issue, one call) | again (compiled regions and kernels, rerun) | breaks (the programs with breaks, the guard's GPU tests) | liger, liger_more (parts of liger-kernel's GPU suite bare and wrapped, carrying .gpuwork) | short (one's first three, ~6 min) | min (its first two) | compiled (the first alone) | suite (the GPU suite, the Triton kernels) | benches (compiled regions,
 # named crossings, nanoGPT) | speed (the cold scan against c43a603, 2 and 16 cores); each fits one
 # device call of 10 minutes
 # Wheels for what the image lacks (libcst, pyyaml, ruff) come in .whl/ when the
@@ -62,6 +62,10 @@ if [ "$part" = again ]; then  # ~9 minutes: the reruns after the CPU fixes (comp
   step gpu_compiled 400 python3 bench/gpu_compiled.py --out "$r/compiled" --steps 12 --repeats 3
   step gpu_kernels 80 python3 bench/gpu_kernels.py "$r/kernels"
   step gpu_guard_tests 80 python3 -m pytest -q -p no:cacheprovider tests/runtime/test_compiled_gpu.py tests/runtime/test_guard_modes_off.py
+fi
+if [ "$part" = breaks ]; then  # ~7 minutes: the two programs with breaks, and the guard's GPU tests
+  step gpu_compiled_breaks 330 python3 bench/gpu_compiled.py --out "$r/compiled" --steps 12 --only breaks breaks_fixed
+  step gpu_guard_tests 200 python3 -m pytest -q -p no:cacheprovider tests/runtime/test_compiled_gpu.py tests/runtime/test_guard_modes_off.py tests/runtime/test_guard_fake_tensors.py
 fi
 if [ "$part" = compiled ]; then  # ~2.5 minutes: compiled regions alone
   step gpu_compiled 150 python3 bench/gpu_compiled.py --out "$r/compiled" --steps 12 --repeats 3

@@ -62,3 +62,21 @@ def test_a_trace_by_make_fx_in_fake_mode_moves_nothing(mode):
         assert _crossings() == []
         step(x, scale)
     assert _crossings() == [("aten._to_copy", "up", 1)]
+
+
+@pytest.mark.parametrize("mode", ["lite", "full"])
+def test_a_tensor_made_from_data_under_a_fake_mode_is_still_uploaded(mode):
+    # Where a device is available, FakeTensorMode lets torch.tensor(data, device=)
+    # make the tensor on the device for real and fakes it after (avoid_device_init
+    # False): the upload happens. Inductor's pattern matcher makes its example
+    # inputs so while it compiles: 24 uploads an H100's profiler counted.
+    from torch._subclasses.fake_tensor import FakeTensorMode
+
+    dev = simulated_device()
+    fm = FakeTensorMode()
+    assert not fm.avoid_device_init  # (the simulated device counts as available, as CUDA would)
+    with xfer.guard("count", mode=mode):
+        with fm:
+            torch.tensor([1.0, 2.0], device=dev)
+            torch.tensor([1.0, 2.0])  # (on the host: nothing moves)
+    assert _crossings() == [("aten.lift_fresh", "up", 1)]

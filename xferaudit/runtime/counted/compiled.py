@@ -53,7 +53,7 @@ class Region:
     """One compiled site's tallies."""
 
     __slots__ = ("site", "calls", "graph_runs", "replayed_runs", "replays", "per_call", "breaks",
-                 "skips", "recompiles", "skip_count")
+                 "skips", "recompiles", "skip_count", "pending_backward")
 
     def __init__(self, site: str) -> None:
         self.site = site
@@ -66,12 +66,14 @@ class Region:
         self.skips: dict = {}  # name -> [count, class, at, reason]
         self.recompiles: dict = {}  # guard that failed -> count
         self.skip_count = 0  # Inductor's counter, grown during this site's calls
+        self.pending_backward = 0  # CUDA-graph runs kept in warm-up: a forward's backward never ran
 
     def to_dict(self) -> dict:
         return {
             "site": self.site, "calls": self.calls, "graph_runs": self.graph_runs,
             "graphs_per_call": {str(k): v for k, v in sorted(self.per_call.items())},
             "replays": self.replays, "replayed_runs": self.replayed_runs,
+            "pending_backward": self.pending_backward,
             "breaks": [{"name": k, "count": v[0], "path": v[1], "line": v[2], "function": v[3],
                         "text": v[4], "reason": v[5], "detail": v[6]} for k, v in self.breaks.items()],
             "cudagraph_skips": self.skip_count,
@@ -86,6 +88,7 @@ class _State:
         self.on = False
         self.installed = False
         self.inductor = False  # Inductor's skip hook on
+        self.trees = False  # CUDA-graph trees' run hooked (their module comes with the first such compile)
         self.regions: dict = {}  # site -> Region
         self.lock = threading.Lock()
         self.local = threading.local()  # .stack: [Frame] of the counted calls running on this thread
@@ -145,8 +148,8 @@ def begin(site: Optional[str]) -> Optional[_Call]:
         return None
     if not STATE.installed:
         install()
-    elif not STATE.inductor and _INDUCTOR in sys.modules:  # (Inductor imported since: its skip hook)
-        _install_inductor()
+    elif (not STATE.inductor and _INDUCTOR in sys.modules) or (not STATE.trees and _TREES in sys.modules):
+        _install_inductor()  # (Inductor, or its CUDA-graph trees, imported since)
     call = _Call(_region(site if site is not None else UNNAMED))
     got = _break_list()
     call.breaks_at = len(got) if got is not None else 0
@@ -508,6 +511,24 @@ def _wrap_replay(orig: Callable) -> Callable:
     return replay
 
 
+def _wrap_tree_run(orig: Callable) -> Callable:
+    """CUDA-graph trees' run: a run that stays in warm-up because a forward ran
+    in training mode and its backward never did (the tree waits for one before
+    it records or replays: Inductor counts no skip, logs nothing at its default
+    level, and the graph runs without CUDA graphs for good)."""
+
+    @functools.wraps(orig)
+    def run(self: Any, *args: Any, **kwargs: Any) -> Any:
+        pending = getattr(self, "running_forwards_with_pending_backwards", False)
+        out = orig(self, *args, **kwargs)
+        call = _current()
+        if pending and call is not None and type(getattr(self, "current_node", None)).__name__ == "CUDAWarmupNode":
+            call.region.pending_backward += 1
+        return out
+
+    return run
+
+
 def _patch(owner: Any, name: str, make: Callable) -> None:
     if owner is None:
         return
@@ -544,6 +565,7 @@ def install() -> None:
 
 
 _INDUCTOR = "torch._inductor.output_code"
+_TREES = "torch._inductor.cudagraph_trees"
 
 
 def _install_inductor() -> None:
@@ -553,6 +575,10 @@ def _install_inductor() -> None:
         mod = sys.modules.get(name)
         if mod is not None and hasattr(mod, "log_cudagraph_skip_and_bump_counter"):
             _patch(mod, "log_cudagraph_skip_and_bump_counter", _wrap_skip_log)
+    trees = sys.modules.get(_TREES)
+    if trees is not None:
+        _patch(getattr(trees, "CUDAGraphTreeManager", None), "run", _wrap_tree_run)
+        STATE.trees = True
     STATE.inductor = True
 
 
@@ -560,7 +586,7 @@ def uninstall() -> None:
     for owner, name, orig in reversed(STATE.undo):
         setattr(owner, name, orig)
     STATE.undo.clear()
-    STATE.installed = STATE.inductor = False
+    STATE.installed = STATE.inductor = STATE.trees = False
 
 
 def start(on: bool = True) -> None:
@@ -600,8 +626,8 @@ def delta(before: list, after: list) -> list:
             out.append(d)
             continue
         n = dict(d)
-        for k in ("calls", "graph_runs", "replays", "replayed_runs", "cudagraph_skips"):
-            n[k] = d[k] - o[k]
+        for k in ("calls", "graph_runs", "replays", "replayed_runs", "cudagraph_skips", "pending_backward"):
+            n[k] = d.get(k, 0) - o.get(k, 0)
         per = {k: v - o["graphs_per_call"].get(k, 0) for k, v in d["graphs_per_call"].items()}
         n["graphs_per_call"] = {k: v for k, v in per.items() if v}
         for key, ident in (("breaks", "name"), ("skips", "name"), ("recompiles", "guard")):

@@ -445,7 +445,7 @@ def _mode_class(ops: guard_ops.Ops) -> Any:
                     if fixed is None:
                         raise
                     return func(*fixed[0], **fixed[1])
-            if guard_ops.fake(args, kwargs):  # (a compiler's trace: nothing moves)
+            if guard_ops.fake(args, kwargs, ops.kinds.get(func) == guard_ops.LIFT):  # (a compiler's trace)
                 return func(*args, **kwargs)
             stack = self.stack
             copies = ev[3] if len(ev) > 3 else 1

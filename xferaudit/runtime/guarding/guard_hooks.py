@@ -258,7 +258,7 @@ _NOT_WRAPPED = _NotWrapped()
 def hook(orig: Callable, could_cross: Callable, enter: Callable, tls: Any,
          compiling: Callable, depth: Any = None, event_of: Optional[Callable] = None,
          record_at: Optional[Callable] = None, after: Optional[Callable] = None,
-         flag: Any = None, modes_on: Optional[Callable] = None) -> Callable:
+         flag: Any = None, modes_on: Optional[Callable] = None, made: bool = False) -> Callable:
     """``orig`` hooked: under the guard's mode when `could_cross`, else as is.
 
     `enter(fn, args, kwargs)` runs the call under this thread's dispatch mode.
@@ -267,6 +267,8 @@ def hook(orig: Callable, could_cross: Callable, enter: Callable, tls: Any,
     full mode is on) or Dynamo tracing: the original. (Inside a print's
     ``format`` of a 0-dim tensor, which reads it with ``item``, the hook runs:
     its read is the print's.)
+
+    `made`: the call makes a tensor from data (see :func:`guard_ops.fake`).
 
     Under the full mode alone (`tls.full`), the hook acts where `modes_on()`
     says PyTorch has switched every dispatch mode off: a compiler makes its own
@@ -316,7 +318,7 @@ def hook(orig: Callable, could_cross: Callable, enter: Callable, tls: Any,
         stack = tls.stack
         if not stack or (depth.depth and stack[-1].get("pageable", "off") == "off"):
             return orig(*args, **kwargs)
-        if guard_ops.fake(args, kwargs):  # (AOTAutograd's, Inductor's trace: nothing moves)
+        if guard_ops.fake(args, kwargs, made):  # (AOTAutograd's, Inductor's trace: nothing moves)
             return orig(*args, **kwargs)
         ev = None if (event_of is None or tls.quiet or depth.depth) else event_of(args, kwargs)
         if ev is not None:
@@ -547,7 +549,7 @@ class Hooks:
 
         def made(orig: Callable, name: str, pred: Callable) -> Callable:
             return hook(orig, pred, enter, tls, compiling, depth, single.get(name), record_at, after,
-                        flag, modes_on)
+                        flag, modes_on, name in MAKERS or name == "new_tensor")
 
         for name, pred in predicates(torch).items():
             orig = getattr(Tensor, name, None)

@@ -335,18 +335,24 @@ def decompose(mode: Any, torch: Any, func: Any, args: tuple, kwargs: dict) -> An
         return func.decompose(*args, **kwargs)
 
 
-def fake(args: tuple, kwargs: dict) -> bool:
+def fake(args: tuple, kwargs: dict, made: bool = False) -> bool:
     """A compiler's trace, not a crossing: a fake tensor among the arguments
     (AOTAutograd and Inductor run the program's ops on them, outside Dynamo's
     own tracing, to learn shapes and devices; nothing moves), or a fake-tensor
-    mode in force. Asked only of a call that would otherwise be one."""
+    mode in force. Asked only of a call that would otherwise be one.
+
+    `made`: a tensor made from data (``torch.tensor(data, device=)``, its
+    ``aten.lift_fresh``). Where a device is available, a fake-tensor mode lets
+    PyTorch make it on the device for real and fakes it only after (its
+    ``avoid_device_init``): the upload happens, so only a fake argument says
+    it did not (Inductor's pattern matcher makes its example inputs so)."""
     mod = sys.modules.get("torch._subclasses.fake_tensor")
     if mod is None:  # (no fake tensor can exist before it is imported)
         return False
     Fake = mod.FakeTensor
     torch = sys.modules["torch"]
     key = getattr(getattr(torch._C, "_TorchDispatchModeKey", None), "FAKE", None)
-    if key is not None and torch._C._get_dispatch_mode(key) is not None:
+    if not made and key is not None and torch._C._get_dispatch_mode(key) is not None:
         return True
     for a in (*args, *kwargs.values()):
         if isinstance(a, Fake) or (type(a) in (list, tuple) and any(isinstance(x, Fake) for x in a)):

@@ -47,10 +47,15 @@ def compiled_section(regions: Any, steps: Optional[int] = None) -> list:
                 lines.append(f"      {b.get('count'):>4}  {printable(str(b.get('path')))}:{b.get('line')}  "
                              f"{b.get('reason')}{text}  [{printable(str(b.get('detail')))}]")
         replays, skips = int(r.get("replays") or 0), int(r.get("cudagraph_skips") or 0)
-        if replays or skips:
+        pending = int(r.get("pending_backward") or 0)
+        if replays or skips or pending:
             without = runs - int(r.get("replayed_runs") or 0)
             lines.append(f"    CUDA graphs: {replays} replay(s); {without} of {runs} graph run(s) "
                          f"without one; {skips} skip(s)")
+        if pending:
+            lines.append(f"      {pending:>4}  run(s) kept in warm-up: a forward ran again before its "
+                         "backward (training mode with no backward: run it under torch.no_grad(), or "
+                         "call torch.compiler.cudagraph_mark_step_begin() each step)")
             for s in r.get("skips") or []:
                 at = f" at {printable(str(s.get('at')))}" if s.get("at") else ""
                 lines.append(f"      {s.get('count'):>4}  {s.get('reason')}{at}  "
