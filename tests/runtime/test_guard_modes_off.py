@@ -88,3 +88,20 @@ def test_a_scalar_read_with_the_modes_off_is_counted_once(mode):
         ("aten._local_scalar_dense", "down", 1, line),
         ("aten._local_scalar_dense", "down", 1, line + 1),
     ]
+
+
+@pytest.mark.parametrize("mode", ["lite", "full"])
+def test_with_the_guards_mode_off_and_a_fake_mode_on_the_upload_is_counted(mode):
+    # As Dynamo compiles: a mode that asks for it (ignore_compile_internals) is
+    # taken off the stack, and the fake-tensor mode stands there; where a device
+    # is available, torch.tensor(data, device=) under it uploads for real.
+    from torch._subclasses.fake_tensor import FakeTensorMode
+    from torch.utils._python_dispatch import _disable_current_modes
+
+    dev = simulated_device()
+    with xfer.guard("count", mode=mode):
+        with _disable_current_modes(), FakeTensorMode():
+            line = sys._getframe().f_lineno + 1
+            torch.tensor([1.0, 2.0], device=dev)
+    assert _crossings() == [("aten.lift_fresh", "up", 1)]
+    assert _lines() == {line}

@@ -270,10 +270,11 @@ def hook(orig: Callable, could_cross: Callable, enter: Callable, tls: Any,
 
     `made`: the call makes a tensor from data (see :func:`guard_ops.fake`).
 
-    Under the full mode alone (`tls.full`), the hook acts where `modes_on()`
-    says PyTorch has switched every dispatch mode off: a compiler makes its own
-    tensors so (Inductor's pattern matcher its example inputs, on the device),
-    and the mode would not see them.
+    Under the full mode alone (`tls.full`), the hook acts where
+    `modes_on(tls.mode)` says that mode is off this thread's stack: PyTorch
+    switches the modes off while it compiles, and compilers make tensors of
+    their own then (Inductor's pattern matcher its example inputs, on the
+    device), which the mode would not see.
 
     `depth` (``recorder.STATE.local``): its ``depth`` > 0 inside a counting
     wrapper, whose own call this is: the original, unless pageable copies are
@@ -313,7 +314,7 @@ def hook(orig: Callable, could_cross: Callable, enter: Callable, tls: Any,
             cross = True
         if not cross:
             return orig(*args, **kwargs)
-        if tls.hooked and (tls.hooked != tls.full or modes_on()):
+        if tls.hooked and (tls.hooked != tls.full or modes_on(tls.mode)):
             return orig(*args, **kwargs)
         stack = tls.stack
         if not stack or (depth.depth and stack[-1].get("pageable", "off") == "off"):
@@ -410,17 +411,27 @@ def _compile_check(flag: Any, compiling: Callable) -> tuple:
     return flag, dynamo
 
 
-def _always() -> bool:
+def _always(mode: Any = None) -> bool:
     return True
 
 
 def modes_check(torch: Any) -> Callable:
-    """A function saying whether any dispatch mode is in force on this thread
-    (False inside ``_disable_current_modes()``, as compilers use it)."""
+    """``in_force(mode)``: whether `mode` is on this thread's dispatch-mode
+    stack. Not inside ``_disable_current_modes()``, nor while Dynamo and
+    Inductor compile (a mode that asks them to, by ``ignore_compile_internals``,
+    is taken off, and their fake-tensor mode may stand there instead)."""
     length = getattr(torch._C, "_len_torch_dispatch_stack", None)
-    if length is None:  # pragma: no cover - a torch without it: the mode is taken to see all
+    at = getattr(torch._C, "_get_dispatch_stack_at", None)
+    if length is None or at is None:  # pragma: no cover - a torch without them: the mode is taken to see all
         return _always
-    return lambda: length() > 0
+
+    def in_force(mode: Any) -> bool:
+        for i in range(length()):
+            if at(i) is mode:
+                return True
+        return False
+
+    return in_force
 
 
 class _AskCompiling:
@@ -497,7 +508,7 @@ def scalar_hook(orig: Callable, enter: Callable, read: Callable, tls: Any, compi
             return orig(self)
         level = tls.down  # (None: no guard on this thread, or inside a hooked call)
         if level is None:
-            if tls.hooked and tls.hooked == tls.full and not modes_on():  # (see :func:`hook`)
+            if tls.hooked and tls.hooked == tls.full and not modes_on(tls.mode):  # (see :func:`hook`)
                 return read(orig, (self,), {}, getframe(1))
             return orig(self)
         if fast and (level == "count" or level == "log") and not tls.quiet:
