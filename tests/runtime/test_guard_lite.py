@@ -77,7 +77,7 @@ def test_hooks_run_a_call_under_the_mode_only_when_it_could_cross():
     tls = types.SimpleNamespace(stack=[{}], hooked=0, full=0, mode=None)
     modes = [True]
     h = guard_hooks.hook(orig, lambda a, kw: a[0] == "cross", enter, tls, lambda: False,
-                         modes_on=lambda mode: modes[0])
+                         in_force=lambda mode: modes[0])
     assert h("stay") == ("orig", ("stay",)) and calls == []
     assert h("cross") == ("orig", ("cross",)) and calls == [("cross",)]
     tls.hooked = 1  # already inside a hooked call

@@ -23,11 +23,12 @@ Two modes (``guard(..., mode=...)``, else ``$XFERAUDIT_GUARD_MODE``, else
 * ``lite``, cheap enough to leave on: hooks on the few Python-level calls
   that can cross (:mod:`xferaudit.runtime.guarding.guard_hooks`), on while any
   guard is (under the full mode they act only where PyTorch has switched the
-  dispatch modes off, as compilers do for tensors of their own); a call that could cross runs under the dispatch mode below, so
-  its event is the full mode's own (a scalar read of one element, always one
+  dispatch modes off, as compilers do for tensors of their own); a call that
+  could cross runs under the dispatch mode below, so its event is the full
+  mode's own (a scalar read of one element, always one
   ``aten._local_scalar_dense``, and the other calls of one event,
-  :func:`~.guard_hooks.single_events`, are recorded by their hook directly); every
-  other op runs untouched. On an H200 (torch 2.11) it measured
+  :func:`~.guard_hooks.single_events`, are recorded by their hook directly);
+  every other op runs untouched. On an H200 (torch 2.11) it measured
   0.99x of the plain program on a small eager step and 1.001x on the example
   GPT step (``bench/gpu_overhead.py``).
 * ``full``: every op through the dispatch mode; it also sees crossings made

@@ -258,7 +258,7 @@ _NOT_WRAPPED = _NotWrapped()
 def hook(orig: Callable, could_cross: Callable, enter: Callable, tls: Any,
          compiling: Callable, depth: Any = None, event_of: Optional[Callable] = None,
          record_at: Optional[Callable] = None, after: Optional[Callable] = None,
-         flag: Any = None, modes_on: Optional[Callable] = None, made: bool = False) -> Callable:
+         flag: Any = None, in_force: Optional[Callable] = None, made: bool = False) -> Callable:
     """``orig`` hooked: under the guard's mode when `could_cross`, else as is.
 
     `enter(fn, args, kwargs)` runs the call under this thread's dispatch mode.
@@ -271,7 +271,7 @@ def hook(orig: Callable, could_cross: Callable, enter: Callable, tls: Any,
     `made`: the call makes a tensor from data (see :func:`guard_ops.fake`).
 
     Under the full mode alone (`tls.full`), the hook acts where
-    `modes_on(tls.mode)` says that mode is off this thread's stack: PyTorch
+    `in_force(tls.mode)` says that mode is not on this thread's stack: PyTorch
     switches the modes off while it compiles, and compilers make tensors of
     their own then (Inductor's pattern matcher its example inputs, on the
     device), which the mode would not see.
@@ -300,8 +300,8 @@ def hook(orig: Callable, could_cross: Callable, enter: Callable, tls: Any,
     flag, dynamo = _compile_check(flag, compiling)
     getframe = sys._getframe
     clock = time.perf_counter_ns
-    if modes_on is None:
-        modes_on = _always
+    if in_force is None:
+        in_force = _always
 
     @functools.wraps(orig)
     def hooked(*args: Any, **kwargs: Any) -> Any:
@@ -314,7 +314,7 @@ def hook(orig: Callable, could_cross: Callable, enter: Callable, tls: Any,
             cross = True
         if not cross:
             return orig(*args, **kwargs)
-        if tls.hooked and (tls.hooked != tls.full or modes_on(tls.mode)):
+        if tls.hooked and (tls.hooked != tls.full or in_force(tls.mode)):
             return orig(*args, **kwargs)
         stack = tls.stack
         if not stack or (depth.depth and stack[-1].get("pageable", "off") == "off"):
@@ -452,7 +452,7 @@ class _AskCompiling:
 def scalar_hook(orig: Callable, enter: Callable, read: Callable, tls: Any, compiling: Callable,
                 depth: Any = None, record_at: Optional[Callable] = None,
                 after: Optional[Callable] = None, flag: Any = None,
-                modes_on: Optional[Callable] = None) -> Callable:
+                in_force: Optional[Callable] = None) -> Callable:
     """:func:`hook` for a scalar read (:data:`SCALAR_FAST`), which could cross
     when its tensor is not on the host. A read of one device element is one
     ``aten._local_scalar_dense``: the event the dispatch mode would record
@@ -488,8 +488,8 @@ def scalar_hook(orig: Callable, enter: Callable, read: Callable, tls: Any, compi
         depth = _NOT_WRAPPED
     flag, dynamo = _compile_check(flag, compiling)
     fast = record_at is not None and after is not None
-    if modes_on is None:
-        modes_on = _always
+    if in_force is None:
+        in_force = _always
 
     @functools.wraps(orig)
     def hooked(self: Any, *args: Any) -> Any:
@@ -508,7 +508,7 @@ def scalar_hook(orig: Callable, enter: Callable, read: Callable, tls: Any, compi
             return orig(self)
         level = tls.down  # (None: no guard on this thread, or inside a hooked call)
         if level is None:
-            if tls.hooked and tls.hooked == tls.full and not modes_on(tls.mode):  # (see :func:`hook`)
+            if tls.hooked and tls.hooked == tls.full and not in_force(tls.mode):  # (see :func:`hook`)
                 return read(orig, (self,), {}, getframe(1))
             return orig(self)
         if fast and (level == "count" or level == "log") and not tls.quiet:
@@ -556,11 +556,11 @@ class Hooks:
             depth = _NOT_WRAPPED
         single = single_events() if fast else {}
 
-        modes_on = modes_check(torch)
+        in_force = modes_check(torch)
 
         def made(orig: Callable, name: str, pred: Callable) -> Callable:
             return hook(orig, pred, enter, tls, compiling, depth, single.get(name), record_at, after,
-                        flag, modes_on, name in MAKERS or name == "new_tensor")
+                        flag, in_force, name in MAKERS or name == "new_tensor")
 
         for name, pred in predicates(torch).items():
             orig = getattr(Tensor, name, None)
@@ -568,7 +568,7 @@ class Hooks:
                 continue
             own = orig if name in Tensor.__dict__ else None
             hooked = (scalar_hook(orig, enter, read, tls, compiling, depth, record_at, after, flag,
-                                  modes_on)
+                                  in_force)
                       if read is not None and name in SCALAR_FAST
                       else made(orig, name, pred))
             self.slots.append((Tensor, name, own, hooked))
