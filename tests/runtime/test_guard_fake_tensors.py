@@ -74,7 +74,8 @@ def test_a_tensor_made_from_data_under_a_fake_mode_is_still_uploaded(mode):
 
     dev = simulated_device()
     fm = FakeTensorMode()
-    assert not fm.avoid_device_init  # (the simulated device counts as available, as CUDA would)
+    if fm.avoid_device_init:  # (a torch that does not count the simulated device as one)
+        pytest.skip("this torch makes such a tensor on the host under a fake mode: nothing to upload")
     with xfer.guard("count", mode=mode):
         with fm:
             torch.tensor([1.0, 2.0], device=dev)

@@ -99,6 +99,8 @@ def test_with_the_guards_mode_off_and_a_fake_mode_on_the_upload_is_counted(mode)
     from torch.utils._python_dispatch import _disable_current_modes
 
     dev = simulated_device()
+    if FakeTensorMode().avoid_device_init:  # (a torch that does not count the simulated device as one)
+        pytest.skip("this torch makes such a tensor on the host under a fake mode: nothing to upload")
     with xfer.guard("count", mode=mode):
         with _disable_current_modes(), FakeTensorMode():
             line = sys._getframe().f_lineno + 1
