@@ -61,15 +61,15 @@ fi
 if [ "$part" = again ]; then  # ~9 minutes: the reruns after the CPU fixes (compiled regions, the kernels)
   step gpu_compiled 400 python3 bench/gpu_compiled.py --out "$r/compiled" --steps 12 --repeats 3
   step gpu_kernels 80 python3 bench/gpu_kernels.py "$r/kernels"
-  step gpu_guard_tests 80 python3 -m pytest -q -p no:cacheprovider tests/runtime/test_compiled_gpu.py tests/runtime/test_guard_modes_off.py
+  step gpu_guard_tests 80 python3 -m pytest -q -p no:cacheprovider tests/runtime/test_compiled_gpu.py tests/runtime/test_guard_fake_tensors.py
 fi
 if [ "$part" = breaks ]; then  # ~7 minutes: the two programs with breaks, and the guard's GPU tests
   step gpu_compiled_breaks 330 python3 bench/gpu_compiled.py --out "$r/compiled" --steps 12 --only breaks breaks_fixed
-  step gpu_guard_tests 200 python3 -m pytest -q -p no:cacheprovider tests/runtime/test_compiled_gpu.py tests/runtime/test_guard_modes_off.py tests/runtime/test_guard_fake_tensors.py
+  step gpu_guard_tests 200 python3 -m pytest -q -p no:cacheprovider tests/runtime/test_compiled_gpu.py tests/runtime/test_guard_fake_tensors.py
 fi
 if [ "$part" = breaks_full ]; then  # ~6 minutes: the program with breaks alone, and the guard's GPU tests with their failures
   step gpu_compiled_breaks 150 python3 bench/gpu_compiled.py --out "$r/compiled" --steps 12 --only breaks
-  step gpu_guard_tests 300 python3 -m pytest -q -rf --tb=short -p no:cacheprovider tests/runtime/test_guard_modes_off.py tests/runtime/test_guard_fake_tensors.py tests/runtime/test_compiled_gpu.py
+  step gpu_guard_tests 300 python3 -m pytest -q -rf --tb=short -p no:cacheprovider tests/runtime/test_guard_fake_tensors.py tests/runtime/test_compiled_gpu.py
 fi
 if [ "$part" = compiled ]; then  # ~2.5 minutes: compiled regions alone
   step gpu_compiled 150 python3 bench/gpu_compiled.py --out "$r/compiled" --steps 12 --repeats 3
