@@ -177,7 +177,10 @@ def _worker(w: int, conn, items: dict, share: list, claims, lock, rules, gpu_fir
         for j, scripted, placed in msg[1]:
             out[j] = h.analyse(j, items[j], scripted, placed)
         conn.send(("done", w, out))
-        return
+        conn.close()
+        # Sent whole (what the pipe holds outlives its writer): end here, without freeing the trees
+        # held and the interpreter's teardown, which the run's end would wait for (a second or so)
+        os._exit(0)
 
 
 def _answer(conn, msg, h: _Holder, items: dict) -> None:
@@ -353,8 +356,7 @@ def run(targets: list, project, cfg, rules, cache, workers: int, start_method: s
             continue
         t = wanted.get(ap)
         if t is not None:
-            content = content_digest(t[4])
-            hit = cache is not None and cache.knows_content(t[3], content)
+            hit = cache is not None and cache.knows_data(t[3], t[4])
             it = Item(path, ap, t[3], t[2], t[4], not hit, True)
         else:
             try:
@@ -392,6 +394,8 @@ def run(targets: list, project, cfg, rules, cache, workers: int, start_method: s
             scripted = scripted_in_project((), sources=sources)
             compiled = compiled_in_project((), sources=sources)
             del sources
+            # each target's own digest, made while the workers read (not after, when they wait for the maps)
+            contents = {t[0]: content_digest(t[4]) for t in targets} if cache is not None else {}
             facts = pool.facts()
             placed = combine(project.files, modules, {items[j].ap: f for j, f in facts.items() if f is not None},
                              lambda p: cfg.relpath(os.path.abspath(p)), gpu_first)
@@ -406,7 +410,7 @@ def run(targets: list, project, cfg, rules, cache, workers: int, start_method: s
                 it = items[j]
                 s, p = scripted.get(ap), for_file(placed, ap)
                 if cache is not None:
-                    digests[i] = digest = file_digest(data, s, p)
+                    digests[i] = digest = file_digest(data, s, p, contents[i])
                     if not it.scan:
                         hit = cache.get(rel, digest, display, line_bound(data))
                         if hit is not None:
@@ -419,6 +423,10 @@ def run(targets: list, project, cfg, rules, cache, workers: int, start_method: s
             back = {j: i for i, ap, *_ in targets for j in (by_ap[ap],)}
             for j, res in pool.analyse(work, lead_work, tick).items():
                 results[back[j]] = res
+            # the trees and texts this process held, freed while the collector is paused: the first
+            # collection after it would walk them all (half a second on torch's tree)
+            pool.lead.held.clear()
+            del facts
     finally:
         pool.close()
     return results, digests, cached, scripted, compiled, placed
