@@ -53,7 +53,17 @@ def load(code: Path):
 
     sites._implicit.find = timed
     cfg = config.load_config(Path.cwd())
-    return scan.analyze, cfg.table(), spent, config, cfg
+    # the checkout's own modules, put back in sys.modules around each of its calls: the scan imports
+    # the finder where a file is analysed, which would otherwise find the other checkout's
+    importlib.import_module("xferaudit.static.front.finder")
+    own = {k: v for k, v in sys.modules.items() if k == "xferaudit" or k.startswith("xferaudit.")}
+    analyze = scan.analyze
+
+    def analyze_own(*args, **kwargs):
+        sys.modules.update(own)
+        return analyze(*args, **kwargs)
+
+    return analyze_own, cfg.table(), spent, config, cfg
 
 
 def main() -> int:

@@ -82,6 +82,27 @@ def _lines(text: str, pattern: str) -> list:
     return out
 
 
+def _name_lines(text: str, names, tail: str) -> list:
+    """:func:`_lines` of ``\\b(?:names)`` + `tail`. Where every name is an ASCII
+    identifier, the boundary is tested on each match instead, which lets the
+    regex engine skip to a name's first character (a match inside a word
+    cannot hide one at a word's start, which follows no word character)."""
+    alts = "|".join(map(re.escape, sorted(names)))
+    if not names or not all(n.isascii() and n.isidentifier() for n in names):
+        return _lines(text, rf"\b(?:{alts}){tail}")
+    out: list = []
+    line, at = 1, 0
+    for m in re.finditer(rf"(?:{alts}){tail}", text):
+        p = m.start()
+        if p and (text[p - 1].isalnum() or text[p - 1] == "_"):
+            continue
+        line += text.count("\n", at, p)
+        at = m.start()
+        if not out or out[-1] != line:
+            out.append(line)
+    return out
+
+
 def _spans(node: ast.AST, lines: list) -> bool:
     """Whether `node` spans one of `lines` (ascending)."""
     if not lines:
@@ -109,8 +130,8 @@ class _Kernels:
         self.roots = frozenset(name for name, q in bound
                                if any(q == m or q.startswith(m + ".") or m.startswith(q + ".") for m in mods))
         # the lines where such a call can be (a statement spanning none is not walked)
-        self.named_lines = _lines(text, rf"\b(?:{'|'.join(map(re.escape, sorted(self.last)))})\s*\(")
-        self.module_lines = _lines(text, rf"\b(?:{'|'.join(map(re.escape, sorted(self.roots)))})\b") \
+        self.named_lines = _name_lines(text, self.last, r"\s*\(")
+        self.module_lines = _name_lines(text, self.roots, r"\b") \
             if self.roots else []
 
     def _is_decorator(self, node: ast.AST) -> bool:

@@ -94,6 +94,11 @@ def _table_patterns(rules: RuleTable, active: Optional[frozenset]) -> tuple:
     # first-character skip (measured: 3-5x slower); the boundary is checked
     # on each match instead (see candidate_lines).
     calls = re.compile("(?:" + _trie(words) + r")\s*\(") if words else None
+    if calls is not None and all(w.isascii() and w.isidentifier() for w in words):
+        # The same matches, searched in the reversed text from each `(`: a literal the engine skips to
+        # (a tenth of the time; the word a match ends at is the longest name of them there, so the
+        # boundary test keeps a position exactly when the whole name before the `(` is one of them)
+        calls = _Reversed(re.compile(r"\(\s*(?:" + _trie(w[::-1] for w in words) + ")"))
     # A graph function named without a call: only a decorator makes it a site.
     bare_rx = re.compile("@[^\n]*?(?:" + _trie(bare) + r")\b") if bare else None
     pats = (calls, bare_rx, frozenset(fnames))
@@ -101,6 +106,18 @@ def _table_patterns(rules: RuleTable, active: Optional[frozenset]) -> tuple:
         _CANDIDATE_RX.clear()
     _CANDIDATE_RX[key] = (rules, pats)
     return pats
+
+
+class _Reversed:
+    """A pattern `\\(\\s*(?:reversed names)` searched in the reversed text, whose
+    :meth:`starts` are the offsets of the names' starts in the text itself."""
+
+    def __init__(self, rx: "re.Pattern") -> None:
+        self.rx = rx
+
+    def starts(self, text: str) -> list:
+        n = len(text)
+        return [n - e for e in map(re.Match.end, self.rx.finditer(text[::-1]))]
 
 
 _IMPLICIT_CALLS = re.compile(r"\.(?:" + "|".join(sorted(IMPLICIT)) + r")\s*\(")
@@ -117,8 +134,8 @@ def candidate_lines(text: str, lines: list[str], rules: RuleTable, active: Optio
     calls, bare, fnames = _table_patterns(rules, active)
     positions: list[int] = []
     if calls is not None:
-        positions = [p for p in (m.start() for m in calls.finditer(text))
-                     if p == 0 or not (text[p - 1].isalnum() or text[p - 1] == "_")]
+        found = calls.starts(text) if type(calls) is _Reversed else [m.start() for m in calls.finditer(text)]
+        positions = [p for p in found if p == 0 or not (text[p - 1].isalnum() or text[p - 1] == "_")]
     if bare is not None and "@" in text:
         positions.extend(m.start() for m in bare.finditer(text))
     if " as" in text:

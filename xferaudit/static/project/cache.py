@@ -219,13 +219,14 @@ def content_digest(data: bytes) -> str:
     return hashlib.blake2b(data, digest_size=16).hexdigest()
 
 
-def file_digest(data: bytes, scripted: Optional[dict], placed: Optional[dict]) -> str:
+def file_digest(data: bytes, scripted: Optional[dict], placed: Optional[dict], content: Optional[str] = None) -> str:
     """A file's key in the cache: its content's digest (:func:`content_digest`),
     then, where the project hands it something, the digest of what: its
     functions TorchScript compiles from elsewhere, the placing helpers of other
     modules it calls (so a change there reaches its findings, and a run can tell
-    a file whose content the cache knows from one it must read again)."""
-    key = content_digest(data)
+    a file whose content the cache knows from one it must read again).
+    `content`: :func:`content_digest` of `data`, where the caller has it."""
+    key = content_digest(data) if content is None else content
     if not scripted and not placed:
         return key
     from ..values.project import digest_of
@@ -289,6 +290,10 @@ class Cache:
         :func:`content_digest`), whatever the project handed the file then."""
         e = self.entries.get(relpath)
         return e is not None and e[0][:len(content)] == content
+
+    def knows_data(self, relpath: str, data: bytes) -> bool:
+        """:meth:`knows_content` of these bytes, hashed only where the cache holds `relpath`."""
+        return relpath in self.entries and self.knows_content(relpath, content_digest(data))
 
     def put(self, relpath: str, digest: str, res: FileResult) -> None:
         entry = [digest, _encode(res)]

@@ -177,7 +177,10 @@ def _worker(w: int, conn, items: dict, share: list, claims, lock, rules, gpu_fir
         for j, scripted, placed in msg[1]:
             out[j] = h.analyse(j, items[j], scripted, placed)
         conn.send(("done", w, out))
-        return
+        conn.close()
+        # Sent whole (what the pipe holds outlives its writer): end here, without freeing the trees
+        # held and the interpreter's teardown, which the run's end would wait for (a second or so)
+        os._exit(0)
 
 
 def _answer(conn, msg, h: _Holder, items: dict) -> None:
@@ -232,13 +235,15 @@ class Pool:
         self.inbox: list = []  # messages read while waiting for another
         self.index = {it.ap: j for j, it in enumerate(items) if it.facts}
 
-    def start(self, lead_files: list) -> None:
+    def start(self, later: frozenset = frozenset()) -> None:
+        """Start the workers, each on its share; the files in `later` (those
+        that may hold a root, which the lead may claim meanwhile: :meth:`claim`)
+        last in each share."""
         from ... import _workers  # noqa: F401  (imported once here, not in each forked worker)
 
-        for j in lead_files:
-            self.claims[j] = _LEAD
         rest = [j for j, it in enumerate(self.items) if (it.scan or it.facts) and not self.claims[j]]
         for w, share in enumerate(shares(self.items, rest, self.n)):
+            share = [j for j in share if j not in later] + [j for j in share if j in later]
             mine, theirs = self.ctx.Pipe()
             sub = {j: self.items[j] for j in share}
             p = self.ctx.Process(target=_worker, daemon=True,
@@ -248,8 +253,15 @@ class Pool:
             theirs.close()
             self.conns.append(mine)
             self.procs.append(p)
-        for j in lead_files:
-            self.lead.take(j, self.items[j])
+
+    def claim(self, j: int) -> None:
+        """The lead reads file `j` (a root's) unless a worker has claimed it
+        (which then sends its tree where the walk needs it: :meth:`tree`)."""
+        with self.lock:
+            if self.claims[j]:
+                return
+            self.claims[j] = _LEAD
+        self.lead.take(j, self.items[j])
 
     def tree(self, ap: str):
         """The tree of the project's file `ap`, for the walk: parsed here if no
@@ -353,8 +365,7 @@ def run(targets: list, project, cfg, rules, cache, workers: int, start_method: s
             continue
         t = wanted.get(ap)
         if t is not None:
-            content = content_digest(t[4])
-            hit = cache is not None and cache.knows_content(t[3], content)
+            hit = cache is not None and cache.knows_data(t[3], t[4])
             it = Item(path, ap, t[3], t[2], t[4], not hit, True)
         else:
             try:
@@ -372,26 +383,27 @@ def run(targets: list, project, cfg, rules, cache, workers: int, start_method: s
             by_ap[t[1]] = len(items)
             items.append(Item(t[1], t[1], t[3], t[2], t[4], True, False))
     texts: dict = {}
-    lead_files: list = []
-    for j in order:
-        data = items[j].data
-        if data is None or not _maybe_root_bytes(data):
-            continue
-        try:
-            text = decode_source(data)
-        except (SyntaxError, UnicodeDecodeError, LookupError):
-            continue
-        if may_root(text):
-            texts[items[j].ap] = text
-            lead_files.append(j)
+    maybe = [j for j in order if items[j].data is not None and _maybe_root_bytes(items[j].data)]
     pool = Pool(items, rules, gpu_first, workers, start_method)
     try:
         with collector_paused():
-            pool.start(lead_files)
+            # the workers start first (the files that may hold a root last in their shares): the lead
+            # finds the roots meanwhile and reads those files itself, unless a worker got there first
+            pool.start(frozenset(maybe))
+            for j in maybe:
+                try:
+                    text = decode_source(items[j].data)
+                except (SyntaxError, UnicodeDecodeError, LookupError):
+                    continue
+                if may_root(text):
+                    texts[items[j].ap] = text
+                    pool.claim(j)
             sources = PooledSources(items, order, texts, pool.tree)
             scripted = scripted_in_project((), sources=sources)
             compiled = compiled_in_project((), sources=sources)
             del sources
+            # each target's own digest, made while the workers read (not after, when they wait for the maps)
+            contents = {t[0]: content_digest(t[4]) for t in targets} if cache is not None else {}
             facts = pool.facts()
             placed = combine(project.files, modules, {items[j].ap: f for j, f in facts.items() if f is not None},
                              lambda p: cfg.relpath(os.path.abspath(p)), gpu_first)
@@ -406,7 +418,7 @@ def run(targets: list, project, cfg, rules, cache, workers: int, start_method: s
                 it = items[j]
                 s, p = scripted.get(ap), for_file(placed, ap)
                 if cache is not None:
-                    digests[i] = digest = file_digest(data, s, p)
+                    digests[i] = digest = file_digest(data, s, p, contents[i])
                     if not it.scan:
                         hit = cache.get(rel, digest, display, line_bound(data))
                         if hit is not None:
@@ -419,6 +431,10 @@ def run(targets: list, project, cfg, rules, cache, workers: int, start_method: s
             back = {j: i for i, ap, *_ in targets for j in (by_ap[ap],)}
             for j, res in pool.analyse(work, lead_work, tick).items():
                 results[back[j]] = res
+            # the trees and texts this process held, freed while the collector is paused: the first
+            # collection after it would walk them all (half a second on torch's tree)
+            pool.lead.held.clear()
+            del facts
     finally:
         pool.close()
     return results, digests, cached, scripted, compiled, placed

@@ -364,10 +364,9 @@ def _one_pass(read: list, project, cfg: Config, rules: RuleTable, cache, jobs: O
     analyse are enough for a pool: `out` filled, the cache keys of its fresh
     results returned; None where the pool is not worth it (or failed: the
     serial passes then run)."""
-    from .cache import content_digest
     from .onepass import run
 
-    misses = [t for t in read if cache is None or not cache.knows_content(t[3], content_digest(t[4]))]
+    misses = [t for t in read if cache is None or not cache.knows_data(t[3], t[4])]
     workers = _pool_size(sum(len(t[4]) for t in misses), len(misses), jobs)
     if workers == 1:
         return None
