@@ -35,13 +35,13 @@ class Manager:
         self.running_forwards_with_pending_backwards = False
         self.current_node = None
 
-    def run(self, new_inputs, function_id, backward_ran=False):
+    def run(self, new_inputs, function_id):
         # a training forward (the tree's own rule): warm-up while a backward is pending
         if self.running_forwards_with_pending_backwards or self.current_node is None:
             self.current_node = CUDAWarmupNode()
         else:
             self.current_node = CUDAGraphNode()
-        self.running_forwards_with_pending_backwards = not backward_ran
+        self.running_forwards_with_pending_backwards = True
         return new_inputs
 
 

@@ -74,7 +74,7 @@ def test_hooks_run_a_call_under_the_mode_only_when_it_could_cross():
         calls.append(a)
         return fn(*a, **kw)
 
-    tls = types.SimpleNamespace(stack=[{}], hooked=0, full=0, mode=None)
+    tls = types.SimpleNamespace(stack=[{}], hooked=0, mode=None)
     modes = [True]
     h = guard_hooks.hook(orig, lambda a, kw: a[0] == "cross", enter, tls, lambda: False,
                          in_force=lambda mode: modes[0])
@@ -84,7 +84,7 @@ def test_hooks_run_a_call_under_the_mode_only_when_it_could_cross():
     h("cross")
     modes[0] = False
     h("cross")
-    tls.full = 1  # the full mode is pushed: it sees the call while it is in force
+    tls.mode = object()  # the full mode is pushed: it sees the call while it is in force
     modes[0] = True
     h("cross")
     assert calls == [("cross",)]
@@ -95,7 +95,7 @@ def test_hooks_run_a_call_under_the_mode_only_when_it_could_cross():
     h("cross")
     assert len(calls) == 2
     calls.pop()
-    tls.full = 0
+    tls.mode = None
     tls.hooked, tls.stack = 0, []  # a thread with no guard
     h("cross")
     compiling = guard_hooks.hook(orig, lambda a, kw: True, enter, types.SimpleNamespace(

@@ -632,7 +632,6 @@ class guard:
                 raise
             _tls.mode = mode
             _tls.hooked += 1  # (the hooks step aside: the mode sees everything, while it is in force)
-            _tls.full = 1
         _tls.pushed.append((push, not full))
         _tls.stack.append(_held_levels(self.levels))
         _sync()
@@ -645,7 +644,6 @@ class guard:
             if push and _tls.mode is not None:
                 mode, _tls.mode = _tls.mode, None
                 _tls.hooked -= 1
-                _tls.full = 0
                 mode.__exit__(None, None, None)
         finally:
             _sync()

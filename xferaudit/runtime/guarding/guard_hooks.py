@@ -270,7 +270,7 @@ def hook(orig: Callable, could_cross: Callable, enter: Callable, tls: Any,
 
     `made`: the call makes a tensor from data (see :func:`guard_ops.fake`).
 
-    Under the full mode alone (`tls.full`), the hook acts where
+    Under the full mode alone (:func:`_full_mode_off`), the hook acts where
     `in_force(tls.mode)` says that mode is not on this thread's stack: PyTorch
     switches the modes off while it compiles, and compilers make tensors of
     their own then (Inductor's pattern matcher its example inputs, on the
@@ -314,7 +314,7 @@ def hook(orig: Callable, could_cross: Callable, enter: Callable, tls: Any,
             cross = True
         if not cross:
             return orig(*args, **kwargs)
-        if tls.hooked and (tls.hooked != tls.full or in_force(tls.mode)):
+        if tls.hooked and not _full_mode_off(tls, in_force):
             return orig(*args, **kwargs)
         stack = tls.stack
         if not stack or (depth.depth and stack[-1].get("pageable", "off") == "off"):
@@ -415,6 +415,13 @@ def _always(mode: Any = None) -> bool:
     return True
 
 
+def _full_mode_off(tls: Any, in_force: Callable) -> bool:
+    """The full mode pushed on this thread holds the hooks aside, and nothing
+    else does (``hooked`` is its 1 alone), yet its mode is off the thread's
+    stack (PyTorch switched it off): the hooks act for it."""
+    return tls.hooked == 1 and tls.mode is not None and not in_force(tls.mode)
+
+
 def modes_check(torch: Any) -> Callable:
     """``in_force(mode)``: whether `mode` is on this thread's dispatch-mode
     stack. Not inside ``_disable_current_modes()``, nor while Dynamo and
@@ -508,7 +515,7 @@ def scalar_hook(orig: Callable, enter: Callable, read: Callable, tls: Any, compi
             return orig(self)
         level = tls.down  # (None: no guard on this thread, or inside a hooked call)
         if level is None:
-            if tls.hooked and tls.hooked == tls.full and not in_force(tls.mode):  # (see :func:`hook`)
+            if tls.hooked and _full_mode_off(tls, in_force):  # (see :func:`hook`)
                 return read(orig, (self,), {}, getframe(1))
             return orig(self)
         if fast and (level == "count" or level == "log") and not tls.quiet:

@@ -22,7 +22,6 @@ class ThreadState(threading.local):
         self.quiet = 0  # > 0 while a print is being handled: its inner reads are not new events
         self.print_acc: Any = None  # [copies, bytes] of the print being handled, counted inside
         self.hooked = 0  # > 0 inside a hooked call, or while the full mode is pushed here
-        self.full = 0  # 1 while the full mode is pushed here (one of ``hooked``)
         self.pushed: list = []  # per active guard on this thread: (pushed the full mode, is lite)
         self.lite_mode: Any = None  # the mode a hooked call runs under (the cheap layer)
         self.down: Any = None
