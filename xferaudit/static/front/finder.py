@@ -500,8 +500,25 @@ def find_in_source(
     placed: Optional[dict] = None,
 ) -> FileResult:
     """All sites of one file's text, in source order, named and with suppressions
-    applied (`scripted`, `placed`: as for :func:`analyse`)."""
+    applied (`scripted`, `placed`: as for :func:`analyse`). A stub (``.pyi``)
+    runs no code, so it holds no site: it is parsed only, for its syntax errors."""
+    if (relpath if relpath is not None else path).endswith(".pyi"):
+        res = FileResult(path=path)
+        if tree is None:
+            try:
+                parse(text, path)
+            except SyntaxError as e:
+                _syntax_error(res, e)
+            except (ValueError, RecursionError, MemoryError) as e:
+                res.error = f"{type(e).__name__}: {e}"
+        return res
     return analyse(text, path, rules, relpath, evidence, tree, scripted, placed)[0]
+
+
+def _syntax_error(res: FileResult, e: SyntaxError) -> None:
+    res.error = f"{type(e).__name__}: {e.msg}"
+    res.error_line = e.lineno or 1
+    res.error_column = e.offset or 1
 
 
 def analyse(
@@ -527,9 +544,7 @@ def analyse(
     try:
         tree = parse(text, path) if tree is None else tree
     except SyntaxError as e:
-        res.error = f"{type(e).__name__}: {e.msg}"
-        res.error_line = e.lineno or 1
-        res.error_column = e.offset or 1
+        _syntax_error(res, e)
         from .repair import repair
 
         fixed = repair(split_lines(text))

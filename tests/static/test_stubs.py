@@ -1,0 +1,52 @@
+"""A stub (``.pyi``) runs no code: it holds no site, whatever calls its
+defaults or bodies spell, and a stub that does not parse is still reported."""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+from xferaudit.config import load_config
+from xferaudit.static.front.finder import find_in_source
+from xferaudit.static.project.scan import scan
+
+# the same text as a module holds sites: a move, a read, an implicit read
+TEXT = textwrap.dedent("""
+    import torch
+
+    DEVICE = torch.device("cuda")
+    ZERO = torch.zeros(3).cuda()
+
+    def step(x: torch.Tensor = torch.ones(2).to("cuda")) -> float:
+        if x.sum() > 0:
+            return x.item()
+        return float(x)
+""")
+
+
+def test_the_same_text_as_a_module_has_sites():
+    assert len(find_in_source(TEXT, "m.py").sites) >= 3
+
+
+def test_a_stub_holds_no_site():
+    res = find_in_source(TEXT, "m.pyi")
+    assert res.sites == [] and res.error is None
+
+
+def test_a_stub_that_does_not_parse_is_reported():
+    res = find_in_source("def f(:\n    ...\n", "bad.pyi")
+    assert res.sites == []
+    assert res.error is not None and res.error.startswith("SyntaxError") and res.error_line == 1
+
+
+def test_check_of_a_folder_reports_the_module_not_its_stub(tmp_path: Path, monkeypatch):
+    (tmp_path / "pyproject.toml").write_text("[tool.xferaudit]\n")
+    (tmp_path / "m.py").write_text(TEXT)
+    (tmp_path / "m.pyi").write_text(TEXT)
+    (tmp_path / "broken.pyi").write_text("def f(:\n")
+    monkeypatch.chdir(tmp_path)
+    out = scan(["."], load_config(tmp_path), use_cache=False, jobs=1)
+    by_name = {Path(r.path).name: r for r in out.results}
+    assert len(by_name["m.py"].sites) >= 3
+    assert by_name["m.pyi"].sites == [] and by_name["m.pyi"].error is None
+    assert by_name["broken.pyi"].error is not None
