@@ -5,10 +5,10 @@
 # OUT/wave5.tgz (the device tool brings back few files) with a summary beside it.
 #   bash bench/gpu_session_wave5.sh OUT [part]
 # part: all (default) | one (the most needed lines of each issue, one call) | again (compiled regions and kernels, rerun) | breaks (the programs with breaks, the guard's GPU tests) | liger, liger_more (parts of liger-kernel's GPU suite bare and wrapped, carrying .gpuwork) | short (one's first three, ~6 min) | min (its first two) | compiled (the first alone) | suite (the GPU suite, the Triton kernels) | benches (compiled regions,
-# named crossings, nanoGPT) | speed (the cold scan against c43a603, 2 and 16 cores); each fits one
+# named crossings, nanoGPT) | speed (the cold scan against .base, 2 and 16 cores); each fits one
 # device call of 10 minutes
 # Wheels for what the image lacks (libcst, pyyaml, ruff) come in .whl/ when the
-# caller carries it; the scan-speed part times c43a603 from .base/ beside this tree.
+# caller carries it; the scan-speed part times the checkout the caller copied to .base/ beside this tree.
 set -uo pipefail
 out=${1:?OUT}
 part=${2:-all}
@@ -85,8 +85,8 @@ if [ "$part" = liger_more ]; then  # more than one call: six files' bare run alo
     -- -k "functional and not dtensor and not blackwell"
 fi
 if [ "$part" = speed ]; then
-  step scan_speed_2cores 420 taskset -c 0,1 python3 bench/scan_speed.py --repeat 3 --base .base
-  step scan_speed_16cores 200 python3 bench/scan_speed.py --repeat 3 --base .base
+  step scan_speed_2cores 300 taskset -c 0,1 python3 bench/scan_speed.py --short --repeat 3 --base .base
+  step scan_speed_16cores 150 python3 bench/scan_speed.py --short --repeat 3 --base .base
 fi
 tar -czf "$out/wave5_$part.tgz" -C "$out" r
 cp "$r/summary.txt" "$out/summary_$part.txt" 2>/dev/null
