@@ -87,6 +87,9 @@ fi
 if [ "$part" = speed ]; then
   step scan_speed_2cores 300 taskset -c 0,1 python3 bench/scan_speed.py --short --repeat 3 --base .base
   step scan_speed_16cores 150 python3 bench/scan_speed.py --short --repeat 3 --base .base
+  here=$PWD
+  python3 -c "import sys; sys.path.insert(0, 'bench'); import scan_speed; scan_speed.copy_tree(scan_speed.torch_dir(), '/tmp/split_tree')"
+  (cd /tmp/split_tree && step cold_split_2cores 200 taskset -c 0,1 python3 "$here/bench/cold_split.py" torch --out "$r/split2")
 fi
 tar -czf "$out/wave5_$part.tgz" -C "$out" r
 cp "$r/summary.txt" "$out/summary_$part.txt" 2>/dev/null
