@@ -50,3 +50,14 @@ def test_check_of_a_folder_reports_the_module_not_its_stub(tmp_path: Path, monke
     assert len(by_name["m.py"].sites) >= 3
     assert by_name["m.pyi"].sites == [] and by_name["m.pyi"].error is None
     assert by_name["broken.pyi"].error is not None
+
+
+def test_wrap_leaves_a_stub_as_it_is_and_still_refuses_one_that_does_not_parse():
+    import pytest
+
+    from xferaudit.static.codemod import CodemodError, wrap_source
+
+    assert wrap_source(TEXT.encode(), "m.py").changed  # the same text as a module is wrapped
+    assert not wrap_source(TEXT.encode(), "m.pyi").changed
+    with pytest.raises(CodemodError, match="cannot parse"):
+        wrap_source(b"def f(:\n", "bad.pyi")
