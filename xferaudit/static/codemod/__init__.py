@@ -93,7 +93,7 @@ from ...opforms import STATEMENT
 from ...rules import RuleTable
 from ...wrapform import ALIAS, site_literal, wrapper_infos
 from ..front.evidence import category_of, wrap_outcome
-from ..front.finder import analyse, find_in_source
+from ..front.finder import analyse, find_in_source, is_stub
 from ..front.graph_breaks import mark as mark_compiled
 from ..site import Site
 from ..front.source import char_col, collector_paused, decode_source
@@ -227,7 +227,7 @@ def wrap_source(
     res = CodemodResult(path=path)
     text = _decode(data, path)
     hot = evidence.hot if evidence is not None else None
-    if (relpath if relpath is not None else path).endswith(".pyi"):
+    if is_stub(relpath if relpath is not None else path):
         found = find_in_source(text, path, rules, relpath if relpath is not None else path)
         if found.error:
             raise CodemodError(f"cannot parse: {found.error} (line {found.error_line})")

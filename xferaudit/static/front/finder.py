@@ -502,7 +502,7 @@ def find_in_source(
     """All sites of one file's text, in source order, named and with suppressions
     applied (`scripted`, `placed`: as for :func:`analyse`). A stub (``.pyi``)
     runs no code, so it holds no site: it is parsed only, for its syntax errors."""
-    if (relpath if relpath is not None else path).endswith(".pyi"):
+    if is_stub(relpath if relpath is not None else path):
         res = FileResult(path=path)
         if tree is None:
             try:
@@ -513,6 +513,11 @@ def find_in_source(
                 res.error = f"{type(e).__name__}: {e}"
         return res
     return analyse(text, path, rules, relpath, evidence, tree, scripted, placed)[0]
+
+
+def is_stub(path: str) -> bool:
+    """`path` names a stub file (``.pyi``): declarations, no code that runs."""
+    return path.endswith(".pyi")
 
 
 def _syntax_error(res: FileResult, e: SyntaxError) -> None:
@@ -603,6 +608,6 @@ def analyse(
 
 __all__ = [
     "ANALYSES", "FileContext", "implicit_site", "FileResult", "LABEL_LIMIT", "RUNTIME_MODULE", "Site", "analyse",
-    "decode_source", "find_in_source", "name_sites", "parse_suppressions", "short_label", "short_receiver",
+    "decode_source", "find_in_source", "is_stub", "name_sites", "parse_suppressions", "short_label", "short_receiver",
     "split_lines",
 ]
