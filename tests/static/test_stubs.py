@@ -61,3 +61,18 @@ def test_wrap_leaves_a_stub_as_it_is_and_still_refuses_one_that_does_not_parse()
     assert not wrap_source(TEXT.encode(), "m.pyi").changed
     with pytest.raises(CodemodError, match="cannot parse"):
         wrap_source(b"def f(:\n", "bad.pyi")
+
+
+def test_a_stub_weighs_what_its_parse_costs_in_the_pool_shares():
+    # (a stub is parsed, not analysed: weighed as bytes, torch's two 1.1 MB stubs took a
+    # worker's whole share on 16 cores and it ended early while the others worked on)
+    from xferaudit.static.project.onepass import Item, shares
+
+    data = b"x" * 800
+    stub = Item("s.pyi", "/p/s.pyi", "s.pyi", "s.pyi", data, True, False)
+    module = Item("m.py", "/p/m.py", "m.py", "m.py", data, True, True)
+    assert module.weight == 800 and stub.weight == 300
+    items = [stub, Item("a.py", "/p/a.py", "a.py", "a.py", b"y" * 400, True, True),
+             Item("b.py", "/p/b.py", "b.py", "b.py", b"z" * 400, True, True)]
+    out = shares(items, [0, 1, 2], 2)
+    assert sorted(sum(items[j].weight for j in share) for share in out) == [400, 700]

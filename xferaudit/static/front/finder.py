@@ -68,7 +68,7 @@ from .nodes import Visitor
 from .prefilter import candidate_lines, imported_modules
 from .resolver import COMPOUND_BODIES, Resolver, arg_names, target_names
 from ..site import FileResult, Site  # (FileResult: a record the cache reads without this module)
-from .source import Source, decode_source, parse, split_lines
+from .source import Source, decode_source, is_stub, parse, split_lines
 from .suppress import bare_own, file_suppressions, parse_suppressions
 from .kernels import drop_kernel_sites, kernel_spans, may_hold_kernels
 from .unwrappable import arguments_may_have_effects, mark as mark_unwrappable
@@ -513,11 +513,6 @@ def find_in_source(
                 res.error = f"{type(e).__name__}: {e}"
         return res
     return analyse(text, path, rules, relpath, evidence, tree, scripted, placed)[0]
-
-
-def is_stub(path: str) -> bool:
-    """`path` names a stub file (``.pyi``): declarations, no code that runs."""
-    return path.endswith(".pyi")
 
 
 def _syntax_error(res: FileResult, e: SyntaxError) -> None:

@@ -102,6 +102,11 @@ def _chars(s: str, c0: int, c1: Optional[int] = None) -> str:
     return s[a:b]
 
 
+def is_stub(path: str) -> bool:
+    """`path` names a stub file (``.pyi``): declarations, no code that runs."""
+    return path.endswith(".pyi")
+
+
 def parse(text: str, path: str = "<string>") -> ast.Module:
     """``ast.parse``, without the file's own warnings (invalid escapes and the
     like are the file's business, not this report's). Raises SyntaxError.
