@@ -72,11 +72,16 @@ def _bound(resolver) -> list:
 
 def _lines(text: str, pattern: str) -> list:
     """The lines (ascending, 1-based) where `pattern` matches."""
+    return _lines_at(text, (m.start() for m in re.finditer(pattern, text)))
+
+
+def _lines_at(text: str, offsets) -> list:
+    """The lines (ascending, 1-based, each once) of `offsets` (ascending) in `text`."""
     out: list = []
     line, at = 1, 0
-    for m in re.finditer(pattern, text):
-        line += text.count("\n", at, m.start())
-        at = m.start()
+    for p in offsets:
+        line += text.count("\n", at, p)
+        at = p
         if not out or out[-1] != line:
             out.append(line)
     return out
@@ -90,17 +95,8 @@ def _name_lines(text: str, names, tail: str) -> list:
     alts = "|".join(map(re.escape, sorted(names)))
     if not names or not all(n.isascii() and n.isidentifier() for n in names):
         return _lines(text, rf"\b(?:{alts}){tail}")
-    out: list = []
-    line, at = 1, 0
-    for m in re.finditer(rf"(?:{alts}){tail}", text):
-        p = m.start()
-        if p and (text[p - 1].isalnum() or text[p - 1] == "_"):
-            continue
-        line += text.count("\n", at, p)
-        at = m.start()
-        if not out or out[-1] != line:
-            out.append(line)
-    return out
+    starts = (m.start() for m in re.finditer(rf"(?:{alts}){tail}", text))
+    return _lines_at(text, (p for p in starts if not p or not (text[p - 1].isalnum() or text[p - 1] == "_")))
 
 
 def _spans(node: ast.AST, lines: list) -> bool:
