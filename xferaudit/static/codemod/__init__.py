@@ -227,20 +227,19 @@ def wrap_source(
     res = CodemodResult(path=path)
     text = _decode(data, path)
     hot = evidence.hot if evidence is not None else None
-    if is_stub(relpath if relpath is not None else path):
-        found = find_in_source(text, path, rules, relpath if relpath is not None else path)
+    rel = relpath if relpath is not None else path
+    if is_stub(rel):
+        found = find_in_source(text, path, rules, rel)
         if found.error:
             raise CodemodError(f"cannot parse: {found.error} (line {found.error_line})")
         return res  # a stub runs no code: no site to wrap (check reports none either)
-    found, ctx = analyse(text, path, rules, relpath if relpath is not None else path, hot, scripted=scripted,
-                         placed=placed)
+    found, ctx = analyse(text, path, rules, rel, hot, scripted=scripted, placed=placed)
     if found.error or ctx is None:
         raise CodemodError(f"cannot parse: {found.error} (line {found.error_line})")
     if compiled:
         mark_compiled(found.sites, compiled, found.suppressions)
     codes_ok = codes_ok or (lambda code: True)
     sites, res.suppressed, res.not_selected = _eligible(found.sites, codes_ok, hot, site_ok)
-    rel = relpath if relpath is not None else path
     # crossings with no call to wrap (t[mask], t[[0, 5]], lines a run saw with none): their
     # statements named by a site comment first (moves no line or column), then read back
     named = plan_statements(found, sites, evidence, text, rel, codes_ok, site_ok, ctx.tree)
