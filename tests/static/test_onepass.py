@@ -197,3 +197,40 @@ def test_an_unchanged_project_is_answered_without_reading_its_files(project, tmp
     edited = scan([str(project)], load_config(project), jobs=1, use_cache=True, cache_dir=cache)
     assert hashed and _findings(edited) == _findings(_cold(project, 1))
     assert _findings(edited) != _findings(first)
+
+
+def test_a_worker_done_first_takes_over_the_files_the_other_has_not_parsed(project, tmp_path_factory,
+                                                                             monkeypatch):
+    import time
+
+    log = tmp_path_factory.mktemp("spy") / "taken"
+    real_take, real_parse, real_analyse = onepass._Holder.take, onepass._Holder.parse, onepass._Holder.analyse
+
+    def take(self, j, item, facts=True):
+        if not facts:  # (a file of another worker's share, taken over)
+            with open(log, "a", encoding="utf-8") as f:
+                f.write(f"{self.me}\t{os.path.basename(item.rel)}\n")
+        return real_take(self, j, item, facts)
+
+    def slow_parse(self, j, item):
+        if self.me == 1:  # (the first worker slow: the second is done first)
+            time.sleep(0.2)
+        return real_parse(self, j, item)
+
+    def slow_analyse(self, j, item, scripted, placed):
+        if self.me == 1:
+            time.sleep(0.2)
+        return real_analyse(self, j, item, scripted, placed)
+
+    monkeypatch.setattr(onepass._Holder, "take", take)
+    monkeypatch.setattr(onepass._Holder, "parse", slow_parse)
+    monkeypatch.setattr(onepass._Holder, "analyse", slow_analyse)
+    monkeypatch.setattr(scan_module, "_start_method", lambda: "fork")  # (the workers inherit the spies)
+    out = _cold(project, 2)
+    assert out.stats.workers == 2
+    rows = [ln.split("\t") for ln in log.read_text(encoding="utf-8").splitlines()]
+    assert rows and {me for me, _ in rows} == {"2"}, rows  # (the fast worker took files over, the slow one none)
+    assert len({name for _, name in rows}) == len(rows)  # (each once)
+    serial = _cold(project, 1)  # (the serial passes: no pool, the spies unused)
+    assert _findings(out) == _findings(serial)
+    assert out.placed == serial.placed and out.scripted == serial.scripted

@@ -3,27 +3,35 @@ the scan's own reading of each file.
 
 Where the project's maps are not remembered (a file of the project changed,
 or there is no cache) and there are enough bytes to analyse for a pool, a
-few long-lived worker processes each take a fixed share of the files
+few long-lived worker processes each take a share of the files
 (balanced by bytes, largest first). A worker:
 
-1. reads, decodes and parses each file of its share once, keeps its text and
-   tree, and returns the file's facts for the placing helpers
+1. reads and decodes each file of its share once, keeps its text, and
+   returns the file's facts for the placing helpers
    (:func:`..values.project.file_facts`, with the summaries of its candidate
-   helpers); the project's files outside the paths checked, and those the
-   cache answers by their content, are read for their facts only (no parse);
+   helpers: read off the text, no parse); the project's files outside the
+   paths checked, and those the cache answers by their content, are read for
+   their facts only;
 2. meanwhile the lead process (this one) walks what TorchScript and
    ``torch.compile`` compile (:mod:`.scripted`, :mod:`.compiled`): it parses
    the files that hold a root itself (found by their text before the workers
    start, and taken out of their shares), and for a file the walk reaches it
    either takes the file first (a table of claims shared with the workers:
    whoever claims a file reads it) or asks the worker that holds it for its
-   tree, which is sent, not parsed again;
+   tree, which is parsed there and sent, not parsed again; a worker whose
+   facts are sent parses its files ahead until the maps come;
 3. the lead combines the maps (:func:`..values.project.combine` for the
    placing helpers), keeps them as the serial passes would (this process,
-   beside the findings cache), and sends each worker what its files are
-   handed; each worker analyses the trees it holds (the finder and the value
-   layer, :func:`..front.finder.find_in_source` given the tree), and the
-   lead analyses the files it holds.
+   beside the findings cache), and sends every worker the whole list of
+   files to analyse with what each is handed. Each worker analyses the files
+   it holds (the finder and the value layer,
+   :func:`..front.finder.find_in_source` given the tree), those it parsed
+   first, and then takes the files nobody has parsed yet from the other
+   workers' shares, smallest first, parsing them itself (a second table
+   shared with the workers: whoever parses a file analyses it). A fixed
+   share by bytes left one worker up to a second behind the other on 2
+   cores, since the analysis per byte varies from file to file. The lead
+   analyses the files it holds.
 
 The findings are those of the serial passes followed by the per-file scan
 (:func:`.scan.scan`'s other path, which still runs for a warm or small run,
@@ -35,6 +43,7 @@ from __future__ import annotations
 
 import gc
 import os
+import threading
 from typing import Any, Callable, Optional
 
 from ..front.notebook import code_text
@@ -113,30 +122,41 @@ def _tree_of(text: str, display: str):
 
 
 class _Holder:
-    """What one process (a worker, or the lead) holds of its files: text and tree."""
+    """What one process (a worker, or the lead) holds of its files: text and
+    tree. `me` is its mark in the shared tables: `claims` (who reads a file,
+    keeps its text and gives its facts) and `parsers` (who parses and analyses
+    it), both set under `lock`."""
 
-    def __init__(self, rules, gpu_first: bool) -> None:
+    def __init__(self, rules, gpu_first: bool, me: int, parsers, lock) -> None:
         self.rules, self.gpu_first = rules, gpu_first
+        self.me, self.parsers, self.lock = me, parsers, lock
         self.held: dict = {}  # index -> [text or None, tree or None, parsed?, error or None]
         self.facts: dict = {}  # index -> :func:`..values.project.file_facts` (None: unreadable)
 
-    def take(self, j: int, item: Item) -> None:
+    def take(self, j: int, item: Item, facts: bool = True) -> None:
+        """Read file `j` (its text kept) and give its facts."""
         from ..values.project import file_facts
 
         text, error = _text_of(item, item.data)
         entry = self.held[j] = [text, None, False, error]
-        if text is not None and item.scan:
-            self.parse(j, item)
-        if item.facts:
+        if facts and item.facts:
             self.facts[j] = None if text is None else file_facts(
                 text, item.module, item.package, self.gpu_first, item.rel, item.ap)
         del entry
+
+    def mine(self, j: int) -> bool:
+        """File `j` is parsed and analysed here: so marked now, or already."""
+        with self.lock:
+            who = self.parsers[j]
+            if who == 0:
+                self.parsers[j] = who = self.me
+        return who == self.me
 
     def parse(self, j: int, item: Item):
         entry = self.held.get(j)
         if entry is None or entry[0] is None:
             return None
-        if not entry[2]:
+        if not entry[2] and self.mine(j):
             entry[2] = True
             entry[1] = _tree_of(entry[0], item.display)
         return entry[1]
@@ -149,51 +169,101 @@ class _Holder:
             res = FileResult(path=item.display)
             res.error = error
             return res
-        if tree is None and not self.held[j][2]:
-            tree = self.parse(j, item)
         with collector_paused():
+            if tree is None and not self.held[j][2]:
+                tree = self.parse(j, item)
             # (a tree that did not parse is parsed again by the finder: the error's place, old Python repaired)
             return find_in_source(text, item.display, self.rules, item.rel, None, tree,
                                   scripted=scripted, placed=placed)
 
+    def analyse_all(self, work: list, items, claims, steal: bool,
+                    tick: Optional[Callable[[FileResult], None]] = None) -> dict:
+        """Analyse the files of `work` ([(index, scripted, placed)]) that this
+        process reads (those parsed first), then, where it may `steal`, those of
+        the others that nobody has parsed yet (smallest first), each marked here
+        before it is parsed: index -> result."""
+        own = [x for x in work if claims[x[0]] == self.me]
+        own.sort(key=lambda x: not self.held[x[0]][2])  # (stable: the order of `work` within each part)
+        rest = [x for x in work if claims[x[0]] != self.me] if steal else []
+        rest.sort(key=lambda x: items[x[0]].weight)
+        out: dict = {}
+        for j, scripted, placed in own:
+            if self.held[j][2] or self.mine(j):
+                out[j] = self.analyse(j, items[j], scripted, placed)
+                if tick is not None:
+                    tick(out[j])
+        for j, scripted, placed in rest:
+            if self.parsers[j] or not self.mine(j):  # (taken: its holder, or another process, parses it)
+                continue
+            self.take(j, items[j], facts=False)
+            out[j] = self.analyse(j, items[j], scripted, placed)
+            if tick is not None:
+                tick(out[j])
+        return out
 
-def _worker(w: int, conn, items: dict, share: list, claims, lock, rules, gpu_first: bool, run_pid: int) -> None:
+
+def _worker(w: int, conn, items, share: list, steal: bool, claims, parsers, lock, rules, gpu_first: bool,
+            run_pid: int) -> None:
     from ..._workers import die_with_parent
 
     die_with_parent(run_pid)
-    gc.disable()  # (the trees it keeps hold no cycles: a collection would walk them all)
-    h = _Holder(rules, gpu_first)
+    # (off for the worker's life: the trees it keeps hold no cycles, the value layer's objects are freed by
+    # their counts, and a collection would walk every tree held; the worker ends without freeing them)
+    gc.disable()
     me = w + 1
+    h = _Holder(rules, gpu_first, me, parsers, lock)
+    held: list = []
     for j in share:
         while conn.poll():
-            _answer(conn, conn.recv(), h, items)
+            _answer(conn, None, conn.recv(), h, items)
         with lock:
             if claims[j]:
                 continue
             claims[j] = me
         h.take(j, items[j])
-    conn.send(("facts", w, h.facts))
-    gc.freeze()
-    gc.enable()
-    while True:
+        held.append(j)
+    # (sent beside the parse ahead: the lead reads the facts after its walk, and a pipe holds less than
+    # a share's facts, so a plain send would wait for it doing nothing)
+    sending = threading.Lock()
+    sender = threading.Thread(target=_send, args=(conn, sending, ("facts", w, h.facts)), daemon=True)
+    sender.start()
+    msg = None
+    for j in held:  # until the maps come: parse ahead (each file parsed here is analysed here)
+        while msg is None and conn.poll():
+            msg = conn.recv()
+            if msg[0] != "maps":
+                _answer(conn, sending, msg, h, items)
+                msg = None
+        if msg is not None:
+            break
+        if items[j].scan:
+            h.parse(j, items[j])
+    while msg is None:
         msg = conn.recv()
         if msg[0] != "maps":
-            _answer(conn, msg, h, items)
-            continue
-        out = {}
-        for j, scripted, placed in msg[1]:
-            out[j] = h.analyse(j, items[j], scripted, placed)
-        conn.send(("done", w, out))
-        conn.close()
-        # Sent whole (what the pipe holds outlives its writer): end here, without freeing the trees
-        # held and the interpreter's teardown, which the run's end would wait for (a second or so)
-        os._exit(0)
+            _answer(conn, sending, msg, h, items)
+            msg = None
+    out = h.analyse_all(msg[1], items, claims, steal)
+    sender.join()
+    conn.send(("done", w, out))
+    conn.close()
+    # Sent whole (what the pipe holds outlives its writer): end here, without freeing the trees
+    # held and the interpreter's teardown, which the run's end would wait for (a second or so)
+    os._exit(0)
 
 
-def _answer(conn, msg, h: _Holder, items: dict) -> None:
+def _answer(conn, sending, msg, h: _Holder, items) -> None:
     if msg[0] == "tree":
         j = msg[1]
-        conn.send(("tree", j, h.parse(j, items[j])))
+        _send(conn, sending, ("tree", j, h.parse(j, items[j])))
+
+
+def _send(conn, sending, msg) -> None:
+    if sending is None:
+        conn.send(msg)
+        return
+    with sending:
+        conn.send(msg)
 
 
 class PooledSources(Sources):
@@ -234,8 +304,10 @@ class Pool:
         self.items = items
         self.ctx = multiprocessing.get_context(start_method)
         self.claims = self.ctx.RawArray("h", len(items))
+        self.parsers = self.ctx.RawArray("h", len(items))
         self.lock = self.ctx.Lock()
-        self.lead = _Holder(rules, gpu_first)
+        self.lead = _Holder(rules, gpu_first, _LEAD, self.parsers, self.lock)
+        self.forked = start_method == "fork"
         self.rules, self.gpu_first, self.n = rules, gpu_first, workers
         self.conns: list = []
         self.procs: list = []
@@ -252,23 +324,29 @@ class Pool:
         for w, share in enumerate(shares(self.items, rest, self.n)):
             share = [j for j in share if j not in later] + [j for j in share if j in later]
             mine, theirs = self.ctx.Pipe()
-            sub = {j: self.items[j] for j in share}
+            # (forked, a worker has every file's bytes already and may take over any file; started afresh, it
+            # is sent its share's alone, and takes over none)
+            sub = self.items if self.forked else {j: self.items[j] for j in share}
             p = self.ctx.Process(target=_worker, daemon=True,
-                                 args=(w, theirs, sub, share, self.claims, self.lock, self.rules, self.gpu_first,
-                                       os.getpid()))
+                                 args=(w, theirs, sub, share, self.forked, self.claims, self.parsers, self.lock,
+                                       self.rules, self.gpu_first, os.getpid()))
             p.start()
             theirs.close()
             self.conns.append(mine)
             self.procs.append(p)
 
-    def claim(self, j: int) -> None:
-        """The lead reads file `j` (a root's) unless a worker has claimed it
-        (which then sends its tree where the walk needs it: :meth:`tree`)."""
+    def claim(self, roots: list) -> None:
+        """The lead reads the files `roots` (a root's each) but those a worker
+        has claimed (which then sends its tree where the walk needs it:
+        :meth:`tree`): all claimed first, then read and parsed."""
         with self.lock:
-            if self.claims[j]:
-                return
-            self.claims[j] = _LEAD
-        self.lead.take(j, self.items[j])
+            mine = [j for j in roots if not self.claims[j]]
+            for j in mine:
+                self.claims[j] = _LEAD
+        for j in mine:
+            self.lead.take(j, self.items[j])
+            if self.items[j].scan:
+                self.lead.parse(j, self.items[j])
 
     def tree(self, ap: str):
         """The tree of the project's file `ap`, for the walk: parsed here if no
@@ -312,18 +390,15 @@ class Pool:
         out.update(self.lead.facts)
         return out
 
-    def holder(self, j: int) -> int:
-        return self.claims[j]
+    def analyse(self, work: list, tick: Callable[[FileResult], None]) -> dict:
+        """The files of `work` ([(index, scripted, placed)]) analysed across the
+        pool, this process included: index -> result."""
+        from multiprocessing.reduction import ForkingPickler
 
-    def analyse(self, work: dict, lead_work: list, tick: Callable[[FileResult], None]) -> dict:
-        """Each worker analyses its part of `work` (worker -> [(index, scripted, placed)]),
-        the lead `lead_work`; index -> result."""
-        for w, conn in enumerate(self.conns):
-            conn.send(("maps", work.get(w, [])))
-        out: dict = {}
-        for j, scripted, placed in lead_work:
-            out[j] = self.lead.analyse(j, self.items[j], scripted, placed)
-            tick(out[j])
+        blob = bytes(ForkingPickler.dumps(("maps", work)))  # (pickled once, for every worker)
+        for conn in self.conns:
+            conn.send_bytes(blob)
+        out = self.lead.analyse_all(work, self.items, self.claims, False, tick)
         left = list(self.conns)
         while left:  # (a worker that has answered closes its end: it is waited on no more)
             m = self._wait(lambda m: m[0] == "done", left)
@@ -397,6 +472,7 @@ def run(targets: list, project, cfg, rules, cache, workers: int, start_method: s
             # the workers start first (the files that may hold a root last in their shares): the lead
             # finds the roots meanwhile and reads those files itself, unless a worker got there first
             pool.start(frozenset(maybe))
+            roots = []
             for j in maybe:
                 try:
                     text = decode_source(items[j].data)
@@ -404,7 +480,8 @@ def run(targets: list, project, cfg, rules, cache, workers: int, start_method: s
                     continue
                 if may_root(text):
                     texts[items[j].ap] = text
-                    pool.claim(j)
+                    roots.append(j)
+            pool.claim(roots)
             sources = PooledSources(items, order, texts, pool.tree)
             scripted = scripted_in_project((), sources=sources)
             compiled = compiled_in_project((), sources=sources)
@@ -418,8 +495,7 @@ def run(targets: list, project, cfg, rules, cache, workers: int, start_method: s
             results: dict = {}
             digests: dict = {}
             cached: set = set()
-            work: dict = {}
-            lead_work: list = []
+            work: list = []
             for i, ap, display, rel, data in targets:
                 j = by_ap[ap]
                 it = items[j]
@@ -433,10 +509,9 @@ def run(targets: list, project, cfg, rules, cache, workers: int, start_method: s
                             cached.add(i)
                             tick(hit)
                             continue
-                c = pool.holder(j)
-                (lead_work if c == _LEAD else work.setdefault(c - 1, [])).append((j, s, p))
+                work.append((j, s, p))
             back = {j: i for i, ap, *_ in targets for j in (by_ap[ap],)}
-            for j, res in pool.analyse(work, lead_work, tick).items():
+            for j, res in pool.analyse(work, tick).items():
                 results[back[j]] = res
             # the trees and texts this process held, freed while the collector is paused: the first
             # collection after it would walk them all (half a second on torch's tree)
