@@ -85,7 +85,7 @@ if [ "$part" = liger_more ]; then  # more than one call: six files' bare run alo
     -- -k "functional and not dtensor and not blackwell"
 fi
 if [ "$part" = speed ]; then
-  step scan_speed_2cores 300 taskset -c 0,1 python3 bench/scan_speed.py --short --repeat 3 --base .base
+  step scan_speed_2cores 420 taskset -c 0,1 python3 bench/scan_speed.py --short --repeat 5 --base .base
   step scan_speed_16cores 150 python3 bench/scan_speed.py --short --repeat 3 --base .base
   here=$PWD
   python3 -c "import sys; sys.path.insert(0, 'bench'); import scan_speed; scan_speed.copy_tree(scan_speed.torch_dir(), '/tmp/split_tree')"
