@@ -399,6 +399,9 @@ class Pool:
         for conn in self.conns:
             conn.send_bytes(blob)
         out = self.lead.analyse_all(work, self.items, self.claims, False, tick)
+        # the trees and texts this process held, freed while the workers still work, and while the collector
+        # is paused (the run's, :func:`run`): the first collection after it would walk them all
+        self.lead.held.clear()
         left = list(self.conns)
         while left:  # (a worker that has answered closes its end: it is waited on no more)
             m = self._wait(lambda m: m[0] == "done", left)
@@ -513,9 +516,6 @@ def run(targets: list, project, cfg, rules, cache, workers: int, start_method: s
             back = {j: i for i, ap, *_ in targets for j in (by_ap[ap],)}
             for j, res in pool.analyse(work, tick).items():
                 results[back[j]] = res
-            # the trees and texts this process held, freed while the collector is paused: the first
-            # collection after it would walk them all (half a second on torch's tree)
-            pool.lead.held.clear()
             del facts
     finally:
         pool.close()
