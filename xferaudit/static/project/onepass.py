@@ -190,6 +190,7 @@ class _Holder:
         for j, scripted, placed in own:
             if self.held[j][2] or self.mine(j):
                 out[j] = self.analyse(j, items[j], scripted, placed)
+                del self.held[j]  # (freed at once: the next file's tree reuses its memory, still cached)
                 if tick is not None:
                     tick(out[j])
         for j, scripted, placed in rest:
@@ -197,6 +198,7 @@ class _Holder:
                 continue
             self.take(j, items[j], facts=False)
             out[j] = self.analyse(j, items[j], scripted, placed)
+            del self.held[j]
             if tick is not None:
                 tick(out[j])
         return out
