@@ -234,3 +234,13 @@ def test_a_worker_done_first_takes_over_the_files_the_other_has_not_parsed(proje
     serial = _cold(project, 1)  # (the serial passes: no pool, the spies unused)
     assert _findings(out) == _findings(serial)
     assert out.placed == serial.placed and out.scripted == serial.scripted
+
+
+def test_workers_started_afresh_give_the_serial_maps_and_findings(project, monkeypatch):
+    # (spawned, a worker is sent its share's files alone and takes over none; the lead's are its own)
+    monkeypatch.setattr(scan_module, "_start_method", lambda: "spawn")
+    one = _cold(project, 2)
+    assert one.stats.workers == 2
+    serial = _cold(project, 1)
+    assert one.scripted == serial.scripted and one.compiled == serial.compiled and one.placed == serial.placed
+    assert _findings(one) == _findings(serial)
