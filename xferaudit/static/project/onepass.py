@@ -209,8 +209,8 @@ def _worker(w: int, conn, items, share: list, steal: bool, claims, parsers, lock
     from ..._workers import die_with_parent
 
     die_with_parent(run_pid)
-    # (off for the worker's life: the trees it keeps hold no cycles, the value layer's objects are freed by
-    # their counts, and a collection would walk every tree held; the worker ends without freeing them)
+    # (off for the worker's life: its trees hold no cycles, the value layer's objects are freed by their
+    # counts, and a collection would walk every tree parsed ahead)
     gc.disable()
     me = w + 1
     h = _Holder(rules, gpu_first, me, parsers, lock)
@@ -249,8 +249,8 @@ def _worker(w: int, conn, items, share: list, steal: bool, claims, parsers, lock
     sender.join()
     conn.send(("done", w, out))
     conn.close()
-    # Sent whole (what the pipe holds outlives its writer): end here, without freeing the trees
-    # held and the interpreter's teardown, which the run's end would wait for (a second or so)
+    # Sent whole (what the pipe holds outlives its writer): end here, without the interpreter's teardown
+    # (freeing what is still held: the texts read for their facts alone), which the run's end would wait for
     os._exit(0)
 
 
