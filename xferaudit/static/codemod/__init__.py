@@ -93,10 +93,10 @@ from ...opforms import STATEMENT
 from ...rules import RuleTable
 from ...wrapform import ALIAS, site_literal, wrapper_infos
 from ..front.evidence import category_of, wrap_outcome
-from ..front.finder import analyse, find_in_source, is_stub
+from ..front.finder import analyse, find_in_source
 from ..front.graph_breaks import mark as mark_compiled
 from ..site import Site
-from ..front.source import char_col, collector_paused, decode_source
+from ..front.source import char_col, collector_paused, decode_source, is_stub
 from .imports import (
     _alias_import, choose_alias, import_bindings, import_index,
     spell,

@@ -603,6 +603,6 @@ def analyse(
 
 __all__ = [
     "ANALYSES", "FileContext", "implicit_site", "FileResult", "LABEL_LIMIT", "RUNTIME_MODULE", "Site", "analyse",
-    "decode_source", "find_in_source", "is_stub", "name_sites", "parse_suppressions", "short_label", "short_receiver",
+    "decode_source", "find_in_source", "name_sites", "parse_suppressions", "short_label", "short_receiver",
     "split_lines",
 ]

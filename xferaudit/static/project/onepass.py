@@ -187,20 +187,21 @@ class _Holder:
         rest = [x for x in work if claims[x[0]] != self.me] if steal else []
         rest.sort(key=lambda x: items[x[0]].weight)
         out: dict = {}
+
+        def analysed(j: int, scripted, placed) -> None:
+            out[j] = self.analyse(j, items[j], scripted, placed)
+            del self.held[j]  # (freed at once: the next file's tree reuses its memory, still cached)
+            if tick is not None:
+                tick(out[j])
+
         for j, scripted, placed in own:
             if self.held[j][2] or self.mine(j):
-                out[j] = self.analyse(j, items[j], scripted, placed)
-                del self.held[j]  # (freed at once: the next file's tree reuses its memory, still cached)
-                if tick is not None:
-                    tick(out[j])
+                analysed(j, scripted, placed)
         for j, scripted, placed in rest:
             if self.parsers[j] or not self.mine(j):  # (taken: its holder, or another process, parses it)
                 continue
             self.take(j, items[j], facts=False)
-            out[j] = self.analyse(j, items[j], scripted, placed)
-            del self.held[j]
-            if tick is not None:
-                tick(out[j])
+            analysed(j, scripted, placed)
         return out
 
 
@@ -214,10 +215,11 @@ def _worker(w: int, conn, items, share: list, steal: bool, claims, parsers, lock
     gc.disable()
     me = w + 1
     h = _Holder(rules, gpu_first, me, parsers, lock)
+    sending = threading.Lock()  # (the facts go out from a thread of their own: below)
     held: list = []
     for j in share:
         while conn.poll():
-            _answer(conn, None, conn.recv(), h, items)
+            _answer(conn, sending, conn.recv(), h, items)
         with lock:
             if claims[j]:
                 continue
@@ -226,26 +228,18 @@ def _worker(w: int, conn, items, share: list, steal: bool, claims, parsers, lock
         held.append(j)
     # (sent beside the parse ahead: the lead reads the facts after its walk, and a pipe holds less than
     # a share's facts, so a plain send would wait for it doing nothing)
-    sending = threading.Lock()
     sender = threading.Thread(target=_send, args=(conn, sending, ("facts", w, h.facts)), daemon=True)
     sender.start()
-    msg = None
+    maps = None
     for j in held:  # until the maps come: parse ahead (each file parsed here is analysed here)
-        while msg is None and conn.poll():
-            msg = conn.recv()
-            if msg[0] != "maps":
-                _answer(conn, sending, msg, h, items)
-                msg = None
-        if msg is not None:
+        maps = _maps(conn, sending, h, items, wait=False)
+        if maps is not None:
             break
         if items[j].scan:
             h.parse(j, items[j])
-    while msg is None:
-        msg = conn.recv()
-        if msg[0] != "maps":
-            _answer(conn, sending, msg, h, items)
-            msg = None
-    out = h.analyse_all(msg[1], items, claims, steal)
+    if maps is None:
+        maps = _maps(conn, sending, h, items, wait=True)
+    out = h.analyse_all(maps[1], items, claims, steal)
     sender.join()
     conn.send(("done", w, out))
     conn.close()
@@ -260,11 +254,19 @@ def _answer(conn, sending, msg, h: _Holder, items) -> None:
         _send(conn, sending, ("tree", j, h.parse(j, items[j])))
 
 
+def _maps(conn, sending, h: _Holder, items, wait: bool):
+    """The lead's maps message, the requests before it answered; None where it
+    has not come yet and this is not to `wait` for it."""
+    while wait or conn.poll():
+        msg = conn.recv()
+        if msg[0] == "maps":
+            return msg
+        _answer(conn, sending, msg, h, items)
+    return None
+
+
 def _send(conn, sending, msg) -> None:
-    if sending is None:
-        conn.send(msg)
-        return
-    with sending:
+    with sending:  # (the facts' thread and this one share the pipe)
         conn.send(msg)
 
 
