@@ -72,7 +72,7 @@ for k, f in enumerate(files[:20] + files):
     except Exception:
         continue
     t1 = time.process_time()
-    file_facts(text, "m", False, True, f, os.path.abspath(f))
+    file_facts(text, "m", False, True)
     t2 = time.process_time()
     v0 = spent[0]
     find_in_source(text, f, rules, f, None, parsed)

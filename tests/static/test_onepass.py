@@ -244,3 +244,30 @@ def test_workers_started_afresh_give_the_serial_maps_and_findings(project, monke
     serial = _cold(project, 1)
     assert one.scripted == serial.scripted and one.compiled == serial.compiled and one.placed == serial.placed
     assert _findings(one) == _findings(serial)
+
+
+def test_workers_summarise_only_the_candidates_an_import_names(project, tmp_path_factory, monkeypatch):
+    # a placing helper no file imports: its summary would be thrown away, so it is never made
+    (project / "pkg" / "unused.py").write_text("import torch\n\ndef ship(x):\n    return x.to('cuda')\n",
+                                               encoding="utf-8")
+    log = tmp_path_factory.mktemp("spy") / "summarised"
+    real = onepass._Holder.summaries
+
+    def summaries(self, js, items):
+        with open(log, "a", encoding="utf-8") as f:  # (the workers, forked, write here too)
+            f.writelines(f"{self.me}\t{os.path.basename(items[j].rel)}\n" for j in js)
+        return real(self, js, items)
+
+    monkeypatch.setattr(onepass._Holder, "summaries", summaries)
+    monkeypatch.setattr(scan_module, "_start_method", lambda: "fork")
+    out = _cold(project, 2)
+    assert out.stats.workers == 2
+    rows = [ln.split("\t") for ln in log.read_text(encoding="utf-8").splitlines()]
+    names = [name for _, name in rows]
+    assert "utils.py" in names and len(names) == len(set(names))  # (the helper train.py imports, once)
+    assert "unused.py" not in names and not any(n.startswith("extra") for n in names)
+    assert all(me != str(onepass._LEAD) for me, _ in rows)  # (made in the workers)
+    serial = _cold(project, 1)
+    assert out.placed == serial.placed and "pkg.utils.move" in out.placed["helpers"]
+    assert "pkg.unused.ship" not in out.placed["helpers"]
+    assert _findings(out) == _findings(serial)

@@ -140,9 +140,19 @@ class _Holder:
         text, error = _text_of(item, item.data)
         entry = self.held[j] = [text, None, False, error]
         if facts and item.facts:
-            self.facts[j] = None if text is None else file_facts(
-                text, item.module, item.package, self.gpu_first, item.rel, item.ap)
+            self.facts[j] = None if text is None else file_facts(text, item.module, item.package, self.gpu_first)
         del entry
+
+    def summaries(self, js: list, items) -> dict:
+        """index -> the summaries of file `j`'s candidate helpers, for each of `js`
+        (files whose facts were given here, and that an import of the project names)."""
+        from ..values.project import summarise
+
+        out: dict = {}
+        for j in js:
+            it, f = items[j], self.facts[j]
+            out[j] = summarise(it.rel, it.ap, f[4], f[2], it.module, self.gpu_first)
+        return out
 
     def mine(self, j: int) -> bool:
         """File `j` is parsed and analysed here: so marked now, or already."""
@@ -252,6 +262,8 @@ def _answer(conn, sending, msg, h: _Holder, items) -> None:
     if msg[0] == "tree":
         j = msg[1]
         _send(conn, sending, ("tree", j, h.parse(j, items[j])))
+    elif msg[0] == "want":
+        _send(conn, sending, ("summaries", h.me - 1, h.summaries(msg[1], items)))
 
 
 def _maps(conn, sending, h: _Holder, items, wait: bool):
@@ -394,6 +406,27 @@ class Pool:
         out.update(self.lead.facts)
         return out
 
+    def ask_summaries(self, js: list) -> list:
+        """Ask each worker for the summaries of those of the files `js` whose
+        facts it gave (all asked at once: they make them side by side, while
+        this process goes on); the workers asked. The lead's own files are not
+        asked for (:func:`..values.project.combine` summarises them)."""
+        asked: dict = {}
+        for j in js:
+            c = self.claims[j]
+            if c != _LEAD and j not in self.lead.facts:
+                asked.setdefault(c - 1, []).append(j)
+        for w, mine in asked.items():
+            self.conns[w].send(("want", mine))
+        return list(asked)
+
+    def summaries(self, asked: list) -> dict:
+        """index -> summaries, as the workers `asked` (:meth:`ask_summaries`) send them."""
+        out: dict = {}
+        for w in asked:
+            out.update(self._wait(lambda m, w=w: m[0] == "summaries" and m[1] == w, [self.conns[w]])[2])
+        return out
+
     def analyse(self, work: list, tick: Callable[[FileResult], None]) -> dict:
         """The files of `work` ([(index, scripted, placed)]) analysed across the
         pool, this process included: index -> result."""
@@ -432,7 +465,7 @@ def run(targets: list, project, cfg, rules, cache, workers: int, start_method: s
     FileResult, digests: index -> cache key of each file, the indices the cache
     answered, the scripted, compiled and placed maps). The maps are kept as the serial
     passes keep them (:func:`keep`)."""
-    from ..values.project import combine, for_file, module_of
+    from ..values.project import combine, for_file, module_of, wanted_files
     from .cache import content_digest, file_digest, line_bound
     from .compiled import compiled_in_project
     from .maps import keep
@@ -491,13 +524,20 @@ def run(targets: list, project, cfg, rules, cache, workers: int, start_method: s
             pool.claim(roots)
             sources = PooledSources(items, order, texts, pool.tree)
             scripted = scripted_in_project((), sources=sources)
+            facts = pool.facts()
+            readable = {items[j].ap: f for j, f in facts.items() if f is not None}
+            # the candidates some import names, summarised by the workers that hold their texts while this
+            # process walks what torch.compile compiles (which reads no file for facts: a worker sends its
+            # facts once its whole share is claimed and read, so every file is by now)
+            wanted = set(wanted_files(readable, modules))
+            asked = pool.ask_summaries([j for j in facts if items[j].ap in wanted])
             compiled = compiled_in_project((), sources=sources)
             del sources
             # each target's own digest, made while the workers read (not after, when they wait for the maps)
             contents = {t[0]: content_digest(t[4]) for t in targets} if cache is not None else {}
-            facts = pool.facts()
-            placed = combine(project.files, modules, {items[j].ap: f for j, f in facts.items() if f is not None},
-                             lambda p: cfg.relpath(os.path.abspath(p)), gpu_first)
+            made = pool.summaries(asked)
+            placed = combine(project.files, modules, readable, lambda p: cfg.relpath(os.path.abspath(p)), gpu_first,
+                             {items[j].ap: got for j, got in made.items()})
             keep(project, gpu_first, cache, [scripted, compiled, placed])
             results: dict = {}
             digests: dict = {}

@@ -346,35 +346,33 @@ def placed_in_project(files: Iterable[str], relpath: Callable[[str], str] = lamb
     return combine(files, modules, facts, relpath, gpu_first)
 
 
-def file_facts(text: str, module: str, package: bool, gpu_first: bool, rel: Optional[str] = None,
-               ap: str = "") -> tuple:
+def file_facts(text: str, module: str, package: bool, gpu_first: bool) -> tuple:
     """What :func:`placed_in_project` reads of one readable file (`module`,
-    `package`: its :func:`module_of`): (what its imports name, its text where
-    it is a package's ``__init__``, its :func:`_reduced` text, the defs of it
-    annotated to return a tensor (gpu-first only), its candidates' summaries,
-    whether it sets a default device). The summaries are made here only where
-    `rel` (its path as reports name it) is given: else :func:`combine` makes
-    them for the files some import names (or a scan's workers do, :func:`summarise`)."""
+    `package`: its :func:`module_of`), all off the text, no parse: (what its
+    imports name, its text where it is a package's ``__init__``, its
+    :func:`_reduced` text, the defs of it annotated to return a tensor
+    (gpu-first only), whether it sets a default device). Its candidates are
+    summarised only where some import names them (:func:`wanted_files`): by
+    :func:`combine`, or beforehand by whoever holds the text (:func:`summarise`)."""
     reduced = _reduced(text)
     annotated = _annotated_defs(text) if gpu_first and "Tensor" in text and "return" in text else None
-    default_device = "set_default_device" in text
-    summaries = None
-    if reduced is not None and rel is not None:
-        summaries = summarise(rel, ap, default_device, reduced, module, gpu_first)
-    return (_targets(text, module, package), text if package else None, reduced, annotated, summaries,
-            default_device)
+    return (_targets(text, module, package), text if package else None, reduced, annotated,
+            "set_default_device" in text)
 
 
 def combine(files: Iterable[str], modules: dict, facts: dict, relpath: Callable[[str], str],
-            gpu_first: bool) -> dict:
+            gpu_first: bool, summaries: Optional[dict] = None) -> dict:
     """:func:`placed_in_project`'s map from each file's :func:`file_facts`
     (`facts`: absolute path -> them, for the files that could be read;
-    `modules`: absolute path -> [module, is a package] for every ``.py`` file)."""
+    `modules`: absolute path -> [module, is a package] for every ``.py`` file).
+    `summaries`: absolute path -> :func:`summarise` of a wanted file, made
+    beforehand (a scan's workers); the wanted files not in it are summarised here."""
     helpers: dict = {}
     inits: dict = {}  # a package's __init__: its text, for the helpers it re-exports
     targets: dict = {}  # absolute path -> what its imports name (dotted, absolute)
-    pending: list = []  # (path, absolute path, reduced text, summaries) of the files with candidates
+    pending: list = []  # (path, absolute path, reduced text, sets a default device) of the files with candidates
     annotated: list = []  # (path, module, [(name, line)]) of the defs annotated to return a tensor, unwalked
+    made = summaries or {}
     with collector_paused():
         for path in files:
             if not path.endswith(".py"):
@@ -383,12 +381,12 @@ def combine(files: Iterable[str], modules: dict, facts: dict, relpath: Callable[
             got = facts.get(ap)
             if got is None:
                 continue
-            tg, init, reduced, annot, summaries, default_device = got
+            tg, init, reduced, annot, default_device = got
             if init is not None:
                 inits[ap] = init
             targets[ap] = tg
             if reduced is not None:
-                pending.append((path, ap, reduced, summaries, default_device))
+                pending.append((path, ap, reduced, default_device))
             if annot is not None:
                 annotated.append((path, modules[ap][0], annot))
         wanted = wanted_names(targets.values())
@@ -396,13 +394,14 @@ def combine(files: Iterable[str], modules: dict, facts: dict, relpath: Callable[
             for name, line in defs:
                 if module in wanted or f"{module}.{name}" in wanted:
                     helpers[f"{module}.{name}"] = [None, ["tensor", None], f"{relpath(path)}:{line}", []]
-        for path, ap, reduced, summaries, default_device in pending:
+        for path, ap, reduced, default_device in pending:
             module = modules[ap][0]
             if is_wanted(module, reduced, wanted):
-                if summaries is None:
+                got = made.get(ap)
+                if got is None:
                     _one(path, ap, default_device, reduced, relpath, gpu_first, helpers, module)
                 else:
-                    helpers.update(summaries)
+                    helpers.update(got)
     if helpers:
         _reexports(helpers, inits, modules)
     by_module: dict = {}
@@ -421,6 +420,13 @@ def combine(files: Iterable[str], modules: dict, facts: dict, relpath: Callable[
 def wanted_names(targets: Iterable[set]) -> set:
     """Every dotted name some file's imports name (`targets`: each file's :func:`_targets`)."""
     return set().union(*targets)
+
+
+def wanted_files(facts: dict, modules: dict) -> list:
+    """The files whose candidates :func:`combine` summarises (`facts`, `modules`:
+    as it takes them): those with candidates that some file's imports name."""
+    wanted = wanted_names(f[0] for f in facts.values())
+    return [ap for ap, f in facts.items() if f[2] is not None and is_wanted(modules[ap][0], f[2], wanted)]
 
 
 def is_wanted(module: str, reduced: str, wanted: set) -> bool:
