@@ -8,10 +8,9 @@ few long-lived worker processes each take a share of the files
 
 1. reads and decodes each file of its share once, keeps its text, and
    returns the file's facts for the placing helpers
-   (:func:`..values.project.file_facts`, with the summaries of its candidate
-   helpers: read off the text, no parse); the project's files outside the
-   paths checked, and those the cache answers by their content, are read for
-   their facts only;
+   (:func:`..values.project.file_facts`: read off the text, no parse); the
+   project's files outside the paths checked, and those the cache answers by
+   their content, are read for their facts only;
 2. meanwhile the lead process (this one) walks what TorchScript and
    ``torch.compile`` compile (:mod:`.scripted`, :mod:`.compiled`): it parses
    the files that hold a root itself (found by their text before the workers
@@ -20,10 +19,14 @@ few long-lived worker processes each take a share of the files
    whoever claims a file reads it) or asks the worker that holds it for its
    tree, which is parsed there and sent, not parsed again; a worker whose
    facts are sent parses its files ahead until the maps come;
-3. the lead combines the maps (:func:`..values.project.combine` for the
-   placing helpers), keeps them as the serial passes would (this process,
-   beside the findings cache), and sends every worker the whole list of
-   files to analyse with what each is handed. Each worker analyses the files
+3. once every file's facts are in, the lead asks each worker for the
+   summaries of those of its files' candidate helpers that an import of the
+   project names (:func:`..values.project.wanted_files`; made side by side
+   while the lead walks what ``torch.compile`` compiles), combines the maps
+   (:func:`..values.project.combine` for the placing helpers), keeps them
+   as the serial passes would (this process, beside the findings cache),
+   and sends every worker the whole list of files to analyse with what each
+   is handed. Each worker analyses the files
    it holds (the finder and the value layer,
    :func:`..front.finder.find_in_source` given the tree), those it parsed
    first, and then takes the files nobody has parsed yet from the other
