@@ -281,6 +281,11 @@ def main() -> int:
         base = med["ruff --select ALL --no-cache"]
         say("\nratios:")
         say(f"  cold / ruff          {med['xferaudit cold'] / base:5.2f}x   (goal <= 1.0 on 2 cores, <= 0.6 on 16)")
+        # each round's two runs side by side: a machine whose load drifts moves both, so the ratio of each
+        # round holds better than the ratio of the medians where the runs spread wide
+        paired = [c / r for c, r in zip(rows["xferaudit cold"], rows["ruff --select ALL --no-cache"])]
+        say(f"  cold / ruff, paired  {statistics.median(paired):5.2f}x   (the median of each round's ratio, "
+            f"range {min(paired):.2f}-{max(paired):.2f})")
         for m in ("proven", "gpu-first"):
             if f"xferaudit cold --implicit {m}" in med:
                 say(f"  cold {m:<9} / ruff {med[f'xferaudit cold --implicit {m}'] / base:5.2f}x")
