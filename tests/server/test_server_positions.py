@@ -26,16 +26,21 @@ def _one_line(n: int) -> str:
 
 
 def _converted(tmp_path, n: int) -> tuple:
-    """(findings, seconds) of the server's conversion of every finding's range (not the check)."""
+    """(findings, seconds) of the server's conversion of every finding's range (not the check): the
+    fastest of three conversions, so that a stall of the machine in one of them (a busy CI runner) is
+    not read as the conversion's own time; quadratic work is slow in all three."""
     text = _one_line(n)
     (tmp_path / "pyproject.toml").write_text("[tool.xferaudit]\n")
     doc = D.Document(uri=(tmp_path / "t.py").as_uri(), path=str(tmp_path / "t.py"), version=1, text=text)
     projects = D.Projects()
     D.check(doc, projects)
     ls = SimpleNamespace(workspace=SimpleNamespace(position_codec=PositionCodec()), projects=projects)
-    t = time.perf_counter()
-    out = lsp._diagnostics(ls, doc)
-    return out, time.perf_counter() - t
+    best = float("inf")
+    for _ in range(3):
+        t = time.perf_counter()
+        out = lsp._diagnostics(ls, doc)
+        best = min(best, time.perf_counter() - t)
+    return out, best
 
 
 def test_many_findings_on_one_line_convert_in_linear_time(tmp_path):
