@@ -229,7 +229,6 @@ def _worker(w: int, conn, items, share: list, steal: bool, claims, parsers, lock
     me = w + 1
     h = _Holder(rules, gpu_first, me, parsers, lock)
     sending = threading.Lock()  # (the facts go out from a thread of their own: below)
-    held: list = []
     for j in share:
         while conn.poll():
             _answer(conn, sending, conn.recv(), h, items)
@@ -238,13 +237,13 @@ def _worker(w: int, conn, items, share: list, steal: bool, claims, parsers, lock
                 continue
             claims[j] = me
         h.take(j, items[j])
-        held.append(j)
     # (sent beside the parse ahead: the lead reads the facts after its walk, and a pipe holds less than
     # a share's facts, so a plain send would wait for it doing nothing)
     sender = threading.Thread(target=_send, args=(conn, sending, ("facts", w, h.facts)), daemon=True)
     sender.start()
     maps = None
-    for j in held:  # until the maps come: parse ahead (each file parsed here is analysed here)
+    # until the maps come: parse ahead, in the share's order (each file parsed here is analysed here)
+    for j in list(h.held):
         maps = _maps(conn, sending, h, items, wait=False)
         if maps is not None:
             break
@@ -416,8 +415,8 @@ class Pool:
         asked for (:func:`..values.project.combine` summarises them)."""
         asked: dict = {}
         for j in js:
-            c = self.claims[j]
-            if c != _LEAD and j not in self.lead.facts:
+            c = self.claims[j]  # (who claims a file gives its facts)
+            if c != _LEAD:
                 asked.setdefault(c - 1, []).append(j)
         for w, mine in asked.items():
             self.conns[w].send(("want", mine))
