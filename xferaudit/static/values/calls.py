@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import ast
 import sys
-from typing import Optional
+from typing import Any, Optional
 
 from .kinds import (
     A_LIST, CPUDEV, DEV, DEVICE, DEVOUT, DEVSTATE, DEVX, FUNC, LOCAL_FUNC, HOST, HOST_PAGEABLE, HOST_PAIRS, HOST_PARAM, HOST_SEQ,
@@ -273,8 +273,8 @@ def torch_function(ev, q: str, node: ast.Call) -> Optional[Val]:
         return OTHER
     if camel(last):
         if last in ("Parameter", "Buffer") and q.startswith("torch.nn."):
-            v = ev.value(node.args[0]) if node.args else None
-            return HOST_PARAM if v is not None and v.kind == "host" else OBJ  # nn.Parameter(torch.zeros(n))
+            given: Any = ev.value(node.args[0]) if node.args else None
+            return HOST_PARAM if given is not None and given.kind == "host" else OBJ  # nn.Parameter(torch.zeros(n))
         if q.startswith("torch.nn.") and last not in _CONTAINERS:
             return built(ev, node, layer=True)  # torch.nn.Linear(4, 4): its parameters made on the host
         return OBJ
@@ -326,8 +326,8 @@ def factory(ev, last: str, node: ast.Call) -> Val:
     `device=`, the default device: the host, unless the file changes it
     (``torch.set_default_device``, ``with torch.device(...)``)."""
     dev = keyword(node, "device")
-    pinned = keyword(node, "pin_memory")
-    pinned = pinned is not None and not (isinstance(pinned, ast.Constant) and not pinned.value)
+    pinned0 = keyword(node, "pin_memory")
+    pinned = pinned0 is not None and not (isinstance(pinned0, ast.Constant) and not pinned0.value)
     if dev is None:
         if last.endswith("_like") and node.args:
             v = ev.value(node.args[0])

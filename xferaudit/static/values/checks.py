@@ -10,7 +10,7 @@ value crosses. Which values count as on the device is decided in one place:
 from __future__ import annotations
 
 import ast
-from typing import Callable, Optional
+from typing import Any, Callable, Optional
 
 from ..front.unwrappable import passes_site
 from .calls import bare_method_call
@@ -168,7 +168,7 @@ class Checker:
                            dims=v.dims, opaque=v.opaque)
         return v
 
-    def dev(self, node: ast.AST, test: Callable[[Val], bool] = None) -> bool:
+    def dev(self, node: ast.AST, test: Any = None) -> bool:
         """`node` holds a device value: shown by the code (`test`, default
         :func:`on_device`), or assumed on run evidence (:meth:`assume`)."""
         v = self.value(node)
@@ -572,7 +572,7 @@ class Checker:
         if m in ("to", "cuda", "copy_") and non_blocking(node):
             self._hazard(node, func)
 
-    def _reads(self, code: str, node: ast.Call, values: list, test: Callable[[Val], bool] = None) -> None:
+    def _reads(self, code: str, node: ast.Call, values: list, test: Any = None) -> None:
         """A call that reads the device values it is given (numpy, `math`,
         `str.format`): one finding, the call itself, wrapped around the call
         (`xfer.reads(np.sin, t, site=...)`: the callee gets the value itself)."""

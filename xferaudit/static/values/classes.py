@@ -19,7 +19,7 @@ Methods and properties called on an instance give what they return.
 from __future__ import annotations
 
 import ast
-from typing import Callable, Optional
+from typing import Any, Callable, Optional
 
 from .kinds import KEPT_BY_NONE, OTHER, UNKNOWN, Val, join
 
@@ -47,8 +47,8 @@ class Classes:
         self.defs = {st.name: st for st in tree.body if type(st) is ast.ClassDef}
         self.methods = {name: {fn.name: fn for fn in cls.body if type(fn) in (ast.FunctionDef, ast.AsyncFunctionDef)}
                         for name, cls in self.defs.items()}
-        self.plain = plain
-        self.walk = walk
+        self.plain: Any = plain
+        self.walk: Any = walk
         self.seen: dict = {}  # class -> {(method, argument kinds)}: every call this round read
         self.frozen: dict = {}  # the same, as the first round left it (the second round reads it)
         self.states: dict = {}

@@ -10,7 +10,7 @@ arguments and moves in :mod:`.placement`.
 from __future__ import annotations
 
 import ast
-from typing import Callable, Optional
+from typing import Any, Callable, Optional
 
 from ..front.resolver import attribute_chain
 from . import calls as _calls
@@ -36,7 +36,7 @@ class Evaluator:
         self.globals = globals_env or {}
         self.class_attrs = class_attrs or {}
         self.env: dict = {}
-        self.local_names: frozenset = frozenset()  # names bound anywhere in the function
+        self.local_names: Any = frozenset()  # names bound anywhere in the function
         self.where = "<module>"  # qualified name of the function walked
         self.calls: Optional[dict] = None  # module function name -> {id(call): [argument values]}
         #: the same for the functions defined in the function walked (.walk seeds them)
@@ -44,11 +44,11 @@ class Evaluator:
         self.gpu_first = False  # the reading: a tensor the file does not place is on the accelerator
         self.default_device = "cpu"  # where a factory without device= puts its result: "cpu", "dev", "unknown"
         self.methods: dict = {}  # name -> def of the methods of the class walked (self.m(...) has a summary)
-        self.classes = None  # this file's classes (.classes.Classes): their instances' attributes and methods
+        self.classes: Any = None  # this file's classes (.classes.Classes): their instances' attributes and methods
         self.self_module = False  # the class walked is a torch module (self.compile() is nn.Module's)
         #: ("", name) for a function of the module, ("self", name) for a method of
         #: the class: what it returns (:class:`.summaries.Returns`); unknown without
-        self.summaries = None
+        self.summaries: Any = None
         self.returned: Optional[list] = None  # the values of the return statements walked (summaries)
         self.memo: dict = {}  # id(node) -> its value, for the statement being walked
         self.param_uses: dict = {}  # parameter -> (line, use) that shows it is a tensor (.uses)
@@ -56,7 +56,7 @@ class Evaluator:
         self.seeded: dict = {}  # parameter -> why the walk starts with it placed (callers, a framework)
         #: the names the file calls the project's placing helpers by (.helpers.local_helpers)
         self.imported: dict = {}
-        self.function = None  # the def walked (None at module level)
+        self.function: Any = None  # the def walked (None at module level)
         #: the value of each parameter nothing says anything of, as the walk
         #: starts (one object per walk: `x[m]` on it is a use of the parameter
         #: itself, not of a value it was rebound to; see :meth:`_subscript`)
@@ -195,7 +195,7 @@ class Evaluator:
             finally:
                 self.env = saved
         if t is ast.List or t is ast.Tuple:
-            parts = tuple(self.value(e) for e in node.elts)
+            parts: Any = tuple(self.value(e) for e in node.elts)
             v = _container(parts, PYLIST if t is ast.List else PY)
             if any(type(e) is ast.Starred for e in node.elts):
                 parts = None

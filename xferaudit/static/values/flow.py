@@ -129,7 +129,7 @@ class Walker:
             self.ev.env = first  # copy no other holder keeps (.stmt's branches and handlers make them)
             return
         was = first.get
-        keys = set()
+        keys: set = set()
         for e in envs[1:]:
             if e is not first:
                 # the names whose values differ from the first's, in e's order (at C speed: no loop of ours)

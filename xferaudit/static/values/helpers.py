@@ -22,7 +22,7 @@ into the names the file calls them by; :func:`helper_call` answers for a call.
 from __future__ import annotations
 
 import ast
-from typing import Optional
+from typing import Any, Optional
 
 from .kinds import FUNC, ON_DEVICE as _ON_DEVICE, OTHER, UNKNOWN, Val
 
@@ -131,8 +131,8 @@ def helper_call(ev, node: ast.Call) -> Optional[tuple]:
         if None in given or any(type(a) is ast.Starred for a in node.args):
             return None  # (**kwargs, *args: what is passed is not shown)
         for name, pos in optional:
-            a = given.get(name, node.args[pos] if 0 <= pos < len(node.args) else None)
-            if a is None or not _a_device(ev, a):
+            passed: Any = given.get(name, node.args[pos] if 0 <= pos < len(node.args) else None)
+            if passed is None or not _a_device(ev, passed):
                 return None  # (random_boxes(n, device=device), device="cpu" by default in the caller)
     if found[4] and not _inputs_placed(ev, node):
         return None

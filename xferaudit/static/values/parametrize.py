@@ -11,7 +11,7 @@ of an array library (``torch.float16``, ``np.int64``, ``tl.float32``), or the ho
 from __future__ import annotations
 
 import ast
-from typing import Optional
+from typing import Any, Optional
 
 from ..front.classify import DTYPE_NAMES
 from .vocabulary import DTYPES
@@ -33,7 +33,7 @@ def filled(fn: ast.AST, module_lists: dict) -> dict:
         if type(d) is not ast.Call or not _is_parametrize(d.func) or len(d.args) < 2:
             continue
         names = _names(d.args[0])
-        values = d.args[1]
+        values: Any = d.args[1]
         if type(values) is ast.Name:
             values = module_lists.get(values.id)
         if names is None or type(values) not in (ast.List, ast.Tuple) or not values.elts:

@@ -24,7 +24,7 @@ value-layer failure never stops a scan (the file keeps the finder's sites).
 from __future__ import annotations
 
 import ast
-from typing import Callable, Optional
+from typing import Any, Callable, Optional
 
 from ...config import path_matches
 from ...rules import KIND_CODES
@@ -164,7 +164,7 @@ def _rejudge(ctx: FileContext, res, methods: list) -> None:
             continue
         if lit is not None and rule.kind == "device" and s.kind == "move":
             # device = torch.device("cuda") above: `.to(device)` goes up, not "either way"
-            kind = "down" if lit == "cpu" else "up"
+            kind: Any = "down" if lit == "cpu" else "up"
             s.kind, s.rule = kind, KIND_CODES[kind]
         if res.unbound(node, local):
             outer, fr.scope = fr.scope, scope

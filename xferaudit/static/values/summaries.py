@@ -17,7 +17,7 @@ position of a returned tuple), for the calls of it in the same file
 from __future__ import annotations
 
 import ast
-from typing import Callable, Optional
+from typing import Any, Callable, Optional
 
 from .kinds import DEVICE_KINDS, DEVOUT, HOSTMOD, TENSOR, UNKNOWN, Val, host_module, join
 from .vocabulary import annot_kind
@@ -44,7 +44,7 @@ class Returns:
 
     def __init__(self, functions: dict, walk: Walk) -> None:
         self.functions = functions  # name -> def node (module level)
-        self.walk = walk
+        self.walk: Any = walk
         self.done: dict = {}
         self.busy: set = set()
 

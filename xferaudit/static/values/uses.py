@@ -29,7 +29,7 @@ import bisect
 import functools
 import itertools
 import re
-from typing import Optional
+from typing import Any, Optional
 
 from ..front.prefilter import _trie
 from ..front.source import line_numbers, split_lines
@@ -222,7 +222,8 @@ def _keeps_kind(target: ast.AST, value: ast.AST, mask_names) -> bool:
     s = value.slice
     if type(s) is ast.Slice or type(s) is ast.Tuple:
         return True
-    s = _uninverted(s)
+    s2: Any = _uninverted(s)
+    s = s2
     return type(s) is ast.Compare or type(s) is ast.Name and s.id in mask_names()
 
 
