@@ -4,6 +4,14 @@ wrappers (xferaudit/runtime/counted/_fastcount.c, see xferaudit/runtime/counted/
 Optional: where it cannot be built (no C compiler, Windows, PyPy, a
 free-threaded CPython) the install goes on without it and the same wrappers
 run in Python. Everything else about the package is in pyproject.toml.
+
+Opt-in: the static value layer (xferaudit/static/values) compiled by mypyc,
+when XFERAUDIT_MYPYC=1 is set, mypy is installed and the build is not
+isolated (``pip install mypy && XFERAUDIT_MYPYC=1 pip install
+--no-build-isolation -e .``). The same source, run as C: its findings are the
+pure build's (docs/performance.md, "A compiled value layer"). Off by default,
+since it needs mypy and a C compiler at install time, which the pure-Python
+static half (a pre-commit hook's install) does without.
 """
 
 import os
@@ -22,5 +30,15 @@ if (
     ext_modules.append(
         Extension("xferaudit.runtime.counted._fastcount", ["xferaudit/runtime/counted/_fastcount.c"], optional=True)
     )
+
+if os.environ.get("XFERAUDIT_MYPYC"):
+    from mypyc.build import mypycify  # (a clear ImportError where mypy is missing)
+
+    here = os.path.dirname(os.path.abspath(__file__))
+    values = os.path.join("xferaudit", "static", "values")
+    # project.py is left as Python (mypyc 1.x fails on one of its lambdas); __init__ registers the layer
+    compiled = sorted(os.path.join(values, f) for f in os.listdir(os.path.join(here, values))
+                      if f.endswith(".py") and f not in ("__init__.py", "project.py"))
+    ext_modules += mypycify(["--config-file", os.path.join(here, "mypyc.ini"), *compiled], opt_level="3")
 
 setup(ext_modules=ext_modules)
