@@ -36,7 +36,7 @@ if os.environ.get("XFERAUDIT_MYPYC"):
 
     here = os.path.dirname(os.path.abspath(__file__))
     values = os.path.join("xferaudit", "static", "values")
-    # project.py is left as Python (mypyc 1.x fails on one of its lambdas); __init__ registers the layer
+    # project.py is left as Python (mypyc 2.4 fails on one of its lambdas); __init__ registers the layer
     compiled = sorted(os.path.join(values, f) for f in os.listdir(os.path.join(here, values))
                       if f.endswith(".py") and f not in ("__init__.py", "project.py"))
     ext_modules += mypycify(["--config-file", os.path.join(here, "mypyc.ini"), *compiled], opt_level="3")

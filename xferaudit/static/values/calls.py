@@ -326,8 +326,8 @@ def factory(ev, last: str, node: ast.Call) -> Val:
     `device=`, the default device: the host, unless the file changes it
     (``torch.set_default_device``, ``with torch.device(...)``)."""
     dev = keyword(node, "device")
-    pinned0 = keyword(node, "pin_memory")
-    pinned = pinned0 is not None and not (isinstance(pinned0, ast.Constant) and not pinned0.value)
+    pin_arg = keyword(node, "pin_memory")
+    pinned = pin_arg is not None and not (isinstance(pin_arg, ast.Constant) and not pin_arg.value)
     if dev is None:
         if last.endswith("_like") and node.args:
             v = ev.value(node.args[0])

@@ -222,8 +222,8 @@ def _keeps_kind(target: ast.AST, value: ast.AST, mask_names) -> bool:
     s = value.slice
     if type(s) is ast.Slice or type(s) is ast.Tuple:
         return True
-    s2: Any = _uninverted(s)
-    s = s2
+    unmasked: Any = _uninverted(s)  # (a name of its own: mypyc checks a name's one type at run time)
+    s = unmasked
     return type(s) is ast.Compare or type(s) is ast.Name and s.id in mask_names()
 
 
