@@ -1,0 +1,114 @@
+"""The opt-in compiled value layer (setup.py, ``XFERAUDIT_MYPYC=1``): it
+builds, it is what runs, and it finds what the pure build finds.
+
+One build per session (about a minute on two cores) in a copy of the
+package, so the checkout itself keeps running as Python. Skipped where mypy
+(mypyc) or a C compiler is missing; the test extra installs mypy.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import sysconfig
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+VALUES = ROOT / "xferaudit" / "static" / "values"
+#: What setup.py leaves as Python (its comment says why).
+LEFT_AS_PYTHON = {"__init__", "project"}
+
+pytest.importorskip("mypyc.build", reason="mypy (mypyc) is not installed")
+_cc = (sysconfig.get_config_var("CC") or "cc").split()[0]
+if shutil.which(_cc) is None:  # pragma: no cover - the test machines have one
+    pytest.skip(f"no C compiler ({_cc})", allow_module_level=True)
+
+
+def _env(pythonpath: Path) -> dict:
+    env = dict(os.environ, PYTHONPATH=str(pythonpath))
+    env.pop("XFERAUDIT_MYPYC", None)
+    return env
+
+
+@pytest.fixture(scope="module")
+def compiled(tmp_path_factory) -> Path:
+    """A copy of the package with the value layer built by mypyc in place."""
+    dest = tmp_path_factory.mktemp("mypyc")
+    shutil.copytree(ROOT / "xferaudit", dest / "xferaudit",
+                    ignore=shutil.ignore_patterns("__pycache__", "*.so", "*.pyd"))
+    for name in ("setup.py", "mypyc.ini", "pyproject.toml", "README.md"):
+        shutil.copy2(ROOT / name, dest / name)
+    env = dict(_env(dest), XFERAUDIT_MYPYC="1", XFERAUDIT_PURE_PYTHON="1")
+    res = subprocess.run([sys.executable, "setup.py", "-q", "build_ext", "--inplace"], cwd=dest, env=env,
+                         capture_output=True, text=True, timeout=900)
+    assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
+    return dest
+
+
+def _run(pythonpath: Path, *args: str, cwd: Path) -> subprocess.CompletedProcess:
+    """`python args` with `pythonpath` first on the path (`cwd` must not hold
+    a package of the name: a `-c` or `-m` run puts it first)."""
+    return subprocess.run([sys.executable, *args], cwd=cwd, env=_env(pythonpath), capture_output=True,
+                          text=True, timeout=600)
+
+
+def test_every_value_module_but_two_is_compiled(compiled):
+    """The modules setup.py names are extension modules in the built copy, and
+    the copy is what a process with it on the path imports."""
+    wanted = sorted(p.stem for p in VALUES.glob("*.py") if p.stem not in LEFT_AS_PYTHON)
+    assert len(wanted) >= 20
+    code = ("import importlib, json, sys; from importlib.machinery import EXTENSION_SUFFIXES as S; "
+            f"mods = {wanted!r}; "
+            "files = {m: importlib.import_module('xferaudit.static.values.' + m).__file__ for m in mods}; "
+            "print(json.dumps(files))")
+    res = _run(compiled, "-c", code, cwd=compiled)
+    assert res.returncode == 0, res.stderr
+    files = json.loads(res.stdout)
+    ext = sysconfig.get_config_var("EXT_SUFFIX")
+    assert {m: f for m, f in files.items() if not f.endswith(ext)} == {}
+    assert all(f.startswith(str(compiled)) for f in files.values())
+
+
+@pytest.mark.parametrize("reading", ["proven", "gpu-first"])
+def test_compiled_findings_equal_the_pure_builds(compiled, reading, tmp_path):
+    """`check` over the value layer's corpus and the real-code corpus gives
+    the same report, byte for byte, compiled and pure (and reports implicit
+    sites: an empty report on both sides would prove nothing)."""
+    trees = [str(ROOT / "tests" / "static" / "values_corpus"), str(ROOT / "tests" / "corpus")]
+    argv = ["check", *trees, "--no-cache", "--exit-zero", "--implicit", reading, "--format", "json"]
+    # (each process says which walk it imported, then runs the command as `xferaudit` would)
+    code = ("import sys, xferaudit.static.values.walk as w; print(w.__file__, file=sys.stderr); "
+            f"from xferaudit.cli import main; sys.exit(main({argv!r}))")
+    pure = _run(ROOT, "-c", code, cwd=tmp_path)
+    built = _run(compiled, "-c", code, cwd=tmp_path)
+    assert pure.returncode == 0, pure.stderr
+    assert built.returncode == 0, built.stderr
+    assert pure.stderr.splitlines()[0] == str(VALUES / "walk.py")
+    assert built.stderr.splitlines()[0].startswith(str(compiled / "xferaudit" / "static" / "values" / "walk."))
+    assert built.stderr.splitlines()[0].endswith(sysconfig.get_config_var("EXT_SUFFIX"))
+    assert built.stdout == pure.stdout
+    found = json.loads(pure.stdout)
+    implicit = [f for f in found if f["code"].startswith("XFA4")]  # (the value layer's codes)
+    assert len(implicit) > 20
+
+
+def test_value_layer_tests_pass_compiled(compiled):
+    """The value layer's own tests, run against the compiled build."""
+    tests = [str(ROOT / "tests" / "static" / f) for f in
+             ("test_values.py", "test_values_crossmodule.py", "test_values_precision43.py",
+              "test_values_round3.py", "test_corpus.py")]
+    # (the process asserts first that it imports the compiled build, then runs them)
+    code = ("import sys, sysconfig, pytest, xferaudit.static.values.walk as w; "
+            f"assert w.__file__.startswith({str(compiled)!r}) and w.__file__.endswith(sysconfig.get_config_var("
+            "'EXT_SUFFIX')), w.__file__; "
+            f"sys.exit(pytest.main(['-q', '-p', 'no:cacheprovider', '-x', *{tests!r}]))")
+    res = _run(compiled, "-c", code, cwd=compiled)
+    assert res.returncode == 0, res.stdout[-4000:] + res.stderr[-2000:]
+    passed = re.search(r"(\d+) passed", res.stdout)
+    assert passed is not None and int(passed.group(1)) >= 150, res.stdout[-2000:]
