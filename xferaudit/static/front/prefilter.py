@@ -64,7 +64,21 @@ def _trie(words: Iterable[str]) -> str:
 
 _CANDIDATE_RX: dict[tuple, tuple] = {}  # (id(table), packs on) -> (table, patterns)
 _AS = re.compile(r" as[ \t]+(\w+)")
-_WORD_BEFORE = re.compile(r"(\w+)[ \t]*$")
+
+
+def _word_before(text: str, lo: int, hi: int) -> str:
+    """The word that `text[lo:hi]` ends with, blanks and tabs after it aside
+    (``(\\w+)[ \\t]*$`` searched there; "" where it ends with none), read
+    backwards from `hi`: the search tried the pattern at each of the places."""
+    end = hi
+    if end > lo and text[end - 1] == "\n":  # (`$` also matches before a newline that ends the text)
+        end -= 1
+    while end > lo and text[end - 1] in " \t":
+        end -= 1
+    start = end
+    while start > lo and (text[start - 1].isalnum() or text[start - 1] == "_"):
+        start -= 1
+    return text[start:end]
 
 
 def _table_patterns(rules: RuleTable, active: Optional[frozenset]) -> tuple:
@@ -141,8 +155,7 @@ def candidate_lines(text: str, lines: list[str], rules: RuleTable, active: Optio
     if " as" in text:
         names = set()
         for m in _AS.finditer(text):
-            w = _WORD_BEFORE.search(text, max(0, m.start() - 80), m.start())
-            if w is not None and w.group(1) in fnames:
+            if _word_before(text, max(0, m.start() - 80), m.start()) in fnames:
                 names.add(m.group(1))
         if names:
             alias_rx = re.compile("(?:" + _trie(names) + r")\s*\(")
