@@ -15,6 +15,7 @@ import shutil
 import subprocess
 import sys
 import sysconfig
+import time
 from pathlib import Path
 
 import pytest
@@ -112,3 +113,21 @@ def test_value_layer_tests_pass_compiled(compiled):
     assert res.returncode == 0, res.stdout[-4000:] + res.stderr[-2000:]
     passed = re.search(r"(\d+) passed", res.stdout)
     assert passed is not None and int(passed.group(1)) >= 150, res.stdout[-2000:]
+
+
+def test_a_source_edited_after_the_build_is_named_once(compiled, tmp_path):
+    """An edit of a compiled module's source does not run until it is built
+    again: `check` says so, once (not once per worker)."""
+    source = compiled / "xferaudit" / "static" / "values" / "flow.py"
+    was = source.stat()
+    later = time.time() + 60
+    os.utime(source, (later, later))
+    try:
+        (tmp_path / "m.py").write_text("import torch\nx = torch.ones(3).cuda()\nprint(x.item())\n")
+        res = _run(compiled, "-m", "xferaudit", "check", ".", "--no-cache", "--jobs", "2", cwd=tmp_path)
+    finally:
+        os.utime(source, (was.st_atime, was.st_mtime))
+    assert res.returncode == 1, res.stderr
+    assert res.stderr.count("older than its source (flow.py)") == 1, res.stderr
+    again = _run(compiled, "-m", "xferaudit", "check", ".", "--no-cache", cwd=tmp_path)
+    assert "older than" not in again.stderr

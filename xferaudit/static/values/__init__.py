@@ -59,3 +59,42 @@ One module per concern::
     sites.py        the finder analysis: implicit sites added, method-row sites re-judged
     parametrize.py  what pytest's parametrize fills a test's parameters with (dtypes, the host)
 """
+
+import os as _os
+import sys as _sys
+from importlib.machinery import EXTENSION_SUFFIXES as _SUFFIXES
+
+
+def stale_compiled(folder: str) -> list:
+    """The modules of `folder` whose compiled build (setup.py's opt-in mypyc
+    build) is older than their source: they are imported in its place, so an
+    edit of the source would not run."""
+    try:
+        names = set(_os.listdir(folder))
+    except OSError:
+        return []
+    suffix = _SUFFIXES[0]  # (the interpreter's own, e.g. .cpython-311-x86_64-linux-gnu.so)
+    out = []
+    for name in sorted(names):
+        if name.endswith(suffix) and name[:-len(suffix)] + ".py" in names:
+            source = name[:-len(suffix)] + ".py"
+            try:
+                if _os.stat(_os.path.join(folder, source)).st_mtime > _os.stat(_os.path.join(folder, name)).st_mtime:
+                    out.append(source)
+            except OSError:
+                continue
+    return out
+
+
+def _warn_if_stale() -> None:
+    process = _sys.modules.get("multiprocessing.process")
+    if process is not None and process.parent_process() is not None:
+        return  # (the lead of a scan has said it: its workers keep quiet)
+    stale = stale_compiled(_os.path.dirname(_os.path.abspath(__file__)))
+    if stale:  # (a line of its own on stderr, as the commands' warnings are: not a Python warning's two)
+        print(f"xferaudit: warning: the compiled value layer is older than its source ({', '.join(stale)}) "
+              "and runs as it was built: install again with XFERAUDIT_MYPYC=1, or delete the .so files of "
+              "xferaudit/static/values to run the source", file=_sys.stderr)
+
+
+_warn_if_stale()
