@@ -40,5 +40,15 @@ if os.environ.get("XFERAUDIT_MYPYC"):
     compiled = sorted(os.path.join(values, f) for f in os.listdir(os.path.join(here, values))
                       if f.endswith(".py") and f not in ("__init__.py", "project.py"))
     ext_modules += mypycify(["--config-file", os.path.join(here, "mypyc.ini"), *compiled], opt_level="3")
+    # What each module was built from (its source's CRC-32): the layer names a module whose source
+    # has changed since, which would not run (xferaudit/static/values/__init__.py)
+    import zlib
+
+    built_from = []
+    for path in compiled:
+        with open(os.path.join(here, path), "rb") as f:
+            built_from.append(f"{os.path.basename(path)} {zlib.crc32(f.read()):08x}\n")
+    with open(os.path.join(here, values, "_compiled_from.txt"), "w") as f:
+        f.write("# source CRC-32 of each module this build compiled (written by setup.py)\n" + "".join(built_from))
 
 setup(ext_modules=ext_modules)

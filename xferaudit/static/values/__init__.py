@@ -64,25 +64,35 @@ import os as _os
 import sys as _sys
 from importlib.machinery import EXTENSION_SUFFIXES as _SUFFIXES
 
+#: What setup.py's opt-in mypyc build wrote: each compiled module's source and its CRC-32 then.
+BUILT_FROM = "_compiled_from.txt"
+
 
 def stale_compiled(folder: str) -> list:
-    """The modules of `folder` whose compiled build (setup.py's opt-in mypyc
-    build) is older than their source: they are imported in its place, so an
-    edit of the source would not run."""
+    """The modules of `folder` compiled (setup.py's opt-in mypyc build) from
+    a source other than the one beside them now: the compiled module is
+    imported in the source's place, so the edit does not run."""
     try:
-        names = set(_os.listdir(folder))
+        with open(_os.path.join(folder, BUILT_FROM), encoding="utf-8") as f:
+            rows = [line.split() for line in f if line.strip() and not line.startswith("#")]
     except OSError:
-        return []
-    suffix = _SUFFIXES[0]  # (the interpreter's own, e.g. .cpython-311-x86_64-linux-gnu.so)
+        return []  # (a pure install: nothing compiled)
+    import zlib
+
     out = []
-    for name in sorted(names):
-        if name.endswith(suffix) and name[:-len(suffix)] + ".py" in names:
-            source = name[:-len(suffix)] + ".py"
-            try:
-                if _os.stat(_os.path.join(folder, source)).st_mtime > _os.stat(_os.path.join(folder, name)).st_mtime:
-                    out.append(source)
-            except OSError:
-                continue
+    for row in rows:
+        if len(row) != 2 or not row[0].endswith(".py"):
+            continue
+        source, crc = row
+        if not _os.path.exists(_os.path.join(folder, source[:-3] + _SUFFIXES[0])):
+            continue  # (its compiled module was deleted: the source runs)
+        try:
+            with open(_os.path.join(folder, source), "rb") as f:
+                now = f"{zlib.crc32(f.read()):08x}"
+        except OSError:
+            continue
+        if now != crc:
+            out.append(source)
     return out
 
 
@@ -92,8 +102,8 @@ def _warn_if_stale() -> None:
         return  # (the lead of a scan has said it: its workers keep quiet)
     stale = stale_compiled(_os.path.dirname(_os.path.abspath(__file__)))
     if stale:  # (a line of its own on stderr, as the commands' warnings are: not a Python warning's two)
-        print(f"xferaudit: warning: the compiled value layer is older than its source ({', '.join(stale)}) "
-              "and runs as it was built: install again with XFERAUDIT_MYPYC=1, or delete the .so files of "
+        print(f"xferaudit: warning: {', '.join(stale)} changed after the compiled value layer was built, which "
+              "runs as it was built: install again with XFERAUDIT_MYPYC=1, or delete the .so files of "
               "xferaudit/static/values to run the source", file=_sys.stderr)
 
 
