@@ -467,3 +467,33 @@ def test_a_dtype_read_from_an_attribute_and_copies_between_factories_on_one_devi
         return grad.to(orig), weight.to(wtype), grad.to(ctx.device)
     """
     assert sites(src) == [(10, "XFA203"), (11, "XFA203")]
+
+
+# --- a tensor's `is_*` methods and torch's `are_*` switches give Python bools -------------------------
+
+IS_METHODS = """\
+import torch
+
+
+def assert_close(actual, expected):
+    x = torch.ones(3, device="cuda") * actual
+    if x.is_conj() != expected.is_conj():
+        raise AssertionError("conj bits differ")
+    if x.is_neg() or x.is_inference():
+        return
+    if torch.are_deterministic_algorithms_enabled():
+        torch.use_deterministic_algorithms(False)
+    if x.is_nonzero():
+        return x
+    if x.sum() > 0:
+        return x
+"""
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_is_methods_and_are_switches_are_no_reads(mode):
+    """`t.is_conj()`, `t.is_neg()`, `t.is_inference()` (a tensor's flags) and
+    `torch.are_deterministic_algorithms_enabled()` read nothing from the
+    device; `t.is_nonzero()` reads the value, and `t.sum() > 0` is a read."""
+    assert [(ln, code) for ln, code in sites(IS_METHODS, mode) if code.startswith("XFA4")] == \
+        [(12, "XFA402"), (14, "XFA402")]

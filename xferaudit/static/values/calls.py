@@ -253,8 +253,8 @@ def torch_function(ev, q: str, node: ast.Call) -> Optional[Val]:
         return wrapped_module(ev, node, OTHER)
     if last in MODULE_WRAPPER_CLASSES:
         return wrapped_module(ev, node, OBJ)
-    if last.startswith("is_"):
-        return PY  # torch.is_tensor(x), torch.is_grad_enabled(), torch.cuda.is_available()
+    if last.startswith(("is_", "are_")):
+        return PY  # torch.is_tensor(x), torch.is_grad_enabled(), torch.are_deterministic_algorithms_enabled()
     if last.startswith("get_") or last in ("manual_seed", "seed", "initial_seed"):
         return HOST if last == "get_rng_state" else OTHER
     if last == "clip_grad_norm_":  # the total norm, where the gradients are

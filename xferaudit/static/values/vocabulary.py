@@ -15,7 +15,8 @@ TENSOR_OTHER_ATTRS = frozenset("device dtype layout grad_fn".split())
 TENSOR_SAME_ATTRS = frozenset("T mT H mH data grad real imag".split())
 TENSOR_PY_METHODS = frozenset("""item tolist size dim numel nelement element_size stride data_ptr
     get_device is_contiguous is_floating_point is_complex __len__ ndimension storage_offset is_pinned
-    is_shared is_set_to dim_order nbytes""".split())
+    is_shared is_set_to dim_order nbytes is_conj is_neg is_inference is_signed is_coalesced is_same_size
+    is_distributed""".split())
 #: Tensor methods whose result is neither a tensor nor a Python value (a storage: it has copy_).
 TENSOR_UNKNOWN_METHODS = frozenset("untyped_storage storage _typed_storage type".split())
 TENSOR_BOOL_METHODS = frozenset("""any all isnan isinf isfinite isneginf isposinf isreal eq ne lt le gt ge
