@@ -53,7 +53,7 @@ def compiled(tmp_path_factory) -> Path:
 
 def _run(pythonpath: Path, *args: str, cwd: Path) -> subprocess.CompletedProcess:
     """`python args` with `pythonpath` first on the path (`cwd` must not hold
-    a package of the name: a `-c` or `-m` run puts it first)."""
+    another copy of the package: a `-c` or `-m` run puts it before)."""
     return subprocess.run([sys.executable, *args], cwd=cwd, env=_env(pythonpath), capture_output=True,
                           text=True, timeout=600)
 
@@ -63,7 +63,7 @@ def test_every_value_module_but_two_is_compiled(compiled):
     the copy is what a process with it on the path imports."""
     wanted = sorted(p.stem for p in VALUES.glob("*.py") if p.stem not in LEFT_AS_PYTHON)
     assert len(wanted) >= 20
-    code = ("import importlib, json, sys; from importlib.machinery import EXTENSION_SUFFIXES as S; "
+    code = ("import importlib, json; "
             f"mods = {wanted!r}; "
             "files = {m: importlib.import_module('xferaudit.static.values.' + m).__file__ for m in mods}; "
             "print(json.dumps(files))")
