@@ -36,15 +36,33 @@ def _env(pythonpath: Path) -> dict:
     return env
 
 
-@pytest.fixture(scope="module")
-def compiled(tmp_path_factory) -> Path:
-    """A copy of the package with the value layer built by mypyc in place."""
-    dest = tmp_path_factory.mktemp("mypyc")
+def _copy_package(dest: Path) -> Path:
+    """The package's sources and what its build reads, copied to `dest` (no
+    compiled module of the checkout's)."""
     shutil.copytree(ROOT / "xferaudit", dest / "xferaudit",
                     ignore=shutil.ignore_patterns("__pycache__", "*.so", "*.pyd"))
     for name in ("setup.py", "mypyc.ini", "pyproject.toml", "README.md"):
         shutil.copy2(ROOT / name, dest / name)
-    env = dict(_env(dest), XFERAUDIT_MYPYC="1", XFERAUDIT_PURE_PYTHON="1")
+    return dest
+
+
+def _build_env(pythonpath: Path) -> dict:
+    """The compiled value layer asked for; the runtime's C part left out."""
+    return dict(_env(pythonpath), XFERAUDIT_MYPYC="1", XFERAUDIT_PURE_PYTHON="1")
+
+
+def _check_code(argv: list) -> str:
+    """A `python -c` program that prints the file its value layer's walk was
+    imported from on stderr's first line, then runs `xferaudit argv`."""
+    return ("import sys, xferaudit.static.values.walk as w; print(w.__file__, file=sys.stderr); "
+            f"from xferaudit.cli import main; sys.exit(main({argv!r}))")
+
+
+@pytest.fixture(scope="module")
+def compiled(tmp_path_factory) -> Path:
+    """A copy of the package with the value layer built by mypyc in place."""
+    dest = _copy_package(tmp_path_factory.mktemp("mypyc"))
+    env = _build_env(dest)
     res = subprocess.run([sys.executable, "setup.py", "-q", "build_ext", "--inplace"], cwd=dest, env=env,
                          capture_output=True, text=True, timeout=900)
     assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
@@ -81,10 +99,7 @@ def test_compiled_findings_equal_the_pure_builds(compiled, reading, tmp_path):
     the same report, byte for byte, compiled and pure (and reports implicit
     sites: an empty report on both sides would prove nothing)."""
     trees = [str(ROOT / "tests" / "static" / "values_corpus"), str(ROOT / "tests" / "corpus")]
-    argv = ["check", *trees, "--no-cache", "--exit-zero", "--implicit", reading, "--format", "json"]
-    # (each process says which walk it imported, then runs the command as `xferaudit` would)
-    code = ("import sys, xferaudit.static.values.walk as w; print(w.__file__, file=sys.stderr); "
-            f"from xferaudit.cli import main; sys.exit(main({argv!r}))")
+    code = _check_code(["check", *trees, "--no-cache", "--exit-zero", "--implicit", reading, "--format", "json"])
     pure = _run(ROOT, "-c", code, cwd=tmp_path)
     built = _run(compiled, "-c", code, cwd=tmp_path)
     assert pure.returncode == 0, pure.stderr
@@ -135,11 +150,8 @@ def test_a_wheel_built_compiled_installs_and_runs_compiled(tmp_path):
     """`pip wheel` with the build asked for gives a platform wheel whose
     install runs the compiled layer, says nothing of stale modules, and finds
     what the pure build finds."""
-    src = tmp_path / "src"
-    shutil.copytree(ROOT / "xferaudit", src / "xferaudit", ignore=shutil.ignore_patterns("__pycache__", "*.so"))
-    for name in ("setup.py", "mypyc.ini", "pyproject.toml", "README.md"):
-        shutil.copy2(ROOT / name, src / name)
-    env = dict(_env(tmp_path), XFERAUDIT_MYPYC="1", XFERAUDIT_PURE_PYTHON="1")
+    src = _copy_package(tmp_path / "src")
+    env = _build_env(tmp_path)
     res = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-build-isolation", "--no-deps", "-q",
                           "-w", str(tmp_path / "dist"), str(src)], env=env, capture_output=True, text=True,
                          timeout=900)
@@ -152,8 +164,7 @@ def test_a_wheel_built_compiled_installs_and_runs_compiled(tmp_path):
     site = tmp_path / "site"
     assert (site / "xferaudit" / "static" / "values" / "_compiled_from.txt").exists()
     trees = [str(ROOT / "tests" / "static" / "values_corpus")]
-    code = ("import sys, xferaudit.static.values.walk as w; print(w.__file__, file=sys.stderr); "
-            f"from xferaudit.cli import main; sys.exit(main({['check', *trees, '--no-cache', '--exit-zero']!r}))")
+    code = _check_code(["check", *trees, "--no-cache", "--exit-zero"])
     built = _run(site, "-c", code, cwd=tmp_path)
     pure = _run(ROOT, "-c", code, cwd=tmp_path)
     assert built.returncode == 0, built.stderr
